@@ -1,0 +1,1 @@
+"""Benchmarks behind ``beeweave bench …``: every run measures its baselines beside it."""

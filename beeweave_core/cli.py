@@ -1,0 +1,316 @@
+"""The ``beeweave`` command: a demo, a look into stored sessions, and benchmarks."""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+import uuid
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from rich.console import Console
+from rich.table import Table
+from rich.tree import Tree
+
+from .events import Event
+from .stores.base import NotFound
+from .weave import Weave, default_url
+
+app = typer.Typer(
+    help="BeeWeave: a memory that lasts for AI agents.",
+    no_args_is_help=True,
+    pretty_exceptions_enable=False,
+)
+bench_app = typer.Typer(
+    help="Benchmarks: each prints a table and writes JSON.", no_args_is_help=True
+)
+app.add_typer(bench_app, name="bench")
+console = Console()
+
+UrlOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--url", help="Store URL (default: the embedded SQLite file under $BEEWEAVE_HOME)."
+    ),
+]
+TenantOpt = Annotated[str, typer.Option("--tenant", help="Tenant to read and write.")]
+AuthOpt = Annotated[
+    str | None, typer.Option("--auth", help="Neo4j credentials as user:password (or NEO4J_AUTH).")
+]
+
+
+def fail(message: str) -> None:
+    """One clear line on stderr and a non-zero exit: what a shell user expects."""
+    Console(stderr=True).print(f"[bold red]error:[/] {message}", highlight=False)
+    raise typer.Exit(code=1)
+
+
+def _auth(auth: str | None) -> Any:
+    import os
+
+    raw = auth or os.environ.get("NEO4J_AUTH")
+    if not raw or raw.lower() == "none":
+        user, pwd = os.environ.get("NEO4J_USER"), os.environ.get("NEO4J_PASSWORD")
+        return (user, pwd) if user and pwd else None
+    user, _, pwd = raw.partition(":") if ":" in raw else raw.partition("/")
+    return (user, pwd)
+
+
+@contextmanager
+def opened(url: str | None, tenant: str, auth: str | None = None) -> Iterator[Weave]:
+    try:
+        weave = Weave.open(url, tenant=tenant, auth=_auth(auth))
+    except ValueError as exc:
+        fail(str(exc))
+    except Exception as exc:  # unreachable server, unreadable file …
+        fail(f"cannot open {url or default_url()}: {type(exc).__name__}: {exc}")
+    try:
+        yield weave
+    finally:
+        weave.close()
+
+
+def _when(ts: float | None) -> str:
+    if ts is None:
+        return "-"
+    return datetime.fromtimestamp(ts, tz=timezone.utc).strftime("%Y-%m-%d %H:%M:%S")
+
+
+def _short(text: str, n: int = 70) -> str:
+    one = " ".join(text.split())
+    return one if len(one) <= n else one[: n - 1] + "…"
+
+
+def sessions_table(weave: Weave) -> Table:
+    table = Table(title=f"Sessions (tenant {weave.tenant})")
+    for col in ("session", "events", "by type", "tokens", "first", "last"):
+        table.add_column(col)
+    for s in weave.store.sessions():
+        counts = ", ".join(f"{k}={v}" for k, v in sorted(s.counts.items()))
+        table.add_row(
+            s.session_id, str(s.events), counts, str(s.tokens), _when(s.first_ts), _when(s.last_ts)
+        )
+    return table
+
+
+def timeline_table(events: list[Event], title: str) -> Table:
+    table = Table(title=title)
+    for col in ("seq", "time", "type", "content", "id"):
+        table.add_column(col, overflow="fold" if col == "id" else "ellipsis")
+    for ev in events:
+        table.add_row(str(ev.seq), _when(ev.ts), ev.type.value, _short(ev.content), ev.id)
+    return table
+
+
+def trace_tree(weave: Weave, event_id: str, depth: int = 6) -> Tree:
+    """The causal chain behind an event, as a tree (nearest cause first)."""
+    found = weave.store.get([event_id])
+    if not found:
+        raise NotFound(f"no event {event_id!r} for tenant {weave.tenant!r}")
+    root = found[0]
+    tree = Tree(f"[bold]{root.type.value}[/] #{root.seq}: {_short(root.content)}")
+    nodes = {root.id: tree}
+    for ev, _dist in weave.store.ancestors(event_id, depth=depth):
+        # attach each ancestor under the closest already-shown event that points at it
+        edges = weave.store.edges(event_id=ev.id, direction="in")
+        parent = next((nodes[e.src] for e in edges if e.src in nodes), tree)
+        label = next((e.type.value for e in edges if e.src in nodes), "CAUSED_BY")
+        nodes[ev.id] = parent.add(
+            f"[dim]{label}[/] [bold]{ev.type.value}[/] #{ev.seq}: {_short(ev.content)}"
+        )
+    return tree
+
+
+# --------------------------------------------------------------------- commands
+@app.command()
+def demo(
+    url: UrlOpt = None,
+    tenant: TenantOpt = "default",
+    auth: AuthOpt = None,
+    session: Annotated[str | None, typer.Option(help="Session id (default: a new one).")] = None,
+) -> None:
+    """Run a scripted agent conversation offline and show what BeeWeave kept."""
+    from .demo import run_script
+
+    session_id = session or f"demo-{uuid.uuid4().hex[:8]}"
+    with opened(url, tenant, auth) as weave:
+        console.rule("[bold]BeeWeave demo")
+        console.print(
+            f"Store: [cyan]{weave.url}[/]  tenant: [cyan]{tenant}[/]  session: [cyan]{session_id}[/]"
+        )
+        t0 = time.perf_counter()
+        ids = run_script(weave, session_id)
+        weave.flush()
+        console.print(
+            f"Captured {weave.stats()['written']} events through the bus in "
+            f"{(time.perf_counter() - t0) * 1000:.0f} ms (non-blocking emit, batched writes)."
+        )
+        console.print(sessions_table(weave))
+        console.print(timeline_table(weave.store.timeline(session_id), f"Timeline of {session_id}"))
+        rid = ids["tool_result:schedule_job"]
+        console.print("\n[bold]Causal chain behind the schedule_job tool result:[/]")
+        console.print(trace_tree(weave, rid))
+        big = next((e for e in weave.store.timeline(session_id) if "$artifact" in e.payload), None)
+        if big is not None:
+            art = big.payload["$artifact"]
+            console.print(
+                f"\nLarge tool output (#{big.seq}) kept in full as artifact "
+                f"sha256:{art['sha256'][:12]}… ({art['chars']:,} chars); the event holds a preview."
+            )
+        for hook in _demo_extensions:
+            hook(weave, session_id, console)
+        console.print(
+            f"\nData lives in [cyan]{weave.url}[/] (spool: {weave.bus.spool_path.parent})."
+        )
+
+
+#: Later layers (recall, context assembly) append sections to the demo here.
+_demo_extensions: list[Callable[[Weave, str, Console], None]] = []
+
+
+@app.command()
+def sessions(url: UrlOpt = None, tenant: TenantOpt = "default", auth: AuthOpt = None) -> None:
+    """List stored sessions with counts by type, tokens and times."""
+    with opened(url, tenant, auth) as weave:
+        console.print(sessions_table(weave))
+
+
+@app.command()
+def show(
+    session_id: str,
+    url: UrlOpt = None,
+    tenant: TenantOpt = "default",
+    auth: AuthOpt = None,
+    last: Annotated[int | None, typer.Option(help="Only the latest N events.")] = None,
+    all_: Annotated[
+        bool, typer.Option("--all", help="Include deleted/invalidated events.")
+    ] = False,
+) -> None:
+    """Show a session's timeline."""
+    with opened(url, tenant, auth) as weave:
+        events = weave.store.timeline(session_id, last=last, include_inactive=all_)
+        if not events:
+            fail(f"no session {session_id!r} for tenant {tenant!r}")
+        console.print(timeline_table(events, f"Timeline of {session_id}"))
+
+
+@app.command()
+def trace(
+    event_id: str,
+    url: UrlOpt = None,
+    tenant: TenantOpt = "default",
+    auth: AuthOpt = None,
+    depth: Annotated[int, typer.Option(help="How many causal hops to follow.")] = 6,
+) -> None:
+    """Show the causal ancestry of one event as a tree."""
+    with opened(url, tenant, auth) as weave:
+        try:
+            console.print(trace_tree(weave, event_id, depth))
+        except NotFound as exc:
+            fail(str(exc.args[0]))
+
+
+@app.command("export")
+def export_cmd(
+    session_id: str,
+    out: Annotated[Path | None, typer.Option("--out", "-o", help="File (default: stdout).")] = None,
+    url: UrlOpt = None,
+    tenant: TenantOpt = "default",
+    auth: AuthOpt = None,
+) -> None:
+    """Export a session (events, edges, artifacts) to JSON."""
+    with opened(url, tenant, auth) as weave:
+        try:
+            data = weave.store.export_session(session_id)
+        except NotFound as exc:
+            fail(str(exc.args[0]))
+        text = json.dumps(data, ensure_ascii=False, indent=1)
+        if out is None:
+            sys.stdout.write(text + "\n")
+        else:
+            out.write_text(text, encoding="utf-8")
+            console.print(f"wrote {len(data['events'])} events to {out}")
+
+
+@app.command("import")
+def import_cmd(
+    path: Path,
+    url: UrlOpt = None,
+    tenant: TenantOpt = "default",
+    auth: AuthOpt = None,
+) -> None:
+    """Import a session exported by ``beeweave export``."""
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, json.JSONDecodeError) as exc:
+        fail(f"cannot read {path}: {exc}")
+    with opened(url, tenant, auth) as weave:
+        try:
+            res = weave.store.import_session(data)
+        except ValueError as exc:
+            fail(str(exc))
+        console.print(f"imported {res.inserted} events ({res.duplicates} already present)")
+
+
+def main() -> None:  # pragma: no cover - console entry point alias
+    app()
+
+
+# -------------------------------------------------------------------- benchmarks
+OutOpt = Annotated[Path | None, typer.Option("--out", help="JSON file to write.")]
+
+
+@bench_app.command("capture")
+def bench_capture(
+    n: Annotated[int, typer.Option(help="Calls per case.")] = 100_000,
+    framework: Annotated[
+        str | None, typer.Option(help="Also measure a framework handler: langchain.")
+    ] = None,
+    out: OutOpt = None,
+) -> None:
+    """emit() cost on the caller's thread vs a no-op call and queue.put_nowait."""
+    from .bench import capture
+    from .bench.report import report
+
+    if framework is not None:
+        runner = _framework_capture.get(framework)
+        if runner is None:
+            fail(
+                f"unknown framework {framework!r}; known: {', '.join(_framework_capture) or 'none'}"
+            )
+        rows, summary = runner(n)
+    else:
+        rows, summary = capture.run(n)
+    report("capture" if framework is None else f"capture {framework}", rows, out=out,
+           params={"n": n, "framework": framework, **summary},
+           notes=[f"{k}: {v}" for k, v in summary.items()])  # fmt: skip
+
+
+#: Framework packages register their capture benchmarks here.
+_framework_capture: dict[str, Callable[[int], tuple[list[dict[str, Any]], dict[str, Any]]]] = {}
+
+
+@bench_app.command("ingest")
+def bench_ingest(
+    backend: Annotated[str, typer.Option(help="Comma-separated: sqlite,neo4j.")] = "sqlite",
+    events: Annotated[int, typer.Option(help="Events to write (batched).")] = 100_000,
+    single: Annotated[int, typer.Option(help="Events written one by one.")] = 2_000,
+    auth: AuthOpt = None,
+    out: OutOpt = None,
+) -> None:
+    """Events/s batched vs one-by-one and ancestry p50/p95, every backend in one run."""
+    from .bench import ingest
+    from .bench.report import report
+
+    backends = [b.strip() for b in backend.split(",") if b.strip()]
+    try:
+        rows = ingest.run(backends, n=events, single=single, auth=_auth(auth))
+    except ValueError as exc:
+        fail(str(exc))
+    notes = ["targets: SQLite batched >= 20,000 ev/s; Neo4j batched >= 5,000 ev/s"]
+    report("ingest", rows, out=out, params={"events": events, "single": single}, notes=notes)

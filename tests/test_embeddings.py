@@ -1,0 +1,241 @@
+"""Real-model tests of BeeWeave's default offline embedding model.
+
+Everything here runs the shipped all-MiniLM-L6-v2 int8 ONNX file through
+onnxruntime; nothing is mocked and nothing touches the network.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import re
+import threading
+
+import numpy as np
+import pytest
+from langchain_core.embeddings import Embeddings
+
+from beeweave_core.embeddings import (
+    DIMENSION,
+    EmbeddingModelUnavailable,
+    MiniLMEmbeddings,
+    default_embeddings,
+    embedding_identity,
+)
+
+
+@pytest.fixture(scope="module")
+def emb() -> MiniLMEmbeddings:
+    return MiniLMEmbeddings()
+
+
+def _cos(a, b) -> float:
+    a, b = np.asarray(a), np.asarray(b)
+    return float(a @ b / (np.linalg.norm(a) * np.linalg.norm(b)))
+
+
+def test_is_langchain_embeddings_with_identity(emb):
+    assert isinstance(emb, Embeddings)
+    assert emb.model_name == "all-MiniLM-L6-v2-int8"
+    # package version + model sha256 prefix
+    assert re.fullmatch(r"\d+(\.\d+)*\+8199be6f699a", emb.model_version)
+    assert embedding_identity(emb) == (emb.model_name, emb.model_version)
+
+
+def test_dimension_and_unit_norm(emb):
+    vecs = emb.embed_documents(["hello world", "The agent called the search tool."])
+    assert len(vecs) == 2
+    for v in vecs:
+        assert len(v) == DIMENSION == 384
+        assert all(isinstance(x, float) for x in v)
+        assert np.all(np.isfinite(v))
+        assert np.linalg.norm(v) == pytest.approx(1.0, abs=1e-5)
+    q = emb.embed_query("hello world")
+    assert len(q) == 384
+    assert np.linalg.norm(q) == pytest.approx(1.0, abs=1e-5)
+
+
+def test_paraphrase_closer_than_unrelated(emb):
+    cases = [
+        (
+            "How do I reset my password?",
+            "I forgot my password, how can I change it?",
+            "The cat sleeps on the warm windowsill.",
+        ),
+        (
+            "A man is playing a guitar.",
+            "Someone is strumming a guitar.",
+            "The stock market fell sharply today.",
+        ),
+        (
+            "The weather in Paris is sunny today.",
+            "It is bright and warm in Paris this afternoon.",
+            "Quantum entanglement links particles across distance.",
+        ),
+        (
+            "The deploy failed because the database migration timed out.",
+            "Deployment broke: the DB migration hit a timeout.",
+            "My grandmother bakes apple pie every Sunday.",
+        ),
+    ]
+    for anchor, para, unrelated in cases:
+        a, p, u = emb.embed_documents([anchor, para, unrelated])
+        sp, su = _cos(a, p), _cos(a, u)
+        assert sp > 0.6, (anchor, para, sp)
+        assert su < 0.25, (anchor, unrelated, su)
+        assert sp - su > 0.4
+
+
+def test_matches_reference_all_minilm_l6_v2(emb):
+    # Cosine similarities of the fp32 sentence-transformers model on these
+    # sentences (mean pooling + L2 normalisation), computed from the
+    # published weights; the int8 model must stay within 0.015 of them.
+    sents = ["The weather is lovely today.", "It's so sunny outside!", "He drove to the stadium."]
+    v = np.asarray(emb.embed_documents(sents))
+    sim = v @ v.T
+    assert sim[0, 1] == pytest.approx(0.6660, abs=0.015)
+    assert sim[0, 2] == pytest.approx(0.1046, abs=0.015)
+    assert sim[1, 2] == pytest.approx(0.1411, abs=0.015)
+    h = np.asarray(
+        emb.embed_documents(
+            [
+                "That is a happy person",
+                "That is a happy dog",
+                "That is a very happy person",
+                "Today is a sunny day",
+            ]
+        )
+    )
+    assert h[0] @ h[1] == pytest.approx(0.6946, abs=0.015)
+    assert h[0] @ h[2] == pytest.approx(0.9429, abs=0.015)
+    assert h[0] @ h[3] == pytest.approx(0.2569, abs=0.015)
+
+
+def test_batching_equals_single(emb):
+    texts = [
+        "short",
+        "a somewhat longer sentence about tool calls and their results",
+        "",
+        "The assistant decided to book the 9:40 train to Lyon for 3 people.",
+        "x",
+        "Error 503 from the payments API; retry scheduled in 30 seconds.",
+        "another medium length sentence here",
+    ]
+    small = MiniLMEmbeddings(batch_size=3)
+    batched = np.asarray(small.embed_documents(texts))
+    one_by_one = np.asarray([emb.embed_query(t) for t in texts])
+    assert batched.shape == (len(texts), 384)
+    np.testing.assert_allclose(batched, one_by_one, atol=2e-5)
+    # order is preserved despite the length sort inside
+    np.testing.assert_allclose(np.asarray(emb.embed_documents(texts)), one_by_one, atol=2e-5)
+
+
+def test_empty_inputs(emb):
+    assert emb.embed_documents([]) == []
+    v = emb.embed_query("")
+    assert len(v) == 384 and np.all(np.isfinite(v))
+    assert np.linalg.norm(v) == pytest.approx(1.0, abs=1e-5)
+    assert emb.embed_array([]).shape == (0, 384)
+
+
+def test_long_text_truncated(emb):
+    prefix = " ".join(f"word{i}" for i in range(400))  # far beyond 256 tokens
+    a = emb.embed_query(prefix + " the ending is about cats")
+    b = emb.embed_query(prefix + " a completely different ending about rockets")
+    assert len(a) == 384 and np.all(np.isfinite(a))
+    # everything after the 256th token is cut, so the endings cannot matter
+    np.testing.assert_allclose(a, b, atol=1e-6)
+    huge = emb.embed_query("lorem ipsum " * 20000)
+    assert np.linalg.norm(huge) == pytest.approx(1.0, abs=1e-5)
+
+
+def test_non_english_text(emb):
+    texts = ["我喜欢在周末去公园散步。", "今天天气很好", "emoji 🚀🔥 and ünïcödé", "\u200b\n\t "]
+    vecs = np.asarray(emb.embed_documents(texts))
+    assert vecs.shape == (4, 384)
+    assert np.all(np.isfinite(vecs))
+    np.testing.assert_allclose(np.linalg.norm(vecs, axis=1), 1.0, atol=1e-5)
+
+
+def test_lazy_and_thread_safe_loading():
+    fresh = MiniLMEmbeddings()
+    assert fresh._session is None  # construction loads nothing
+    results: dict[int, list[float]] = {}
+    errors: list[BaseException] = []
+    sessions = []
+
+    def work(i: int) -> None:
+        try:
+            results[i] = fresh.embed_query("concurrent first use")
+            sessions.append(fresh._session)
+        except BaseException as exc:  # pragma: no cover - reported below
+            errors.append(exc)
+
+    threads = [threading.Thread(target=work, args=(i,)) for i in range(6)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors
+    assert len({id(s) for s in sessions}) == 1
+    first = np.asarray(results[0])
+    for v in results.values():
+        np.testing.assert_allclose(v, first, atol=1e-6)
+
+
+def test_async_interface(emb):
+    docs = asyncio.run(emb.aembed_documents(["alpha", "beta"]))
+    q = asyncio.run(emb.aembed_query("alpha"))
+    np.testing.assert_allclose(docs[0], q, atol=2e-5)
+
+
+def test_default_embeddings_is_cached():
+    a = default_embeddings()
+    assert a is default_embeddings()
+    assert isinstance(a, MiniLMEmbeddings)
+
+
+def test_embedding_identity_for_other_embeddings():
+    class Named(Embeddings):
+        model = "text-embedding-3-small"
+
+        def embed_documents(self, texts):
+            raise NotImplementedError
+
+        def embed_query(self, text):
+            raise NotImplementedError
+
+    class Versioned(Named):
+        model_name = "my-model"
+        model_version = "2024-05"
+
+    class Bare(Embeddings):
+        def embed_documents(self, texts):
+            raise NotImplementedError
+
+        def embed_query(self, text):
+            raise NotImplementedError
+
+    assert embedding_identity(Named()) == ("text-embedding-3-small", "unknown")
+    assert embedding_identity(Versioned()) == ("my-model", "2024-05")
+    name, version = embedding_identity(Bare())
+    assert name.endswith("Bare") and version == "unknown"
+
+
+def test_missing_override_path_is_an_error(monkeypatch, tmp_path):
+    monkeypatch.setenv("BEEWEAVE_EMBEDDING_MODEL_PATH", str(tmp_path / "nope.onnx"))
+    with pytest.raises(EmbeddingModelUnavailable):
+        MiniLMEmbeddings().embed_query("x")
+
+
+def test_env_override_directory(monkeypatch, tmp_path):
+    # A directory holding the usual file names works as an override; the
+    # explicit file's own sha256 becomes part of the version.
+    from beeweave_core.embeddings import _default_model_path, _default_tokenizer_path
+
+    (tmp_path / "model.onnx").symlink_to(_default_model_path())
+    (tmp_path / "tokenizer.json").symlink_to(_default_tokenizer_path())
+    monkeypatch.setenv("BEEWEAVE_EMBEDDING_MODEL_PATH", str(tmp_path))
+    monkeypatch.setenv("BEEWEAVE_EMBEDDING_TOKENIZER_PATH", str(tmp_path))
+    e = MiniLMEmbeddings()
+    assert e.model_version.endswith("+8199be6f699a")
+    assert len(e.embed_query("override works")) == 384
