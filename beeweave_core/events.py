@@ -121,7 +121,7 @@ class Event(BaseModel):
     type: EventType
     role: str | None = None
     content: str = ""
-    payload: dict[str, Any] = Field(default_factory=dict)
+    payload: dict[Any, Any] = Field(default_factory=dict)
     ts: float = Field(default_factory=time.time)
     parents: tuple[str, ...] = ()
     links: dict[EdgeType, tuple[str, ...]] = Field(default_factory=dict)

@@ -21,9 +21,11 @@ dict with non-str keys keys turned to ``str(key)``
 anything else          ``{"$repr": repr(obj)[:4096], "$type": "module.Class"}``
 =====================  ==================================================
 
-A dict key that itself starts with ``$`` is escaped as ``$$`` so user data can
-never be mistaken for a tag.  ``decode_payload`` reverses the tags that carry the
-full value (floats, bytes, times, decimals, uuids).
+The form is a fixed point: ``to_jsonable(to_jsonable(x)) == to_jsonable(x)``, so a
+value can pass through the bus, the spool and an export/import without drifting.
+``decode_payload`` reverses the tags that carry the full value (floats, bytes,
+times, decimals, uuids); it recognises a tag only as a dict with exactly that one
+key, so user data shaped exactly like ``{"$bytes": "..."}`` is the one ambiguity.
 
 Size policy: content or a payload larger than ``inline_limit`` characters is
 stored once, in full, as an *artifact* (content-addressed by SHA-256, per
@@ -62,9 +64,7 @@ def _qualname(obj: Any) -> str:
 
 
 def _key(k: Any) -> str:
-    s = k if isinstance(k, str) else str(k)
-    s = clean_text(s)
-    return "$" + s if s.startswith("$") else s
+    return clean_text(k if isinstance(k, str) else str(k))
 
 
 def to_jsonable(value: Any, _depth: int = 0) -> Any:

@@ -79,6 +79,7 @@ class SQLiteEventStore(BaseEventStore):
         *,
         tenant: str = "default",
         token_count: TokenCount | None = None,
+        busy_timeout: float = 30.0,
         _shared: tuple[sqlite3.Connection, threading.RLock] | None = None,
     ) -> None:
         if not isinstance(tenant, str) or not tenant:
@@ -93,7 +94,7 @@ class SQLiteEventStore(BaseEventStore):
         if self.path != ":memory:":
             Path(self.path).parent.mkdir(parents=True, exist_ok=True)
         self._conn = sqlite3.connect(
-            self.path, check_same_thread=False, isolation_level=None, timeout=30.0
+            self.path, check_same_thread=False, isolation_level=None, timeout=busy_timeout
         )
         self._lock = threading.RLock()
         self._owner = True

@@ -1,0 +1,280 @@
+"""ContextBus: order, idempotency, coalescing, backpressure, spool + replay, shutdown."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from beeweave_core.bus import ContextBus
+from beeweave_core.events import EventType
+from beeweave_core.stores.sqlite import SQLiteEventStore
+from beeweave_core.weave import Weave
+
+
+@pytest.fixture
+def db(tmp_path: Path) -> Path:
+    return tmp_path / "bus.db"
+
+
+def open_bus(db: Path, tmp_path: Path, **kw) -> ContextBus:
+    store = SQLiteEventStore(db, busy_timeout=kw.pop("busy_timeout", 30.0))
+    return ContextBus(store, spool_dir=tmp_path / "spool", **kw)
+
+
+def contents(store, sid: str = "s") -> list[str]:
+    return [e.content for e in store.timeline(sid)]
+
+
+def test_emit_returns_id_and_keeps_order(db, tmp_path):
+    bus = open_bus(db, tmp_path)
+    ids = [bus.emit("user_message", f"m{i}", session_id="s") for i in range(300)]
+    assert bus.flush()
+    tl = bus.store.timeline("s")
+    assert [e.id for e in tl] == ids and [e.seq for e in tl] == list(range(300))
+    assert bus.stats()["written"] == 300
+    bus.close()
+
+
+def test_redelivered_hook_is_stored_once(db, tmp_path):
+    bus = open_bus(db, tmp_path)
+    a = bus.emit("tool_result", "42", session_id="s", key="run-1/tool_end")
+    b = bus.emit("tool_result", "42", session_id="s", key="run-1/tool_end")
+    c = bus.emit("tool_result", "42", session_id="s", key="run-2/tool_end")
+    bus.flush()
+    assert a == b != c
+    assert contents(bus.store) == ["42", "42"]
+    assert bus.stats()["duplicates"] == 1
+    bus.close()
+
+
+def test_low_priority_fragments_are_coalesced(db, tmp_path):
+    bus = open_bus(db, tmp_path, coalesce_window=0.5)
+    u = bus.emit("user_message", "question", session_id="s")
+    for i in range(200):
+        bus.emit("internal_thought", f"t{i} ", session_id="s", coalesce_key="run-1")
+    bus.emit("assistant_message", "answer", session_id="s", parents=[u])
+    bus.flush()
+    tl = bus.store.timeline("s")
+    assert [e.type for e in tl] == [
+        EventType.USER_MESSAGE, EventType.INTERNAL_THOUGHT, EventType.ASSISTANT_MESSAGE,
+    ]  # fmt: skip
+    thought = tl[1]
+    assert thought.content == "".join(f"t{i} " for i in range(200))
+    assert thought.payload["coalesced"]["fragments"] == 200
+    assert bus.stats()["coalesced"] == 199
+    bus.close()
+
+
+def test_fragments_further_apart_than_the_window_stay_separate(db, tmp_path):
+    bus = open_bus(db, tmp_path, coalesce_window=0.05)
+    bus.emit("internal_thought", "a", session_id="s", coalesce_key="k")
+    time.sleep(0.2)
+    bus.emit("internal_thought", "b", session_id="s", coalesce_key="k")
+    bus.flush()
+    assert contents(bus.store) == ["a", "b"]
+    bus.close()
+
+
+def test_backpressure_never_drops_high_priority(db, tmp_path):
+    # a locked database stalls the writer while the caller keeps emitting
+    bus = open_bus(db, tmp_path, max_high=50, max_low=20, busy_timeout=5.0)
+    blocker = sqlite3.connect(db, isolation_level=None)
+    blocker.execute("BEGIN EXCLUSIVE")
+    try:
+        t0 = time.perf_counter()
+        for i in range(500):
+            bus.emit("user_message", f"u{i}", session_id="s")
+            bus.emit("internal_thought", f"t{i}", session_id="s", coalesce_key=f"k{i}")
+        elapsed = time.perf_counter() - t0
+    finally:
+        blocker.execute("ROLLBACK")
+        blocker.close()
+    assert elapsed < 5.0  # emit never waited for the stalled store
+    assert bus.flush(60)
+    st = bus.stats()
+    users = [c for c in contents(bus.store) if c.startswith("u")]
+    assert users == [f"u{i}" for i in range(500)]  # every high-priority event, in order
+    thoughts = [c for c in contents(bus.store) if c.startswith("t")]
+    assert st["dropped_low"] > 0 and len(thoughts) + st["dropped_low"] == 500
+    assert st["overflowed"] > 0 or st["spooled"] > 0
+    bus.close()
+
+
+def test_store_failure_spools_then_replays_in_order_once(db, tmp_path):
+    bus = open_bus(db, tmp_path, busy_timeout=0.05, retry_interval=0.05)
+    for i in range(50):
+        bus.emit("user_message", f"before-{i}", session_id="s", key=f"b{i}")
+    assert bus.flush()
+    blocker = sqlite3.connect(db, isolation_level=None)
+    blocker.execute("BEGIN EXCLUSIVE")  # the store is now unreachable for writes
+    try:
+        for i in range(100):
+            bus.emit("user_message", f"during-{i}", session_id="s", key=f"d{i}")
+        assert bus.flush(5) is False  # kept safe on disk, not in the store
+        st = bus.stats()
+        assert st["store_up"] is False and st["spooled"] >= 100 and st["spool_pending"]
+        assert bus.spool_path.exists()
+    finally:
+        blocker.execute("ROLLBACK")
+        blocker.close()
+    for i in range(20):
+        bus.emit("user_message", f"after-{i}", session_id="s", key=f"a{i}")
+    deadline = time.time() + 30
+    while not bus.flush(1) and time.time() < deadline:
+        pass
+    got = contents(bus.store)
+    expected = [f"before-{i}" for i in range(50)] + [f"during-{i}" for i in range(100)]
+    expected += [f"after-{i}" for i in range(20)]
+    assert got == expected  # nothing lost, nothing duplicated, order kept
+    st = bus.stats()
+    assert st["store_up"] is True and not st["spool_pending"] and st["replayed"] >= 100
+    bus.close()
+
+
+def test_spool_left_by_a_crash_is_replayed_on_start(db, tmp_path):
+    bus = open_bus(db, tmp_path, busy_timeout=0.05)
+    blocker = sqlite3.connect(db, isolation_level=None)
+    blocker.execute("BEGIN EXCLUSIVE")
+    for i in range(10):
+        bus.emit("user_message", f"m{i}", session_id="s", key=f"m{i}")
+    bus.flush(2)
+    spool = bus.spool_path
+    assert spool.exists()
+    bus._closing = True  # simulate a crash: writer stops, spool stays
+    bus._wake.set()
+    bus._thread.join(5)
+    blocker.execute("ROLLBACK")
+    blocker.close()
+    bus2 = open_bus(db, tmp_path)
+    assert bus2.flush()
+    assert contents(bus2.store) == [f"m{i}" for i in range(10)]
+    # replaying the same spool again would not duplicate (ids are fixed)
+    bus2.close()
+
+
+def test_close_flushes(db, tmp_path):
+    bus = open_bus(db, tmp_path)
+    for i in range(1000):
+        bus.emit("assistant_message", f"m{i}", session_id="s")
+    bus.close()
+    with SQLiteEventStore(db) as store:
+        assert len(store.timeline("s")) == 1000
+
+
+def test_atexit_flush_in_a_real_process(tmp_path):
+    code = f"""
+from beeweave_core.weave import Weave
+w = Weave.open("sqlite:///{tmp_path / 'exit.db'}", spool_dir="{tmp_path / 'sp'}")
+for i in range(500):
+    w.emit("user_message", f"m{{i}}", session_id="s")
+# no flush, no close: the interpreter exits and atexit must save the events
+"""
+    subprocess.run([sys.executable, "-c", code], check=True, timeout=120)
+    with SQLiteEventStore(tmp_path / "exit.db") as store:
+        assert [e.content for e in store.timeline("s")] == [f"m{i}" for i in range(500)]
+
+
+def test_eight_threads_into_one_session(db, tmp_path):
+    bus = open_bus(db, tmp_path)
+    ids: dict[int, list[str]] = {}
+
+    def work(t: int) -> None:
+        ids[t] = [bus.emit("tool_result", f"{t}:{j}", session_id="s") for j in range(500)]
+
+    threads = [threading.Thread(target=work, args=(t,)) for t in range(8)]
+    for th in threads:
+        th.start()
+    for th in threads:
+        th.join()
+    assert bus.flush(60)
+    tl = bus.store.timeline("s")
+    assert [e.seq for e in tl] == list(range(4000))
+    assert len({e.id for e in tl}) == 4000
+    pos = {e.id: e.seq for e in tl}
+    for t in range(8):  # each thread's events keep that thread's order
+        seqs = [pos[i] for i in ids[t]]
+        assert seqs == sorted(seqs)
+    bus.close()
+
+
+def test_refused_events_are_dead_lettered_never_raised(db, tmp_path, caplog):
+    bus = open_bus(db, tmp_path)
+    good1 = bus.emit("user_message", "fine", session_id="s")
+    bad_type = bus.emit("no_such_type", "x", session_id="s")  # type: ignore[arg-type]
+    bad_sid = bus.emit("user_message", "x", session_id="")
+    bad_none = bus.emit("user_message", "x", session_id=None)  # type: ignore[arg-type]
+    good2 = bus.emit("user_message", "also fine", session_id="s")
+    assert all(isinstance(i, str) for i in (bad_type, bad_sid, bad_none))
+    bus.flush()
+    assert [e.id for e in bus.store.timeline("s")] == [good1, good2]
+    st = bus.stats()
+    assert st["refused"] == 3
+    lines = [json.loads(x) for x in bus.dead_letter_path.read_text().splitlines()]
+    assert len(lines) == 3 and all(x["error"] for x in lines)
+    assert any("no_such_type" in json.dumps(x["item"]) for x in lines)
+    assert "refused" in caplog.text
+    bus.close()
+
+
+class Weird:
+    def __repr__(self) -> str:
+        raise RuntimeError("repr explodes")
+
+
+def test_odd_inputs_through_emit_are_stored_safely(db, tmp_path):
+    bus = open_bus(db, tmp_path)
+    ten_mb = "z" * (10 * 1024 * 1024)
+    bus.emit("tool_result", ten_mb, session_id="s")
+    bus.emit("tool_result", {"rows": [1, 2], "raw": b"\x01"}, session_id="s")
+    bus.emit("tool_result", None, session_id="s", payload={"obj": Weird(), "nan": float("nan")})
+    bus.emit("tool_result", "nul\x00 and \ud83d lone", session_id="s")
+    bus.emit("tool_result", "", session_id="s")
+    assert bus.flush()
+    big, dct, weird, text, empty = bus.store.timeline("s")
+    assert bus.store.get_artifact(big.payload["$artifact"]["sha256"]) == ten_mb
+    assert json.loads(dct.content) == {"rows": [1, 2], "raw": {"$bytes": "AQ=="}}
+    assert weird.payload["obj"]["$repr"].startswith("<unreprable")
+    assert weird.payload["nan"] == {"$float": "nan"}
+    assert text.content == "nul\x00 and \\ud83d lone"
+    assert empty.content == ""
+    assert bus.stats()["refused"] == 0
+    bus.close()
+
+
+def test_weave_tenants_are_isolated(tmp_path):
+    url = f"sqlite:///{tmp_path / 'w.db'}"
+    with Weave.open(url, tenant="acme", spool_dir=tmp_path) as a, Weave.open(
+        url, tenant="globex", spool_dir=tmp_path
+    ) as b:
+        a.emit("user_message", "acme secret", session_id="s")
+        b.emit("user_message", "globex note", session_id="s")
+        a.flush()
+        b.flush()
+        assert contents(a.store) == ["acme secret"]
+        assert contents(b.store) == ["globex note"]
+
+
+def test_bad_urls_are_clear_errors(tmp_path):
+    for url, msg in [("mysql://x", "unsupported"), ("sqlite://relative", "bad SQLite"),
+                     ("sqlite:///", "no file path")]:  # fmt: skip
+        with pytest.raises(ValueError, match=msg):
+            Weave.open(url, spool_dir=tmp_path)
+
+
+def test_listeners_see_stored_batches_and_cannot_break_capture(db, tmp_path):
+    bus = open_bus(db, tmp_path)
+    seen: list[str] = []
+    bus.listeners.append(lambda evs: seen.extend(e.id for e in evs))
+    bus.listeners.append(lambda evs: 1 / 0)
+    ids = [bus.emit("user_message", f"m{i}", session_id="s") for i in range(20)]
+    bus.flush()
+    assert seen == ids
+    assert len(bus.store.timeline("s")) == 20
+    bus.close()
