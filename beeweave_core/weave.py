@@ -79,6 +79,9 @@ class Weave:
         *,
         url: str,
         spool_dir: str | os.PathLike[str] | None = None,
+        embeddings: Any = None,
+        index: Any = None,
+        vector_url: str | None = None,
         **bus_kw: Any,
     ) -> None:
         self.store = store
@@ -92,7 +95,17 @@ class Weave:
         self._closers: list[Callable[[], None]] = []
         self._retriever: Any = None
         self._context: Any = None
-        self.options: dict[str, Any] = {}
+        self.options: dict[str, Any] = {
+            "embeddings": embeddings,  # any LangChain Embeddings; None: offline MiniLM
+            "index": index,  # None/"auto", "chroma", "neo4j", a VectorIndex, or False
+            "vector_url": vector_url,  # Chroma directory or http://host:port
+        }
+        #: Background vector indexer (``None`` with ``index=False``); see indexer.py.
+        self.indexer: Any = None
+        if index is not False:
+            from .indexer import attach_indexer
+
+            attach_indexer(self)
 
     @classmethod
     def open(
@@ -104,14 +117,24 @@ class Weave:
         database: str | None = None,
         spool_dir: str | os.PathLike[str] | None = None,
         store_options: Mapping[str, Any] | None = None,
+        embeddings: Any = None,
+        index: Any = None,
+        vector_url: str | None = None,
         **bus_kw: Any,
     ) -> Weave:
-        """Open (creating if needed) the store at ``url`` and start capture."""
+        """Open (creating if needed) the store at ``url`` and start capture.
+
+        ``embeddings`` (any LangChain ``Embeddings``), ``index`` and ``vector_url``
+        configure semantic recall (see :func:`beeweave_core.indexer.attach_indexer`).
+        """
         url = url or default_url()
         store = open_store(
             url, tenant=tenant, auth=auth, database=database, **(store_options or {})
         )
-        return cls(store, url=url, spool_dir=spool_dir, **bus_kw)
+        return cls(
+            store, url=url, spool_dir=spool_dir, embeddings=embeddings, index=index,
+            vector_url=vector_url, **bus_kw,
+        )  # fmt: skip
 
     # ------------------------------------------------------------ capture
     def emit(

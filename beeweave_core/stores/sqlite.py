@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from ..events import AppendResult, Edge, EdgeType, Event, EventType, SessionStats, Status
+from ..lexical import fts_query, fts_text
 from ..payloads import dumps
 from . import sqlite_sql as q
 from .base import CAUSAL_EDGES, BaseEventStore, Prepared, StoreError
@@ -101,6 +102,8 @@ class SQLiteEventStore(BaseEventStore):
         self._conn.execute("PRAGMA journal_mode=WAL")
         self._conn.execute("PRAGMA synchronous=NORMAL")
         self._conn.execute("PRAGMA foreign_keys=OFF")
+        # The FTS trigger segments text in Python (Chinese has no spaces to split on).
+        self._conn.create_function(q.FTS_TEXT_FUNCTION, 1, fts_text, deterministic=True)
         self.setup()
 
     @classmethod
@@ -167,7 +170,6 @@ class SQLiteEventStore(BaseEventStore):
 
     # --------------------------------------------------------------- writes
     def _append(self, prepared: list[Prepared], *, keep_seq: bool = False) -> AppendResult:
-        tokens = self._token_count([p.event.content for p in prepared])
         result = AppendResult()
         with self._tx() as c:
             existing: set[str] = set()
@@ -178,7 +180,7 @@ class SQLiteEventStore(BaseEventStore):
                 existing.update(r[0] for r in c.execute(sql, (self.tenant, *chunk)))
             next_seq: dict[str, int] = {}
             rows, edge_rows, artifact_rows = [], [], []
-            for p, ntok in zip(prepared, tokens, strict=True):
+            for p in prepared:
                 ev = p.event
                 artifact_rows += [(self.tenant, sha, len(b), b) for sha, b in p.artifacts.items()]
                 if ev.id in existing:
@@ -198,7 +200,7 @@ class SQLiteEventStore(BaseEventStore):
                         self.tenant, ev.id, ev.session_id, seq, ev.type.value, ev.role,
                         ev.content, p.payload_json, ev.ts, _json_list(ev.parents),
                         _json_links(ev.links), p.meta_json, p.source_json,
-                        ev.meta.get("user_id"), ev.meta.get("agent_id"), ntok,
+                        ev.meta.get("user_id"), ev.meta.get("agent_id"), q.TOKENS_UNCOUNTED,
                         ev.status.value, ev.status_reason,
                     )
                 )  # fmt: skip
@@ -403,9 +405,31 @@ class SQLiteEventStore(BaseEventStore):
         out += [Edge(src=a, dst=b, type=EdgeType.NEXT) for a, b in next_pairs]
         return out
 
+    def _count_tokens(self, session_ids: list[str] | None) -> None:
+        """Fill in exact token counts left for later by ``append``.
+
+        Counting costs ~40 µs per KB of text, as much as the whole write, so the
+        write path leaves it to the first read that needs it.
+        """
+        sql, params = q.UNCOUNTED_TOKENS, [self.tenant]
+        if session_ids is not None:
+            sql += f" AND session_id IN ({_marks(len(session_ids))})"
+            params += session_ids
+        while True:
+            rows = self._read(sql + " LIMIT 2000", params)
+            if not rows:
+                return
+            counts = self._token_count([r[1] for r in rows])
+            with self._tx() as c:
+                c.executemany(
+                    q.SET_TOKENS,
+                    [(n, self.tenant, r[0]) for r, n in zip(rows, counts, strict=True)],
+                )
+
     def _session_stats(
         self, session_ids: list[str] | None, *, user_id: str | None = None
     ) -> list[SessionStats]:
+        self._count_tokens(session_ids)
         where, params = "", [self.tenant]
         if session_ids is not None:
             where += f" AND session_id IN ({_marks(len(session_ids))})"
@@ -441,3 +465,48 @@ class SQLiteEventStore(BaseEventStore):
         """The full text behind a preview (``payload["$artifact"]["sha256"]``)."""
         rows = self._read(q.GET_ARTIFACT, (self.tenant, sha256))
         return rows[0][0] if rows else None
+
+    def search_text(
+        self,
+        query: str,
+        *,
+        k: int = 10,
+        session_id: str | None = None,
+        user_id: str | None = None,
+        types: Iterable[EventType] | None = None,
+        since: float | None = None,
+        until: float | None = None,
+    ) -> list[tuple[Event, float]]:
+        """Active events matching ``query``'s words, numbers or codes, best BM25 first.
+
+        ``user_id`` means the sessions that user took part in (as ``sessions()``).
+        Any text is safe: it is turned into quoted FTS terms, never passed as syntax.
+        """
+        match = fts_query(query)
+        if match is None or k <= 0:
+            return []
+        where, params = "", []
+        if session_id is not None:
+            where += " AND events.session_id = ?"
+            params.append(session_id)
+        if user_id is not None:
+            where += (
+                " AND events.session_id IN (SELECT session_id FROM events u "
+                "WHERE u.tenant = events.tenant AND u.user_id = ?)"
+            )
+            params.append(user_id)
+        if types is not None:
+            tv = [EventType(t).value for t in types]
+            if not tv:
+                return []
+            where += f" AND events.type IN ({_marks(len(tv))})"
+            params.extend(tv)
+        if since is not None:
+            where += " AND events.ts >= ?"
+            params.append(since)
+        if until is not None:
+            where += " AND events.ts <= ?"
+            params.append(until)
+        sql = q.SEARCH_TEXT.format(where=where)
+        rows = self._read(sql, (match, self.tenant, *params, int(k)))
+        return [(_row_to_event(self.tenant, r[:-1]), float(r[-1])) for r in rows]

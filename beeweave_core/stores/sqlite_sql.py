@@ -5,7 +5,7 @@ a reviewer can read the whole schema and every query in one place.  All statemen
 take parameters; no user data is ever formatted into SQL text.
 """
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 
 #: (version, statements) applied in order by ``setup()``; never edit a released one.
 MIGRATIONS: list[tuple[int, list[str]]] = [
@@ -61,7 +61,26 @@ MIGRATIONS: list[tuple[int, list[str]]] = [
             "CREATE INDEX IF NOT EXISTS events_type ON events (tenant, type, ts)",
         ],
     ),
+    (
+        3,
+        [
+            # Full-text index over segmented content (lexical.fts_text, registered on
+            # every connection as beeweave_fts_text); rowid = events.rowid.
+            "CREATE VIRTUAL TABLE IF NOT EXISTS events_fts USING fts5("
+            "body, tokenize = 'porter unicode61 remove_diacritics 2')",
+            "CREATE TRIGGER IF NOT EXISTS events_fts_insert AFTER INSERT ON events BEGIN "
+            "INSERT INTO events_fts (rowid, body) VALUES (new.rowid, beeweave_fts_text(new.content)); "
+            "END",
+            "CREATE TRIGGER IF NOT EXISTS events_fts_delete AFTER DELETE ON events BEGIN "
+            "DELETE FROM events_fts WHERE rowid = old.rowid; END",
+            "INSERT INTO events_fts (rowid, body) SELECT rowid, beeweave_fts_text(content) "
+            "FROM events WHERE rowid NOT IN (SELECT rowid FROM events_fts)",
+        ],
+    ),
 ]
+
+#: Python function the FTS trigger calls (see ``lexical.fts_text``).
+FTS_TEXT_FUNCTION = "beeweave_fts_text"
 
 CREATE_META = "CREATE TABLE IF NOT EXISTS beeweave_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)"
 GET_VERSION = "SELECT value FROM beeweave_meta WHERE key = 'schema_version'"
@@ -85,6 +104,10 @@ INSERT_ARTIFACT = (
     "INSERT OR IGNORE INTO artifacts (tenant, sha256, chars, body) VALUES (?, ?, ?, ?)"
 )
 GET_ARTIFACT = "SELECT body FROM artifacts WHERE tenant = ? AND sha256 = ?"
+#: ``tokens`` of a row whose content has not been counted yet (see ``_count_tokens``).
+TOKENS_UNCOUNTED = -1
+UNCOUNTED_TOKENS = "SELECT id, content FROM events WHERE tenant = ? AND tokens < 0"
+SET_TOKENS = "UPDATE events SET tokens = ? WHERE tenant = ? AND id = ?"
 MAX_SEQ = "SELECT COALESCE(MAX(seq), -1) FROM events WHERE tenant = ? AND session_id = ?"
 
 #: ``{ids}`` is replaced by a run of ``?`` placeholders, never by data.
@@ -145,3 +168,12 @@ PURGE_ORPHAN_ARTIFACTS = (
     "DELETE FROM artifacts WHERE tenant = ? AND NOT EXISTS (SELECT 1 FROM events "
     "WHERE events.tenant = artifacts.tenant AND instr(events.payload, artifacts.sha256) > 0)"
 )
+
+#: BM25 over the FTS index joined back to events (active only); ``{where}`` adds
+#: filter clauses built from fixed strings, values always bound as parameters.
+SEARCH_TEXT = f"""
+SELECT {EVENT_COLUMNS}, -bm25(events_fts) AS score
+FROM events_fts JOIN events ON events.rowid = events_fts.rowid
+WHERE events_fts MATCH ? AND events.tenant = ? AND events.status = 'active' {{where}}
+ORDER BY bm25(events_fts) LIMIT ?
+"""

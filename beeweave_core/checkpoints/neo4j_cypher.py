@@ -1,0 +1,282 @@
+"""Every Cypher statement of the Neo4j checkpoint store, as named, parameterised constants.
+
+The ``langchain-neo4j`` convention (``CYPHER_CREATE_…``, ``CYPHER_GET_…``), one module
+shared by the store's sync path and, through it, the async one.  Nothing but
+parameters ever carries user data.
+
+Graph model (Neo4j 5.26+, community edition is enough), beside the event graph::
+
+    (:Checkpoint {tenant, thread_id, checkpoint_ns, checkpoint_id, parent_checkpoint_id,
+                  type, checkpoint, metadata, md_pairs, metadata_type, metadata_blob,
+                  channel_versions, cv_keys, run_id, created_at})
+    (:Checkpoint)-[:PREVIOUS]->(:Checkpoint)         parent in the same thread/namespace
+    (:CheckpointBlob {tenant, thread_id, checkpoint_ns, key, channel, version, type, blob})
+    (:CheckpointWrite {tenant, thread_id, checkpoint_ns, checkpoint_id, task_id, idx,
+                       task_path, channel, type, value})
+    (:CheckpointBranch {tenant, thread_id, checkpoint_ns, name, head, fork_point,
+                        active, created_at})
+
+``checkpoint``/``blob``/``value`` are the serde's bytes; ``metadata`` is canonical JSON
+text and ``md_pairs`` its ``path<US>json`` pairs, which is what ``list`` filters on
+(Neo4j cannot look inside a JSON string).  A channel value is stored once per
+``(channel, version)`` (``key``); ``cv_keys`` lists the keys a checkpoint reads.
+"""
+
+from __future__ import annotations
+
+SCHEMA_STATEMENTS: tuple[str, ...] = (
+    "CREATE CONSTRAINT beeweave_checkpoint_id IF NOT EXISTS FOR (c:Checkpoint) "
+    "REQUIRE (c.tenant, c.thread_id, c.checkpoint_ns, c.checkpoint_id) IS UNIQUE",
+    "CREATE CONSTRAINT beeweave_checkpoint_blob IF NOT EXISTS FOR (b:CheckpointBlob) "
+    "REQUIRE (b.tenant, b.thread_id, b.checkpoint_ns, b.key) IS UNIQUE",
+    "CREATE CONSTRAINT beeweave_checkpoint_write IF NOT EXISTS FOR (w:CheckpointWrite) "
+    "REQUIRE (w.tenant, w.thread_id, w.checkpoint_ns, w.checkpoint_id, w.task_id, w.idx) "
+    "IS UNIQUE",
+    "CREATE CONSTRAINT beeweave_checkpoint_branch IF NOT EXISTS FOR (b:CheckpointBranch) "
+    "REQUIRE (b.tenant, b.thread_id, b.checkpoint_ns, b.name) IS UNIQUE",
+    # thread-wide housekeeping (delete/copy/prune) and listing across namespaces
+    "CREATE INDEX beeweave_checkpoint_thread IF NOT EXISTS FOR (c:Checkpoint) "
+    "ON (c.tenant, c.thread_id)",
+    "CREATE INDEX beeweave_checkpoint_blob_thread IF NOT EXISTS FOR (b:CheckpointBlob) "
+    "ON (b.tenant, b.thread_id)",
+    "CREATE INDEX beeweave_checkpoint_write_thread IF NOT EXISTS FOR (w:CheckpointWrite) "
+    "ON (w.tenant, w.thread_id)",
+    "CREATE INDEX beeweave_checkpoint_run IF NOT EXISTS FOR (c:Checkpoint) ON (c.tenant, c.run_id)",
+)
+
+# ------------------------------------------------------------------ writes
+#: One round trip per step: the checkpoint, its PREVIOUS link, the new channel
+#: blobs, and the active branch's head.
+CYPHER_PUT_CHECKPOINT = """
+MERGE (c:Checkpoint {tenant: $tenant, thread_id: $thread_id, checkpoint_ns: $checkpoint_ns,
+                     checkpoint_id: $checkpoint_id})
+SET c.parent_checkpoint_id = $parent_checkpoint_id, c.type = $type, c.checkpoint = $checkpoint,
+    c.metadata = $metadata, c.md_pairs = $md_pairs, c.metadata_type = $metadata_type,
+    c.metadata_blob = $metadata_blob, c.channel_versions = $channel_versions,
+    c.cv_keys = $cv_keys, c.run_id = $run_id, c.created_at = $created_at
+WITH c
+CALL (c) {
+    MATCH (p:Checkpoint {tenant: $tenant, thread_id: $thread_id, checkpoint_ns: $checkpoint_ns,
+                         checkpoint_id: $parent_checkpoint_id})
+    MERGE (c)-[:PREVIOUS]->(p)
+}
+CALL (c) {
+    UNWIND $blobs AS b
+    MERGE (x:CheckpointBlob {tenant: $tenant, thread_id: $thread_id,
+                             checkpoint_ns: $checkpoint_ns, key: b.key})
+    SET x.channel = b.channel, x.version = b.version, x.type = b.type, x.blob = b.blob
+}
+CALL (c) {
+    MATCH (br:CheckpointBranch {tenant: $tenant, thread_id: $thread_id,
+                                checkpoint_ns: $checkpoint_ns, active: true})
+    SET br.head = c.checkpoint_id
+}
+RETURN c.checkpoint_id AS checkpoint_id
+"""
+
+#: Regular writes are kept once per (task, idx); special ones (idx < 0) are replaced.
+CYPHER_PUT_WRITES = """
+UNWIND $writes AS w
+MERGE (x:CheckpointWrite {tenant: $tenant, thread_id: $thread_id, checkpoint_ns: $checkpoint_ns,
+                          checkpoint_id: $checkpoint_id, task_id: w.task_id, idx: w.idx})
+ON CREATE SET x.task_path = w.task_path, x.channel = w.channel, x.type = w.type, x.value = w.value
+ON MATCH SET x += CASE WHEN w.idx < 0
+    THEN {task_path: w.task_path, channel: w.channel, type: w.type, value: w.value}
+    ELSE {} END
+"""
+
+# ------------------------------------------------------------------- reads
+#: A checkpoint with its channel blobs and pending writes (``c`` bound).
+CHECKPOINT_MAP = """c {
+    .thread_id, .checkpoint_ns, .checkpoint_id, .parent_checkpoint_id, .type, .checkpoint,
+    .metadata, .metadata_type, .metadata_blob, .channel_versions,
+    values: COLLECT {
+        MATCH (b:CheckpointBlob {tenant: c.tenant, thread_id: c.thread_id,
+                                 checkpoint_ns: c.checkpoint_ns})
+        WHERE b.key IN c.cv_keys AND b.type <> 'empty'
+        RETURN b {.channel, .type, .blob}
+    },
+    writes: COLLECT {
+        MATCH (w:CheckpointWrite {tenant: c.tenant, thread_id: c.thread_id,
+                                  checkpoint_ns: c.checkpoint_ns, checkpoint_id: c.checkpoint_id})
+        RETURN w {.task_id, .task_path, .idx, .channel, .type, .value}
+    }
+}"""
+
+CYPHER_GET_CHECKPOINT = f"""
+MATCH (c:Checkpoint {{tenant: $tenant, thread_id: $thread_id, checkpoint_ns: $checkpoint_ns,
+                      checkpoint_id: $checkpoint_id}})
+RETURN {CHECKPOINT_MAP} AS row
+"""
+
+#: The active branch's head when the thread has branches (and it still exists), else
+#: the newest checkpoint — what ``get_tuple`` returns without a ``checkpoint_id``.
+CYPHER_GET_LATEST_CHECKPOINT = f"""
+OPTIONAL MATCH (br:CheckpointBranch {{tenant: $tenant, thread_id: $thread_id,
+                                      checkpoint_ns: $checkpoint_ns, active: true}})
+OPTIONAL MATCH (h:Checkpoint {{tenant: $tenant, thread_id: $thread_id,
+                               checkpoint_ns: $checkpoint_ns, checkpoint_id: br.head}})
+CALL (h) {{
+    OPTIONAL MATCH (n:Checkpoint {{tenant: $tenant, thread_id: $thread_id,
+                                   checkpoint_ns: $checkpoint_ns}})
+    WHERE h IS NULL
+    WITH n ORDER BY n.checkpoint_id DESC LIMIT 1
+    RETURN n AS newest
+}}
+WITH coalesce(h, newest) AS c
+WHERE c IS NOT NULL
+RETURN {CHECKPOINT_MAP} AS row
+"""
+
+#: ``list`` filters: metadata pairs that must be present, keys that must be absent or
+#: null, an optional ``before`` id, and keyset paging over the full order.
+_LIST_WHERE = """
+WHERE ($checkpoint_ns IS NULL OR c.checkpoint_ns = $checkpoint_ns)
+  AND ($checkpoint_id IS NULL OR c.checkpoint_id = $checkpoint_id)
+  AND ($before IS NULL OR c.checkpoint_id < $before)
+  AND all(p IN $must WHERE p IN c.md_pairs)
+  AND all(k IN $null_keys WHERE (k + 'null') IN c.md_pairs
+                                OR none(p IN c.md_pairs WHERE p STARTS WITH k))
+  AND ($after_id IS NULL OR c.checkpoint_id < $after_id
+       OR (c.checkpoint_id = $after_id AND (c.thread_id < $after_thread
+           OR (c.thread_id = $after_thread AND c.checkpoint_ns < $after_ns))))
+WITH c ORDER BY c.checkpoint_id DESC, c.thread_id DESC, c.checkpoint_ns DESC LIMIT $limit
+"""
+CYPHER_LIST_THREAD = (
+    "MATCH (c:Checkpoint {tenant: $tenant, thread_id: $thread_id})"
+    + _LIST_WHERE
+    + f"RETURN {CHECKPOINT_MAP} AS row"
+)
+CYPHER_LIST_ALL = (
+    "MATCH (c:Checkpoint {tenant: $tenant})" + _LIST_WHERE + f"RETURN {CHECKPOINT_MAP} AS row"
+)
+
+# ----------------------------------------------------------- housekeeping
+CYPHER_DELETE_THREAD = """
+CALL () { MATCH (n:Checkpoint {tenant: $tenant, thread_id: $thread_id}) DETACH DELETE n }
+CALL () { MATCH (n:CheckpointBlob {tenant: $tenant, thread_id: $thread_id}) DELETE n }
+CALL () { MATCH (n:CheckpointWrite {tenant: $tenant, thread_id: $thread_id}) DELETE n }
+CALL () { MATCH (n:CheckpointBranch {tenant: $tenant, thread_id: $thread_id}) DELETE n }
+"""
+
+#: Deletes the runs' checkpoints and their writes; returns the threads touched.
+CYPHER_DELETE_FOR_RUNS = """
+MATCH (c:Checkpoint {tenant: $tenant}) WHERE c.run_id IN $run_ids
+WITH c, c.thread_id AS tid, c.checkpoint_ns AS ns, c.checkpoint_id AS cid
+CALL (tid, ns, cid) {
+    MATCH (w:CheckpointWrite {tenant: $tenant, thread_id: tid, checkpoint_ns: ns,
+                              checkpoint_id: cid})
+    DELETE w
+}
+DETACH DELETE c
+RETURN collect(DISTINCT tid) AS threads
+"""
+
+#: Pruning's view of a thread: tree shape, metadata (DeltaChannel counters), blob keys.
+CYPHER_THREAD_SKELETON = """
+MATCH (c:Checkpoint {tenant: $tenant, thread_id: $thread_id})
+RETURN c.checkpoint_ns AS ns, c.checkpoint_id AS id, c.parent_checkpoint_id AS parent,
+       c.metadata AS metadata, c.cv_keys AS keys
+"""
+CYPHER_THREAD_BLOBS = """
+MATCH (b:CheckpointBlob {tenant: $tenant, thread_id: $thread_id})
+RETURN b.checkpoint_ns AS ns, b.key AS key, b.type <> 'empty' AS stored
+"""
+CYPHER_DELETE_CHECKPOINTS = """
+UNWIND $ids AS x
+CALL (x) {
+    MATCH (w:CheckpointWrite {tenant: $tenant, thread_id: $thread_id, checkpoint_ns: x.ns,
+                              checkpoint_id: x.id})
+    DELETE w
+}
+CALL (x) {
+    MATCH (c:Checkpoint {tenant: $tenant, thread_id: $thread_id, checkpoint_ns: x.ns,
+                         checkpoint_id: x.id})
+    DETACH DELETE c
+}
+"""
+CYPHER_DELETE_BLOBS = """
+UNWIND $keys AS x
+MATCH (b:CheckpointBlob {tenant: $tenant, thread_id: $thread_id, checkpoint_ns: x.ns,
+                         key: x.key})
+DELETE b
+"""
+
+#: Copies checkpoints (then their PREVIOUS links), blobs, writes and branches.
+CYPHER_COPY_THREAD = """
+CALL () {
+    MATCH (c:Checkpoint {tenant: $tenant, thread_id: $source})
+    MERGE (d:Checkpoint {tenant: $tenant, thread_id: $target, checkpoint_ns: c.checkpoint_ns,
+                         checkpoint_id: c.checkpoint_id})
+    ON CREATE SET d += c {.parent_checkpoint_id, .type, .checkpoint, .metadata, .md_pairs,
+                          .metadata_type, .metadata_blob, .channel_versions, .cv_keys,
+                          .run_id, .created_at}
+}
+CALL () {
+    MATCH (d:Checkpoint {tenant: $tenant, thread_id: $target})
+    MATCH (p:Checkpoint {tenant: $tenant, thread_id: $target, checkpoint_ns: d.checkpoint_ns,
+                         checkpoint_id: d.parent_checkpoint_id})
+    MERGE (d)-[:PREVIOUS]->(p)
+}
+CALL () {
+    MATCH (b:CheckpointBlob {tenant: $tenant, thread_id: $source})
+    MERGE (x:CheckpointBlob {tenant: $tenant, thread_id: $target, checkpoint_ns: b.checkpoint_ns,
+                             key: b.key})
+    ON CREATE SET x += b {.channel, .version, .type, .blob}
+}
+CALL () {
+    MATCH (w:CheckpointWrite {tenant: $tenant, thread_id: $source})
+    MERGE (x:CheckpointWrite {tenant: $tenant, thread_id: $target, checkpoint_ns: w.checkpoint_ns,
+                              checkpoint_id: w.checkpoint_id, task_id: w.task_id, idx: w.idx})
+    ON CREATE SET x += w {.task_path, .channel, .type, .value}
+}
+CALL () {
+    MATCH (b:CheckpointBranch {tenant: $tenant, thread_id: $source})
+    MERGE (x:CheckpointBranch {tenant: $tenant, thread_id: $target,
+                               checkpoint_ns: b.checkpoint_ns, name: b.name})
+    ON CREATE SET x += b {.head, .fork_point, .active, .created_at}
+}
+"""
+
+# ----------------------------------------------------------------- branches
+CYPHER_LIST_BRANCHES = """
+MATCH (b:CheckpointBranch {tenant: $tenant, thread_id: $thread_id, checkpoint_ns: $checkpoint_ns})
+RETURN b.name AS name, b.head AS head, b.fork_point AS fork_point, b.active AS active,
+       b.created_at AS created_at
+ORDER BY b.created_at, b.name
+"""
+CYPHER_CREATE_BRANCH = """
+CREATE (b:CheckpointBranch {tenant: $tenant, thread_id: $thread_id, checkpoint_ns: $checkpoint_ns,
+                            name: $name, head: $head, fork_point: $fork_point, active: false,
+                            created_at: $created_at})
+"""
+CYPHER_SET_ACTIVE_BRANCH = """
+MATCH (b:CheckpointBranch {tenant: $tenant, thread_id: $thread_id, checkpoint_ns: $checkpoint_ns})
+SET b.active = (b.name = $name)
+"""
+CYPHER_DELETE_BRANCH = """
+MATCH (b:CheckpointBranch {tenant: $tenant, thread_id: $thread_id, checkpoint_ns: $checkpoint_ns,
+                           name: $name})
+DELETE b
+"""
+CYPHER_CHECKPOINT_EXISTS = """
+MATCH (c:Checkpoint {tenant: $tenant, thread_id: $thread_id, checkpoint_ns: $checkpoint_ns,
+                     checkpoint_id: $checkpoint_id})
+RETURN count(c) > 0 AS found
+"""
+CYPHER_LATEST_ID = """
+MATCH (c:Checkpoint {tenant: $tenant, thread_id: $thread_id, checkpoint_ns: $checkpoint_ns})
+RETURN max(c.checkpoint_id) AS latest, min(c.created_at) AS first_ts
+"""
+CYPHER_TREE = """
+MATCH (c:Checkpoint {tenant: $tenant, thread_id: $thread_id, checkpoint_ns: $checkpoint_ns})
+RETURN c.checkpoint_id AS id, c.parent_checkpoint_id AS parent
+ORDER BY c.checkpoint_id
+"""
+#: Everything of a tenant, label by label, in batches (auto-commit transactions).
+CHECKPOINT_LABELS = ("Checkpoint", "CheckpointBlob", "CheckpointWrite", "CheckpointBranch")
+CYPHER_PURGE_TENANT = tuple(
+    f"MATCH (n:{label} {{tenant: $tenant}}) "
+    "CALL (n) { DETACH DELETE n } IN TRANSACTIONS OF 5000 ROWS"
+    for label in CHECKPOINT_LABELS
+)

@@ -1,0 +1,291 @@
+"""Context editing: what is cut before anything is summarised or shown again.
+
+Three cheap, lossless-in-spirit edits run on stored turns before they reach a model or
+a summarizer: pure acknowledgements ("ok", "好的", "继续") are dropped, repeated
+sentences are kept once, and a raw tool output over a size is cut to its key fields
+and numbers (the full output stays in the store, one event id away).  A fourth edit
+removes the wording of instructions the user has since overturned, so an old plan
+cannot come back through a verbatim turn or a summary.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..events import Event, EventType
+from . import language as L
+from .messages import Unit, tool_args, tool_name
+
+#: Marker put where an overturned instruction was removed from a verbatim turn.
+OVERTURNED_MARK = "[superseded instruction omitted]"
+
+
+@dataclass(frozen=True)
+class EditPolicy:
+    """Knobs of the editor (the defaults are what the benchmarks use)."""
+
+    drop_acks: bool = True
+    merge_repeats: bool = True
+    #: tool outputs longer than this (characters) are cut to key fields
+    tool_output_max_chars: int = 1200
+    #: at most this many key fields are kept from one tool output
+    max_fields: int = 24
+
+
+@dataclass(frozen=True)
+class SourceLine:
+    """One line of edited source text, with where it came from."""
+
+    event_id: str
+    seq: int
+    role: str
+    text: str
+
+    def render(self) -> str:
+        return f"#{self.seq} {self.role}: {self.text}"
+
+
+# ------------------------------------------------------------- tool outputs
+def _scalar(v: Any) -> bool:
+    return v is None or isinstance(v, (str, int, float, bool))
+
+
+def _fmt(v: Any) -> str:
+    if isinstance(v, float):
+        return f"{v:.6g}"
+    s = str(v)
+    return s if len(s) <= 80 else s[:77] + "..."
+
+
+def _list_digest(items: list[Any]) -> str:
+    """``88 items {status: ok=30, warn=35; score: 0.0059-0.98}``: shape, not rows."""
+    n = len(items)
+    dicts = [x for x in items if isinstance(x, Mapping)]
+    if not dicts:
+        sample = ", ".join(_fmt(x) for x in items[:5] if _scalar(x))
+        return f"{n} items" + (f" [{sample}{', ...' if n > 5 else ''}]" if sample else "")
+    parts = []
+    keys: list[str] = []
+    for d in dicts[:50]:
+        keys += [k for k in d if k not in keys]
+    for k in keys[:8]:
+        vals = [d.get(k) for d in dicts if _scalar(d.get(k))]
+        if not vals:
+            continue
+        nums = [v for v in vals if isinstance(v, (int, float)) and not isinstance(v, bool)]
+        distinct = {str(v) for v in vals}
+        if len(distinct) <= 6 and len(distinct) < len(vals):
+            counts: dict[str, int] = {}
+            for v in vals:
+                counts[str(v)] = counts.get(str(v), 0) + 1
+            parts.append(f"{k}: " + ", ".join(f"{a}={b}" for a, b in sorted(counts.items())))
+        elif nums and len(nums) == len(vals) and any(isinstance(v, float) for v in nums):
+            parts.append(f"{k}: {_fmt(min(nums))}..{_fmt(max(nums))}")
+    return f"{n} items" + (" {" + "; ".join(parts) + "}" if parts else "")
+
+
+def key_fields(value: Any, *, max_fields: int = 24) -> list[str]:
+    """Scalar fields (dotted paths) and list digests of a JSON-like value."""
+    out: list[str] = []
+
+    def walk(v: Any, prefix: str, depth: int) -> None:
+        if len(out) >= max_fields:
+            return
+        if isinstance(v, Mapping):
+            for k, x in v.items():
+                path = f"{prefix}{k}"
+                if _scalar(x):
+                    out.append(f"{path}={_fmt(x)}")
+                elif isinstance(x, list):
+                    out.append(f"{path}: {_list_digest(x)}")
+                elif depth < 3:
+                    walk(x, path + ".", depth + 1)
+                if len(out) >= max_fields:
+                    return
+        elif isinstance(v, list):
+            out.append(f"{prefix or 'result'}: {_list_digest(v)}")
+        elif _scalar(v):
+            out.append(f"{prefix or 'result'}={_fmt(v)}")
+
+    walk(value, "", 0)
+    return out
+
+
+def _parse_output(ev: Event) -> Any:
+    p = ev.payload or {}
+    if "output" in p and not isinstance(p["output"], str):
+        return p["output"]
+    text = ev.content or ""
+    try:
+        return json.loads(text)
+    except ValueError:
+        return None
+
+
+def _text_digest(text: str, limit: int) -> str:
+    """Non-JSON output: keep lines with numbers or error words, within ``limit`` chars."""
+    lines = [ln.strip() for ln in text.splitlines() if ln.strip()]
+    keep: list[str] = []
+    size = 0
+    for i, ln in enumerate(lines):
+        interesting = i < 3 or L.numbers(ln) or any(
+            w in ln.casefold() for w in ("error", "fail", "warn", "exception", "total", "=")
+        )
+        if interesting and size + len(ln) <= limit:
+            keep.append(ln[:200])
+            size += len(keep[-1])
+    return " | ".join(keep) + (f" | ... ({len(lines) - len(keep)} more lines)" if len(keep) < len(lines) else "")
+
+
+def cut_tool_output(ev: Event, policy: EditPolicy = EditPolicy()) -> str | None:
+    """The key fields of a tool result too big to show whole, else ``None``."""
+    text = ev.content or ""
+    big = "$artifact" in (ev.payload or {}) or len(text) > policy.tool_output_max_chars
+    if not big:
+        return None
+    value = _parse_output(ev)
+    if value is not None:
+        fields = key_fields(value, max_fields=policy.max_fields)
+        body = "; ".join(fields)
+    else:
+        body = _text_digest(text, policy.tool_output_max_chars // 2)
+    return f"[{tool_name(ev)} output cut to key fields by BeeWeave; full output: event {ev.id}] {body}"
+
+
+def tool_digest(result: Event, invocation: Event | None, policy: EditPolicy = EditPolicy()) -> str:
+    """``name(args) → key fields``: one line that says what a tool call did and found."""
+    name = tool_name(invocation or result)
+    args = tool_args(invocation) if invocation is not None else None
+    if isinstance(args, Mapping):
+        arg_text = ", ".join(f"{k}={_fmt(v)}" for k, v in list(args.items())[:6])
+    elif args:
+        arg_text = _fmt(args)
+    else:
+        arg_text = ""
+    value = _parse_output(result)
+    if value is not None:
+        body = "; ".join(key_fields(value, max_fields=policy.max_fields))
+    else:
+        text = result.content or ""
+        body = text if len(text) <= 300 else _text_digest(text, 300)
+    return f"{name}({arg_text}) → {body}"
+
+
+# ---------------------------------------------------------------- overturned
+def remove_overturned(text: str, clauses: Sequence[str]) -> str:
+    """``text`` without the overturned instruction wording (marked where it was)."""
+    out = text
+    for c in sorted(clauses, key=len, reverse=True):
+        c = c.strip()
+        if not c:
+            continue
+        idx = L.fold(out).find(L.fold(c))
+        if idx < 0:
+            continue
+        # map the folded index back: fold only collapses whitespace and case
+        start = _unfolded_index(out, idx)
+        end = _unfolded_index(out, idx + len(L.fold(c)))
+        out = out[:start] + OVERTURNED_MARK + out[end:]
+    return out
+
+
+def _unfolded_index(text: str, folded_idx: int) -> int:
+    count = 0
+    prev_space = True
+    for i, ch in enumerate(text):
+        if count >= folded_idx:
+            return i
+        if ch.isspace():
+            if not prev_space:
+                count += 1
+            prev_space = True
+        else:
+            count += len(ch.casefold())
+            prev_space = False
+    return len(text)
+
+
+# -------------------------------------------------------------------- editor
+@dataclass
+class Editor:
+    """Applies the edits to units; ``overturned`` maps event id → overturned wording."""
+
+    policy: EditPolicy = field(default_factory=EditPolicy)
+    overturned: Mapping[str, Sequence[str]] = field(default_factory=dict)
+
+    def text_of(self, ev: Event) -> str:
+        text = ev.content or ""
+        if ev.id in self.overturned:
+            text = remove_overturned(text, self.overturned[ev.id])
+        return text
+
+    def edit_unit(self, unit: Unit, *, keep_acks: bool = False) -> Unit | None:
+        """A unit as the immediate layer shows it; ``None`` when nothing is left."""
+        if unit.kind == "user":
+            ev = unit.events[0]
+            text = self.text_of(ev)
+            if self.policy.drop_acks and not keep_acks and L.is_ack(text):
+                return None
+            if text.strip() == OVERTURNED_MARK:
+                return None
+            return Unit(unit.kind, unit.events, [{"role": "user", "content": text}])
+        messages: list[dict[str, Any]] = []
+        by_id = {e.id: e for e in unit.events}
+        for m in unit.messages:
+            m = dict(m)
+            if m["role"] == "tool":
+                ev = by_id.get(unit.results.get(m["tool_call_id"], ""))
+                if ev is not None:
+                    m["content"] = cut_tool_output(ev, self.policy) or self.text_of(ev)
+            elif m["role"] == "assistant" and unit.events and unit.events[0].type == EventType.ASSISTANT_MESSAGE:
+                m["content"] = self.text_of(unit.events[0])
+            messages.append(m)
+        return Unit(unit.kind, unit.events, messages, unit.results)
+
+    def source_lines(
+        self, units: Sequence[Unit], *, seen: set[str] | None = None
+    ) -> list[SourceLine]:
+        """Edited lines for a summarizer: no acks, no repeats, tool outputs digested.
+
+        ``seen`` holds folded sentences already said (earlier segments); it is updated,
+        so a repeated remark is summarised once for the whole session.
+        """
+        seen = seen if seen is not None else set()
+        lines: list[SourceLine] = []
+        for unit in units:
+            invocations = {e.id: e for e in unit.events if e.type == EventType.TOOL_INVOCATION}
+            for ev in unit.events:
+                if ev.type == EventType.TOOL_INVOCATION:
+                    continue
+                if ev.type == EventType.TOOL_RESULT:
+                    inv = next((invocations[p] for p in ev.parents if p in invocations), None)
+                    if inv is None and invocations:
+                        inv = next(iter(invocations.values()))
+                    lines.append(SourceLine(ev.id, ev.seq, "tool", tool_digest(ev, inv, self.policy)))
+                    continue
+                role = "user" if ev.type == EventType.USER_MESSAGE else "assistant"
+                kept = []
+                for s in L.sentences(self.text_of(ev)):
+                    f = L.fold(s)
+                    if self.policy.drop_acks and (L.is_ack(s) or L.is_transient(s)):
+                        continue
+                    if OVERTURNED_MARK.casefold() in f and len(f) <= len(OVERTURNED_MARK) + 2:
+                        continue
+                    if self.policy.merge_repeats:
+                        if f in seen:
+                            continue
+                        seen.add(f)
+                    kept.append(s)
+                if kept:
+                    lines.append(SourceLine(ev.id, ev.seq, role, " ".join(kept)))
+        return lines
+
+
+def seen_sentences(editor: Editor, units: Sequence[Unit]) -> set[str]:
+    """The folded sentences of ``units`` (what later segments need not repeat)."""
+    seen: set[str] = set()
+    editor.source_lines(units, seen=seen)
+    return seen

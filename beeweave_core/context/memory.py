@@ -1,0 +1,434 @@
+"""Long-term memory: durable facts, decisions, preferences and artifacts, kept current.
+
+The writer reads a session's events in order (live from the capture bus, or catching up
+before an assembly) and stores what will matter later as ``memory`` events with
+DERIVED_FROM edges to what they came from.  Rules do the extraction — no model call per
+message — and an optional LLM can add what rules miss.
+
+Keeping memory *current* is the hard part, so each new statement is compared with what
+is already remembered:
+
+* said again word for word → the existing memory gains a DERIVED_FROM edge (no copy);
+* said again with small changes → a new version that SUPERSEDES the old one;
+* an explicit change of plan ("change of plan: …", "cancel that", "不用 X 了，改成 Y")
+  → the memories it names are invalidated (``store.invalidate(..., by=new)``), or, when
+  only one clause of a memory is overturned, replaced by a version without it;
+* the same subject with different values and no change cue → both stay, marked as a
+  conflict, which the working state shows so the agent asks instead of guessing.
+
+Each kind has a lifespan: recall weight halves every ``HALF_LIFE_DAYS[kind]`` and a
+memory older than ``EXPIRE_HALF_LIVES`` half-lives is no longer recalled.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..events import Edge, EdgeType, Event, EventType, event_id_for
+from ..stores.base import EventStore
+from . import language as L
+from .editing import EditPolicy, tool_digest
+from .messages import tool_args, tool_name
+
+KINDS = ("fact", "decision", "preference", "constraint", "artifact")
+HALF_LIFE_DAYS = {
+    "preference": 180.0,
+    "constraint": 90.0,
+    "decision": 60.0,
+    "fact": 30.0,
+    "artifact": 14.0,
+}
+EXPIRE_HALF_LIVES = 4.0
+NEAR_DUPLICATE = 0.8
+SAME_SUBJECT = 0.6
+_SOURCE = {"framework": "beeweave", "component": "memory"}
+
+
+def decay(ev: Event, now: float | None = None) -> float:
+    """Recall weight of a memory by age and kind: 1.0 new, halving every half-life."""
+    kind = (ev.payload or {}).get("kind", "fact")
+    half_life = float((ev.payload or {}).get("half_life_days") or HALF_LIFE_DAYS.get(kind, 30.0))
+    age_days = max(0.0, ((now or time.time()) - ev.ts) / 86400.0)
+    return 0.5 ** (age_days / half_life)
+
+
+def expired(ev: Event, now: float | None = None) -> bool:
+    return decay(ev, now) < 0.5**EXPIRE_HALF_LIVES
+
+
+def classify(sentence: str, role: str) -> str:
+    """The memory kind of a sentence (English and Chinese cues)."""
+    if role != "user":
+        return "artifact" if L.DONE.search(sentence) else "fact"
+    if L.CHANGE.search(sentence) or L.DECISION.search(sentence):
+        return "decision"
+    if L.PREFERENCE.search(sentence):
+        return "preference"
+    if L.CONSTRAINT.search(sentence) or L.IMPERATIVE.search(sentence):
+        return "constraint"
+    return "fact"
+
+
+def _too_short(sentence: str) -> bool:
+    if L.key_values(sentence):
+        return False
+    if L.has_cjk(sentence):
+        return len(L.CJK.findall(sentence)) < 4
+    return len(sentence.split()) < 3
+
+
+@dataclass
+class MemoryView:
+    """What the writer compares a new statement with (one active memory)."""
+
+    event: Event
+    fold: str
+    terms: set[str]
+    slot: set[str]
+    values: set[str]
+    sources: list[str] = field(default_factory=list)
+
+    @property
+    def id(self) -> str:
+        return self.event.id
+
+    @property
+    def kind(self) -> str:
+        return str(self.event.payload.get("kind", "fact"))
+
+    @property
+    def text(self) -> str:
+        return self.event.content
+
+    @classmethod
+    def of(cls, ev: Event) -> MemoryView:
+        text = ev.content
+        return cls(
+            event=ev,
+            fold=L.fold(text),
+            terms=set(L.terms(text)),
+            slot=L.slot_terms(text),
+            values={L.bare_number(L.fold(v)) for v in L.key_values(text)},
+            sources=list(ev.payload.get("source_ids") or ()),
+        )
+
+
+@dataclass
+class Candidate:
+    kind: str
+    text: str
+    role: str
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+MEMORY_EXTRACT_PROMPT = """Extract durable facts, decisions (with reasons), preferences and \
+constraints from the user's message below, for an assistant's long-term memory.  Copy values \
+(numbers, units, names, identifiers) exactly.  Reply with JSON lines only, one object per item: \
+{"kind": "fact|decision|preference|constraint", "text": "..."}.  Reply with nothing if there is \
+nothing durable."""
+
+
+class MemoryWriter:
+    """Extracts and maintains ``memory`` events for sessions of one store.
+
+    Thread-safe: the capture bus calls :meth:`on_batch` from its writer thread while an
+    assembly calls :meth:`process` to catch up; one lock serialises them, and a
+    per-session cursor means every event is read once.
+    """
+
+    def __init__(
+        self,
+        store: EventStore,
+        *,
+        llm: Any = None,
+        policy: EditPolicy | None = None,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        self.store = store
+        self.llm = llm
+        self.policy = policy or EditPolicy()
+        self.clock = clock
+        self._lock = threading.RLock()
+        self._cursor: dict[str, int] = {}
+        self._views: dict[str, list[MemoryView]] = {}
+
+    # --------------------------------------------------------------- driving
+    def on_batch(self, events: Sequence[Event]) -> None:
+        """Bus listener: catch up the sessions a stored batch touched (rules only)."""
+        wanted = (EventType.USER_MESSAGE, EventType.ASSISTANT_MESSAGE, EventType.TOOL_RESULT)
+        sessions = dict.fromkeys(e.session_id for e in events if e.type in wanted)
+        for sid in sessions:
+            self.process(sid, use_llm=False)
+
+    def process(self, session_id: str, *, use_llm: bool = True) -> list[str]:
+        """Read the session's new events and write the memories they yield."""
+        written: list[str] = []
+        with self._lock:
+            cursor = self._cursor.get(session_id)
+            if cursor is None:
+                cursor = self._initial_cursor(session_id)
+            events = self.store.timeline(
+                session_id,
+                seq_from=cursor + 1,
+                types=(EventType.USER_MESSAGE, EventType.ASSISTANT_MESSAGE,
+                       EventType.TOOL_RESULT, EventType.TOOL_INVOCATION),
+            )  # fmt: skip
+            if not events:
+                self._cursor[session_id] = cursor
+                return written
+            self._views[session_id] = [MemoryView.of(e) for e in self.active(session_id)]
+            invocations = {e.id: e for e in events if e.type == EventType.TOOL_INVOCATION}
+            for ev in events:
+                try:
+                    written += self._process_event(ev, invocations, use_llm=use_llm)
+                except Exception:  # a bad event must not stop memory for the rest
+                    import logging
+
+                    logging.getLogger("beeweave.memory").exception(
+                        "beeweave: memory extraction failed for event %s", ev.id
+                    )
+                cursor = max(cursor, ev.seq)
+            self._cursor[session_id] = cursor
+        return written
+
+    def _initial_cursor(self, session_id: str) -> int:
+        mems = self.store.timeline(session_id, types=(EventType.MEMORY,), include_inactive=True)
+        return max((int(m.payload.get("source_seq", -1)) for m in mems), default=-1)
+
+    # ---------------------------------------------------------------- reading
+    def active(self, session_id: str, *, include_expired: bool = True) -> list[Event]:
+        """Active memory events of a session, oldest first."""
+        mems = self.store.timeline(session_id, types=(EventType.MEMORY,))
+        if include_expired:
+            return mems
+        now = self.clock()
+        return [m for m in mems if not expired(m, now)]
+
+    def overturned_index(self, session_id: str) -> dict[str, list[str]]:
+        """event id → wording the user later overturned (for editing verbatim text)."""
+        out: dict[str, list[str]] = {}
+        for m in self.store.timeline(session_id, types=(EventType.MEMORY,)):
+            for item in m.payload.get("overturned") or ():
+                for src in item.get("sources") or ():
+                    out.setdefault(src, []).append(item["text"])
+        return out
+
+    # ------------------------------------------------------------- extraction
+    def _process_event(
+        self, ev: Event, invocations: dict[str, Event], *, use_llm: bool
+    ) -> list[str]:
+        if ev.type == EventType.USER_MESSAGE:
+            return self._from_user(ev, use_llm=use_llm)
+        if ev.type == EventType.ASSISTANT_MESSAGE:
+            cands = [
+                Candidate(classify(s, "assistant"), s, "assistant")
+                for s in L.sentences(ev.content)
+                if (L.numbers(s) or L.quoted(s)) and not L.is_question(s) and not _too_short(s)
+            ]
+            return [i for c in cands if (i := self._store(ev, c))]
+        if ev.type == EventType.TOOL_RESULT:
+            inv = next((invocations[p] for p in ev.parents if p in invocations), None)
+            if inv is None and ev.parents:
+                found = [e for e in self.store.get(list(ev.parents))
+                         if e.type == EventType.TOOL_INVOCATION]  # fmt: skip
+                inv = found[0] if found else None
+            text = tool_digest(ev, inv, self.policy)
+            extra = {"tool": tool_name(inv or ev), "args": tool_args(inv) if inv else None}
+            sources = [ev.id] + ([inv.id] if inv else [])
+            return [i for i in [self._store(ev, Candidate("artifact", text, "tool", extra), sources)] if i]
+        return []
+
+    def _from_user(self, ev: Event, *, use_llm: bool) -> list[str]:
+        text = ev.content or ""
+        if not text.strip() or L.is_ack(text) or L.is_transient(text):
+            return []
+        cands: list[Candidate] = []
+        for s in L.sentences(text):
+            if L.is_ack(s) or L.is_transient(s) or L.is_question(s) or _too_short(s):
+                continue
+            cands.append(Candidate(classify(s, "user"), s, "user"))
+        if use_llm and self.llm is not None:
+            cands += self._llm_candidates(text)
+        written: list[str] = []
+        if L.is_change(text):
+            written += self._apply_change(ev, text, cands)
+        for c in cands:
+            if (i := self._store(ev, c)) and i not in written:
+                written.append(i)
+        return written
+
+    def _llm_candidates(self, text: str) -> list[Candidate]:
+        from .summarizers import call_llm
+
+        out: list[Candidate] = []
+        try:
+            reply = call_llm(self.llm, MEMORY_EXTRACT_PROMPT, text)
+        except Exception:  # the optional LLM failing must not lose the rule memories
+            return out
+        for line in reply.splitlines():
+            try:
+                obj = json.loads(line.strip().rstrip(","))
+            except ValueError:
+                continue
+            if isinstance(obj, dict) and obj.get("text") and obj.get("kind") in KINDS:
+                out.append(Candidate(str(obj["kind"]), str(obj["text"]), "user", {"extractor": "llm"}))
+        return out
+
+    # ---------------------------------------------------------------- changes
+    def _apply_change(self, ev: Event, text: str, cands: list[Candidate]) -> list[str]:
+        """Invalidate (or revise) what an explicit change of plan overturns."""
+        views = [v for v in self._views.get(ev.session_id, []) if v.kind != "artifact"
+                 and v.event.payload.get("source_seq", -1) < ev.seq]  # fmt: skip
+        targets: list[tuple[MemoryView, list[str]]] = []
+        for x in L.overturned_terms(text):
+            for v in views:
+                if L.contains_term(x, v.text) and not any(t[0] is v for t in targets):
+                    targets.append((v, [c for c in L.clauses(v.text) if L.contains_term(x, c)]))
+        if not targets and L.CANCEL_LAST.search(text):
+            user_views = [v for v in views if v.event.payload.get("source_role") == "user"]
+            if user_views:
+                last_seq = max(v.event.payload.get("source_seq", -1) for v in user_views)
+                targets = [(v, []) for v in user_views if v.event.payload.get("source_seq") == last_seq]
+        if not targets:
+            own_slot = L.slot_terms(text)
+            own_values = {L.bare_number(L.fold(v)) for v in L.key_values(text)}
+            scored = [(L.jaccard(own_slot, v.slot), v) for v in views if v.values != own_values]
+            best = max(scored, key=lambda p: p[0], default=(0.0, None))
+            if best[1] is not None and best[0] >= 0.34:
+                targets = [(best[1], [])]
+        if not targets:
+            return []
+        # the change itself is remembered as a decision; it names what it overturned
+        change_idx = next((i for i, c in enumerate(cands) if L.is_change(c.text)), None)
+        overturned: list[dict[str, Any]] = []
+        revisions: list[tuple[MemoryView, str]] = []
+        for v, matched in targets:
+            clauses = L.clauses(v.text)
+            keep = [c for c in clauses if c not in matched]
+            partial = bool(matched) and keep and len(keep) < len(clauses) and any(
+                L.key_values(c) or len(c.split()) >= 3 for c in keep
+            )
+            wording = matched if partial else [v.text]
+            sources = self._sources_of(v)
+            overturned += [{"memory": v.id, "text": w, "sources": sources} for w in wording]
+            if partial:
+                revised = ", ".join(keep).rstrip(",. ")
+                revisions.append((v, revised + ("." if v.text.rstrip().endswith(".") else "")))
+        extra = {"overturned": overturned, "supersedes": [v.id for v, _ in targets]}
+        if change_idx is not None:
+            c = cands.pop(change_idx)
+            c.kind, c.extra = "decision", {**c.extra, **extra}
+            change_cand = c
+        else:
+            refs = ", ".join(f"#{v.event.payload.get('source_seq')}" for v, _ in targets)
+            change_cand = Candidate("decision", f"Cancelled an earlier instruction ({refs}).", "user", extra)
+        by = self._write(ev, change_cand, [ev.id])
+        written = [by]
+        revised_ids = {}
+        for v, revised in revisions:
+            rid = self._write(
+                ev,
+                Candidate(v.kind, revised, "user", {"revision_of": v.id,
+                          "version": int(v.event.payload.get("version", 1)) + 1}),
+                self._sources_of(v),
+                key=f"revision:{v.id}:{ev.id}",
+            )  # fmt: skip
+            revised_ids[v.id] = rid
+            written.append(rid)
+        for v, _ in targets:
+            reason = f"overturned by #{ev.seq}: {L.fold(text)[:120]}"
+            self.store.invalidate([v.id], reason, by=revised_ids.get(v.id, by))
+            if v.id in revised_ids:
+                self.store.link([Edge(src=by, dst=v.id, type=EdgeType.SUPERSEDES)])
+            self._forget(ev.session_id, v.id)
+        return written
+
+    def _sources_of(self, v: MemoryView) -> list[str]:
+        linked = [e.dst for e in self.store.edges(event_id=v.id, types=[EdgeType.DERIVED_FROM])]
+        return list(dict.fromkeys([*v.sources, *linked]))
+
+    # ---------------------------------------------------------------- storing
+    def _store(self, ev: Event, c: Candidate, sources: Sequence[str] | None = None) -> str | None:
+        """Write ``c`` unless it repeats an active memory; version or flag conflicts."""
+        sources = list(sources or [ev.id])
+        views = self._views.setdefault(ev.session_id, [])
+        new = MemoryView.of(Event(id="_", session_id=ev.session_id, type=EventType.MEMORY, content=c.text))
+        same_group = [v for v in views if (v.kind == "artifact") == (c.kind == "artifact")]
+        for v in same_group:
+            if v.fold == new.fold:  # said again: one memory, one more source
+                self.store.link([Edge(src=v.id, dst=s, type=EdgeType.DERIVED_FROM) for s in sources])
+                return None
+        if c.kind == "artifact":
+            prior = [v for v in same_group if c.extra.get("tool") is not None
+                     and v.event.payload.get("tool") == c.extra.get("tool")
+                     and v.event.payload.get("args") == c.extra.get("args")]  # fmt: skip
+            if prior:
+                return self._new_version(ev, c, prior[-1], sources)
+            return self._write(ev, c, sources)
+        best_sim, best = max(((L.jaccard(new.terms, v.terms), v) for v in same_group),
+                             key=lambda p: p[0], default=(0.0, None))  # fmt: skip
+        if best is not None and best_sim >= NEAR_DUPLICATE and new.values >= best.values:
+            return self._new_version(ev, c, best, sources)
+        if "supersedes" not in c.extra:
+            rivals = [v.id for v in same_group
+                      if v.values and new.values and v.values != new.values
+                      and L.jaccard(new.slot, v.slot) >= SAME_SUBJECT]  # fmt: skip
+            if rivals:
+                c.extra = {**c.extra, "conflicts_with": rivals}
+        return self._write(ev, c, sources)
+
+    def _new_version(self, ev: Event, c: Candidate, old: MemoryView, sources: list[str]) -> str:
+        version = int(old.event.payload.get("version", 1)) + 1
+        c.extra = {**c.extra, "version": version, "previous": old.id}
+        nid = self._write(ev, c, sources)
+        self.store.invalidate([old.id], f"replaced by a newer version (#{ev.seq})", by=nid)
+        self._forget(ev.session_id, old.id)
+        return nid
+
+    def _forget(self, session_id: str, memory_id: str) -> None:
+        self._views[session_id] = [v for v in self._views.get(session_id, []) if v.id != memory_id]
+
+    def _write(self, ev: Event, c: Candidate, sources: Sequence[str], *, key: str | None = None) -> str:
+        kind = c.kind if c.kind in KINDS else "fact"
+        payload: dict[str, Any] = {
+            "kind": kind,
+            "source_seq": ev.seq,
+            "source_role": c.role,
+            "source_ids": list(sources),
+            "values": L.key_values(c.text),
+            "half_life_days": HALF_LIFE_DAYS[kind],
+            "version": 1,
+            "extractor": "rules",
+            **c.extra,
+        }
+        if kind == "decision" and (reason := L.reason_of(c.text)):
+            payload["reason"] = reason
+        mid = event_id_for(ev.tenant, ev.session_id, key or f"memory:{ev.id}:{L.fold(c.text)}")
+        meta = {k: ev.meta[k] for k in ("user_id", "agent_id") if ev.meta.get(k)}
+        meta["tags"] = ["memory", kind]
+        mem = Event(
+            id=mid, tenant=ev.tenant, session_id=ev.session_id, type=EventType.MEMORY,
+            content=c.text, payload=payload, ts=ev.ts,
+            links={EdgeType.DERIVED_FROM: tuple(sources)}, meta=meta, source=_SOURCE,
+        )  # fmt: skip
+        self.store.append([mem])
+        stored = self.store.get([mid])
+        if stored:
+            self._views.setdefault(ev.session_id, []).append(MemoryView.of(stored[0]))
+        return mid
+
+
+def conflicts(memories: Iterable[Event]) -> list[tuple[Event, Event]]:
+    """Pairs of active memories that say different things about the same subject."""
+    by_id = {m.id: m for m in memories}
+    pairs = []
+    for m in by_id.values():
+        for other in m.payload.get("conflicts_with") or ():
+            if other in by_id:
+                pairs.append((by_id[other], m))
+    return pairs

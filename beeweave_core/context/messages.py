@@ -1,0 +1,298 @@
+"""Events ↔ chat messages: the one place that knows how a conversation is stored.
+
+Reading: a session's events become *units* — a user message, an assistant message
+with the tool calls it made and their results, a lone assistant message.  A unit is
+the smallest thing the assembler may keep or drop, which is how "a tool call is never
+separated from its result" is guaranteed by construction rather than checked later.
+
+Writing: :func:`record_messages` stores an OpenAI-style message list as events with
+the same CAUSED_BY wiring the framework hooks produce (tool_result → tool_invocation →
+assistant message), for benchmarks, tests and users importing transcripts.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..events import Event, EventType
+from ..stores.base import EventStore
+
+#: Event types that are part of what was said (everything else is bookkeeping).
+CONVERSATION_TYPES = (
+    EventType.SYSTEM_PROMPT,
+    EventType.USER_MESSAGE,
+    EventType.ASSISTANT_MESSAGE,
+    EventType.TOOL_INVOCATION,
+    EventType.TOOL_RESULT,
+)
+
+
+@dataclass
+class Unit:
+    """Messages that must stay together, with the events they came from."""
+
+    kind: str  # user | assistant | tool_group
+    events: list[Event]
+    messages: list[dict[str, Any]]
+    #: tool_call_id → event id of the tool_result (for editing the result text)
+    results: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def seq_from(self) -> int:
+        return min(e.seq for e in self.events)
+
+    @property
+    def seq_to(self) -> int:
+        return max(e.seq for e in self.events)
+
+    @property
+    def ids(self) -> list[str]:
+        return [e.id for e in self.events]
+
+    @property
+    def turns(self) -> int:
+        """How many chat messages (turns) the unit holds."""
+        return len(self.messages)
+
+
+def tool_call_id(ev: Event) -> str:
+    p = ev.payload or {}
+    return str(p.get("tool_call_id") or p.get("id") or ev.id)
+
+
+def tool_name(ev: Event) -> str:
+    p = ev.payload or {}
+    return str(p.get("name") or p.get("tool") or "tool")
+
+
+def tool_args(ev: Event) -> Any:
+    p = ev.payload or {}
+    if "args" in p:
+        return p["args"]
+    try:
+        return json.loads(ev.content) if ev.content else {}
+    except ValueError:
+        return ev.content
+
+
+def _call_dict(inv: Event) -> dict[str, Any]:
+    args = tool_args(inv)
+    arguments = args if isinstance(args, str) else json.dumps(args, ensure_ascii=False)
+    return {
+        "id": tool_call_id(inv),
+        "type": "function",
+        "function": {"name": tool_name(inv), "arguments": arguments},
+    }
+
+
+def split_units(events: Sequence[Event]) -> tuple[list[Event], list[Unit]]:
+    """(system prompts, conversation units) of a session's events, in order.
+
+    A tool invocation joins the assistant message that caused it (or the one just
+    before it); its result joins the invocation it answers (by CAUSED_BY or by
+    ``tool_call_id``).  A call whose result never arrived is left out of the message
+    (a model API rejects an unanswered call); an orphan result gets a synthetic call.
+    """
+    systems: list[Event] = []
+    units: list[Unit] = []
+    inv_unit: dict[str, Unit] = {}  # invocation event id / tool_call_id → unit
+    invocations: dict[str, Event] = {}
+    current: Unit | None = None  # last assistant unit that may still take tool calls
+    for ev in events:
+        t = ev.type
+        if t == EventType.SYSTEM_PROMPT:
+            systems.append(ev)
+        elif t == EventType.USER_MESSAGE:
+            units.append(Unit("user", [ev], [{"role": "user", "content": ev.content}]))
+            current = None
+        elif t == EventType.ASSISTANT_MESSAGE:
+            current = Unit("assistant", [ev], [{"role": "assistant", "content": ev.content}])
+            units.append(current)
+        elif t == EventType.TOOL_INVOCATION:
+            if current is None or (current.kind == "tool_group" and current.results):
+                current = Unit("assistant", [], [{"role": "assistant", "content": ""}])
+                units.append(current)
+            current.kind = "tool_group"
+            current.events.append(ev)
+            current.messages[0].setdefault("tool_calls", []).append(_call_dict(ev))
+            inv_unit[ev.id] = inv_unit[tool_call_id(ev)] = current
+            invocations[ev.id] = invocations[tool_call_id(ev)] = ev
+        elif t == EventType.TOOL_RESULT:
+            cid = str((ev.payload or {}).get("tool_call_id") or "")
+            owner_key = next((p for p in ev.parents if p in inv_unit), None) or (
+                cid if cid in inv_unit else None
+            )
+            if owner_key is None:  # orphan result: give it a call so the pair is valid
+                synth = {"id": ev.id, "type": "function",
+                         "function": {"name": tool_name(ev), "arguments": "{}"}}  # fmt: skip
+                unit = Unit("tool_group", [ev],
+                            [{"role": "assistant", "content": "", "tool_calls": [synth]},
+                             {"role": "tool", "tool_call_id": ev.id, "content": ev.content}],
+                            {ev.id: ev.id})  # fmt: skip
+                units.append(unit)
+                current = None
+                continue
+            unit = inv_unit[owner_key]
+            call_id = tool_call_id(invocations[owner_key])
+            if call_id in unit.results:  # a second result for one call: keep the first
+                continue
+            unit.events.append(ev)
+            unit.messages.append({"role": "tool", "tool_call_id": call_id, "content": ev.content})
+            unit.results[call_id] = ev.id
+    for unit in units:
+        _drop_unanswered(unit)
+    return systems, [u for u in units if u.messages and u.events]
+
+
+def _drop_unanswered(unit: Unit) -> None:
+    if unit.kind != "tool_group":
+        return
+    head = unit.messages[0]
+    calls = [c for c in head.get("tool_calls", []) if c["id"] in unit.results]
+    if calls:
+        head["tool_calls"] = calls
+    else:
+        head.pop("tool_calls", None)
+        unit.kind = "assistant"
+        unit.events = [e for e in unit.events if e.type != EventType.TOOL_INVOCATION]
+        if not head.get("content"):
+            unit.messages = []
+    # tool messages in call order, right after the assistant message
+    order = {c["id"]: i for i, c in enumerate(head.get("tool_calls", []))}
+    tools = sorted((m for m in unit.messages[1:]), key=lambda m: order.get(m["tool_call_id"], 0))
+    unit.messages = unit.messages[:1] + tools if unit.messages else []
+
+
+def read_units(store: EventStore, session_id: str, **timeline_kw: Any) -> tuple[list[Event], list[Unit]]:
+    events = store.timeline(session_id, types=CONVERSATION_TYPES, **timeline_kw)
+    return split_units(events)
+
+
+def message_text(messages: Iterable[Mapping[str, Any]]) -> str:
+    """Everything a model reads in ``messages``: contents, tool names and arguments."""
+    parts: list[str] = []
+    for m in messages:
+        c = m.get("content")
+        if isinstance(c, str) and c:
+            parts.append(c)
+        elif isinstance(c, list):
+            parts += [p if isinstance(p, str) else str(p.get("text", "")) for p in c]
+        for call in m.get("tool_calls") or ():
+            fn = call.get("function") or {}
+            name = fn.get("name") or call.get("name") or ""
+            args = fn.get("arguments") if fn else call.get("args")
+            parts.append(f"{name} {args if isinstance(args, str) else json.dumps(args)}")
+    return "\n".join(parts)
+
+
+# ------------------------------------------------------------------ writing
+def _calls_of(message: Mapping[str, Any]) -> list[tuple[str, str, Any]]:
+    out = []
+    for i, call in enumerate(message.get("tool_calls") or ()):
+        fn = call.get("function")
+        if isinstance(fn, Mapping):
+            raw = fn.get("arguments")
+            try:
+                args = json.loads(raw) if isinstance(raw, str) and raw else (raw or {})
+            except ValueError:
+                args = raw
+            out.append((str(call.get("id") or f"call_{i}"), str(fn.get("name") or "tool"), args))
+        else:
+            out.append((str(call.get("id") or f"call_{i}"), str(call.get("name") or "tool"),
+                        call.get("args", call.get("arguments", {}))))  # fmt: skip
+    return out
+
+
+_ROLE_TYPES = {
+    "system": EventType.SYSTEM_PROMPT,
+    "developer": EventType.SYSTEM_PROMPT,
+    "user": EventType.USER_MESSAGE,
+    "human": EventType.USER_MESSAGE,
+    "assistant": EventType.ASSISTANT_MESSAGE,
+    "ai": EventType.ASSISTANT_MESSAGE,
+}
+
+
+def record_messages(
+    target: Any,
+    session_id: str,
+    messages: Sequence[Mapping[str, Any]],
+    *,
+    user_id: str | None = None,
+    agent_id: str | None = None,
+    key_prefix: str | None = None,
+    ts: float | None = None,
+) -> list[str]:
+    """Store an OpenAI-style conversation as events; returns the event ids in order.
+
+    ``target`` is a :class:`~beeweave_core.Weave` (events go through its capture bus)
+    or an :class:`EventStore` (appended at once).  ``key_prefix`` makes ids
+    deterministic, so recording the same transcript twice stores it once.
+    """
+    from ..events import event_id_for, new_event_id
+
+    store: EventStore | None = target if hasattr(target, "append") and not hasattr(target, "emit") else None
+    tenant = store.tenant if store is not None else target.tenant
+    meta: dict[str, Any] = {}
+    if user_id:
+        meta["user_id"] = user_id
+    if agent_id:
+        meta["agent_id"] = agent_id
+    src = {"framework": "beeweave", "via": "record_messages"}
+    built: list[Event] = []
+    ids: list[str] = []
+    by_call: dict[str, str] = {}
+    last_parent: str | None = None
+    import time as _time
+
+    t0 = ts if ts is not None else _time.time()
+
+    def mk(etype: EventType, content: str, role: str, n: str, parents: Sequence[str] = (),
+           payload: Mapping[str, Any] | None = None) -> str:  # fmt: skip
+        eid = event_id_for(tenant, session_id, f"{key_prefix}:{n}") if key_prefix else new_event_id()
+        ev = Event(id=eid, tenant=tenant, session_id=session_id, type=etype, role=role,
+                   content=content, payload=dict(payload or {}), ts=t0 + len(built) * 1e-3,
+                   parents=tuple(p for p in parents if p), meta=meta, source=src)  # fmt: skip
+        built.append(ev)
+        ids.append(eid)
+        return eid
+
+    for i, m in enumerate(messages):
+        if not isinstance(m, Mapping):
+            raise TypeError(f"message {i} is {type(m).__name__}, expected a dict with 'role'")
+        role = str(m.get("role") or "")
+        content = m.get("content")
+        if not isinstance(content, str):
+            content = "" if content is None else json.dumps(content, ensure_ascii=False)
+        if role == "tool":
+            cid = str(m.get("tool_call_id") or "")
+            parent = by_call.get(cid)
+            payload = {"tool_call_id": cid}
+            if m.get("name"):
+                payload["name"] = m["name"]
+            mk(EventType.TOOL_RESULT, content, "tool", f"{i}", [parent or last_parent or ""],
+               payload)  # fmt: skip
+            continue
+        etype = _ROLE_TYPES.get(role)
+        if etype is None:
+            raise ValueError(f"message {i}: unknown role {role!r}")
+        parents = [last_parent] if etype == EventType.ASSISTANT_MESSAGE and last_parent else []
+        eid = mk(etype, content, "assistant" if role in ("assistant", "ai") else role, f"{i}",
+                 parents)  # fmt: skip
+        if etype == EventType.USER_MESSAGE:
+            last_parent = eid
+        for j, (cid, name, args) in enumerate(_calls_of(m)):
+            inv = mk(EventType.TOOL_INVOCATION,
+                     args if isinstance(args, str) else json.dumps(args, ensure_ascii=False),
+                     "assistant", f"{i}.{j}", [eid],
+                     {"name": name, "args": args, "tool_call_id": cid})  # fmt: skip
+            by_call[cid] = inv
+    if store is not None:
+        store.append(built)
+    else:
+        for ev in built:
+            target.bus.submit(ev)
+    return ids

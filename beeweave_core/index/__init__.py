@@ -1,0 +1,92 @@
+"""Vector indexes behind one protocol: Chroma (embedded or server) and Neo4j's own."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from pathlib import Path
+from typing import Any
+
+from .base import (
+    Chunk,
+    EmbeddingIdentity,
+    EmbeddingMismatch,
+    IndexFilter,
+    IndexState,
+    VectorIndex,
+)
+from .chunking import ChunkPolicy, chunk_event, chunk_events
+
+__all__ = [
+    "Chunk",
+    "ChunkPolicy",
+    "EmbeddingIdentity",
+    "EmbeddingMismatch",
+    "IndexFilter",
+    "IndexState",
+    "VectorIndex",
+    "chunk_event",
+    "chunk_events",
+    "default_chroma_location",
+    "open_index",
+]
+
+
+def default_chroma_location(store: Any, url: str) -> str | None:
+    """Beside the SQLite file (``<db>.chroma/``); in memory for ``:memory:``;
+    under ``$BEEWEAVE_HOME/chroma/`` for a server store."""
+    path = getattr(store, "path", None)
+    if isinstance(path, str):
+        return None if path == ":memory:" else f"{path}.chroma"
+    from ..weave import beeweave_home
+
+    digest = hashlib.sha1(url.encode()).hexdigest()[:12]
+    return str(beeweave_home() / "chroma" / digest)
+
+
+def _is_neo4j(store: Any) -> bool:
+    return type(store).__name__.startswith("Neo4j")
+
+
+def open_index(
+    store: Any,
+    *,
+    url: str,
+    embeddings: Any,
+    kind: Any = None,
+    vector_url: str | os.PathLike[str] | None = None,
+) -> VectorIndex:
+    """The vector index a weave's options name.
+
+    ``kind``: ``None``/``"auto"`` (Neo4j's own index for a Neo4j store, else Chroma),
+    ``"chroma"``, ``"neo4j"``, or a ready :class:`VectorIndex`.  ``vector_url``: a
+    Chroma directory or ``http(s)://host:port`` server.
+    """
+    identity = EmbeddingIdentity.of(embeddings)
+    if kind is not None and not isinstance(kind, str):
+        if not isinstance(kind, VectorIndex):
+            raise TypeError(f"index must be 'chroma', 'neo4j' or a VectorIndex, got {kind!r}")
+        if kind.identity != identity:
+            raise EmbeddingMismatch(
+                f"the given index holds {kind.identity} vectors but the embeddings are {identity}"
+            )
+        return kind
+    choice = (kind or "auto").lower()
+    if choice == "auto":
+        choice = "neo4j" if _is_neo4j(store) and vector_url is None else "chroma"
+    if choice == "chroma":
+        from .chroma import ChromaVectorIndex
+
+        location = vector_url if vector_url is not None else default_chroma_location(store, url)
+        if location is not None and "://" not in str(location):
+            location = str(Path(location).expanduser())
+        return ChromaVectorIndex(
+            tenant=store.tenant, identity=identity, location=location, embeddings=embeddings
+        )
+    if choice == "neo4j":
+        if not _is_neo4j(store):
+            raise ValueError("index='neo4j' needs a Neo4j store (neo4j:// or bolt:// URL)")
+        from .neo4j_vector import Neo4jVectorIndex
+
+        return Neo4jVectorIndex.for_store(store, identity=identity)
+    raise ValueError(f"unknown index {kind!r}: expected 'chroma', 'neo4j', False or a VectorIndex")

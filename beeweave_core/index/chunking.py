@@ -1,0 +1,172 @@
+"""Selective indexing: which events get vectors, and what text each vector stands for.
+
+Embedding costs time (and money, with a hosted model); vectors of "ok" or of an empty
+model-call marker only add noise to semantic search.  So only events with enough
+text are embedded, and a big tool output is not embedded whole (a sentence model
+reads ~256 tokens and would keep only the start): it becomes a few windows over
+the text plus one *key-facts* chunk that keeps every number, id and code of the
+whole output, so "what was the job id?" still finds it.  Lexical search indexes
+everything regardless; this module only decides what the vector index sees.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+
+from ..events import Event, EventType
+from .base import Chunk
+
+#: Types worth a vector by default (model_call markers, checkpoints and recalled
+#: context echoes are left out).
+DEFAULT_TYPES = frozenset(
+    {
+        EventType.USER_MESSAGE,
+        EventType.ASSISTANT_MESSAGE,
+        EventType.TOOL_INVOCATION,
+        EventType.TOOL_RESULT,
+        EventType.INTERNAL_THOUGHT,
+        EventType.SUMMARY,
+        EventType.MEMORY,
+        EventType.SYSTEM_PROMPT,
+        EventType.ERROR,
+    }
+)
+
+_WORD = re.compile(r"[^\W_]+")
+_CJK_CHAR = re.compile("[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uac00-\ud7af]")
+#: Ids, codes and numbers worth keeping from a long output.
+_FACT = re.compile(
+    r"""
+    [A-Za-z][A-Za-z0-9]*[-_:/#][A-Za-z0-9][A-Za-z0-9\-_:/#.]*   # JOB-7731, orders_nightly, v1.2
+  | [$€£¥]?\d[\d,.']*\d?\s?(?:%|[a-zA-Z]{1,4}\b)?             # 2,000  30s  $181  18.4M  44 min
+  | [0-9a-f]{8,}                                              # hashes, hex ids
+  | [\w.+-]+@[\w-]+\.[\w.]+                                   # e-mail addresses
+    """,
+    re.VERBOSE,
+)
+
+
+def text_size(text: str) -> int:
+    """Words, counting each CJK character as one (CJK has no spaces)."""
+    cjk = len(_CJK_CHAR.findall(text))
+    return len(_WORD.findall(_CJK_CHAR.sub(" ", text))) + cjk
+
+
+@dataclass(frozen=True)
+class ChunkPolicy:
+    """What gets embedded and how big texts are cut.
+
+    ``min_words``: shorter texts are not embedded ("ok", "thanks!").
+    ``max_chars``: texts up to this size are one chunk; longer ones are windowed.
+    ``window`` / ``overlap``: window size and overlap in characters (~256 tokens).
+    ``max_windows``: windows kept from a long text (start and end are kept first).
+    ``max_fact_chars``: size of the key-facts chunk of a long text.
+    """
+
+    types: frozenset[EventType] = field(default=DEFAULT_TYPES)
+    min_words: int = 3
+    max_chars: int = 1200
+    window: int = 900
+    overlap: int = 150
+    max_windows: int = 8
+    max_fact_chars: int = 1500
+
+    def wants(self, event: Event) -> bool:
+        return event.type in self.types
+
+
+def event_text(event: Event, full_content: str | None = None) -> str:
+    """The text a vector stands for: the content, labelled with the tool or author."""
+    content = full_content if full_content is not None else event.content
+    payload = event.payload or {}
+    name = payload.get("name") if isinstance(payload.get("name"), str) else None
+    if not content.strip() and event.type in (EventType.TOOL_INVOCATION, EventType.TOOL_RESULT):
+        body = payload.get("args" if event.type == EventType.TOOL_INVOCATION else "output")
+        if body is not None:
+            content = json.dumps(body, ensure_ascii=False, default=str)
+    speaker = event.meta.get("name") if isinstance(event.meta.get("name"), str) else None
+    if event.type == EventType.TOOL_INVOCATION and name:
+        return f"{name}({content})"
+    if event.type == EventType.TOOL_RESULT and name:
+        return f"{name} -> {content}"
+    if speaker and not content.startswith(speaker):
+        return f"{speaker}: {content}"
+    return content
+
+
+def _windows(text: str, policy: ChunkPolicy) -> list[str]:
+    step = max(1, policy.window - policy.overlap)
+    starts = list(range(0, max(1, len(text) - policy.overlap), step))
+    if len(starts) > policy.max_windows:
+        head = policy.max_windows // 2 + policy.max_windows % 2
+        tail = policy.max_windows - head
+        starts = starts[:head] + (starts[-tail:] if tail else [])
+    out = []
+    for s in starts:
+        end = min(len(text), s + policy.window)
+        # end at a line or sentence break near the window end when there is one
+        cut = max(text.rfind("\n", s + policy.window // 2, end), text.rfind(". ", s + policy.window // 2, end))
+        if cut > 0 and end < len(text):
+            end = cut + 1
+        out.append(text[s:end].strip())
+    return [w for w in out if w]
+
+
+def key_facts(text: str, *, limit: int) -> str:
+    """Every distinct id, code and number of ``text``, in order of first appearance."""
+    seen: dict[str, None] = {}
+    for m in _FACT.finditer(text):
+        tok = m.group().strip(" ,.")
+        if len(tok) >= 2 and tok not in seen:
+            seen[tok] = None
+    out, size = [], 0
+    for tok in seen:
+        if size + len(tok) + 1 > limit:
+            break
+        out.append(tok)
+        size += len(tok) + 1
+    return " ".join(out)
+
+
+def chunk_event(
+    event: Event,
+    policy: ChunkPolicy = ChunkPolicy(),
+    *,
+    load_artifact: Callable[[str], str | None] | None = None,
+) -> list[Chunk]:
+    """The chunks to embed for ``event`` (none when it is not worth a vector)."""
+    if not policy.wants(event):
+        return []
+    full = None
+    art = event.payload.get("$artifact") if isinstance(event.payload, dict) else None
+    if isinstance(art, dict) and load_artifact is not None and art.get("sha256"):
+        full = load_artifact(art["sha256"])
+    text = event_text(event, full)
+    if text_size(text) < policy.min_words:
+        return []
+    if len(text) <= policy.max_chars:
+        return [Chunk.of(event, text)]
+    label = ""
+    name = event.payload.get("name") if isinstance(event.payload, dict) else None
+    if isinstance(name, str):
+        label = f"{name}: "
+    parts = [label + w if label and not w.startswith(label) else w for w in _windows(text, policy)]
+    facts = key_facts(text, limit=policy.max_fact_chars)
+    if facts:
+        parts.append(f"{label}key facts: {facts}")
+    return [Chunk.of(event, t, i) for i, t in enumerate(parts)]
+
+
+def chunk_events(
+    events: Iterable[Event],
+    policy: ChunkPolicy = ChunkPolicy(),
+    *,
+    load_artifact: Callable[[str], str | None] | None = None,
+) -> list[Chunk]:
+    out: list[Chunk] = []
+    for ev in events:
+        out.extend(chunk_event(ev, policy, load_artifact=load_artifact))
+    return out

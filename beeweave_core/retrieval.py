@@ -1,0 +1,579 @@
+"""Recall: find the past events that answer a query, and say where each came from.
+
+Several *paths* each rank candidates their own way:
+
+* ``recent``   — the latest events of the current session (what was just said);
+* ``semantic`` — nearest vectors (same meaning, other words);
+* ``lexical``  — BM25 over exact words, numbers, codes and names (Chinese too);
+* ``temporal`` — the semantic + lexical search again, inside the dates the query
+  names ("what did we decide on 13 October 2023?"), as a soft preference;
+* ``metadata`` — events matching the filters alone, newest first (when filters
+  are given);
+* ``graph``    — events linked to the best hits of the other paths: their causes
+  and effects (the tool call and user question behind a tool result) and their
+  neighbours in the session (a question's answer is usually the next turn).
+
+Ranks are fused by weighted reciprocal rank (ranks, unlike raw scores, compare
+across paths); the graph path passes on a share of its seed's fused score, since a
+neighbour is relevant *because* its seed is.  The fused score is then weighted by
+event type and decayed by age (half-life), near-identical texts are merged, and
+only active events of the weave's tenant within the requested scope come back.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import logging
+import time
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from datetime import datetime, timezone
+from typing import Any
+
+from .events import EdgeType, Event, EventType
+from .index.base import IndexFilter
+from .timehints import TimeWindow, find_windows
+
+log = logging.getLogger("beeweave.retrieval")
+
+PATHS = ("recent", "semantic", "lexical", "temporal", "metadata", "graph")
+DAY = 86_400.0
+
+#: How much an event of each type is worth as an answer, before fusion weights.
+DEFAULT_TYPE_WEIGHTS: dict[EventType, float] = {
+    EventType.USER_MESSAGE: 1.0,
+    EventType.ASSISTANT_MESSAGE: 1.0,
+    EventType.TOOL_RESULT: 1.0,
+    EventType.TOOL_INVOCATION: 0.8,
+    EventType.MEMORY: 1.2,
+    EventType.SUMMARY: 0.9,
+    EventType.INTERNAL_THOUGHT: 0.6,
+    EventType.SYSTEM_PROMPT: 0.5,
+    EventType.ERROR: 0.8,
+    EventType.WARNING: 0.5,
+    EventType.RETRIEVAL: 0.3,  # an echo of what was recalled before
+    EventType.MODEL_CALL: 0.2,
+    EventType.CHECKPOINT: 0.1,
+}
+
+#: Edge types the graph path follows from a seed (NEXT is walked by seq).
+GRAPH_EDGES: tuple[EdgeType, ...] = (
+    EdgeType.CAUSED_BY,
+    EdgeType.REFERS_TO,
+    EdgeType.SUMMARIZES,
+    EdgeType.DERIVED_FROM,
+)
+
+
+@dataclass(frozen=True)
+class Filters:
+    """Metadata conditions every returned event must meet.
+
+    ``tags``: the event must carry all of them.  ``since``/``until``: epoch
+    seconds or ``datetime``.  ``types``: event types (or their names).
+    """
+
+    types: Sequence[EventType | str] | None = None
+    since: float | datetime | None = None
+    until: float | datetime | None = None
+    tags: Sequence[str] | None = None
+    user_id: str | None = None
+    agent_id: str | None = None
+
+    @classmethod
+    def of(cls, value: Filters | Mapping[str, Any] | None) -> Filters:
+        if value is None:
+            return cls()
+        if isinstance(value, Filters):
+            return value
+        unknown = set(value) - {"types", "type", "since", "until", "tags", "user_id", "agent_id"}
+        if unknown:
+            raise ValueError(f"unknown filter(s) {sorted(unknown)}")
+        data = dict(value)
+        if "type" in data:
+            t = data.pop("type")
+            data["types"] = [t] if isinstance(t, (str, EventType)) else t
+        return cls(**data)
+
+    @property
+    def type_set(self) -> frozenset[EventType] | None:
+        return None if self.types is None else frozenset(EventType(t) for t in self.types)
+
+    @staticmethod
+    def _ts(v: float | datetime | None) -> float | None:
+        if v is None or isinstance(v, (int, float)):
+            return v
+        if v.tzinfo is None:
+            v = v.replace(tzinfo=timezone.utc)
+        return v.timestamp()
+
+    @property
+    def since_ts(self) -> float | None:
+        return self._ts(self.since)
+
+    @property
+    def until_ts(self) -> float | None:
+        return self._ts(self.until)
+
+    @property
+    def active(self) -> bool:
+        return any(
+            v is not None
+            for v in (self.types, self.since, self.until, self.tags, self.user_id, self.agent_id)
+        )
+
+    def accepts(self, ev: Event) -> bool:
+        ts = self.type_set
+        if ts is not None and ev.type not in ts:
+            return False
+        if self.since_ts is not None and ev.ts < self.since_ts:
+            return False
+        if self.until_ts is not None and ev.ts > self.until_ts:
+            return False
+        if self.user_id is not None and ev.user_id != self.user_id:
+            return False
+        if self.agent_id is not None and ev.agent_id != self.agent_id:
+            return False
+        return not (self.tags and not set(self.tags) <= set(ev.tags))
+
+
+@dataclass(frozen=True)
+class RetrievalConfig:
+    """Knobs of fusion; the defaults suit an agent's working memory.
+
+    ``weights``: per path, multiplies its reciprocal-rank term (0 turns it off).
+    ``rrf_k``: the reciprocal-rank constant (larger = flatter).
+    ``type_weights``: per event type, multiplies the fused score.
+    ``half_life``: seconds after which an event's score is halved (towards
+    ``decay_floor``); ``None`` disables recency decay.
+    ``candidates``: how many results each path fetches before fusion.
+    ``graph_seeds``/``graph_depth``/``neighbours``/``hop_decay``: how far the graph
+    path looks from the best hits and how much of a seed's score it passes on.
+    ``time_margin``: days added after a date the query names (people talk about
+    things after they happen).
+    ``index_wait``: seconds to wait for the vector indexer to catch up first.
+    """
+
+    weights: Mapping[str, float] = field(
+        default_factory=lambda: {
+            "semantic": 1.0,
+            "lexical": 1.0,
+            "temporal": 0.5,
+            "recent": 0.5,
+            "metadata": 0.3,
+            "graph": 0.5,
+        }
+    )
+    rrf_k: float = 60.0
+    type_weights: Mapping[EventType, float] = field(
+        default_factory=lambda: dict(DEFAULT_TYPE_WEIGHTS)
+    )
+    half_life: float | None = 30 * DAY
+    decay_floor: float = 0.5
+    candidates: int = 50
+    recent_n: int = 10
+    graph_seeds: int = 8
+    graph_depth: int = 2
+    neighbours: int = 1
+    hop_decay: float = 0.5
+    time_margin: float = 14.0
+    dedup: bool = True
+    index_wait: float = 5.0
+
+
+@dataclass(frozen=True)
+class Provenance:
+    """Where a hit came from: the event, its place in its session, its time, and why."""
+
+    event_id: str
+    session_id: str
+    seq: int
+    ts: float
+    type: EventType
+    via: tuple[str, ...] = ()  # graph path: the seed hits that led here
+    duplicates: tuple[str, ...] = ()  # same text elsewhere, merged into this hit
+
+    @property
+    def time(self) -> datetime:
+        return datetime.fromtimestamp(self.ts, tz=timezone.utc)
+
+
+@dataclass
+class Hit:
+    """One recalled event: the event, its fused score, each path's own score and rank."""
+
+    event: Event
+    score: float
+    paths: dict[str, float]
+    ranks: dict[str, int]
+    provenance: Provenance
+
+    @property
+    def event_id(self) -> str:
+        return self.event.id
+
+    def __repr__(self) -> str:
+        p = ", ".join(f"{k}={v:.3g}" for k, v in self.paths.items())
+        return (
+            f"Hit({self.event.type.value} {self.event.session_id}#{self.event.seq} "
+            f"score={self.score:.4f} [{p}] {self.event.content[:60]!r})"
+        )
+
+
+@dataclass
+class _Scope:
+    session_id: str | None
+    sessions: frozenset[str] | None  # None: the whole tenant
+
+    def accepts(self, ev: Event) -> bool:
+        return self.sessions is None or ev.session_id in self.sessions
+
+
+def _norm_text(text: str) -> str:
+    return hashlib.sha1(" ".join(text.lower().split()).encode()).hexdigest()
+
+
+class Retriever:
+    """Fused recall over a weave (its store, and its vector index when there is one)."""
+
+    def __init__(self, weave: Any, config: RetrievalConfig | None = None) -> None:
+        self.weave = weave
+        self.store = weave.store
+        self.config = config or weave.options.get("retrieval") or RetrievalConfig()
+
+    @property
+    def indexer(self) -> Any:
+        return getattr(self.weave, "indexer", None)
+
+    # ---------------------------------------------------------------- API
+    def retrieve(
+        self,
+        query: str,
+        *,
+        session_id: str | None = None,
+        user_id: str | None = None,
+        k: int = 10,
+        filters: Filters | Mapping[str, Any] | None = None,
+        paths: Iterable[str] | None = None,
+        scope: str | None = None,
+        now: float | None = None,
+        config: RetrievalConfig | None = None,
+        **overrides: Any,
+    ) -> list[Hit]:
+        """The ``k`` best events for ``query``.
+
+        Scope: ``session_id`` alone searches that session; ``user_id`` searches
+        every session of that user (plus ``session_id``'s, which also feeds the
+        ``recent`` path); neither searches the tenant.  ``scope`` ("session",
+        "user", "tenant") overrides the inference.  ``paths`` picks paths (default:
+        all that apply).  ``now`` is the reference time for decay and for dates
+        without a year.  Keyword ``overrides`` replace :class:`RetrievalConfig`
+        fields for this call (e.g. ``half_life=None``).
+        """
+        if not isinstance(query, str):
+            raise TypeError(f"query must be a string, got {type(query).__name__}")
+        if k <= 0:
+            return []
+        cfg = config or self.config
+        if overrides:
+            unknown = set(overrides) - set(RetrievalConfig.__dataclass_fields__)
+            if unknown:
+                raise TypeError(f"unknown retrieval option(s) {sorted(unknown)}")
+            cfg = replace(cfg, **overrides)
+        chosen = set(PATHS if paths is None else paths)
+        bad = chosen - set(PATHS)
+        if bad:
+            raise ValueError(f"unknown path(s) {sorted(bad)}; known: {', '.join(PATHS)}")
+        flt = Filters.of(filters)
+        sc = self._scope(session_id, user_id, scope)
+        now = time.time() if now is None else now
+        return self._run(query, sc, flt, chosen, cfg, k, now)
+
+    async def aretrieve(self, query: str, **kw: Any) -> list[Hit]:
+        """Async twin of :meth:`retrieve` (runs in a worker thread)."""
+        return await asyncio.to_thread(self.retrieve, query, **kw)
+
+    # ------------------------------------------------------------- scope
+    def _scope(self, session_id: str | None, user_id: str | None, scope: str | None) -> _Scope:
+        if scope is None:
+            scope = "user" if user_id else ("session" if session_id else "tenant")
+        if scope == "session":
+            if not session_id:
+                raise ValueError("scope='session' needs session_id")
+            return _Scope(session_id, frozenset({session_id}))
+        if scope == "user":
+            if not user_id:
+                raise ValueError("scope='user' needs user_id")
+            sessions = {s.session_id for s in self.store.sessions(user_id=user_id)}
+            if session_id:
+                sessions.add(session_id)
+            return _Scope(session_id, frozenset(sessions))
+        if scope == "tenant":
+            return _Scope(session_id, None)
+        raise ValueError(f"scope must be 'session', 'user' or 'tenant', got {scope!r}")
+
+    # -------------------------------------------------------------- paths
+    def _index_filter(self, sc: _Scope, flt: Filters, window: TimeWindow | None) -> IndexFilter:
+        since, until = flt.since_ts, flt.until_ts
+        if window is not None:
+            since = window.start if since is None else max(since, window.start)
+            until = window.end if until is None else min(until, window.end)
+        return IndexFilter(
+            session_ids=sorted(sc.sessions) if sc.sessions is not None else None,
+            agent_id=flt.agent_id,
+            user_id=flt.user_id,
+            types=sorted(flt.type_set, key=lambda t: t.value) if flt.type_set else None,
+            since=since,
+            until=until,
+        )
+
+    def _semantic(
+        self, query: str, sc: _Scope, flt: Filters, cfg: RetrievalConfig, window: TimeWindow | None
+    ) -> list[tuple[str, float]]:
+        indexer = self.indexer
+        if indexer is None or not query.strip():
+            return []
+        try:
+            return indexer.query(query, k=cfg.candidates, filters=self._index_filter(sc, flt, window))
+        except Exception as exc:  # recall degrades to the other paths, it does not fail
+            log.warning("beeweave: semantic path unavailable: %s: %s", type(exc).__name__, exc)
+            return []
+
+    def _lexical(
+        self, query: str, sc: _Scope, flt: Filters, cfg: RetrievalConfig, window: TimeWindow | None
+    ) -> list[tuple[str, float]]:
+        search = getattr(self.store, "search_text", None)
+        if search is None or not query.strip():
+            return []
+        since, until = flt.since_ts, flt.until_ts
+        if window is not None:
+            since = window.start if since is None else max(since, window.start)
+            until = window.end if until is None else min(until, window.end)
+        sessions = [None] if sc.sessions is None else sorted(sc.sessions)
+        if len(sessions) > 1 and flt.user_id is None:
+            # a user scope: one query over the tenant, scope checked on hydration
+            sessions = [None]
+        out: list[tuple[Event, float]] = []
+        for sid in sessions:
+            out += search(
+                query, k=cfg.candidates * (2 if sid is None and sc.sessions else 1),
+                session_id=sid, user_id=flt.user_id, types=flt.type_set, since=since, until=until,
+            )  # fmt: skip
+        self._seen.update((ev.id, ev) for ev, _ in out)
+        out = [(ev, s) for ev, s in out if sc.accepts(ev)]
+        out.sort(key=lambda p: -p[1])
+        return [(ev.id, s) for ev, s in out[: cfg.candidates]]
+
+    def _recent(self, sc: _Scope, flt: Filters, cfg: RetrievalConfig) -> list[tuple[str, float]]:
+        if not sc.session_id or cfg.recent_n <= 0:
+            return []
+        events = self.store.timeline(sc.session_id, last=cfg.recent_n * 2, types=flt.type_set)
+        events = [e for e in events if flt.accepts(e)][-cfg.recent_n :]
+        self._seen.update((e.id, e) for e in events)
+        return [(e.id, float(e.seq)) for e in reversed(events)]
+
+    def _metadata(self, sc: _Scope, flt: Filters, cfg: RetrievalConfig) -> list[tuple[str, float]]:
+        if not flt.active:
+            return []
+        stats = self.store.sessions(user_id=flt.user_id) if flt.user_id else self.store.sessions()
+        found: list[Event] = []
+        for s in stats[:50]:  # most recent sessions first
+            if sc.sessions is not None and s.session_id not in sc.sessions:
+                continue
+            evs = self.store.timeline(
+                s.session_id, since=flt.since_ts, until=flt.until_ts, types=flt.type_set,
+                last=cfg.candidates,
+            )  # fmt: skip
+            found += [e for e in evs if flt.accepts(e)]
+        found.sort(key=lambda e: -e.ts)
+        found = found[: cfg.candidates]
+        self._seen.update((e.id, e) for e in found)
+        return [(e.id, e.ts) for e in found]
+
+    # ------------------------------------------------------------- fusion
+    def _run(
+        self,
+        query: str,
+        sc: _Scope,
+        flt: Filters,
+        chosen: set[str],
+        cfg: RetrievalConfig,
+        k: int,
+        now: float,
+    ) -> list[Hit]:
+        self._seen: dict[str, Event] = {}
+        w = cfg.weights
+        ranked: dict[str, list[tuple[str, float]]] = {}
+        if "semantic" in chosen and w.get("semantic", 0) > 0 and self.indexer is not None:
+            self.indexer.sync(cfg.index_wait)
+        if "recent" in chosen and w.get("recent", 0) > 0:
+            ranked["recent"] = self._recent(sc, flt, cfg)
+        if "semantic" in chosen and w.get("semantic", 0) > 0:
+            ranked["semantic"] = self._semantic(query, sc, flt, cfg, None)
+        if "lexical" in chosen and w.get("lexical", 0) > 0:
+            ranked["lexical"] = self._lexical(query, sc, flt, cfg, None)
+        if "metadata" in chosen and w.get("metadata", 0) > 0:
+            ranked["metadata"] = self._metadata(sc, flt, cfg)
+        if "temporal" in chosen and w.get("temporal", 0) > 0:
+            ranked["temporal"] = self._temporal(query, sc, flt, cfg, chosen, now)
+
+        events = self._hydrate({eid for lst in ranked.values() for eid, _ in lst}, sc, flt)
+        fused: dict[str, float] = {}
+        path_scores: dict[str, dict[str, float]] = {}
+        path_ranks: dict[str, dict[str, int]] = {}
+        for name, lst in ranked.items():
+            rank = 0
+            for eid, raw in lst:
+                if eid not in events:
+                    continue
+                rank += 1
+                fused[eid] = fused.get(eid, 0.0) + w.get(name, 0.0) / (cfg.rrf_k + rank)
+                path_scores.setdefault(eid, {})[name] = raw
+                path_ranks.setdefault(eid, {})[name] = rank
+
+        via: dict[str, list[str]] = {}
+        if "graph" in chosen and w.get("graph", 0) > 0 and fused:
+            graph = self._graph(fused, events, sc, flt, cfg)
+            order = sorted(graph.items(), key=lambda p: -p[1][0])
+            for rank, (eid, (score, seeds)) in enumerate(order, 1):
+                fused[eid] = fused.get(eid, 0.0) + w["graph"] * score
+                path_scores.setdefault(eid, {})["graph"] = score
+                path_ranks.setdefault(eid, {})["graph"] = rank
+                via[eid] = seeds
+
+        final: dict[str, float] = {}
+        for eid, s in fused.items():
+            ev = events[eid]
+            final[eid] = s * cfg.type_weights.get(ev.type, 1.0) * self._decay(ev, cfg, now)
+        order = sorted(final, key=lambda e: (-final[e], -events[e].ts))
+        hits: list[Hit] = []
+        merged: dict[str, list[str]] = {}
+        kept_by_text: dict[str, Hit] = {}
+        for eid in order:
+            ev = events[eid]
+            if cfg.dedup and ev.content.strip():
+                key = _norm_text(ev.content)
+                if key in kept_by_text:
+                    merged.setdefault(kept_by_text[key].event.id, []).append(eid)
+                    continue
+            else:
+                key = None
+            if len(hits) >= k:
+                continue
+            hit = Hit(
+                event=ev,
+                score=final[eid],
+                paths=path_scores.get(eid, {}),
+                ranks=path_ranks.get(eid, {}),
+                provenance=Provenance(ev.id, ev.session_id, ev.seq, ev.ts, ev.type,
+                                      via=tuple(via.get(eid, ()))),
+            )  # fmt: skip
+            hits.append(hit)
+            if key is not None:
+                kept_by_text[key] = hit
+        for h in hits:
+            if h.event.id in merged:
+                h.provenance = replace(h.provenance, duplicates=tuple(merged[h.event.id]))
+        return hits
+
+    def _temporal(
+        self,
+        query: str,
+        sc: _Scope,
+        flt: Filters,
+        cfg: RetrievalConfig,
+        chosen: set[str],
+        now: float,
+    ) -> list[tuple[str, float]]:
+        windows = find_windows(query, now=now)
+        if not windows:
+            return []
+        scores: dict[str, float] = {}
+        for win in windows:
+            win = win.widened(0.0, cfg.time_margin * DAY)
+            for name, fn in (("semantic", self._semantic), ("lexical", self._lexical)):
+                if name not in chosen:
+                    continue
+                for rank, (eid, _) in enumerate(fn(query, sc, flt, cfg, win), 1):
+                    scores[eid] = scores.get(eid, 0.0) + 1.0 / (cfg.rrf_k + rank)
+        return sorted(scores.items(), key=lambda p: -p[1])
+
+    def _hydrate(self, ids: set[str], sc: _Scope, flt: Filters) -> dict[str, Event]:
+        """Active events by id, in scope and passing the filters (the one gate for all paths)."""
+        missing = [i for i in ids if i not in self._seen]
+        got = {e.id: e for e in self.store.get(missing)} if missing else {}
+        out: dict[str, Event] = {}
+        gone: list[str] = []
+        for i in ids:
+            ev = self._seen.get(i) or got.get(i)
+            if ev is None:
+                gone.append(i)
+                continue
+            if ev.status.value != "active" or not sc.accepts(ev) or not flt.accepts(ev):
+                continue
+            out[i] = ev
+        if gone and self.indexer is not None:
+            self.indexer.forget(gone)  # vectors of purged/deleted events: drop them lazily
+        return out
+
+    def _graph(
+        self,
+        fused: dict[str, float],
+        events: dict[str, Event],
+        sc: _Scope,
+        flt: Filters,
+        cfg: RetrievalConfig,
+    ) -> dict[str, tuple[float, list[str]]]:
+        """Events linked to the best seeds, each scored by the seed's score × hop decay."""
+        seeds = sorted(fused, key=lambda e: -fused[e])[: cfg.graph_seeds]
+        reached: dict[str, tuple[float, list[str]]] = {}
+        fetched: dict[str, Event] = {}
+
+        def reach(ev: Event, seed: str, dist: int) -> None:
+            if ev.id == seed or ev.status.value != "active":
+                return
+            if not sc.accepts(ev) or not flt.accepts(ev):
+                return
+            fetched[ev.id] = ev
+            score = fused[seed] * cfg.hop_decay ** (dist - 1)
+            old = reached.get(ev.id)
+            if old is None or score > old[0]:
+                reached[ev.id] = (score, [seed] + (old[1] if old else []))
+            elif seed not in old[1]:
+                old[1].append(seed)
+
+        for seed in seeds:
+            ev = events[seed]
+            if cfg.graph_depth > 0:
+                for other, dist in self.store.ancestors(seed, depth=cfg.graph_depth, edge_types=GRAPH_EDGES):
+                    reach(other, seed, dist)
+                for other, dist in self.store.descendants(seed, depth=cfg.graph_depth, edge_types=GRAPH_EDGES):
+                    reach(other, seed, dist)
+            if cfg.neighbours > 0 and ev.seq >= 0:
+                near = self.store.timeline(
+                    ev.session_id, seq_from=max(0, ev.seq - cfg.neighbours),
+                    seq_to=ev.seq + cfg.neighbours,
+                )  # fmt: skip
+                for other in near:
+                    reach(other, seed, abs(other.seq - ev.seq))
+        events.update(fetched)
+        return reached
+
+    @staticmethod
+    def _decay(ev: Event, cfg: RetrievalConfig, now: float) -> float:
+        if not cfg.half_life:
+            return 1.0
+        age = max(0.0, now - ev.ts)
+        return cfg.decay_floor + (1.0 - cfg.decay_floor) * 0.5 ** (age / cfg.half_life)
+
+
+__all__ = [
+    "DEFAULT_TYPE_WEIGHTS",
+    "PATHS",
+    "Filters",
+    "Hit",
+    "Provenance",
+    "RetrievalConfig",
+    "Retriever",
+]

@@ -1,0 +1,511 @@
+"""LangChain callbacks → BeeWeave events with their causes.
+
+Attach :class:`BeeWeaveCallbackHandler` (or :class:`AsyncBeeWeaveCallbackHandler`)
+wherever LangChain takes callbacks — ``config={"callbacks": [handler]}`` on a
+chain, a LangGraph graph or a model — and every run becomes events in the graph:
+
+=====================  ===========================================================
+callback               event (CAUSED_BY →)
+=====================  ===========================================================
+chat model start       new input messages (user / system / unseen answers and tool
+                       results), then ``model_call`` → what it consumed: the tool
+                       results after the last answer, else the new user message(s)
+LLM new token          ``internal_thought`` fragments, low priority, coalesced per run
+LLM end                ``assistant_message`` → model call; ``tool_invocation`` per
+                       tool call → that answer (keyed by tool_call_id)
+tool start / end       ``tool_result`` → the invocation with the same tool_call_id
+                       (a tool run no answer announced gets its own invocation)
+retriever end          ``retrieval`` (query + documents) → the run that asked
+agent action           ``internal_thought`` (the agent's reasoning log)
+any error              ``error`` → the run it broke (once per exception)
+=====================  ===========================================================
+
+REFERS_TO edges (a tool call reusing a value from an earlier result) are added off
+the agent's thread by the recorder's linker (:mod:`beeweave_langchain.refs`).
+
+Why it is safe in production: every callback only updates a few dicts keyed by
+``run_id`` under a short lock and calls ``weave.emit`` (non-blocking), so one handler
+can serve parallel runs and nested graphs; every callback body is wrapped so an
+error in BeeWeave is logged and counted, never raised into the chain
+(``raise_error = False``).
+"""
+
+from __future__ import annotations
+
+import functools
+import logging
+from collections import OrderedDict
+from collections.abc import Mapping, Sequence
+from typing import Any
+from uuid import UUID
+
+from langchain_core.callbacks import AsyncCallbackHandler, BaseCallbackHandler
+from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
+
+from beeweave_core.events import EventType
+from beeweave_core.weave import Weave
+
+from .messages import tool_result_key
+from .recorder import Recorder, recorder_for
+
+log = logging.getLogger("beeweave.langchain")
+
+MAX_OPEN_RUNS = 100_000
+_ROOT_INPUT_KEYS = ("input", "question", "query", "human_input", "text")
+
+
+class _Run:
+    __slots__ = ("session", "parent", "event", "kind", "name", "tool_call_id", "text")
+
+    def __init__(self, session: str, parent: _Run | None, kind: str, name: str | None) -> None:
+        self.session = session
+        self.parent = parent
+        self.kind = kind
+        self.name = name
+        self.event: str | None = None  # the event standing for this run
+        self.tool_call_id: str | None = None
+        self.text: str | None = None  # a root chain's plain-text input
+
+
+def _guard(fn: Any) -> Any:
+    """Run a callback body; log and count any failure instead of raising into the chain."""
+
+    @functools.wraps(fn)
+    def wrapper(self: _Capture, *args: Any, **kwargs: Any) -> None:
+        try:
+            fn(self, *args, **kwargs)
+        except Exception:
+            self.failures += 1
+            log.exception("beeweave: %s failed; the chain goes on", fn.__name__)
+
+    return wrapper
+
+
+class _Capture:
+    """The callback logic shared by the sync and async handlers."""
+
+    raise_error = False
+    run_inline = True  # cheap and non-blocking: no thread hop, and order is kept
+
+    def __init__(
+        self,
+        weave: Weave,
+        session_id: str | None = None,
+        user_id: str | None = None,
+        agent_id: str | None = None,
+        *,
+        capture_tokens: bool = True,
+        tags: Sequence[str] | None = None,
+    ) -> None:
+        self.weave = weave
+        self.session_id = session_id
+        self.user_id = user_id
+        self.agent_id = agent_id
+        self.capture_tokens = capture_tokens
+        meta: dict[str, Any] = {}
+        if user_id is not None:
+            meta["user_id"] = user_id
+        if agent_id is not None:
+            meta["agent_id"] = agent_id
+        if tags:
+            meta["tags"] = list(tags)
+        self._meta = meta
+        self._rec: Recorder = recorder_for(weave)
+        self._lock = self._rec.lock
+        self._runs: dict[UUID, _Run] = {}
+        self._errors: OrderedDict[int, BaseException] = OrderedDict()
+        #: Callbacks that failed inside BeeWeave (logged; the chain was not affected).
+        self.failures = 0
+
+    # ------------------------------------------------------------------ runs
+    def _open(
+        self,
+        run_id: UUID,
+        parent_run_id: UUID | None,
+        metadata: Mapping[str, Any] | None,
+        kind: str,
+        name: str | None,
+    ) -> _Run:
+        parent = self._runs.get(parent_run_id) if parent_run_id is not None else None
+        if parent is not None:
+            session = parent.session
+        else:
+            md = metadata or {}
+            session = (
+                md.get("beeweave_session_id") or self.session_id or md.get("thread_id") or "default"
+            )
+        run = _Run(str(session), parent, kind, name)
+        with self._lock:
+            if len(self._runs) >= MAX_OPEN_RUNS:  # runs that never ended (cancelled tasks)
+                for stale in list(self._runs)[: MAX_OPEN_RUNS // 2]:
+                    del self._runs[stale]
+            self._runs[run_id] = run
+        return run
+
+    def _close(self, run_id: UUID) -> _Run | None:
+        with self._lock:
+            return self._runs.pop(run_id, None)
+
+    def _nearest(self, run: _Run | None) -> tuple[str, ...]:
+        """The closest event standing for ``run`` or one of its ancestors."""
+        hops = 0
+        r = run
+        while r is not None and hops < 64:
+            if r.event is not None:
+                return (r.event,)
+            r = r.parent
+            hops += 1
+        last = self._rec.last(run.session) if run is not None else None
+        return (last,) if last else ()
+
+    def _source(self, run_id: UUID, metadata: Mapping[str, Any] | None = None) -> dict[str, Any]:
+        src = {"framework": "langchain", "run_id": str(run_id)}
+        if metadata and metadata.get("langgraph_node"):
+            src["node"] = metadata["langgraph_node"]
+        return src
+
+    def _emit(self, run: _Run, type: EventType, content: Any, **kw: Any) -> str:
+        return self.weave.emit(type, content, session_id=run.session, meta=self._meta, **kw)
+
+    def _error(self, error: BaseException, run_id: UUID, run: _Run | None, where: str) -> None:
+        """One ``error`` event per exception, however many runs it unwinds through."""
+        with self._lock:
+            if id(error) in self._errors:
+                return
+            self._errors[id(error)] = error  # holding it keeps id() unique while remembered
+            if len(self._errors) > 256:
+                self._errors.popitem(last=False)
+        if run is None:
+            run = _Run(self.session_id or "default", None, where, None)
+        payload: dict[str, Any] = {"error_type": type(error).__name__, "where": where}
+        if run.name:
+            payload["name"] = run.name
+        if run.tool_call_id:
+            payload["tool_call_id"] = run.tool_call_id
+        self._emit(run, EventType.ERROR, f"{type(error).__name__}: {error}", role="system",
+                   payload=payload, parents=self._nearest(run), source=self._source(run_id),
+                   key=f"run:{run_id}:error")  # fmt: skip
+
+    # ---------------------------------------------------------------- chains
+    @_guard
+    def on_chain_start(
+        self,
+        serialized: dict[str, Any] | None,
+        inputs: Any,
+        *,
+        run_id: UUID,
+        parent_run_id: UUID | None = None,
+        tags: list[str] | None = None,
+        metadata: dict[str, Any] | None = None,
+        **kwargs: Any,
+    ) -> None:
+        name = kwargs.get("name") or (serialized or {}).get("name")
+        run = self._open(run_id, parent_run_id, metadata, "chain", name)
+        if parent_run_id is None:  # a legacy text chain's input: recorded if a text LLM runs
+            if isinstance(inputs, str):
+                run.text = inputs
+            elif isinstance(inputs, Mapping):
+                run.text = next(
+                    (inputs[k] for k in _ROOT_INPUT_KEYS if isinstance(inputs.get(k), str)), None
+                )
+
+    @_guard
+    def on_chain_end(self, outputs: Any, *, run_id: UUID, **kwargs: Any) -> None:
+        self._close(run_id)
+
+    @_guard
+    def on_chain_error(self, error: BaseException, *, run_id: UUID, **kwargs: Any) -> None:
+        run = self._close(run_id)
+        if not _is_control_flow(error):
+            self._error(error, run_id, run, "chain")
+
+    @_guard
+    def on_agent_action(self, action: Any, *, run_id: UUID, **kwargs: Any) -> None:
+        run = self._runs.get(run_id)
+        if run is None:
+            return
+        thought = getattr(action, "log", "") or ""
+        self._emit(run, EventType.INTERNAL_THOUGHT, thought, role="assistant",
+                   payload={"tool": getattr(action, "tool", None),
+                            "tool_input": getattr(action, "tool_input", None)},
+                   parents=self._nearest(run), source=self._source(run_id))  # fmt: skip
+
+    # ------------------------------------------------------------------ LLMs
+    @_guard
+    def on_chat_model_start(
+        self,
+        serialized: dict[str, Any] | None,
+        messages: list[list[BaseMessage]],
+        *,
+        run_id: UUID,
+        parent_run_id: UUID | None = None,
+        tags: list[str] | None = None,
+        metadata: dict[str, Any] | None = None,
+        **kwargs: Any,
+    ) -> None:
+        run = self._open(run_id, parent_run_id, metadata, "chat", kwargs.get("name"))
+        prompt = messages[0] if messages else []
+        src = self._source(run_id, metadata)
+        ids = self._rec.record_history(run.session, prompt, meta=self._meta, source=src)
+        parents = _consumed(prompt, ids) or self._nearest(run)
+        run.event = self._emit(
+            run, EventType.MODEL_CALL, "", role="assistant", parents=parents,
+            payload=_model_payload(serialized, metadata, kwargs, len(prompt)), source=src,
+            key=f"run:{run_id}:call",
+        )  # fmt: skip
+
+    @_guard
+    def on_llm_start(
+        self,
+        serialized: dict[str, Any] | None,
+        prompts: list[str],
+        *,
+        run_id: UUID,
+        parent_run_id: UUID | None = None,
+        tags: list[str] | None = None,
+        metadata: dict[str, Any] | None = None,
+        **kwargs: Any,
+    ) -> None:
+        run = self._open(run_id, parent_run_id, metadata, "llm", kwargs.get("name"))
+        src = self._source(run_id, metadata)
+        root = run
+        while root.parent is not None:
+            root = root.parent
+        if root.text is not None and root.event is None:  # the user's words, once per chain run
+            root.event = self._rec.emit_user_text(root.session, root.text, meta=self._meta,
+                                                  source=src, key=f"run:{run_id}:input")  # fmt: skip
+        payload = _model_payload(serialized, metadata, kwargs, None)
+        payload["prompt_chars"] = sum(len(p) for p in prompts)
+        run.event = self._emit(run, EventType.MODEL_CALL, "", role="assistant",
+                               parents=self._nearest(run), payload=payload, source=src,
+                               key=f"run:{run_id}:call")  # fmt: skip
+
+    @_guard
+    def on_llm_new_token(
+        self, token: Any, *, chunk: Any = None, run_id: UUID, **kwargs: Any
+    ) -> None:
+        if not self.capture_tokens:
+            return
+        run = self._runs.get(run_id)
+        if run is None or not token:
+            return
+        self._emit(run, EventType.INTERNAL_THOUGHT, token if isinstance(token, str) else str(token),
+                   role="assistant", parents=(run.event,) if run.event else (),
+                   payload={"kind": "token_stream"}, priority="low",
+                   coalesce_key=f"stream:{run_id}")  # fmt: skip
+
+    @_guard
+    def on_llm_end(self, response: Any, *, run_id: UUID, **kwargs: Any) -> None:
+        run = self._close(run_id)
+        if run is None:
+            return
+        src = self._source(run_id)
+        parents = (run.event,) if run.event else self._nearest(run)
+        for gens in response.generations[:1]:
+            for i, gen in enumerate(gens):
+                msg = getattr(gen, "message", None)
+                if not isinstance(msg, BaseMessage):
+                    msg = AIMessage(content=gen.text)
+                key = f"msg:{msg.id}" if msg.id else f"run:{run_id}:gen:{i}"
+                self._rec.emit_message(run.session, msg, key=key, parents=parents,
+                                       meta=self._meta, source=src, role="assistant")  # fmt: skip
+
+    @_guard
+    def on_llm_error(self, error: BaseException, *, run_id: UUID, **kwargs: Any) -> None:
+        run = self._close(run_id)
+        self._error(error, run_id, run, "llm")
+
+    # ----------------------------------------------------------------- tools
+    @_guard
+    def on_tool_start(
+        self,
+        serialized: dict[str, Any] | None,
+        input_str: str,
+        *,
+        run_id: UUID,
+        parent_run_id: UUID | None = None,
+        tags: list[str] | None = None,
+        metadata: dict[str, Any] | None = None,
+        inputs: dict[str, Any] | None = None,
+        **kwargs: Any,
+    ) -> None:
+        name = (serialized or {}).get("name") or kwargs.get("name")
+        run = self._open(run_id, parent_run_id, metadata, "tool", name)
+        tcid = kwargs.get("tool_call_id")
+        run.tool_call_id = tcid
+        call = {"id": tcid, "name": name, "args": inputs if inputs is not None else input_str}
+        run.event = self._rec.emit_tool_call(
+            run.session, call, parents=self._nearest(run), meta=self._meta,
+            source=self._source(run_id, metadata), key=None if tcid else f"run:{run_id}:tool",
+        )  # fmt: skip
+
+    @_guard
+    def on_tool_end(self, output: Any, *, run_id: UUID, **kwargs: Any) -> None:
+        run = self._close(run_id)
+        if run is None:
+            return
+        msg = _tool_message(output, run.tool_call_id)
+        tcid = run.tool_call_id or (msg.tool_call_id if msg is not None else None)
+        key = tool_result_key(tcid) if tcid else f"run:{run_id}:result"
+        parents = (run.event,) if run.event else ()
+        src = self._source(run_id)
+        if msg is not None:
+            if not msg.name and run.name:
+                msg = msg.model_copy(update={"name": run.name})
+            self._rec.emit_message(run.session, msg, key=key, parents=parents, meta=self._meta,
+                                   source=src, role="tool")  # fmt: skip
+            return
+        payload = {"name": run.name, "tool_call_id": tcid, "status": "success"}
+        eid = self._emit(run, EventType.TOOL_RESULT, output, role="tool", payload=payload,
+                         parents=parents, source=src, key=key)  # fmt: skip
+        self._rec.mark(run.session, eid)
+
+    @_guard
+    def on_tool_error(self, error: BaseException, *, run_id: UUID, **kwargs: Any) -> None:
+        run = self._close(run_id)
+        self._error(error, run_id, run, "tool")
+
+    # ------------------------------------------------------------ retrievers
+    @_guard
+    def on_retriever_start(
+        self,
+        serialized: dict[str, Any] | None,
+        query: str,
+        *,
+        run_id: UUID,
+        parent_run_id: UUID | None = None,
+        tags: list[str] | None = None,
+        metadata: dict[str, Any] | None = None,
+        **kwargs: Any,
+    ) -> None:
+        name = kwargs.get("name") or (serialized or {}).get("name")
+        run = self._open(run_id, parent_run_id, metadata, "retriever", name)
+        run.text = query
+
+    @_guard
+    def on_retriever_end(self, documents: Sequence[Any], *, run_id: UUID, **kwargs: Any) -> None:
+        run = self._close(run_id)
+        if run is None:
+            return
+        docs = [_doc_record(d) for d in documents]
+        recalled = [d["event_id"] for d in docs if isinstance(d.get("event_id"), str)]
+        self._emit(run, EventType.RETRIEVAL, run.text or "", role="system",
+                   payload={"retriever": run.name, "documents": docs},
+                   parents=self._nearest(run.parent) if run.parent else self._nearest(run),
+                   links={"REFERS_TO": recalled} if recalled else None,
+                   source=self._source(run_id), key=f"run:{run_id}:retrieval")  # fmt: skip
+
+    @_guard
+    def on_retriever_error(self, error: BaseException, *, run_id: UUID, **kwargs: Any) -> None:
+        run = self._close(run_id)
+        self._error(error, run_id, run, "retriever")
+
+
+class BeeWeaveCallbackHandler(_Capture, BaseCallbackHandler):
+    """Records every LangChain / LangGraph run into a :class:`~beeweave_core.weave.Weave`.
+
+    ``session_id`` names the conversation; leave it ``None`` to use LangGraph's
+    ``thread_id`` (``config["configurable"]["thread_id"]``), and a run's metadata key
+    ``beeweave_session_id`` overrides both.  ``user_id`` / ``agent_id`` go into every
+    event's ``meta``.  ``capture_tokens=False`` skips streamed token fragments.
+    """
+
+
+class AsyncBeeWeaveCallbackHandler(_Capture, AsyncCallbackHandler):
+    """The same recording for async runs (``ainvoke`` / ``astream``): never awaits I/O."""
+
+
+_CALLBACKS = (
+    "on_chain_start", "on_chain_end", "on_chain_error", "on_agent_action",
+    "on_chat_model_start", "on_llm_start", "on_llm_new_token", "on_llm_end", "on_llm_error",
+    "on_tool_start", "on_tool_end", "on_tool_error",
+    "on_retriever_start", "on_retriever_end", "on_retriever_error",
+)  # fmt: skip
+
+
+def _async_twin(sync: Any) -> Any:
+    @functools.wraps(sync)
+    async def method(self: Any, *args: Any, **kwargs: Any) -> None:
+        sync(self, *args, **kwargs)
+
+    return method
+
+
+for _name in _CALLBACKS:
+    setattr(AsyncBeeWeaveCallbackHandler, _name, _async_twin(getattr(_Capture, _name)))
+
+
+# ----------------------------------------------------------------------- helpers
+def _consumed(prompt: Sequence[BaseMessage], ids: Sequence[str | None]) -> tuple[str, ...]:
+    """What a model call answers: the messages after the last answer (tool results or
+    the new user turn), never the system prompt; the last answer if nothing followed it."""
+    last_ai = -1
+    for i in range(len(prompt) - 1, -1, -1):
+        if prompt[i].type == "ai":
+            last_ai = i
+            break
+    out = tuple(
+        eid
+        for m, eid in zip(prompt[last_ai + 1 :], ids[last_ai + 1 :], strict=False)
+        if eid is not None and m.type not in ("system", "developer")
+    )
+    if not out and last_ai >= 0 and ids[last_ai] is not None:
+        return (ids[last_ai],)  # type: ignore[return-value]
+    return out
+
+
+def _model_payload(
+    serialized: Mapping[str, Any] | None,
+    metadata: Mapping[str, Any] | None,
+    kwargs: Mapping[str, Any],
+    n_messages: int | None,
+) -> dict[str, Any]:
+    params = kwargs.get("invocation_params") or {}
+    model = (
+        params.get("model")
+        or params.get("model_name")
+        or (metadata or {}).get("ls_model_name")
+        or params.get("_type")
+        or ((serialized or {}).get("id") or [None])[-1]
+    )
+    payload: dict[str, Any] = {"model": model}
+    if metadata and metadata.get("ls_provider"):
+        payload["provider"] = metadata["ls_provider"]
+    if n_messages is not None:
+        payload["n_messages"] = n_messages
+    return payload
+
+
+def _tool_message(output: Any, tool_call_id: str | None) -> ToolMessage | None:
+    if isinstance(output, ToolMessage):
+        return output
+    update = getattr(output, "update", None)  # LangGraph Command(update={"messages": [...]})
+    if isinstance(update, Mapping):
+        for m in update.get("messages") or ():
+            if isinstance(m, ToolMessage) and (
+                tool_call_id is None or m.tool_call_id == tool_call_id
+            ):
+                return m
+    return None
+
+
+def _doc_record(doc: Any) -> dict[str, Any]:
+    md = dict(getattr(doc, "metadata", None) or {})
+    text = getattr(doc, "page_content", str(doc))
+    rec = {"page_content": text[:2_000], "metadata": md}
+    if getattr(doc, "id", None):
+        rec["id"] = doc.id
+    if isinstance(md.get("event_id"), str):
+        rec["event_id"] = md["event_id"]
+    return rec
+
+
+def _is_control_flow(error: BaseException) -> bool:
+    """LangGraph interrupts and bubbling-up signals are not failures worth an event."""
+    return any(c.__name__ in _CONTROL_FLOW for c in type(error).__mro__)
+
+
+_CONTROL_FLOW = frozenset({"GraphBubbleUp", "GraphInterrupt", "NodeInterrupt", "ParentCommand"})
+
+
+__all__ = ["AsyncBeeWeaveCallbackHandler", "BeeWeaveCallbackHandler"]

@@ -1,0 +1,525 @@
+"""``BeeWeaveCheckpointer``: a LangGraph checkpointer whose threads are BeeWeave sessions.
+
+A thin translator.  LangGraph's serializer (``serde``, ``JsonPlusSerializer`` by
+default) turns values into typed bytes here; storage, branches and pruning live in
+:mod:`beeweave_core.checkpoints` (the same SQLite file or Neo4j database as the event
+graph).  ``thread_id`` is the BeeWeave ``session_id``, and every message that enters a
+thread's ``messages`` channel is also recorded as an event — through the weave's one
+:class:`~beeweave_langchain.recorder.Recorder`, so a graph that also runs the callback
+handler or the context hook still gets each message once — which gives a LangGraph
+app the causal event graph with no callbacks at all.
+
+Construction follows ``langgraph-checkpoint-sqlite``::
+
+    with BeeWeaveCheckpointer.from_conn_string("agent.db") as saver:          # sync
+        graph = builder.compile(checkpointer=saver)
+
+    async with AsyncBeeWeaveCheckpointer.from_conn_string("agent.db") as saver:
+        graph = builder.compile(checkpointer=saver)
+
+    saver = BeeWeaveCheckpointer(weave=weave)   # or BeeWeaveCheckpointer.from_weave(weave)
+
+Both classes implement every sync *and* async method; the async ones run the sync
+store call on a worker thread, like ``AsyncSqliteSaver`` does through ``aiosqlite``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import logging
+import math
+import random
+import threading
+from collections import OrderedDict
+from collections.abc import AsyncIterator, Iterator, Sequence
+from contextlib import asynccontextmanager, contextmanager
+from typing import Any
+
+from langchain_core.messages import BaseMessage
+from langchain_core.runnables import RunnableConfig
+from langgraph.checkpoint.base import (
+    WRITES_IDX_MAP,
+    BaseCheckpointSaver,
+    ChannelVersions,
+    Checkpoint,
+    CheckpointMetadata,
+    CheckpointTuple,
+    SerializerProtocol,
+    get_checkpoint_id,
+    get_checkpoint_metadata,
+)
+
+from beeweave_core.checkpoints import (
+    BranchInfo,
+    CheckpointRow,
+    CheckpointStore,
+    TreeNode,
+    WriteRow,
+    open_checkpoint_store,
+)
+from beeweave_core.checkpoints.base import LIST_PAGE, version_text
+from beeweave_core.payloads import to_jsonable
+from beeweave_core.weave import Weave
+
+log = logging.getLogger("beeweave.langchain")
+
+__all__ = ["AsyncBeeWeaveCheckpointer", "BeeWeaveCheckpointer"]
+
+#: Threads whose woven-message prefix is remembered (beyond this, a rescan is idempotent).
+_MAX_WOVEN_THREADS = 4_096
+
+
+def store_url(conn_string: str | None) -> str | None:
+    """A ``SqliteSaver``-style path (``"agent.db"``, ``":memory:"``) or a BeeWeave URL."""
+    if conn_string is None or "://" in conn_string:
+        return conn_string
+    return f"sqlite:///{conn_string}"
+
+
+def _plain(value: Any) -> bool:
+    """True when ``value`` round-trips through JSON unchanged (tuples become lists)."""
+    if value is None or isinstance(value, (str, bool, int)):
+        return True
+    if isinstance(value, float):
+        return math.isfinite(value)
+    if isinstance(value, (list, tuple)):
+        return all(_plain(v) for v in value)
+    if isinstance(value, dict):
+        return all(isinstance(k, str) and _plain(v) for k, v in value.items())
+    return False
+
+
+def _config(thread_id: str, checkpoint_ns: str, checkpoint_id: str) -> RunnableConfig:
+    return {
+        "configurable": {
+            "thread_id": thread_id,
+            "checkpoint_ns": checkpoint_ns,
+            "checkpoint_id": checkpoint_id,
+        }
+    }
+
+
+class BeeWeaveCheckpointer(BaseCheckpointSaver[str]):
+    """LangGraph checkpointer on BeeWeave's store (SQLite file or Neo4j), sync and async.
+
+    Args:
+        weave: The :class:`~beeweave_core.weave.Weave` whose store holds the
+            checkpoints and whose event graph receives the thread's messages.
+        serde: LangGraph serializer (default ``JsonPlusSerializer``).
+        store: A ready :class:`~beeweave_core.checkpoints.CheckpointStore` (default: the
+            one beside ``weave``'s events).
+        record_messages: Record the ``messages_channel`` as events (default True).
+        messages_channel: The state key holding the conversation (``"messages"``).
+        delete_events: Also purge the thread's events on ``delete_thread`` (default
+            False: checkpoints are housekeeping, the event graph is the memory).
+    """
+
+    def __init__(
+        self,
+        weave: Weave | None = None,
+        *,
+        serde: SerializerProtocol | None = None,
+        store: CheckpointStore | None = None,
+        record_messages: bool = True,
+        messages_channel: str = "messages",
+        delete_events: bool = False,
+    ) -> None:
+        super().__init__(serde=serde)
+        if store is None:
+            if weave is None:
+                raise ValueError("BeeWeaveCheckpointer needs weave= (or store=)")
+            store = open_checkpoint_store(weave)
+            weave._closers.append(store.close)
+        self.weave = weave
+        self.store = store
+        self.messages_channel = messages_channel
+        self.delete_events = delete_events
+        self._recorder: Any = None
+        if record_messages and weave is not None:
+            from .recorder import recorder_for
+
+            self._recorder = recorder_for(weave)
+        self._woven: OrderedDict[tuple[str, str], tuple[int, str]] = OrderedDict()
+        self._woven_lock = threading.Lock()
+        self._owned_weave: Weave | None = None
+
+    # ------------------------------------------------------------ construction
+    @classmethod
+    def from_weave(cls, weave: Weave, **kw: Any) -> BeeWeaveCheckpointer:
+        """A checkpointer beside ``weave``'s events (same file or database)."""
+        return cls(weave, **kw)
+
+    @classmethod
+    def _open(
+        cls,
+        conn_string: str | None,
+        *,
+        tenant: str,
+        auth: Any,
+        database: str | None,
+        weave_options: dict[str, Any],
+        kw: dict[str, Any],
+    ) -> BeeWeaveCheckpointer:
+        weave = Weave.open(
+            store_url(conn_string), tenant=tenant, auth=auth, database=database, **weave_options
+        )
+        try:
+            saver = cls(weave, **kw)
+        except BaseException:
+            weave.close()
+            raise
+        saver._owned_weave = weave
+        return saver
+
+    @classmethod
+    @contextmanager
+    def from_conn_string(
+        cls,
+        conn_string: str | None = None,
+        *,
+        tenant: str = "default",
+        auth: Any = None,
+        database: str | None = None,
+        weave_options: dict[str, Any] | None = None,
+        **kw: Any,
+    ) -> Iterator[BeeWeaveCheckpointer]:
+        """Open a weave at ``conn_string`` and yield a checkpointer on it; close both after.
+
+        ``conn_string`` is a file path (``"agent.db"``, ``":memory:"``), a BeeWeave URL
+        (``sqlite:///…``, ``bolt://…``, ``neo4j+s://…``) or None (the default file).
+        """
+        saver = cls._open(
+            conn_string, tenant=tenant, auth=auth, database=database,
+            weave_options=dict(weave_options or {}), kw=kw,
+        )  # fmt: skip
+        try:
+            yield saver
+        finally:
+            saver.close()
+
+    def close(self) -> None:
+        """Close the store (and the weave, when ``from_conn_string`` opened it)."""
+        if self._owned_weave is not None:
+            self._owned_weave.close()  # also closes the store: it is in weave._closers
+        else:
+            self.store.close()
+
+    def __enter__(self) -> BeeWeaveCheckpointer:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def setup(self) -> None:
+        """Create or migrate the tables/constraints; idempotent (construction runs it)."""
+        self.store.setup()
+
+    # ------------------------------------------------------------ translation
+    def _row_to_tuple(self, row: CheckpointRow) -> CheckpointTuple:
+        loads = self.serde.loads_typed
+        checkpoint: Checkpoint = loads(row.checkpoint)
+        checkpoint["channel_values"] = {k: loads(v) for k, v in row.values.items()}
+        metadata = loads(row.metadata_exact) if row.metadata_exact else row.metadata
+        return CheckpointTuple(
+            config=_config(row.thread_id, row.checkpoint_ns, row.checkpoint_id),
+            checkpoint=checkpoint,
+            metadata=metadata,
+            parent_config=(
+                _config(row.thread_id, row.checkpoint_ns, row.parent_checkpoint_id)
+                if row.parent_checkpoint_id
+                else None
+            ),
+            pending_writes=[(w.task_id, w.channel, loads(w.value)) for w in row.writes],
+        )
+
+    def _metadata(self, metadata: dict[str, Any]) -> tuple[dict[str, Any], Any]:
+        """JSON for filtering; plus the exact serde form when JSON would lose something."""
+        if _plain(metadata):
+            return metadata, None
+        return to_jsonable(metadata), self.serde.dumps_typed(metadata)
+
+    # ------------------------------------------------------------ sync API
+    def get_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
+        conf = config["configurable"]
+        row = self.store.get(
+            str(conf["thread_id"]), conf.get("checkpoint_ns", ""), get_checkpoint_id(config)
+        )
+        return self._row_to_tuple(row) if row is not None else None
+
+    def list(
+        self,
+        config: RunnableConfig | None,
+        *,
+        filter: dict[str, Any] | None = None,
+        before: RunnableConfig | None = None,
+        limit: int | None = None,
+    ) -> Iterator[CheckpointTuple]:
+        conf = (config or {}).get("configurable") or {}
+        thread_id = conf.get("thread_id")
+        rows = self.store.list(
+            thread_id=str(thread_id) if thread_id is not None else None,
+            checkpoint_ns=conf.get("checkpoint_ns"),
+            checkpoint_id=conf.get("checkpoint_id"),
+            filter=filter,
+            before=get_checkpoint_id(before) if before else None,
+            limit=limit,
+        )
+        for row in rows:
+            yield self._row_to_tuple(row)
+
+    def put(
+        self,
+        config: RunnableConfig,
+        checkpoint: Checkpoint,
+        metadata: CheckpointMetadata,
+        new_versions: ChannelVersions,
+    ) -> RunnableConfig:
+        conf = config["configurable"]
+        thread_id = str(conf["thread_id"])
+        checkpoint_ns = conf.get("checkpoint_ns", "")
+        body = checkpoint.copy()
+        values = body.pop("channel_values")  # type: ignore[misc]
+        dumps = self.serde.dumps_typed
+        blobs = {
+            (ch, version_text(v)): (dumps(values[ch]) if ch in values else None)
+            for ch, v in new_versions.items()
+        }
+        meta, exact = self._metadata(get_checkpoint_metadata(config, metadata))
+        row = CheckpointRow(
+            thread_id=thread_id,
+            checkpoint_ns=checkpoint_ns,
+            checkpoint_id=checkpoint["id"],
+            parent_checkpoint_id=conf.get("checkpoint_id"),
+            checkpoint=dumps(body),
+            metadata=meta,
+            channel_versions={k: version_text(v) for k, v in body["channel_versions"].items()},
+            metadata_exact=exact,
+        )
+        self.store.put(row, blobs)
+        if self._recorder is not None and self.messages_channel in new_versions:
+            self._record_messages(conf, thread_id, checkpoint_ns, checkpoint, meta)
+        return _config(thread_id, checkpoint_ns, checkpoint["id"])
+
+    def put_writes(
+        self,
+        config: RunnableConfig,
+        writes: Sequence[tuple[str, Any]],
+        task_id: str,
+        task_path: str = "",
+    ) -> None:
+        conf = config["configurable"]
+        dumps = self.serde.dumps_typed
+        rows = [
+            WriteRow(task_id, task_path, WRITES_IDX_MAP.get(ch, idx), ch, dumps(v))
+            for idx, (ch, v) in enumerate(writes)
+        ]
+        self.store.put_writes(
+            str(conf["thread_id"]), conf.get("checkpoint_ns", ""), str(conf["checkpoint_id"]), rows
+        )
+
+    def delete_thread(self, thread_id: str) -> None:
+        """Delete the thread's checkpoints and writes (its events too if ``delete_events``)."""
+        thread_id = str(thread_id)
+        self.store.delete_thread(thread_id)
+        self._forget(thread_id)
+        if self.delete_events and self.weave is not None:
+            self.weave.flush()
+            self.weave.store.purge(session_id=thread_id)
+
+    def delete_for_runs(self, run_ids: Sequence[str]) -> None:
+        """Delete the checkpoints (and their writes) created by the given runs."""
+        self.store.delete_for_runs([str(r) for r in run_ids])
+
+    def copy_thread(self, source_thread_id: str, target_thread_id: str) -> None:
+        """Copy the whole checkpoint tree, writes and branches of one thread to another."""
+        self.store.copy_thread(str(source_thread_id), str(target_thread_id))
+
+    def prune(self, thread_ids: Sequence[str], *, strategy: str = "keep_latest") -> None:
+        """``keep_latest``: newest per namespace, plus the ancestors a ``DeltaChannel``
+        needs to rebuild its value; ``delete``: everything."""
+        self.store.prune([str(t) for t in thread_ids], strategy=strategy)
+
+    def get_next_version(self, current: str | None, channel: None) -> str:
+        """``<counter>.<random>`` as ``SqliteSaver`` does: ordered and collision-free."""
+        if current is None:
+            current_v = 0
+        elif isinstance(current, int):
+            current_v = current
+        else:
+            current_v = int(current.split(".")[0])
+        return f"{current_v + 1:032}.{random.random():016}"
+
+    # ------------------------------------------------------------ branches
+    def fork(self, config: RunnableConfig, name: str) -> BranchInfo:
+        """Start branch ``name`` at the checkpoint ``config`` names and make it active.
+
+        The thread's next run (``get_tuple`` without a ``checkpoint_id``) continues from
+        there; the branch's head then follows the new checkpoints.
+        """
+        conf = config["configurable"]
+        cid = get_checkpoint_id(config)
+        if not cid:
+            raise ValueError("fork() needs a config with a checkpoint_id")
+        return self.store.fork(str(conf["thread_id"]), conf.get("checkpoint_ns", ""), cid, name)
+
+    def switch_branch(self, thread_id: str, name: str, checkpoint_ns: str = "") -> BranchInfo:
+        """Make ``name`` the active branch: the next run continues from its head."""
+        return self.store.switch_branch(str(thread_id), checkpoint_ns, name)
+
+    def list_branches(self, thread_id: str, checkpoint_ns: str = "") -> list[BranchInfo]:
+        return self.store.list_branches(str(thread_id), checkpoint_ns)
+
+    def delete_branch(self, thread_id: str, name: str, checkpoint_ns: str = "") -> None:
+        self.store.delete_branch(str(thread_id), checkpoint_ns, name)
+
+    def checkpoint_tree(self, thread_id: str, checkpoint_ns: str = "") -> list[TreeNode]:
+        """Every checkpoint of the thread with its parent and the branch heads on it."""
+        return self.store.tree(str(thread_id), checkpoint_ns)
+
+    # ------------------------------------------------------------ async API
+    async def aget_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
+        return await asyncio.to_thread(self.get_tuple, config)
+
+    async def alist(
+        self,
+        config: RunnableConfig | None,
+        *,
+        filter: dict[str, Any] | None = None,
+        before: RunnableConfig | None = None,
+        limit: int | None = None,
+    ) -> AsyncIterator[CheckpointTuple]:
+        it = self.list(config, filter=filter, before=before, limit=limit)
+        while True:
+            page = await asyncio.to_thread(lambda: list(itertools.islice(it, LIST_PAGE)))
+            for item in page:
+                yield item
+            if len(page) < LIST_PAGE:
+                return
+
+    async def aput(
+        self,
+        config: RunnableConfig,
+        checkpoint: Checkpoint,
+        metadata: CheckpointMetadata,
+        new_versions: ChannelVersions,
+    ) -> RunnableConfig:
+        return await asyncio.to_thread(self.put, config, checkpoint, metadata, new_versions)
+
+    async def aput_writes(
+        self,
+        config: RunnableConfig,
+        writes: Sequence[tuple[str, Any]],
+        task_id: str,
+        task_path: str = "",
+    ) -> None:
+        await asyncio.to_thread(self.put_writes, config, writes, task_id, task_path)
+
+    async def adelete_thread(self, thread_id: str) -> None:
+        await asyncio.to_thread(self.delete_thread, thread_id)
+
+    async def adelete_for_runs(self, run_ids: Sequence[str]) -> None:
+        await asyncio.to_thread(self.delete_for_runs, run_ids)
+
+    async def acopy_thread(self, source_thread_id: str, target_thread_id: str) -> None:
+        await asyncio.to_thread(self.copy_thread, source_thread_id, target_thread_id)
+
+    async def aprune(self, thread_ids: Sequence[str], *, strategy: str = "keep_latest") -> None:
+        await asyncio.to_thread(self.prune, thread_ids, strategy=strategy)
+
+    async def asetup(self) -> None:
+        await asyncio.to_thread(self.setup)
+
+    # ------------------------------------------------------------ events
+    def _forget(self, thread_id: str) -> None:
+        with self._woven_lock:
+            for key in [k for k in self._woven if k[0] == thread_id]:
+                del self._woven[key]
+
+    def _record_messages(
+        self,
+        conf: dict[str, Any],
+        thread_id: str,
+        checkpoint_ns: str,
+        checkpoint: Checkpoint,
+        metadata: dict[str, Any],
+    ) -> None:
+        """Hand the messages this thread has not recorded yet to the weave's recorder.
+
+        Only the tail past the last message recorded from this thread is passed on
+        (LangGraph's ``add_messages`` gives every message an id, so the prefix is
+        checked by id); a rewritten history is passed whole — the recorder's keys
+        make that idempotent.  Never raises into the graph.
+        """
+        try:
+            messages = checkpoint["channel_values"].get(self.messages_channel)
+            if not isinstance(messages, list) or not messages:
+                return
+            msgs = [m for m in messages if isinstance(m, BaseMessage)]
+            key = (thread_id, checkpoint_ns)
+            with self._woven_lock:
+                done = self._woven.get(key)
+            tail = msgs
+            if done is not None and all(m.id for m in msgs):
+                n, last_id = done
+                if len(msgs) >= n and msgs[n - 1].id == last_id:
+                    tail = msgs[n:]
+            if tail:
+                meta = {k: conf[k] for k in ("user_id", "agent_id") if isinstance(conf.get(k), str)}
+                source = {
+                    "framework": "langgraph",
+                    "hook": "checkpoint",
+                    "checkpoint_ns": checkpoint_ns,
+                    "checkpoint_id": checkpoint["id"],
+                    "run_id": metadata.get("run_id"),
+                }
+                self._recorder.record_history(thread_id, tail, meta=meta, source=source)
+            if msgs[-1].id:
+                with self._woven_lock:
+                    self._woven[key] = (len(msgs), msgs[-1].id)
+                    self._woven.move_to_end(key)
+                    if len(self._woven) > _MAX_WOVEN_THREADS:
+                        self._woven.popitem(last=False)
+        except Exception:  # recording must never break the graph
+            log.exception("beeweave: recording checkpointed messages failed (thread %s)", thread_id)
+
+
+class AsyncBeeWeaveCheckpointer(BeeWeaveCheckpointer):
+    """The ``AsyncSqliteSaver``-shaped twin: ``async with …from_conn_string(...)``.
+
+    Same class of storage and the same methods (sync ones work from worker threads
+    as well); only construction, ``setup`` and ``aclose`` are coroutines.
+    """
+
+    @classmethod
+    @asynccontextmanager  # type: ignore[override]
+    async def from_conn_string(  # type: ignore[override]
+        cls,
+        conn_string: str | None = None,
+        *,
+        tenant: str = "default",
+        auth: Any = None,
+        database: str | None = None,
+        weave_options: dict[str, Any] | None = None,
+        **kw: Any,
+    ) -> AsyncIterator[AsyncBeeWeaveCheckpointer]:
+        saver = await asyncio.to_thread(
+            cls._open, conn_string, tenant=tenant, auth=auth, database=database,
+            weave_options=dict(weave_options or {}), kw=kw,
+        )  # fmt: skip
+        try:
+            yield saver  # type: ignore[misc]
+        finally:
+            await saver.aclose()
+
+    async def setup(self) -> None:  # type: ignore[override]
+        await asyncio.to_thread(self.store.setup)
+
+    async def aclose(self) -> None:
+        await asyncio.to_thread(self.close)
+
+    async def __aenter__(self) -> AsyncBeeWeaveCheckpointer:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.aclose()

@@ -1,0 +1,108 @@
+"""A LangChain chat message history kept as events in a BeeWeave graph.
+
+Drop-in for ``RunnableWithMessageHistory`` (and anything else taking a
+``BaseChatMessageHistory``), like ``Neo4jChatMessageHistory`` — but the messages land
+in the same causal graph the callback handler and the checkpointer write to, keyed
+the same way, so using several of them at once never stores a message twice.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Sequence
+from typing import Any
+
+from langchain_core.chat_history import BaseChatMessageHistory
+from langchain_core.messages import BaseMessage
+
+from beeweave_core.events import EventType
+from beeweave_core.weave import Weave
+
+from .messages import CONVERSATION_TYPES, ROLE_BY_EVENT, event_to_message
+from .recorder import count_occurrence, recorder_for
+
+
+class BeeWeaveChatMessageHistory(BaseChatMessageHistory):
+    """The conversation of ``session_id`` in ``weave``, as LangChain messages.
+
+    ``messages`` reads user, assistant (with their tool calls), tool and system
+    messages in session order; ``add_messages`` records new ones and waits until they
+    are stored (so the next read, or another process, sees them); ``clear`` hides the
+    whole session from every read — soft-deleted, so ``beeweave show --all`` still has it.
+    """
+
+    def __init__(
+        self,
+        weave: Weave,
+        session_id: str,
+        *,
+        user_id: str | None = None,
+        agent_id: str | None = None,
+    ) -> None:
+        if not isinstance(session_id, str) or not session_id:
+            raise ValueError(f"session_id must be a non-empty string, got {session_id!r}")
+        self.weave = weave
+        self.session_id = session_id
+        self._meta = {
+            k: v for k, v in (("user_id", user_id), ("agent_id", agent_id)) if v is not None
+        }
+        self._source = {"framework": "langchain", "component": "chat_history"}
+
+    def _events(self, *, include_inactive: bool = False) -> list[Any]:
+        self.weave.flush()
+        return self.weave.store.timeline(
+            self.session_id, types=CONVERSATION_TYPES, include_inactive=include_inactive
+        )
+
+    @property
+    def messages(self) -> list[BaseMessage]:  # type: ignore[override]
+        out = []
+        for ev in self._events():
+            msg = event_to_message(ev)
+            if msg is not None:
+                out.append(msg)
+        return out
+
+    def add_messages(self, messages: Sequence[BaseMessage]) -> None:
+        if not messages:
+            return
+        for m in messages:
+            if not isinstance(m, BaseMessage):
+                raise TypeError(f"add_messages takes LangChain messages, got {type(m).__name__}")
+        # cleared (soft-deleted) messages still count, so a message said again after a
+        # clear() gets a new key instead of matching the hidden copy
+        events = self._events(include_inactive=True)
+        rec = recorder_for(self.weave)
+        counts: dict[tuple[str, str], int] = {}
+        for ev in events:
+            rec.mark(self.session_id, ev.id)
+            if "message_id" not in ev.payload:  # stored without an id: keyed by occurrence
+                count_occurrence(counts, ROLE_BY_EVENT[ev.type], ev.content)
+        rec.record_history(
+            self.session_id, messages, meta=self._meta, source=self._source, counts=counts,
+            prev=events[-1].id if events else None,
+        )  # fmt: skip
+        self.weave.flush()
+
+    def clear(self) -> None:
+        self.weave.flush()
+        ids = [ev.id for ev in self.weave.store.timeline(self.session_id)]
+        if ids:
+            self.weave.store.soft_delete(ids, "cleared by BeeWeaveChatMessageHistory.clear()")
+        recorder_for(self.weave).forget(self.session_id)
+
+    async def aget_messages(self) -> list[BaseMessage]:
+        return await asyncio.to_thread(lambda: self.messages)
+
+    async def aadd_messages(self, messages: Sequence[BaseMessage]) -> None:
+        await asyncio.to_thread(self.add_messages, messages)
+
+    async def aclear(self) -> None:
+        await asyncio.to_thread(self.clear)
+
+    def __repr__(self) -> str:
+        return f"BeeWeaveChatMessageHistory(session_id={self.session_id!r}, weave={self.weave!r})"
+
+
+#: Event types a history reads (re-exported for users filtering timelines the same way).
+HISTORY_TYPES: tuple[EventType, ...] = tuple(CONVERSATION_TYPES)

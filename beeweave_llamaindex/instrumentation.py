@@ -1,0 +1,547 @@
+"""Capture for LlamaIndex through its instrumentation dispatcher — no change to agent code.
+
+Two hooks feed one recorder:
+
+* the **event handler** sees LLM chat/completion start and end, queries, retrievals and
+  exceptions;
+* the **span handler** sees the span tree.  Span parent ids give the causality (every
+  span maps to the root span of its run, which scopes the run's event keys), and the
+  workflow *step* spans carry what no instrumentation event does in llama-index-core
+  0.14: a workflow agent's ``call_tool`` step is entered with the ``ToolCall`` event as
+  its argument and exits with the ``ToolCallResult``.  That is how tool calls of
+  ``FunctionAgent``, ``ReActAgent`` and ``AgentWorkflow`` are captured — whether or not
+  the caller iterates ``handler.stream_events()`` (an observer of that stream would only
+  see what the caller chose to consume, with no span to hang causality on).  Tools called
+  outside an agent are captured from their own ``BaseTool.call/acall`` spans.
+
+The recorder only calls ``weave.emit`` (non-blocking) with deterministic keys, and never
+lets an exception out: a capture bug costs a log line and a counter, never the agent.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import inspect
+import logging
+import threading
+import weakref
+from collections import OrderedDict, deque
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+from llama_index.core.agent.workflow.workflow_events import ToolCall, ToolCallResult
+from llama_index.core.base.llms.types import ChatMessage
+from llama_index.core.instrumentation import get_dispatcher
+from llama_index.core.instrumentation.dispatcher import (
+    Dispatcher,
+    active_instrument_tags,
+    instrument_tags,
+)
+from llama_index.core.instrumentation.event_handlers import BaseEventHandler
+from llama_index.core.instrumentation.events import BaseEvent
+from llama_index.core.instrumentation.span import SimpleSpan, active_span_id
+from llama_index.core.instrumentation.span_handlers import BaseSpanHandler
+from llama_index.core.tools.types import BaseTool, ToolOutput
+from pydantic import ConfigDict, Field, PrivateAttr
+
+from beeweave_core.payloads import preview
+
+from .messages import role_of, text_of, to_dict
+from .writer import TurnWriter
+
+log = logging.getLogger("beeweave.llamaindex")
+
+#: ``instrument_tags`` keys that route one run to another session / user / agent.
+TAG_SESSION = "beeweave.session_id"
+TAG_USER = "beeweave.user_id"
+TAG_AGENT = "beeweave.agent_id"
+
+_HIT_TEXT_CHARS = 500
+_MAX_DEPTH = 64
+
+
+@dataclass
+class _Run:
+    """What the recorder tracks for one span tree (one agent run, query or bare LLM call)."""
+
+    root: str
+    writer: TurnWriter
+    spans: list[str] = field(default_factory=list)
+    llm_calls: dict[str, str] = field(default_factory=dict)  # LLM span -> model_call id
+    tools: dict[str, tuple[str, Any, str]] = field(default_factory=dict)  # span -> (inv, id, name)
+    errors: list[BaseException] = field(default_factory=list)
+    agent_fixed: bool = False
+    closed: bool = False
+
+
+def _query_text(q: Any) -> str:
+    return q if isinstance(q, str) else str(getattr(q, "query_str", q))
+
+
+def _model_name(model_dict: Any) -> str | None:
+    if not isinstance(model_dict, dict):
+        return None
+    for key in ("model", "model_name", "deployment_name", "class_name"):
+        if model_dict.get(key):
+            return str(model_dict[key])
+    return None
+
+
+def _usage(response: Any) -> dict[str, Any]:
+    """Token usage a provider reported (OpenAI-style ``additional_kwargs`` or ``raw.usage``)."""
+    out = {k: v for k, v in (getattr(response, "additional_kwargs", None) or {}).items()
+           if k.endswith("_tokens") and isinstance(v, int)}  # fmt: skip
+    raw = getattr(response, "raw", None)
+    usage = raw.get("usage") if isinstance(raw, dict) else getattr(raw, "usage", None)
+    if usage is not None:
+        if hasattr(usage, "model_dump"):
+            usage = usage.model_dump()
+        if isinstance(usage, dict):
+            out.update({k: v for k, v in usage.items() if isinstance(v, int)})
+    return out
+
+
+def _hits(nodes: Any) -> list[dict[str, Any]]:
+    hits = []
+    for n in nodes or ():
+        node = getattr(n, "node", n)
+        try:
+            text = node.get_content()
+        except Exception:
+            text = str(getattr(node, "text", ""))
+        hits.append({"node_id": getattr(node, "node_id", None), "score": getattr(n, "score", None),
+                     "text": preview(text, _HIT_TEXT_CHARS),
+                     "metadata": dict(getattr(node, "metadata", None) or {})})  # fmt: skip
+    return hits
+
+
+class _Recorder:
+    """Shared state of the event and span handlers: span tree → runs → writers."""
+
+    def __init__(
+        self,
+        weave: Any,
+        session_id: str,
+        user_id: str | None,
+        agent_id: str | None,
+        *,
+        keep_closed: int = 256,
+        max_runs: int = 10_000,
+    ) -> None:
+        self.weave = weave
+        self.session_id = session_id
+        self.user_id = user_id
+        self.agent_id = agent_id
+        self._lock = threading.RLock()
+        self._root: dict[str, str] = {}
+        self._parent: dict[str, str | None] = {}
+        self._runs: OrderedDict[str, _Run] = OrderedDict()
+        self._closed: deque[str] = deque()
+        self._keep_closed = keep_closed
+        self._max_runs = max_runs
+        self.failures = 0
+        _LIVE.add(self)
+
+    # ------------------------------------------------------------- span tree
+    def _new_run(self, root: str, tags: dict[str, Any] | None) -> _Run:
+        tags = tags or {}
+        agent = tags.get(TAG_AGENT) or self.agent_id
+        writer = TurnWriter(
+            self.weave, session_id=str(tags.get(TAG_SESSION) or self.session_id), scope=root,
+            user_id=tags.get(TAG_USER) or self.user_id, agent_id=agent,
+        )  # fmt: skip
+        run = _Run(root=root, writer=writer, agent_fixed=agent is not None)
+        self._runs[root] = run
+        while len(self._runs) > self._max_runs:  # roots whose exit we never saw
+            self._forget(next(iter(self._runs)))
+        return run
+
+    def _forget(self, root: str) -> None:
+        run = self._runs.pop(root, None)
+        if run is None:
+            return
+        for sid in run.spans:
+            self._root.pop(sid, None)
+            self._parent.pop(sid, None)
+
+    def run_for(self, span_id: str | None, tags: dict[str, Any] | None = None) -> _Run:
+        """The run a span belongs to; an unknown span starts a run of its own."""
+        sid = span_id or "unscoped"
+        root = self._root.get(sid, sid)
+        run = self._runs.get(root)
+        if run is None:
+            run = self._new_run(root, tags)
+            self._root[sid] = root
+            run.spans.append(sid)
+        return run
+
+    def lookup(self, span_id: str | None) -> _Run | None:
+        if not span_id:
+            return None
+        with self._lock:
+            root = self._root.get(span_id)
+            return self._runs.get(root) if root is not None else None
+
+    def _ancestors(self, span_id: str | None) -> Iterator[str]:
+        for _ in range(_MAX_DEPTH):
+            if span_id is None:
+                return
+            yield span_id
+            span_id = self._parent.get(span_id)
+
+    def _close(self, run: _Run) -> None:
+        run.closed = True
+        self._closed.append(run.root)
+        while len(self._closed) > self._keep_closed:
+            self._forget(self._closed.popleft())
+
+    # ------------------------------------------------------------- span hooks
+    def span_enter(self, id_: str, bound_args: inspect.BoundArguments, instance: Any,
+                   parent_id: str | None, tags: dict[str, Any] | None) -> None:  # fmt: skip
+        with self._lock:
+            root = self._root.get(parent_id, parent_id) if parent_id else id_
+            run = self._runs.get(root) or self._new_run(root, tags)
+            self._root[id_] = root
+            self._parent[id_] = parent_id
+            run.spans.append(id_)
+            args = bound_args.arguments
+            if parent_id is None and "start_event" in args:
+                self._on_run_start(run, instance, args.get("start_event"))
+            ev = args.get("ev")
+            if ev is not None:
+                agent = getattr(ev, "current_agent_name", None)
+                if agent and not run.agent_fixed:
+                    run.writer.meta["agent_id"] = agent
+                if isinstance(ev, ToolCall):
+                    call = {"id": ev.tool_id, "name": ev.tool_name, "args": ev.tool_kwargs}
+                    inv = run.writer.tool_invocation(call, source={"span": id_})
+                    run.tools[id_] = (inv, ev.tool_id, ev.tool_name)
+            elif isinstance(instance, BaseTool) and not any(
+                s in run.tools for s in self._ancestors(parent_id)
+            ):  # a tool called outside a workflow agent's call_tool step
+                name = instance.metadata.get_name()
+                kwargs = dict(args.get("kwargs") or {})
+                kwargs.update({k: v for k, v in args.items() if k not in ("kwargs", "args")})
+                call = {"id": id_, "name": name, "args": kwargs}
+                inv = run.writer.tool_invocation(call, source={"span": id_})
+                run.tools[id_] = (inv, id_, name)
+
+    def _on_run_start(self, run: _Run, instance: Any, start_event: Any) -> None:
+        if not run.agent_fixed and getattr(instance, "name", None):
+            run.writer.meta["agent_id"] = str(instance.name)
+        getter = getattr(start_event, "get", None)
+        msg = getter("user_msg") if callable(getter) else None
+        if isinstance(msg, ChatMessage):
+            msg = text_of(msg)
+        if isinstance(msg, str) and msg:
+            run.writer.user(msg, source={"span": run.root})
+
+    def span_exit(self, id_: str, result: Any) -> None:
+        with self._lock:
+            run = self._runs.get(self._root.get(id_, ""))
+            if run is None:
+                return
+            tool = run.tools.pop(id_, None)
+            if tool is not None:
+                out = result.tool_output if isinstance(result, ToolCallResult) else result
+                if isinstance(out, ToolOutput):
+                    run.writer.tool_result(tool[1], tool[2], out.content, output=out.raw_output,
+                                           is_error=out.is_error, source={"span": id_})  # fmt: skip
+            if id_ == run.root:
+                self._close(run)
+
+    def span_drop(self, id_: str, err: BaseException | None) -> None:
+        with self._lock:
+            run = self._runs.get(self._root.get(id_, ""))
+            if run is None:
+                return
+            if isinstance(err, Exception):
+                self._error(run, err, id_)
+                tool = run.tools.pop(id_, None)
+                if tool is not None:  # the invocation gets its (failed) result
+                    run.writer.tool_result(tool[1], tool[2], f"{type(err).__name__}: {err}",
+                                           is_error=True, source={"span": id_})  # fmt: skip
+            if id_ == run.root:
+                self._close(run)
+
+    def _error(self, run: _Run, err: BaseException, span_id: str | None) -> None:
+        """One error event per exception, however many spans it unwinds through."""
+        if any(e is err for e in run.errors):
+            return
+        run.errors.append(err)
+        parents = None
+        for s in self._ancestors(span_id):
+            if s in run.tools:
+                parents = [run.tools[s][0]]
+                break
+            if s in run.llm_calls:
+                parents = [run.llm_calls[s]]
+                break
+        run.writer.error(
+            f"{type(err).__name__}: {err}", call_id=f"{span_id}:{len(run.errors)}",
+            payload={"error_type": f"{type(err).__module__}.{type(err).__qualname__}",
+                     "span": span_id},
+            parents=parents, source={"span": span_id},
+        )  # fmt: skip
+
+    # ------------------------------------------------------------- events
+    def on_event(self, event: BaseEvent) -> None:
+        handler = _EVENT_HANDLERS.get(type(event).__name__)
+        if handler is None:
+            return
+        with self._lock:
+            run = self.run_for(event.span_id, event.tags)
+            handler(self, run, event)
+
+    def _chat_start(self, run: _Run, ev: Any) -> None:
+        w = run.writer
+        msgs = list(ev.messages or ())
+        if not w.has_user:
+            users = [m for m in msgs if role_of(m) == "user"]
+            if users:
+                w.user(text_of(users[-1]), source={"span": ev.span_id})
+        system = next((text_of(m) for m in msgs if role_of(m) == "system"), "")
+        if system:
+            w.system(system)
+        self._model_call(run, ev, {"messages": len(msgs)})
+
+    def _model_call(self, run: _Run, ev: Any, extra: dict[str, Any]) -> None:
+        span = ev.span_id or "unscoped"
+        payload = {"model": _model_name(ev.model_dict), "params": dict(ev.additional_kwargs or {}),
+                   **extra}  # fmt: skip
+        run.llm_calls[span] = run.writer.model_call(  # keyed by the start event: redelivery-safe
+            ev.id_, payload, source={"span": span, "instrumentation_event": ev.id_}
+        )
+
+    def _answer(self, run: _Run, ev: Any, message: dict[str, Any], response: Any) -> None:
+        mc = run.llm_calls.get(ev.span_id or "unscoped")
+        payload = {"usage": _usage(response)}
+        run.writer.assistant(message, parents=[mc] if mc else None, payload=payload,
+                             source={"span": ev.span_id, "instrumentation_event": ev.id_})  # fmt: skip
+
+    def _chat_end(self, run: _Run, ev: Any) -> None:
+        if ev.response is not None:
+            self._answer(run, ev, to_dict(ev.response.message), ev.response)
+
+    def _completion_start(self, run: _Run, ev: Any) -> None:
+        if not run.writer.has_user and ev.prompt:
+            run.writer.user(ev.prompt, source={"span": ev.span_id})
+        self._model_call(run, ev, {"prompt": ev.prompt})
+
+    def _completion_end(self, run: _Run, ev: Any) -> None:
+        if ev.response is not None:
+            msg = {"role": "assistant", "content": ev.response.text or ""}
+            self._answer(run, ev, msg, ev.response)
+
+    def _query_start(self, run: _Run, ev: Any) -> None:
+        if not run.writer.has_user:
+            run.writer.user(_query_text(ev.query), source={"span": ev.span_id})
+
+    def _retrieval_end(self, run: _Run, ev: Any) -> None:
+        run.writer.retrieval(_query_text(ev.str_or_query_bundle), _hits(ev.nodes),
+                             call_id=ev.id_, source={"span": ev.span_id})  # fmt: skip
+
+    def _exception(self, run: _Run, ev: Any) -> None:
+        if isinstance(ev.exception, Exception):
+            self._error(run, ev.exception, ev.span_id)
+
+
+_EVENT_HANDLERS = {
+    "LLMChatStartEvent": _Recorder._chat_start,
+    "LLMChatEndEvent": _Recorder._chat_end,
+    "LLMCompletionStartEvent": _Recorder._completion_start,
+    "LLMCompletionEndEvent": _Recorder._completion_end,
+    "QueryStartEvent": _Recorder._query_start,
+    "RetrievalEndEvent": _Recorder._retrieval_end,
+    "ExceptionEvent": _Recorder._exception,
+}
+
+#: Recorders alive now, so a memory can find the run it is being called from.
+_LIVE: weakref.WeakSet[_Recorder] = weakref.WeakSet()
+
+
+def current_run(weave: Any, session_id: str) -> tuple[str, set[str]] | None:
+    """``(scope, ids recorded so far)`` of the instrumented run the caller is inside, if any.
+
+    Found through LlamaIndex's own ``active_span_id`` context variable, so it works in
+    the agent's task or thread without anything being passed around.
+    """
+    span = active_span_id.get()
+    if not span:
+        return None
+    for rec in list(_LIVE):
+        if rec.weave is not weave:
+            continue
+        run = rec.lookup(span)
+        if run is not None and run.writer.session_id == session_id:
+            with rec._lock:
+                return run.root, set(run.writer.ids)
+    return None
+
+
+def _guard(rec: _Recorder | None, fn: Any, *args: Any) -> None:
+    if rec is None:
+        return
+    try:
+        fn(*args)
+    except Exception:  # capture must never break the agent
+        rec.failures += 1
+        log.exception("beeweave: LlamaIndex capture failed; event not recorded")
+
+
+class BeeWeaveSpanHandler(BaseSpanHandler[SimpleSpan]):
+    """Span half of the capture: span tree, workflow tool steps, tool spans, errors.
+
+    Keeps no spans itself (``open_spans`` stays empty) — the recorder holds what it needs.
+    """
+
+    _recorder: _Recorder | None = PrivateAttr(default=None)
+
+    def __init__(self, recorder: _Recorder) -> None:
+        super().__init__()
+        self._recorder = recorder
+
+    @classmethod
+    def class_name(cls) -> str:
+        return "BeeWeaveSpanHandler"
+
+    def span_enter(self, id_: str, bound_args: inspect.BoundArguments, instance: Any = None,
+                   parent_id: str | None = None, tags: dict[str, Any] | None = None,
+                   **kwargs: Any) -> None:  # fmt: skip
+        _guard(self._recorder, getattr(self._recorder, "span_enter", None),
+               id_, bound_args, instance, parent_id, tags)  # fmt: skip
+
+    def span_exit(self, id_: str, bound_args: inspect.BoundArguments, instance: Any = None,
+                  result: Any = None, **kwargs: Any) -> None:  # fmt: skip
+        _guard(self._recorder, getattr(self._recorder, "span_exit", None), id_, result)
+
+    def span_drop(self, id_: str, bound_args: inspect.BoundArguments, instance: Any = None,
+                  err: BaseException | None = None, **kwargs: Any) -> None:  # fmt: skip
+        _guard(self._recorder, getattr(self._recorder, "span_drop", None), id_, err)
+
+    def new_span(self, *args: Any, **kwargs: Any) -> SimpleSpan | None:
+        return None
+
+    def prepare_to_exit_span(self, *args: Any, **kwargs: Any) -> SimpleSpan | None:
+        return None
+
+    def prepare_to_drop_span(self, *args: Any, **kwargs: Any) -> SimpleSpan | None:
+        return None
+
+
+class BeeWeaveEventHandler(BaseEventHandler):
+    """Records a LlamaIndex app's LLM calls, tool calls, retrievals and errors into a weave.
+
+    Attach both halves (``instrument()`` does it)::
+
+        handler = BeeWeaveEventHandler(weave=weave, session_id="s1")
+        handler.attach()            # root dispatcher: event handler + span handler
+
+    Runs can be routed to another session/user/agent with
+    ``instrument_tags({"beeweave.session_id": ..., "beeweave.user_id": ...})``.
+    """
+
+    model_config = ConfigDict(arbitrary_types_allowed=True)
+
+    weave: Any = Field(exclude=True, description="The beeweave_core.Weave to record into.")
+    session_id: str = Field(description="Session that captured runs are recorded in.")
+    user_id: str | None = Field(default=None, description="Recorded as meta.user_id.")
+    agent_id: str | None = Field(
+        default=None, description="Recorded as meta.agent_id (default: the workflow agent's name)."
+    )
+    _recorder: _Recorder | None = PrivateAttr(default=None)
+    _span_handler: BeeWeaveSpanHandler | None = PrivateAttr(default=None)
+    _dispatcher: Dispatcher | None = PrivateAttr(default=None)
+
+    def model_post_init(self, __context: Any) -> None:
+        if not self.session_id or not isinstance(self.session_id, str):
+            raise ValueError("session_id must be a non-empty string")
+        if not callable(getattr(self.weave, "emit", None)):
+            raise TypeError(f"weave must be a beeweave_core.Weave, got {type(self.weave).__name__}")
+        self._recorder = _Recorder(self.weave, self.session_id, self.user_id, self.agent_id)
+        self._span_handler = BeeWeaveSpanHandler(self._recorder)
+
+    @classmethod
+    def class_name(cls) -> str:
+        return "BeeWeaveEventHandler"
+
+    @property
+    def span_handler(self) -> BeeWeaveSpanHandler:
+        """The span half; add it to the same dispatcher as this handler."""
+        assert self._span_handler is not None
+        return self._span_handler
+
+    @property
+    def failures(self) -> int:
+        """Capture errors swallowed so far (each also logged)."""
+        return self._recorder.failures if self._recorder else 0
+
+    def handle(self, event: BaseEvent, **kwargs: Any) -> None:
+        _guard(self._recorder, getattr(self._recorder, "on_event", None), event)
+
+    # ------------------------------------------------------------ lifecycle
+    def attach(self, dispatcher: Dispatcher | None = None) -> BeeWeaveEventHandler:
+        """Add both halves to ``dispatcher`` (default: LlamaIndex's root dispatcher)."""
+        d = dispatcher or get_dispatcher()
+        if self._dispatcher is not None:
+            return self
+        d.add_event_handler(self)
+        d.add_span_handler(self.span_handler)
+        self._dispatcher = d
+        return self
+
+    def detach(self) -> None:
+        """Remove both halves from the dispatcher they were attached to.  Safe to repeat."""
+        d, self._dispatcher = self._dispatcher, None
+        if d is None:
+            return
+        d.event_handlers = [h for h in d.event_handlers if h is not self]
+        d.span_handlers = [h for h in d.span_handlers if h is not self._span_handler]
+
+    def __enter__(self) -> BeeWeaveEventHandler:
+        return self.attach()
+
+    def __exit__(self, *exc: object) -> None:
+        self.detach()
+
+
+def instrument(
+    weave: Any,
+    session_id: str,
+    user_id: str | None = None,
+    agent_id: str | None = None,
+    *,
+    dispatcher: Dispatcher | None = None,
+) -> BeeWeaveEventHandler:
+    """Capture everything LlamaIndex does into ``weave`` under ``session_id`` — one line.
+
+    Idempotent: instrumenting the same weave and session twice returns the handler that is
+    already attached.  The handler is detached when the weave closes, or by
+    ``handler.detach()`` / using it as a context manager.
+    """
+    d = dispatcher or get_dispatcher()
+    for h in d.event_handlers:
+        if isinstance(h, BeeWeaveEventHandler) and h.weave is weave and h.session_id == session_id:
+            return h
+    handler = BeeWeaveEventHandler(weave=weave, session_id=session_id, user_id=user_id,
+                                   agent_id=agent_id)  # fmt: skip
+    handler.attach(d)
+    closers = getattr(weave, "_closers", None)
+    if isinstance(closers, list):
+        closers.append(handler.detach)
+    return handler
+
+
+@contextlib.contextmanager
+def session_tags(
+    session_id: str, *, user_id: str | None = None, agent_id: str | None = None
+) -> Iterator[None]:
+    """Route the runs started inside this block to ``session_id`` (one handler, many sessions)."""
+    tags = {**active_instrument_tags.get(), TAG_SESSION: session_id}
+    if user_id is not None:
+        tags[TAG_USER] = user_id
+    if agent_id is not None:
+        tags[TAG_AGENT] = agent_id
+    with instrument_tags(tags):
+        yield

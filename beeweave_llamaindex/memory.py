@@ -1,0 +1,336 @@
+"""LlamaIndex memory backed by BeeWeave: a drop-in ``BaseMemory`` and a ``BaseMemoryBlock``.
+
+``BeeWeaveChatMemory`` goes wherever ``ChatMemoryBuffer`` / ``Memory`` goes (an agent's
+``memory=``, a chat engine): ``put`` records messages as events, ``get`` returns
+``weave.assemble``'s layered context for the session within ``token_limit`` — pinned
+system, working state, memories recalled from the user's other sessions (whatever
+framework wrote them), and the latest turns.
+
+``BeeWeaveMemoryBlock`` plugs recalled BeeWeave memories into LlamaIndex's own
+``Memory`` class, next to its static / fact / vector blocks.
+
+Inside an instrumented agent run both the instrumentation and this memory see the same
+messages; they share the run-scoped keys of :class:`~beeweave_llamaindex.writer.TurnWriter`,
+so each message is one event.  A workflow agent keeps a run's tool calls in its scratchpad
+and puts them into memory only when the run ends, so ``get`` hides the events of the live
+run that were not put yet — exactly what ``ChatMemoryBuffer`` would return.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+import uuid
+from collections import OrderedDict
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from llama_index.core.base.llms.types import ChatMessage
+from llama_index.core.memory import BaseMemory, BaseMemoryBlock
+from pydantic import ConfigDict, Field, PrivateAttr
+
+from .instrumentation import current_run
+from .messages import event_to_dict, role_of, text_of, to_chat_messages, to_dict
+from .retriever import hit_to_node
+from .writer import TurnWriter
+
+DEFAULT_TOKEN_LIMIT = 3000  # ChatMemoryBuffer's default
+DEFAULT_TOKEN_LIMIT_RATIO = 0.75  # ChatMemoryBuffer: share of the LLM's context window
+_FLUSH_TIMEOUT = 10.0
+_MAX_WRITERS = 256
+
+
+def _event_ids(message: Mapping[str, Any]) -> list[str]:
+    """Event ids an assembled message was built from (its provenance)."""
+    ids = message.get("event_ids") or message.get("source_ids") or ()
+    if isinstance(ids, str):
+        ids = [ids]
+    ids = list(ids)
+    if not ids and message.get("event_id"):
+        ids = [message["event_id"]]
+    return [str(i) for i in ids]
+
+
+def _check_weave(weave: Any) -> None:
+    if weave is None or not callable(getattr(weave, "emit", None)):
+        raise ValueError(
+            f"weave= must be an open beeweave_core.Weave (Weave.open(...)), got {weave!r}"
+        )
+
+
+class BeeWeaveChatMemory(BaseMemory):
+    """A LlamaIndex chat memory whose history is a BeeWeave session.
+
+    ``get`` returns the assembled, token-budgeted context (``token_limit`` is the exact
+    budget, counted by BeeWeave's tokenizer for ``model``); ``get_all`` the whole stored
+    conversation; ``put``/``set``/``reset`` record, replace and clear it (``reset``
+    soft-deletes, so the events stay recoverable until purged).
+    """
+
+    model_config = ConfigDict(arbitrary_types_allowed=True)
+
+    weave: Any = Field(exclude=True, description="The beeweave_core.Weave holding the memory.")
+    session_id: str = Field(description="The BeeWeave session this conversation is.")
+    token_limit: int = Field(default=DEFAULT_TOKEN_LIMIT, gt=0)
+    user_id: str | None = Field(default=None, description="Whose memories are recalled.")
+    agent_id: str | None = Field(default=None)
+    model: str | None = Field(default=None, description="Model whose tokenizer counts the budget.")
+    assemble_kwargs: dict[str, Any] = Field(
+        default_factory=dict, description="Extra keyword arguments for weave.assemble."
+    )
+    _lock: threading.RLock = PrivateAttr(default_factory=threading.RLock)
+    _writers: OrderedDict[str, TurnWriter] = PrivateAttr(default_factory=OrderedDict)
+    _scope: str = PrivateAttr(default_factory=lambda: f"mem-{uuid.uuid4().hex[:12]}")
+    _last: Any = PrivateAttr(default=None)
+
+    def model_post_init(self, __context: Any) -> None:
+        _check_weave(self.weave)
+        if not isinstance(self.session_id, str) or not self.session_id:
+            raise ValueError("session_id must be a non-empty string")
+
+    @classmethod
+    def class_name(cls) -> str:
+        return "BeeWeaveChatMemory"
+
+    @classmethod
+    def from_defaults(  # type: ignore[override]
+        cls,
+        weave: Any = None,
+        session_id: str | None = None,
+        token_limit: int | None = None,
+        user_id: str | None = None,
+        *,
+        agent_id: str | None = None,
+        chat_history: list[ChatMessage] | None = None,
+        llm: Any = None,
+        model: str | None = None,
+        chat_store_key: str | None = None,
+        **assemble_kwargs: Any,
+    ) -> BeeWeaveChatMemory:
+        """Build the memory the way ``ChatMemoryBuffer.from_defaults`` users expect.
+
+        ``chat_store_key`` is accepted as another name for ``session_id``; with an ``llm``
+        and no ``token_limit`` the limit is 75% of its context window, as in
+        ``ChatMemoryBuffer``; ``chat_history`` replaces the session's conversation.
+        """
+        _check_weave(weave)
+        session_id = session_id or chat_store_key
+        if not session_id:
+            raise ValueError("session_id= is required (the BeeWeave session of this chat)")
+        if token_limit is None:
+            window = getattr(getattr(llm, "metadata", None), "context_window", None)
+            token_limit = (
+                int(window * DEFAULT_TOKEN_LIMIT_RATIO) if window else DEFAULT_TOKEN_LIMIT
+            )
+        if model is None and llm is not None:
+            model = getattr(getattr(llm, "metadata", None), "model_name", None) or None
+        memory = cls(weave=weave, session_id=session_id, token_limit=token_limit,
+                     user_id=user_id, agent_id=agent_id, model=model,
+                     assemble_kwargs=assemble_kwargs)  # fmt: skip
+        if chat_history is not None:
+            memory.set(chat_history)
+        return memory
+
+    # ------------------------------------------------------------ writing
+    def _writer(self, scope: str) -> TurnWriter:
+        w = self._writers.get(scope)
+        if w is None:
+            w = TurnWriter(self.weave, session_id=self.session_id, scope=scope,
+                           user_id=self.user_id, agent_id=self.agent_id,
+                           component="BeeWeaveChatMemory")  # fmt: skip
+            self._writers[scope] = w
+            while len(self._writers) > _MAX_WRITERS:
+                self._writers.popitem(last=False)
+        return w
+
+    def _live_run(self) -> tuple[str, set[str]] | None:
+        return current_run(self.weave, self.session_id)
+
+    def put(self, message: ChatMessage) -> None:
+        """Record one message (non-blocking).  An unknown role is a ``ValueError``."""
+        if not isinstance(message, ChatMessage):
+            raise TypeError(f"put() takes a ChatMessage, got {type(message).__name__}")
+        live = self._live_run()
+        with self._lock:
+            self._writer(live[0] if live else self._scope).message(to_dict(message))
+
+    async def aput(self, message: ChatMessage) -> None:
+        self.put(message)  # emit() never blocks: no thread hop needed
+
+    def put_messages(self, messages: list[ChatMessage]) -> None:
+        for m in messages:
+            self.put(m)
+
+    async def aput_messages(self, messages: list[ChatMessage]) -> None:
+        self.put_messages(messages)
+
+    def set(self, messages: list[ChatMessage]) -> None:
+        """Replace the conversation: earlier events are soft-deleted, ``messages`` recorded."""
+        self.reset()
+        with self._lock:
+            self._scope = f"mem-{uuid.uuid4().hex[:12]}"  # new keys: old ids stay deleted
+            writer = self._writer(self._scope)
+            for m in messages:
+                writer.message(to_dict(m))
+
+    async def aset(self, messages: list[ChatMessage]) -> None:
+        await asyncio.to_thread(self.set, messages)
+
+    def reset(self) -> None:
+        """Clear the conversation (soft-delete; a live instrumented run keeps its events)."""
+        live = self._live_run()
+        keep = live[1] if live else set()
+        self.weave.flush(_FLUSH_TIMEOUT)
+        ids = [e.id for e in self.weave.store.timeline(self.session_id) if e.id not in keep]
+        if ids:
+            self.weave.store.soft_delete(ids, reason="reset by BeeWeaveChatMemory")
+        with self._lock:
+            self._writers.clear()
+
+    async def areset(self) -> None:
+        await asyncio.to_thread(self.reset)
+
+    # ------------------------------------------------------------ reading
+    def _hidden(self) -> set[str]:
+        """Events of the live run that this memory has not been given (still in scratchpad)."""
+        live = self._live_run()
+        if live is None:
+            return set()
+        with self._lock:
+            mine = self._writers.get(live[0])
+            return live[1] - (mine.ids if mine else set())
+
+    def _assemble_kwargs(self) -> dict[str, Any]:
+        kw: dict[str, Any] = {"budget_tokens": self.token_limit}
+        if self.model:
+            kw["model"] = self.model
+        if self.user_id:
+            kw["user_id"] = self.user_id
+        return {**kw, **self.assemble_kwargs}
+
+    def _to_messages(self, context: Any, hidden: set[str]) -> list[ChatMessage]:
+        self._last = context
+        dicts = [
+            m for m in context.messages if not (hidden and set(_event_ids(m)) & hidden)
+        ]  # a message built from hidden events is not shown
+        return to_chat_messages(dicts)
+
+    def get(self, input: str | None = None, **kwargs: Any) -> list[ChatMessage]:
+        """The layered context for the next model call, within ``token_limit``."""
+        hidden = self._hidden()
+        self.weave.flush(_FLUSH_TIMEOUT)
+        ctx = self.weave.assemble(self.session_id, input, **{**self._assemble_kwargs(), **kwargs})
+        return self._to_messages(ctx, hidden)
+
+    async def aget(self, input: str | None = None, **kwargs: Any) -> list[ChatMessage]:
+        hidden = self._hidden()
+        await asyncio.to_thread(self.weave.flush, _FLUSH_TIMEOUT)
+        ctx = await self.weave.aassemble(
+            self.session_id, input, **{**self._assemble_kwargs(), **kwargs}
+        )
+        return self._to_messages(ctx, hidden)
+
+    def get_all(self) -> list[ChatMessage]:
+        """Every stored message of the session, oldest first, without a budget."""
+        hidden = self._hidden()
+        self.weave.flush(_FLUSH_TIMEOUT)
+        dicts = [
+            d
+            for e in self.weave.store.timeline(self.session_id)
+            if e.id not in hidden and (d := event_to_dict(e)) is not None
+        ]
+        return to_chat_messages(dicts)
+
+    async def aget_all(self) -> list[ChatMessage]:
+        return await asyncio.to_thread(self.get_all)
+
+    @property
+    def last_context(self) -> Any:
+        """The object ``weave.assemble`` returned for the last ``get`` (layers, provenance)."""
+        return self._last
+
+
+class BeeWeaveMemoryBlock(BaseMemoryBlock[str]):
+    """Memories BeeWeave recalls for the latest user message, as a ``Memory`` block.
+
+    ``Memory`` renders the block inside its ``<memory>`` section.  Each line names the
+    session, turn and time it came from.  Hits from the conversation the ``Memory`` already
+    holds (its ``session_id``) are skipped unless ``skip_current_session=False``.
+    Messages ejected from the short-term queue are not re-recorded by default
+    (``accept_short_term_memory=False``): an instrumented agent already recorded them.
+    """
+
+    model_config = ConfigDict(arbitrary_types_allowed=True)
+
+    name: str = Field(default="beeweave_memory", description="Name of the block.")
+    priority: int = Field(default=1, description="1 = truncated last among truncatable blocks.")
+    accept_short_term_memory: bool = Field(default=False)
+    weave: Any = Field(exclude=True, description="The beeweave_core.Weave to recall from.")
+    user_id: str | None = Field(default=None, description="Recall across this user's sessions.")
+    session_id: str | None = Field(default=None, description="Restrict recall to one session.")
+    k: int = Field(default=5, gt=0)
+    filters: dict[str, Any] | None = None
+    paths: list[str] | None = None
+    skip_current_session: bool = True
+    record_session_id: str | None = Field(
+        default=None, description="Session that accepted short-term messages are recorded in."
+    )
+
+    def model_post_init(self, __context: Any) -> None:
+        _check_weave(self.weave)
+
+    @staticmethod
+    def _query(messages: Sequence[ChatMessage] | None) -> str:
+        for m in reversed(messages or ()):
+            if role_of(m) == "user" and text_of(m):
+                return text_of(m)
+        return text_of(messages[-1]) if messages else ""
+
+    @staticmethod
+    def _line(hit: Any) -> str:
+        meta = hit_to_node(hit).node.metadata
+        where = f"session {meta.get('session_id')}, turn {meta.get('seq')}, {meta.get('time', '')[:19]}"
+        return f"- [recalled · {where}] {meta.get('event_type')}: {hit.event.content}"
+
+    async def _aget(self, messages: list[ChatMessage] | None = None, **block_kwargs: Any) -> str:
+        query = self._query(messages)
+        if not query:
+            return ""
+        hits = await self.weave.aretrieve(
+            query, session_id=self.session_id, user_id=self.user_id, k=self.k,
+            filters=self.filters, paths=self.paths,
+        )  # fmt: skip
+        skip = block_kwargs.get("session_id") if self.skip_current_session else None
+        lines = [self._line(h) for h in hits if not skip or h.event.session_id != skip]
+        return "\n".join(lines)
+
+    async def _aput(self, messages: list[ChatMessage]) -> None:
+        """Record messages ``Memory`` hands over (only when ``accept_short_term_memory``)."""
+        by_session: dict[str, list[ChatMessage]] = {}
+        for m in messages:
+            sid = m.additional_kwargs.get("session_id") or self.record_session_id
+            if sid:
+                by_session.setdefault(str(sid), []).append(m)
+        for sid, msgs in by_session.items():
+            writer = TurnWriter(self.weave, session_id=sid, scope=f"block-{uuid.uuid4().hex[:12]}",
+                                user_id=self.user_id, component="BeeWeaveMemoryBlock")  # fmt: skip
+            for m in msgs:
+                clean = m.model_copy(
+                    update={"additional_kwargs": {k: v for k, v in m.additional_kwargs.items()
+                                                  if k != "session_id"}}  # fmt: skip
+                )
+                writer.message(to_dict(clean))
+
+    async def atruncate(self, content: str, tokens_to_truncate: int) -> str | None:
+        """Drop the lowest-ranked recalled lines until about ``tokens_to_truncate`` are freed."""
+        from beeweave_core.tokens import TokenCounter
+
+        counter = TokenCounter()
+        lines = content.splitlines()
+        freed = 0
+        while lines and freed < tokens_to_truncate:
+            freed += counter.count_text(lines.pop()) + 1
+        return "\n".join(lines) or None
+
+
+__all__ = ["BeeWeaveChatMemory", "BeeWeaveMemoryBlock"]

@@ -1,0 +1,175 @@
+"""LlamaIndex ``ChatMessage`` ↔ BeeWeave role/content dicts.
+
+BeeWeave's core speaks plain dicts (``{"role", "content", "tool_calls", "tool_call_id"}``)
+so every framework converts at its own edge.  Tool calls travel in two shapes in
+LlamaIndex 0.14 — ``ToolCallBlock`` blocks (native) and ``additional_kwargs["tool_calls"]``
+(OpenAI-style, older integrations) — so both are read; the native block is written,
+because that is what current LLM integrations turn back into provider tool calls.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from llama_index.core.base.llms.types import ChatMessage, TextBlock, ToolCallBlock
+
+#: The keys of a tool call in BeeWeave dicts and event payloads.
+ToolCallDict = dict[str, Any]  # {"id": str | None, "name": str, "args": dict | str}
+
+
+def _args(raw: Any) -> Any:
+    """Tool arguments as a dict when they are JSON, else as given (partial JSON stays text)."""
+    if isinstance(raw, str):
+        try:
+            value = json.loads(raw)
+        except ValueError:
+            return raw
+        return value if isinstance(value, dict) else raw
+    return raw if raw is not None else {}
+
+
+def _get(obj: Any, name: str, default: Any = None) -> Any:
+    if isinstance(obj, Mapping):
+        return obj.get(name, default)
+    return getattr(obj, name, default)
+
+
+def _one_tool_call(call: Any) -> ToolCallDict | None:
+    """Normalise one tool call from any shape LlamaIndex, OpenAI or BeeWeave use."""
+    if isinstance(call, ToolCallBlock):
+        return {"id": call.tool_call_id, "name": call.tool_name, "args": _args(call.tool_kwargs)}
+    fn = _get(call, "function")
+    if fn is not None:  # OpenAI: {"id", "type": "function", "function": {"name", "arguments"}}
+        return {
+            "id": _get(call, "id"),
+            "name": _get(fn, "name") or "",
+            "args": _args(_get(fn, "arguments")),
+        }
+    name = _get(call, "tool_name") or _get(call, "name")
+    if name is None:
+        return None
+    return {  # llama_index ToolSelection or BeeWeave's own dict
+        "id": _get(call, "tool_id") or _get(call, "id") or _get(call, "tool_call_id"),
+        "name": name,
+        "args": _args(
+            _get(call, "tool_kwargs") if _get(call, "tool_kwargs") is not None else _get(call, "args")
+        ),
+    }
+
+
+def tool_calls_of(message: ChatMessage) -> list[ToolCallDict]:
+    """The tool calls a message asks for, whichever shape they came in (deduplicated by id)."""
+    found: list[ToolCallDict] = []
+    seen: set[str] = set()
+    blocks = [b for b in message.blocks if isinstance(b, ToolCallBlock)]
+    for call in blocks + list(message.additional_kwargs.get("tool_calls") or []):
+        tc = _one_tool_call(call)
+        if tc is None:
+            continue
+        if tc["id"] is not None:
+            if tc["id"] in seen:
+                continue
+            seen.add(tc["id"])
+        found.append(tc)
+    return found
+
+
+def text_of(message: ChatMessage) -> str:
+    """The text of a message (``ChatMessage.content`` joins its text blocks)."""
+    return message.content or ""
+
+
+def role_of(message: ChatMessage) -> str:
+    role = message.role
+    return role.value if hasattr(role, "value") else str(role)
+
+
+def to_dict(message: ChatMessage) -> dict[str, Any]:
+    """A ``ChatMessage`` as a BeeWeave message dict."""
+    out: dict[str, Any] = {"role": role_of(message), "content": text_of(message)}
+    calls = tool_calls_of(message)
+    if calls:
+        out["tool_calls"] = calls
+    tcid = message.additional_kwargs.get("tool_call_id")
+    if tcid is not None:
+        out["tool_call_id"] = str(tcid)
+    name = message.additional_kwargs.get("name")
+    if name is not None:
+        out["name"] = str(name)
+    return out
+
+
+def to_chat_message(message: Mapping[str, Any]) -> ChatMessage:
+    """A BeeWeave message dict (or an OpenAI-style one) as a ``ChatMessage``.
+
+    Only keys a provider understands go into ``additional_kwargs`` (``tool_call_id``,
+    ``name``): several LLM integrations forward ``additional_kwargs`` verbatim to the API,
+    so provenance is kept on the assembled context object instead.
+    """
+    if not isinstance(message, Mapping):
+        raise TypeError(f"expected a role/content mapping, got {type(message).__name__}")
+    role = message.get("role")
+    if not role:
+        raise ValueError(f"message has no role: {dict(message)!r}")
+    content = message.get("content")
+    if content is not None and not isinstance(content, str):
+        content = json.dumps(content, ensure_ascii=False, default=str)
+    blocks: list[Any] = [TextBlock(text=content)] if content else []
+    for call in message.get("tool_calls") or ():
+        tc = _one_tool_call(call)
+        if tc is not None:
+            blocks.append(
+                ToolCallBlock(tool_call_id=tc["id"], tool_name=tc["name"], tool_kwargs=tc["args"])
+            )
+    extra: dict[str, Any] = {}
+    for key in ("tool_call_id", "name"):
+        if message.get(key) is not None:
+            extra[key] = message[key]
+    return ChatMessage(role=str(role), blocks=blocks, additional_kwargs=extra)
+
+
+def to_chat_messages(messages: Iterable[Mapping[str, Any]]) -> list[ChatMessage]:
+    return [to_chat_message(m) for m in messages]
+
+
+def fingerprint(message: Mapping[str, Any]) -> str:
+    """What identifies a message regardless of who saw it (instrumentation or memory).
+
+    Role, text and tool-call ids — not the object — so the same assistant turn observed
+    by the instrumentation and later put into memory maps to one event id.
+    """
+    ids = sorted(str(tc.get("id")) for tc in message.get("tool_calls") or ())
+    basis = json.dumps(
+        [message.get("role"), message.get("content") or "", ids, message.get("tool_call_id")],
+        ensure_ascii=False,
+    )
+    return hashlib.sha1(basis.encode("utf-8", "surrogatepass")).hexdigest()[:16]
+
+
+#: Which role each conversational event type is shown with.
+ROLE_BY_EVENT_TYPE = {
+    "user_message": "user",
+    "assistant_message": "assistant",
+    "system_prompt": "system",
+    "tool_result": "tool",
+}
+
+
+def event_to_dict(event: Any) -> dict[str, Any] | None:
+    """A stored conversational event as a message dict (``None`` for model calls, etc.)."""
+    etype = getattr(event.type, "value", event.type)
+    role = ROLE_BY_EVENT_TYPE.get(etype)
+    if role is None:
+        return None
+    out: dict[str, Any] = {"role": role, "content": event.content}
+    calls = event.payload.get("tool_calls")
+    if role == "assistant" and calls:
+        out["tool_calls"] = [tc for tc in (_one_tool_call(c) for c in calls) if tc is not None]
+    if role == "tool":
+        out["tool_call_id"] = event.payload.get("tool_call_id")
+        if event.payload.get("name"):
+            out["name"] = event.payload["name"]
+    return out
