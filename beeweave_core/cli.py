@@ -91,19 +91,30 @@ def sessions_table(weave: Weave) -> Table:
     for col in ("session", "events", "by type", "tokens", "first", "last"):
         table.add_column(col)
     for s in weave.store.sessions():
-        counts = ", ".join(f"{k}={v}" for k, v in sorted(s.counts.items()))
+        counts = "\n".join(f"{k}={v}" for k, v in sorted(s.counts.items()))
         table.add_row(
             s.session_id, str(s.events), counts, str(s.tokens), _when(s.first_ts), _when(s.last_ts)
         )
     return table
 
 
-def timeline_table(events: list[Event], title: str) -> Table:
+def timeline_table(events: list[Event], title: str, *, compact: bool = False) -> Table:
+    """A session's events; ``compact`` leaves out time and full ids (for the demo)."""
     table = Table(title=title)
-    for col in ("seq", "time", "type", "content", "id"):
-        table.add_column(col, overflow="fold" if col == "id" else "ellipsis")
+    cols = ("seq", "type", "content") if compact else ("seq", "time", "type", "content", "id")
+    widths = {"seq": 4, "time": 19, "type": 17}
+    for col in cols:
+        table.add_column(
+            col,
+            overflow="fold" if col == "id" else "ellipsis",
+            no_wrap=col in widths,
+            min_width=widths.get(col),
+        )
     for ev in events:
-        table.add_row(str(ev.seq), _when(ev.ts), ev.type.value, _short(ev.content), ev.id)
+        cells = {"seq": str(ev.seq), "time": _when(ev.ts), "type": ev.type.value,
+                 "content": _short(ev.content or f"({ev.payload.get('model', 'model call')})"),
+                 "id": ev.id}  # fmt: skip
+        table.add_row(*(cells[c] for c in cols))
     return table
 
 
@@ -151,7 +162,11 @@ def demo(
             f"{(time.perf_counter() - t0) * 1000:.0f} ms (non-blocking emit, batched writes)."
         )
         console.print(sessions_table(weave))
-        console.print(timeline_table(weave.store.timeline(session_id), f"Timeline of {session_id}"))
+        console.print(
+            timeline_table(
+                weave.store.timeline(session_id), f"Timeline of {session_id}", compact=True
+            )
+        )
         rid = ids["tool_result:schedule_job"]
         console.print("\n[bold]Causal chain behind the schedule_job tool result:[/]")
         console.print(trace_tree(weave, rid))
@@ -295,6 +310,15 @@ def bench_capture(
 _framework_capture: dict[str, Callable[[int], tuple[list[dict[str, Any]], dict[str, Any]]]] = {}
 
 
+def _langchain_capture(n: int) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+    from beeweave_langchain.bench import run
+
+    return run(n)
+
+
+_framework_capture["langchain"] = _langchain_capture
+
+
 @bench_app.command("ingest")
 def bench_ingest(
     backend: Annotated[str, typer.Option(help="Comma-separated: sqlite,neo4j.")] = "sqlite",
@@ -314,3 +338,37 @@ def bench_ingest(
         fail(str(exc))
     notes = ["targets: SQLite batched >= 20,000 ev/s; Neo4j batched >= 5,000 ev/s"]
     report("ingest", rows, out=out, params={"events": events, "single": single}, notes=notes)
+
+
+@bench_app.command("checkpoint")
+def bench_checkpoint(
+    steps: Annotated[int, typer.Option(help="Checkpoints per thread (messages grow by one).")] = 200,
+    rounds: Annotated[int, typer.Option(help="Rounds; each rotates the savers' order.")] = 3,
+    reads: Annotated[int, typer.Option(help="get_tuple calls per round (list: a quarter).")] = 200,
+    neo4j: Annotated[
+        str | None, typer.Option("--neo4j", help="Neo4j URI to add (default: $NEO4J_URI).")
+    ] = None,
+    auth: AuthOpt = None,
+    out: OutOpt = None,
+) -> None:
+    """put/get_tuple/list latency of BeeWeaveCheckpointer vs InMemorySaver and AsyncSqliteSaver."""
+    import os
+
+    from .bench import checkpoint
+    from .bench.report import report
+
+    uri = neo4j or os.environ.get("NEO4J_URI")
+    try:
+        rows, summary = checkpoint.run(
+            steps=steps, rounds=rounds, reads=reads, neo4j_uri=uri, auth=_auth(auth)
+        )
+    except ImportError as exc:
+        fail(f"bench checkpoint needs the langgraph extras: {exc}")
+    notes = [
+        f"target: BeeWeave sqlite <= {checkpoint.TARGET_RATIO}x AsyncSqliteSaver "
+        "(median; put, get_tuple, list)",
+        *(f"{k}: {v}" for k, v in summary.items()),
+    ]
+    report("checkpoint", rows, out=out,
+           params={"steps": steps, "rounds": rounds, "reads": reads, "neo4j": bool(uri), **summary},
+           notes=notes)  # fmt: skip

@@ -43,7 +43,12 @@ class FakeToolCallingChatModel(GenericFakeChatModel):
 
 def tool_call(name: str, args: dict[str, Any], call_id: str | None = None) -> dict[str, Any]:
     """A LangChain tool call with a unique id (as a real provider would give)."""
-    return {"name": name, "args": args, "id": call_id or f"call_{next(_ids):06d}", "type": "tool_call"}
+    return {
+        "name": name,
+        "args": args,
+        "id": call_id or f"call_{next(_ids):06d}",
+        "type": "tool_call",
+    }
 
 
 def calls(*tool_calls: dict[str, Any], content: str = "") -> AIMessage:

@@ -4,5 +4,15 @@ Thin translators into :mod:`beeweave_core`; storage, ranking and token budgets l
 """
 
 from .instrumentation import BeeWeaveEventHandler, BeeWeaveSpanHandler, instrument, session_tags
+from .memory import BeeWeaveChatMemory, BeeWeaveMemoryBlock
+from .retriever import BeeWeaveRetriever
 
-__all__ = ["BeeWeaveEventHandler", "BeeWeaveSpanHandler", "instrument", "session_tags"]
+__all__ = [
+    "BeeWeaveChatMemory",
+    "BeeWeaveEventHandler",
+    "BeeWeaveMemoryBlock",
+    "BeeWeaveRetriever",
+    "BeeWeaveSpanHandler",
+    "instrument",
+    "session_tags",
+]

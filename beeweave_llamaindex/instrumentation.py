@@ -201,7 +201,7 @@ class _Recorder:
                    parent_id: str | None, tags: dict[str, Any] | None) -> None:  # fmt: skip
         with self._lock:
             root = self._root.get(parent_id, parent_id) if parent_id else id_
-            run = self._runs.get(root) or self._new_run(root, tags)
+            run = self._runs.get(root) or self._new_run(root, tags or active_instrument_tags.get())
             self._root[id_] = root
             self._parent[id_] = parent_id
             run.spans.append(id_)
@@ -215,17 +215,21 @@ class _Recorder:
                     run.writer.meta["agent_id"] = agent
                 if isinstance(ev, ToolCall):
                     call = {"id": ev.tool_id, "name": ev.tool_name, "args": ev.tool_kwargs}
-                    inv = run.writer.tool_invocation(call, source={"span": id_})
-                    run.tools[id_] = (inv, ev.tool_id, ev.tool_name)
+                    self._tool_call(run, id_, call)
             elif isinstance(instance, BaseTool) and not any(
                 s in run.tools for s in self._ancestors(parent_id)
             ):  # a tool called outside a workflow agent's call_tool step
                 name = instance.metadata.get_name()
                 kwargs = dict(args.get("kwargs") or {})
                 kwargs.update({k: v for k, v in args.items() if k not in ("kwargs", "args")})
-                call = {"id": id_, "name": name, "args": kwargs}
-                inv = run.writer.tool_invocation(call, source={"span": id_})
-                run.tools[id_] = (inv, id_, name)
+                self._tool_call(run, id_, {"id": id_, "name": name, "args": kwargs})
+
+    @staticmethod
+    def _tool_call(run: _Run, span_id: str, call: dict[str, Any]) -> None:
+        # registered first: should recording the call fail, its result is still recorded
+        run.tools[span_id] = ("", call["id"], call["name"])
+        inv = run.writer.tool_invocation(call, source={"span": span_id})
+        run.tools[span_id] = (inv, call["id"], call["name"])
 
     def _on_run_start(self, run: _Run, instance: Any, start_event: Any) -> None:
         if not run.agent_fixed and getattr(instance, "name", None):

@@ -8,6 +8,7 @@ query engine's citations point back into the event graph.  Ranking is
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -15,77 +16,64 @@ from llama_index.core.base.base_retriever import BaseRetriever
 from llama_index.core.callbacks.base import CallbackManager
 from llama_index.core.schema import NodeWithScore, QueryBundle, TextNode
 
-from beeweave_core.payloads import to_jsonable
-
 #: Metadata an LLM reads with the node text; the rest stays out of the prompt and embedding.
 LLM_METADATA_KEYS = ("event_type", "session_id", "time")
 
 
-def _get(obj: Any, name: str, default: Any = None) -> Any:
-    if isinstance(obj, Mapping):
-        return obj.get(name, default)
-    return getattr(obj, name, default)
-
-
-def _flat(value: Any) -> Any:
-    """Node metadata must stay JSON (LlamaIndex serialises nodes); lists of scalars are fine."""
-    value = to_jsonable(value)
-    if isinstance(value, (str, int, float, bool)) or value is None:
-        return value
-    if isinstance(value, list) and all(isinstance(v, (str, int, float, bool)) for v in value):
-        return value
-    import json
-
-    return json.dumps(value, ensure_ascii=False, sort_keys=True)
-
-
 def hit_to_node(hit: Any) -> NodeWithScore:
-    """One retrieval hit as a ``NodeWithScore`` whose metadata carries the provenance."""
-    event = _get(hit, "event")
-    if event is None:
-        raise TypeError(f"expected a retrieval hit with an .event, got {type(hit).__name__}")
+    """One retrieval hit as a ``NodeWithScore`` whose metadata carries the provenance.
+
+    Metadata stays flat (scalars and lists of scalars), as LlamaIndex vector stores and
+    metadata filters expect: per-path scores become ``score_<path>`` keys.
+    """
+    ev = hit.event
+    prov = hit.provenance
     meta: dict[str, Any] = {
-        "event_id": event.id,
-        "event_type": getattr(event.type, "value", event.type),
-        "session_id": event.session_id,
-        "seq": event.seq,
-        "ts": event.ts,
-        "time": event.time.isoformat(),
-        "role": event.role,
-        "user_id": event.user_id,
-        "agent_id": event.agent_id,
-        "tenant": event.tenant,
+        "event_id": ev.id,
+        "session_id": ev.session_id,
+        "seq": ev.seq,
+        "event_type": ev.type.value,
+        "role": ev.role,
+        "ts": ev.ts,
+        "time": ev.time.isoformat(),
+        "score": hit.score,
+        "paths": sorted(hit.paths, key=lambda p: hit.ranks.get(p, 1 << 30)),
+        "source": "beeweave",
     }
-    prov = _get(hit, "provenance")
-    if prov is not None:
-        prov = prov.model_dump(mode="json") if hasattr(prov, "model_dump") else to_jsonable(prov)
-        if isinstance(prov, Mapping):
-            for k, v in prov.items():
-                meta.setdefault(f"provenance_{k}" if k in meta else k, _flat(v))
-        else:
-            meta["provenance"] = _flat(prov)
-    meta.setdefault("event_ids", [event.id])
-    for name in ("path_scores", "scores", "paths"):
-        value = _get(hit, name)
-        if value:
-            meta[name] = _flat(value)
-    meta = {k: _flat(v) for k, v in meta.items() if v is not None}
+    meta.update({f"score_{path}": score for path, score in hit.paths.items()})
+    if prov.via:
+        meta["via"] = list(prov.via)
+    if prov.duplicates:
+        meta["duplicates"] = list(prov.duplicates)
+    for key in ("user_id", "agent_id", "tags"):
+        if ev.meta.get(key) is not None:
+            meta[key] = ev.meta[key]
+    if isinstance(ev.payload.get("name"), str):
+        meta["tool"] = ev.payload["name"]
+    art = ev.payload.get("$artifact")
+    if isinstance(art, Mapping):  # content is a preview; the full text is an artifact
+        meta["artifact_sha256"] = art.get("sha256")
+    if ev.source.get("framework"):
+        meta["framework"] = str(ev.source["framework"])
     node = TextNode(
-        id_=event.id,
-        text=event.content,
+        id_=ev.id,
+        text=ev.content,
         metadata=meta,
         excluded_llm_metadata_keys=[k for k in meta if k not in LLM_METADATA_KEYS],
         excluded_embed_metadata_keys=list(meta),
     )
-    score = _get(hit, "score")
-    return NodeWithScore(node=node, score=float(score) if score is not None else None)
+    return NodeWithScore(node=node, score=hit.score)
 
 
 class BeeWeaveRetriever(BaseRetriever):
-    """Recall past events (this session, or everything a user did) as LlamaIndex nodes.
+    """Recall past events (one session, everything a user did, or the tenant) as nodes.
 
-    ``session_id=None`` with a ``user_id`` searches every session of that user — the way
-    an agent in one framework finds what an agent in another did for the same person.
+    ``session_id`` limits recall to one session (and feeds the "recent" path);
+    ``user_id`` widens it to every session of that user — how an agent in one framework
+    finds what an agent in another did for the same person; neither searches the whole
+    tenant.  ``filters`` (types, since, until, tags, user_id, agent_id), ``paths`` and
+    ``scope`` go to :meth:`beeweave_core.retrieval.Retriever.retrieve`.  ``flush`` first
+    writes what the capture bus still holds, so recall sees everything recorded so far.
     """
 
     def __init__(
@@ -97,6 +85,8 @@ class BeeWeaveRetriever(BaseRetriever):
         user_id: str | None = None,
         filters: Mapping[str, Any] | None = None,
         paths: Sequence[str] | None = None,
+        scope: str | None = None,
+        flush: bool = True,
         callback_manager: CallbackManager | None = None,
         verbose: bool = False,
     ) -> None:
@@ -110,16 +100,22 @@ class BeeWeaveRetriever(BaseRetriever):
         self.user_id = user_id
         self.filters = dict(filters) if filters else None
         self.paths = list(paths) if paths else None
+        self.scope = scope
+        self.flush = flush
         super().__init__(callback_manager=callback_manager, verbose=verbose)
 
-    def _kwargs(self) -> dict[str, Any]:
+    def _params(self) -> dict[str, Any]:
         return {"session_id": self.session_id, "user_id": self.user_id, "k": self.k,
-                "filters": self.filters, "paths": self.paths}  # fmt: skip
+                "filters": self.filters, "paths": self.paths, "scope": self.scope}  # fmt: skip
 
     def _retrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
-        hits = self.weave.retrieve(query_bundle.query_str, **self._kwargs())
+        if self.flush:
+            self.weave.flush()
+        hits = self.weave.retrieve(query_bundle.query_str, **self._params())
         return [hit_to_node(h) for h in hits]
 
     async def _aretrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
-        hits = await self.weave.aretrieve(query_bundle.query_str, **self._kwargs())
+        if self.flush:
+            await asyncio.to_thread(self.weave.flush)
+        hits = await self.weave.aretrieve(query_bundle.query_str, **self._params())
         return [hit_to_node(h) for h in hits]

@@ -74,7 +74,9 @@ def assert_tool_chains(store: Any, session_id: str) -> int:
         (call_id,) = ans.parents
         call = ev[call_id]
         assert call.type == EventType.MODEL_CALL and call.parents
-        assert all(ev[p].type in (EventType.USER_MESSAGE, EventType.TOOL_RESULT) for p in call.parents)
+        assert all(
+            ev[p].type in (EventType.USER_MESSAGE, EventType.TOOL_RESULT) for p in call.parents
+        )
         later = [c for c in calls_ if c.seq > r.seq]
         assert later and r.id in later[0].parents, f"next model call did not consume {tcid}"
         # the graph itself (edges, not just the stored fields) reaches a user message

@@ -57,7 +57,12 @@ def test_react_agent_gets_full_causal_chain(weave_factory, backend):
     assert sum(e.type == EventType.MODEL_CALL for e in tl) == 9
     # the state's messages and the stored conversation agree one to one
     assert len(out["messages"]) == len(
-        [e for e in tl if e.type in (EventType.USER_MESSAGE, EventType.ASSISTANT_MESSAGE, EventType.TOOL_RESULT)]
+        [
+            e
+            for e in tl
+            if e.type
+            in (EventType.USER_MESSAGE, EventType.ASSISTANT_MESSAGE, EventType.TOOL_RESULT)
+        ]
     )
     assert all(e.meta == {"user_id": "u-1", "agent_id": "refunds"} for e in tl)
     assert {e.source["framework"] for e in tl} == {"langchain"}
@@ -71,7 +76,11 @@ def test_refers_to_links_reused_tool_values(weave_factory, backend):
     s = weave.store
     ev = by_id(s.timeline("t-refs"))
     links = refers_to(s, "t-refs")
-    refunds = [e for e in ev.values() if e.type == EventType.TOOL_INVOCATION and e.payload["name"] == "refund"]
+    refunds = [
+        e
+        for e in ev.values()
+        if e.type == EventType.TOOL_INVOCATION and e.payload["name"] == "refund"
+    ]
     assert len(refunds) == 2
     for inv in refunds:
         targets = [ev[d] for src, d in links if src == inv.id]
@@ -79,7 +88,11 @@ def test_refers_to_links_reused_tool_values(weave_factory, backend):
         assert len(targets) == 1 and targets[0].type == EventType.TOOL_RESULT
         assert targets[0].payload["name"] == "lookup_order"
         assert inv.payload["args"]["customer"] in targets[0].content
-    lookups = [e for e in ev.values() if e.type == EventType.TOOL_INVOCATION and e.payload["name"] == "lookup_order"]
+    lookups = [
+        e
+        for e in ev.values()
+        if e.type == EventType.TOOL_INVOCATION and e.payload["name"] == "lookup_order"
+    ]
     assert not [1 for src, _ in links if src in {x.id for x in lookups}]  # nothing reused there
 
 
@@ -96,7 +109,11 @@ def test_redelivered_callbacks_store_nothing_twice(weave_factory):
         h.on_llm_end(res, run_id=run_id)
     weave.flush()
     tl = weave.store.timeline("s-redeliver")
-    assert [e.type for e in tl] == [EventType.USER_MESSAGE, EventType.MODEL_CALL, EventType.ASSISTANT_MESSAGE]
+    assert [e.type for e in tl] == [
+        EventType.USER_MESSAGE,
+        EventType.MODEL_CALL,
+        EventType.ASSISTANT_MESSAGE,
+    ]
     assert weave.stats()["duplicates"] >= 1
 
 
@@ -113,7 +130,11 @@ def test_same_words_twice_are_two_events(weave_factory):
         history.append(AIMessage(reply.content))  # re-added without its id, as old memories do
     weave.flush()
     tl = weave.store.timeline("s-ok")
-    assert [e.content for e in tl if e.type == EventType.USER_MESSAGE] == ["ok", "ok", "something else"]
+    assert [e.content for e in tl if e.type == EventType.USER_MESSAGE] == [
+        "ok",
+        "ok",
+        "something else",
+    ]
     assert [e.content for e in tl if e.type == EventType.ASSISTANT_MESSAGE] == ["a1", "a2", "a3"]
     calls_ = [e for e in tl if e.type == EventType.MODEL_CALL]
     users = [e for e in tl if e.type == EventType.USER_MESSAGE]
@@ -219,6 +240,7 @@ def test_handler_bugs_never_reach_the_chain(weave_factory):
     h.on_llm_end(object(), run_id=uuid.uuid4())
     assert h.failures == 1  # the unknown run in on_llm_end is ignored, not a failure
     assert h.raise_error is False
+
     # an unserialisable tool output is stored in its canonical form, not lost
     class Opaque:
         def __repr__(self) -> str:
@@ -242,7 +264,11 @@ def test_legacy_text_chain_records_input_and_answer(weave_factory):
     user, call, answer = weave.store.timeline("s-legacy")
     assert (user.type, user.content) == (EventType.USER_MESSAGE, "Capital of France?")
     assert call.type == EventType.MODEL_CALL and call.parents == (user.id,)
-    assert (answer.type, answer.content, answer.parents) == (EventType.ASSISTANT_MESSAGE, "Paris.", (call.id,))
+    assert (answer.type, answer.content, answer.parents) == (
+        EventType.ASSISTANT_MESSAGE,
+        "Paris.",
+        (call.id,),
+    )
 
 
 def test_unseen_history_after_restart_is_not_duplicated(weave_factory, backend):

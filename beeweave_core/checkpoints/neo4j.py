@@ -5,7 +5,7 @@ Does what ``langchain-neo4j``'s ``Neo4jSaver`` does — checkpoints chained by
 with an active head — and what it leaves out: metadata filters in ``list``, full
 tuples (values and writes) from ``list``, ``delete_for_runs``, ``copy_thread``,
 ``prune``, and tenant scoping on every node and query.  Each call is one managed
-transaction (``driver.execute_query``: retried on transient errors, bookmarked so a
+transaction (``session.execute_write``: retried on transient errors, bookmarked so a
 read sees the write before it).  The driver is shared with the Neo4j event store
 when there is one; the store then does not close it.
 """
@@ -78,16 +78,32 @@ class Neo4jCheckpointStore:
             raise
 
     # ------------------------------------------------------------- plumbing
-    def _run(self, query: str, *, read: bool = False, **params: Any) -> list[Any]:
-        from neo4j import RoutingControl
+    def _session(self, *, read: bool = False) -> Any:
+        """A session bookmarked with ``execute_query``'s manager (reads see prior writes).
 
-        records, _, _ = self.driver.execute_query(
-            query,
-            parameters_={"tenant": self.tenant, **params},
-            database_=self.database,
-            routing_=RoutingControl.READ if read else RoutingControl.WRITE,
+        Only the UNRECOGNIZED notification class is muted: "property key does not
+        exist" for optional properties (``metadata_blob`` …) no checkpoint has yet.
+        """
+        import neo4j
+
+        return self.driver.session(
+            database=self.database,
+            default_access_mode=neo4j.READ_ACCESS if read else neo4j.WRITE_ACCESS,
+            bookmark_manager=self.driver.execute_query_bookmark_manager,
+            notifications_disabled_classifications=[
+                neo4j.NotificationDisabledClassification.UNRECOGNIZED
+            ],
         )
-        return records
+
+    def _run(self, query: str, *, read: bool = False, **params: Any) -> list[Any]:
+        """One statement in one managed (retried) transaction; returns all records."""
+        params = {"tenant": self.tenant, **params}
+
+        def work(tx: Any) -> list[Any]:
+            return list(tx.run(query, params))
+
+        with self._session(read=read) as session:
+            return session.execute_read(work) if read else session.execute_write(work)
 
     def setup(self) -> None:
         """Create constraints and indexes (idempotent; once per driver in a process)."""
@@ -104,7 +120,7 @@ class Neo4jCheckpointStore:
 
     def purge_tenant(self) -> None:
         """Delete every checkpoint node of this tenant (tests, GDPR erasure)."""
-        with self.driver.session(database=self.database) as session:
+        with self._session() as session:
             for stmt in q.CYPHER_PURGE_TENANT:
                 session.run(stmt, tenant=self.tenant).consume()
 
@@ -331,7 +347,7 @@ class Neo4jCheckpointStore:
             ).consume()  # fmt: skip
             tx.run(q.CYPHER_SET_ACTIVE_BRANCH, name=name, **params).consume()
 
-        with self.driver.session(database=self.database) as session:
+        with self._session() as session:
             session.execute_write(work)
         return BranchInfo(name, checkpoint_id, checkpoint_id, True, now)
 

@@ -4,16 +4,20 @@ The ``langchain-neo4j`` convention (``CYPHER_CREATE_…``, ``CYPHER_GET_…``), 
 shared by the store's sync path and, through it, the async one.  Nothing but
 parameters ever carries user data.
 
-Graph model (Neo4j 5.26+, community edition is enough), beside the event graph::
+Graph model (Neo4j 5.26+, community edition is enough), beside the event graph.  The
+labels are ``Lg…`` (like the SQLite ``lg_`` tables), not ``langchain-neo4j``'s
+``:Checkpoint``: its ``Neo4jSaver`` makes ``checkpoint_id`` unique across *all*
+``:Checkpoint`` nodes and matches them without a tenant, so sharing the label would
+break tenants, ``copy_thread`` and a ``Neo4jSaver`` running in the same database::
 
-    (:Checkpoint {tenant, thread_id, checkpoint_ns, checkpoint_id, parent_checkpoint_id,
+    (:LgCheckpoint {tenant, thread_id, checkpoint_ns, checkpoint_id, parent_checkpoint_id,
                   type, checkpoint, metadata, md_pairs, metadata_type, metadata_blob,
                   channel_versions, cv_keys, run_id, created_at})
-    (:Checkpoint)-[:PREVIOUS]->(:Checkpoint)         parent in the same thread/namespace
-    (:CheckpointBlob {tenant, thread_id, checkpoint_ns, key, channel, version, type, blob})
-    (:CheckpointWrite {tenant, thread_id, checkpoint_ns, checkpoint_id, task_id, idx,
+    (:LgCheckpoint)-[:PREVIOUS]->(:LgCheckpoint)         parent in the same thread/namespace
+    (:LgCheckpointBlob {tenant, thread_id, checkpoint_ns, key, channel, version, type, blob})
+    (:LgCheckpointWrite {tenant, thread_id, checkpoint_ns, checkpoint_id, task_id, idx,
                        task_path, channel, type, value})
-    (:CheckpointBranch {tenant, thread_id, checkpoint_ns, name, head, fork_point,
+    (:LgCheckpointBranch {tenant, thread_id, checkpoint_ns, name, head, fork_point,
                         active, created_at})
 
 ``checkpoint``/``blob``/``value`` are the serde's bytes; ``metadata`` is canonical JSON
@@ -25,30 +29,30 @@ text and ``md_pairs`` its ``path<US>json`` pairs, which is what ``list`` filters
 from __future__ import annotations
 
 SCHEMA_STATEMENTS: tuple[str, ...] = (
-    "CREATE CONSTRAINT beeweave_checkpoint_id IF NOT EXISTS FOR (c:Checkpoint) "
+    "CREATE CONSTRAINT beeweave_lg_checkpoint_id IF NOT EXISTS FOR (c:LgCheckpoint) "
     "REQUIRE (c.tenant, c.thread_id, c.checkpoint_ns, c.checkpoint_id) IS UNIQUE",
-    "CREATE CONSTRAINT beeweave_checkpoint_blob IF NOT EXISTS FOR (b:CheckpointBlob) "
+    "CREATE CONSTRAINT beeweave_lg_checkpoint_blob IF NOT EXISTS FOR (b:LgCheckpointBlob) "
     "REQUIRE (b.tenant, b.thread_id, b.checkpoint_ns, b.key) IS UNIQUE",
-    "CREATE CONSTRAINT beeweave_checkpoint_write IF NOT EXISTS FOR (w:CheckpointWrite) "
+    "CREATE CONSTRAINT beeweave_lg_checkpoint_write IF NOT EXISTS FOR (w:LgCheckpointWrite) "
     "REQUIRE (w.tenant, w.thread_id, w.checkpoint_ns, w.checkpoint_id, w.task_id, w.idx) "
     "IS UNIQUE",
-    "CREATE CONSTRAINT beeweave_checkpoint_branch IF NOT EXISTS FOR (b:CheckpointBranch) "
+    "CREATE CONSTRAINT beeweave_lg_checkpoint_branch IF NOT EXISTS FOR (b:LgCheckpointBranch) "
     "REQUIRE (b.tenant, b.thread_id, b.checkpoint_ns, b.name) IS UNIQUE",
     # thread-wide housekeeping (delete/copy/prune) and listing across namespaces
-    "CREATE INDEX beeweave_checkpoint_thread IF NOT EXISTS FOR (c:Checkpoint) "
+    "CREATE INDEX beeweave_lg_checkpoint_thread IF NOT EXISTS FOR (c:LgCheckpoint) "
     "ON (c.tenant, c.thread_id)",
-    "CREATE INDEX beeweave_checkpoint_blob_thread IF NOT EXISTS FOR (b:CheckpointBlob) "
+    "CREATE INDEX beeweave_lg_checkpoint_blob_thread IF NOT EXISTS FOR (b:LgCheckpointBlob) "
     "ON (b.tenant, b.thread_id)",
-    "CREATE INDEX beeweave_checkpoint_write_thread IF NOT EXISTS FOR (w:CheckpointWrite) "
+    "CREATE INDEX beeweave_lg_checkpoint_write_thread IF NOT EXISTS FOR (w:LgCheckpointWrite) "
     "ON (w.tenant, w.thread_id)",
-    "CREATE INDEX beeweave_checkpoint_run IF NOT EXISTS FOR (c:Checkpoint) ON (c.tenant, c.run_id)",
+    "CREATE INDEX beeweave_lg_checkpoint_run IF NOT EXISTS FOR (c:LgCheckpoint) ON (c.tenant, c.run_id)",
 )
 
 # ------------------------------------------------------------------ writes
 #: One round trip per step: the checkpoint, its PREVIOUS link, the new channel
 #: blobs, and the active branch's head.
 CYPHER_PUT_CHECKPOINT = """
-MERGE (c:Checkpoint {tenant: $tenant, thread_id: $thread_id, checkpoint_ns: $checkpoint_ns,
+MERGE (c:LgCheckpoint {tenant: $tenant, thread_id: $thread_id, checkpoint_ns: $checkpoint_ns,
                      checkpoint_id: $checkpoint_id})
 SET c.parent_checkpoint_id = $parent_checkpoint_id, c.type = $type, c.checkpoint = $checkpoint,
     c.metadata = $metadata, c.md_pairs = $md_pairs, c.metadata_type = $metadata_type,
@@ -56,19 +60,22 @@ SET c.parent_checkpoint_id = $parent_checkpoint_id, c.type = $type, c.checkpoint
     c.cv_keys = $cv_keys, c.run_id = $run_id, c.created_at = $created_at
 WITH c
 CALL (c) {
-    MATCH (p:Checkpoint {tenant: $tenant, thread_id: $thread_id, checkpoint_ns: $checkpoint_ns,
+    MATCH (p:LgCheckpoint {tenant: $tenant, thread_id: $thread_id, checkpoint_ns: $checkpoint_ns,
                          checkpoint_id: $parent_checkpoint_id})
+    USING INDEX p:LgCheckpoint(tenant, thread_id, checkpoint_ns, checkpoint_id)
     MERGE (c)-[:PREVIOUS]->(p)
 }
 CALL (c) {
     UNWIND $blobs AS b
-    MERGE (x:CheckpointBlob {tenant: $tenant, thread_id: $thread_id,
+    MERGE (x:LgCheckpointBlob {tenant: $tenant, thread_id: $thread_id,
                              checkpoint_ns: $checkpoint_ns, key: b.key})
     SET x.channel = b.channel, x.version = b.version, x.type = b.type, x.blob = b.blob
 }
 CALL (c) {
-    MATCH (br:CheckpointBranch {tenant: $tenant, thread_id: $thread_id,
+    MATCH (br:LgCheckpointBranch {tenant: $tenant, thread_id: $thread_id,
                                 checkpoint_ns: $checkpoint_ns, active: true})
+    USING INDEX br:LgCheckpointBranch(tenant, thread_id, checkpoint_ns, name)
+    WHERE br.name IS NOT NULL
     SET br.head = c.checkpoint_id
 }
 RETURN c.checkpoint_id AS checkpoint_id
@@ -77,7 +84,7 @@ RETURN c.checkpoint_id AS checkpoint_id
 #: Regular writes are kept once per (task, idx); special ones (idx < 0) are replaced.
 CYPHER_PUT_WRITES = """
 UNWIND $writes AS w
-MERGE (x:CheckpointWrite {tenant: $tenant, thread_id: $thread_id, checkpoint_ns: $checkpoint_ns,
+MERGE (x:LgCheckpointWrite {tenant: $tenant, thread_id: $thread_id, checkpoint_ns: $checkpoint_ns,
                           checkpoint_id: $checkpoint_id, task_id: w.task_id, idx: w.idx})
 ON CREATE SET x.task_path = w.task_path, x.channel = w.channel, x.type = w.type, x.value = w.value
 ON MATCH SET x += CASE WHEN w.idx < 0
@@ -91,35 +98,43 @@ CHECKPOINT_MAP = """c {
     .thread_id, .checkpoint_ns, .checkpoint_id, .parent_checkpoint_id, .type, .checkpoint,
     .metadata, .metadata_type, .metadata_blob, .channel_versions,
     values: COLLECT {
-        MATCH (b:CheckpointBlob {tenant: c.tenant, thread_id: c.thread_id,
+        MATCH (b:LgCheckpointBlob {tenant: c.tenant, thread_id: c.thread_id,
                                  checkpoint_ns: c.checkpoint_ns})
+        USING INDEX b:LgCheckpointBlob(tenant, thread_id, checkpoint_ns, key)
         WHERE b.key IN c.cv_keys AND b.type <> 'empty'
         RETURN b {.channel, .type, .blob}
     },
     writes: COLLECT {
-        MATCH (w:CheckpointWrite {tenant: c.tenant, thread_id: c.thread_id,
+        MATCH (w:LgCheckpointWrite {tenant: c.tenant, thread_id: c.thread_id,
                                   checkpoint_ns: c.checkpoint_ns, checkpoint_id: c.checkpoint_id})
+        USING INDEX w:LgCheckpointWrite(tenant, thread_id, checkpoint_ns, checkpoint_id, task_id, idx)
+        WHERE w.task_id IS NOT NULL AND w.idx IS NOT NULL
         RETURN w {.task_id, .task_path, .idx, .channel, .type, .value}
     }
 }"""
 
 CYPHER_GET_CHECKPOINT = f"""
-MATCH (c:Checkpoint {{tenant: $tenant, thread_id: $thread_id, checkpoint_ns: $checkpoint_ns,
+MATCH (c:LgCheckpoint {{tenant: $tenant, thread_id: $thread_id, checkpoint_ns: $checkpoint_ns,
                       checkpoint_id: $checkpoint_id}})
+USING INDEX c:LgCheckpoint(tenant, thread_id, checkpoint_ns, checkpoint_id)
 RETURN {CHECKPOINT_MAP} AS row
 """
 
 #: The active branch's head when the thread has branches (and it still exists), else
 #: the newest checkpoint — what ``get_tuple`` returns without a ``checkpoint_id``.
 CYPHER_GET_LATEST_CHECKPOINT = f"""
-OPTIONAL MATCH (br:CheckpointBranch {{tenant: $tenant, thread_id: $thread_id,
+OPTIONAL MATCH (br:LgCheckpointBranch {{tenant: $tenant, thread_id: $thread_id,
                                       checkpoint_ns: $checkpoint_ns, active: true}})
-OPTIONAL MATCH (h:Checkpoint {{tenant: $tenant, thread_id: $thread_id,
+    USING INDEX br:LgCheckpointBranch(tenant, thread_id, checkpoint_ns, name)
+    WHERE br.name IS NOT NULL
+OPTIONAL MATCH (h:LgCheckpoint {{tenant: $tenant, thread_id: $thread_id,
                                checkpoint_ns: $checkpoint_ns, checkpoint_id: br.head}})
+    USING INDEX h:LgCheckpoint(tenant, thread_id, checkpoint_ns, checkpoint_id)
 CALL (h) {{
-    OPTIONAL MATCH (n:Checkpoint {{tenant: $tenant, thread_id: $thread_id,
+    OPTIONAL MATCH (n:LgCheckpoint {{tenant: $tenant, thread_id: $thread_id,
                                    checkpoint_ns: $checkpoint_ns}})
-    WHERE h IS NULL
+        USING INDEX n:LgCheckpoint(tenant, thread_id, checkpoint_ns, checkpoint_id)
+        WHERE h IS NULL AND n.checkpoint_id IS NOT NULL
     WITH n ORDER BY n.checkpoint_id DESC LIMIT 1
     RETURN n AS newest
 }}
@@ -143,28 +158,28 @@ WHERE ($checkpoint_ns IS NULL OR c.checkpoint_ns = $checkpoint_ns)
 WITH c ORDER BY c.checkpoint_id DESC, c.thread_id DESC, c.checkpoint_ns DESC LIMIT $limit
 """
 CYPHER_LIST_THREAD = (
-    "MATCH (c:Checkpoint {tenant: $tenant, thread_id: $thread_id})"
+    "MATCH (c:LgCheckpoint {tenant: $tenant, thread_id: $thread_id})"
     + _LIST_WHERE
     + f"RETURN {CHECKPOINT_MAP} AS row"
 )
 CYPHER_LIST_ALL = (
-    "MATCH (c:Checkpoint {tenant: $tenant})" + _LIST_WHERE + f"RETURN {CHECKPOINT_MAP} AS row"
+    "MATCH (c:LgCheckpoint {tenant: $tenant})" + _LIST_WHERE + f"RETURN {CHECKPOINT_MAP} AS row"
 )
 
 # ----------------------------------------------------------- housekeeping
 CYPHER_DELETE_THREAD = """
-CALL () { MATCH (n:Checkpoint {tenant: $tenant, thread_id: $thread_id}) DETACH DELETE n }
-CALL () { MATCH (n:CheckpointBlob {tenant: $tenant, thread_id: $thread_id}) DELETE n }
-CALL () { MATCH (n:CheckpointWrite {tenant: $tenant, thread_id: $thread_id}) DELETE n }
-CALL () { MATCH (n:CheckpointBranch {tenant: $tenant, thread_id: $thread_id}) DELETE n }
+CALL () { MATCH (n:LgCheckpoint {tenant: $tenant, thread_id: $thread_id}) DETACH DELETE n }
+CALL () { MATCH (n:LgCheckpointBlob {tenant: $tenant, thread_id: $thread_id}) DELETE n }
+CALL () { MATCH (n:LgCheckpointWrite {tenant: $tenant, thread_id: $thread_id}) DELETE n }
+CALL () { MATCH (n:LgCheckpointBranch {tenant: $tenant, thread_id: $thread_id}) DELETE n }
 """
 
 #: Deletes the runs' checkpoints and their writes; returns the threads touched.
 CYPHER_DELETE_FOR_RUNS = """
-MATCH (c:Checkpoint {tenant: $tenant}) WHERE c.run_id IN $run_ids
+MATCH (c:LgCheckpoint {tenant: $tenant}) WHERE c.run_id IN $run_ids
 WITH c, c.thread_id AS tid, c.checkpoint_ns AS ns, c.checkpoint_id AS cid
 CALL (tid, ns, cid) {
-    MATCH (w:CheckpointWrite {tenant: $tenant, thread_id: tid, checkpoint_ns: ns,
+    MATCH (w:LgCheckpointWrite {tenant: $tenant, thread_id: tid, checkpoint_ns: ns,
                               checkpoint_id: cid})
     DELETE w
 }
@@ -174,30 +189,30 @@ RETURN collect(DISTINCT tid) AS threads
 
 #: Pruning's view of a thread: tree shape, metadata (DeltaChannel counters), blob keys.
 CYPHER_THREAD_SKELETON = """
-MATCH (c:Checkpoint {tenant: $tenant, thread_id: $thread_id})
+MATCH (c:LgCheckpoint {tenant: $tenant, thread_id: $thread_id})
 RETURN c.checkpoint_ns AS ns, c.checkpoint_id AS id, c.parent_checkpoint_id AS parent,
        c.metadata AS metadata, c.cv_keys AS keys
 """
 CYPHER_THREAD_BLOBS = """
-MATCH (b:CheckpointBlob {tenant: $tenant, thread_id: $thread_id})
+MATCH (b:LgCheckpointBlob {tenant: $tenant, thread_id: $thread_id})
 RETURN b.checkpoint_ns AS ns, b.key AS key, b.type <> 'empty' AS stored
 """
 CYPHER_DELETE_CHECKPOINTS = """
 UNWIND $ids AS x
 CALL (x) {
-    MATCH (w:CheckpointWrite {tenant: $tenant, thread_id: $thread_id, checkpoint_ns: x.ns,
+    MATCH (w:LgCheckpointWrite {tenant: $tenant, thread_id: $thread_id, checkpoint_ns: x.ns,
                               checkpoint_id: x.id})
     DELETE w
 }
 CALL (x) {
-    MATCH (c:Checkpoint {tenant: $tenant, thread_id: $thread_id, checkpoint_ns: x.ns,
+    MATCH (c:LgCheckpoint {tenant: $tenant, thread_id: $thread_id, checkpoint_ns: x.ns,
                          checkpoint_id: x.id})
     DETACH DELETE c
 }
 """
 CYPHER_DELETE_BLOBS = """
 UNWIND $keys AS x
-MATCH (b:CheckpointBlob {tenant: $tenant, thread_id: $thread_id, checkpoint_ns: x.ns,
+MATCH (b:LgCheckpointBlob {tenant: $tenant, thread_id: $thread_id, checkpoint_ns: x.ns,
                          key: x.key})
 DELETE b
 """
@@ -205,34 +220,34 @@ DELETE b
 #: Copies checkpoints (then their PREVIOUS links), blobs, writes and branches.
 CYPHER_COPY_THREAD = """
 CALL () {
-    MATCH (c:Checkpoint {tenant: $tenant, thread_id: $source})
-    MERGE (d:Checkpoint {tenant: $tenant, thread_id: $target, checkpoint_ns: c.checkpoint_ns,
+    MATCH (c:LgCheckpoint {tenant: $tenant, thread_id: $source})
+    MERGE (d:LgCheckpoint {tenant: $tenant, thread_id: $target, checkpoint_ns: c.checkpoint_ns,
                          checkpoint_id: c.checkpoint_id})
     ON CREATE SET d += c {.parent_checkpoint_id, .type, .checkpoint, .metadata, .md_pairs,
                           .metadata_type, .metadata_blob, .channel_versions, .cv_keys,
                           .run_id, .created_at}
 }
 CALL () {
-    MATCH (d:Checkpoint {tenant: $tenant, thread_id: $target})
-    MATCH (p:Checkpoint {tenant: $tenant, thread_id: $target, checkpoint_ns: d.checkpoint_ns,
+    MATCH (d:LgCheckpoint {tenant: $tenant, thread_id: $target})
+    MATCH (p:LgCheckpoint {tenant: $tenant, thread_id: $target, checkpoint_ns: d.checkpoint_ns,
                          checkpoint_id: d.parent_checkpoint_id})
     MERGE (d)-[:PREVIOUS]->(p)
 }
 CALL () {
-    MATCH (b:CheckpointBlob {tenant: $tenant, thread_id: $source})
-    MERGE (x:CheckpointBlob {tenant: $tenant, thread_id: $target, checkpoint_ns: b.checkpoint_ns,
+    MATCH (b:LgCheckpointBlob {tenant: $tenant, thread_id: $source})
+    MERGE (x:LgCheckpointBlob {tenant: $tenant, thread_id: $target, checkpoint_ns: b.checkpoint_ns,
                              key: b.key})
     ON CREATE SET x += b {.channel, .version, .type, .blob}
 }
 CALL () {
-    MATCH (w:CheckpointWrite {tenant: $tenant, thread_id: $source})
-    MERGE (x:CheckpointWrite {tenant: $tenant, thread_id: $target, checkpoint_ns: w.checkpoint_ns,
+    MATCH (w:LgCheckpointWrite {tenant: $tenant, thread_id: $source})
+    MERGE (x:LgCheckpointWrite {tenant: $tenant, thread_id: $target, checkpoint_ns: w.checkpoint_ns,
                               checkpoint_id: w.checkpoint_id, task_id: w.task_id, idx: w.idx})
     ON CREATE SET x += w {.task_path, .channel, .type, .value}
 }
 CALL () {
-    MATCH (b:CheckpointBranch {tenant: $tenant, thread_id: $source})
-    MERGE (x:CheckpointBranch {tenant: $tenant, thread_id: $target,
+    MATCH (b:LgCheckpointBranch {tenant: $tenant, thread_id: $source})
+    MERGE (x:LgCheckpointBranch {tenant: $tenant, thread_id: $target,
                                checkpoint_ns: b.checkpoint_ns, name: b.name})
     ON CREATE SET x += b {.head, .fork_point, .active, .created_at}
 }
@@ -240,41 +255,41 @@ CALL () {
 
 # ----------------------------------------------------------------- branches
 CYPHER_LIST_BRANCHES = """
-MATCH (b:CheckpointBranch {tenant: $tenant, thread_id: $thread_id, checkpoint_ns: $checkpoint_ns})
+MATCH (b:LgCheckpointBranch {tenant: $tenant, thread_id: $thread_id, checkpoint_ns: $checkpoint_ns})
 RETURN b.name AS name, b.head AS head, b.fork_point AS fork_point, b.active AS active,
        b.created_at AS created_at
 ORDER BY b.created_at, b.name
 """
 CYPHER_CREATE_BRANCH = """
-CREATE (b:CheckpointBranch {tenant: $tenant, thread_id: $thread_id, checkpoint_ns: $checkpoint_ns,
+CREATE (b:LgCheckpointBranch {tenant: $tenant, thread_id: $thread_id, checkpoint_ns: $checkpoint_ns,
                             name: $name, head: $head, fork_point: $fork_point, active: false,
                             created_at: $created_at})
 """
 CYPHER_SET_ACTIVE_BRANCH = """
-MATCH (b:CheckpointBranch {tenant: $tenant, thread_id: $thread_id, checkpoint_ns: $checkpoint_ns})
+MATCH (b:LgCheckpointBranch {tenant: $tenant, thread_id: $thread_id, checkpoint_ns: $checkpoint_ns})
 SET b.active = (b.name = $name)
 """
 CYPHER_DELETE_BRANCH = """
-MATCH (b:CheckpointBranch {tenant: $tenant, thread_id: $thread_id, checkpoint_ns: $checkpoint_ns,
+MATCH (b:LgCheckpointBranch {tenant: $tenant, thread_id: $thread_id, checkpoint_ns: $checkpoint_ns,
                            name: $name})
 DELETE b
 """
 CYPHER_CHECKPOINT_EXISTS = """
-MATCH (c:Checkpoint {tenant: $tenant, thread_id: $thread_id, checkpoint_ns: $checkpoint_ns,
+MATCH (c:LgCheckpoint {tenant: $tenant, thread_id: $thread_id, checkpoint_ns: $checkpoint_ns,
                      checkpoint_id: $checkpoint_id})
 RETURN count(c) > 0 AS found
 """
 CYPHER_LATEST_ID = """
-MATCH (c:Checkpoint {tenant: $tenant, thread_id: $thread_id, checkpoint_ns: $checkpoint_ns})
+MATCH (c:LgCheckpoint {tenant: $tenant, thread_id: $thread_id, checkpoint_ns: $checkpoint_ns})
 RETURN max(c.checkpoint_id) AS latest, min(c.created_at) AS first_ts
 """
 CYPHER_TREE = """
-MATCH (c:Checkpoint {tenant: $tenant, thread_id: $thread_id, checkpoint_ns: $checkpoint_ns})
+MATCH (c:LgCheckpoint {tenant: $tenant, thread_id: $thread_id, checkpoint_ns: $checkpoint_ns})
 RETURN c.checkpoint_id AS id, c.parent_checkpoint_id AS parent
 ORDER BY c.checkpoint_id
 """
 #: Everything of a tenant, label by label, in batches (auto-commit transactions).
-CHECKPOINT_LABELS = ("Checkpoint", "CheckpointBlob", "CheckpointWrite", "CheckpointBranch")
+CHECKPOINT_LABELS = ("LgCheckpoint", "LgCheckpointBlob", "LgCheckpointWrite", "LgCheckpointBranch")
 CYPHER_PURGE_TENANT = tuple(
     f"MATCH (n:{label} {{tenant: $tenant}}) "
     "CALL (n) { DETACH DELETE n } IN TRANSACTIONS OF 5000 ROWS"

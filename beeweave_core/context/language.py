@@ -104,9 +104,18 @@ def bare_number(v: str) -> str:
     return re.sub(r"(?<=\d),(?=\d{3}\b)", "", v)
 
 
+_NUMERIC = re.compile(r"[-+]?\$?\d[\d,.]*%?")
+
+
 def value_present(value: str, folded_text: str) -> bool:
-    """``value`` occurs in already-folded text; ``5,000`` and ``5000`` are one value."""
+    """``value`` occurs in already-folded text; ``5,000`` and ``5000`` are one value.
+
+    A number must occur as a whole number: ``7`` is not found in ``7450``.
+    """
     fv = fold(value)
+    if _NUMERIC.fullmatch(fv):
+        pattern = r"(?<![\d.])" + re.escape(bare_number(fv)) + r"(?![\d]|\.\d)"
+        return bool(re.search(pattern, bare_number(folded_text)))
     if fv in folded_text:
         return True
     if any(c.isdigit() for c in fv):
@@ -159,7 +168,7 @@ IMPERATIVE = re.compile(
     r"compress|schedule|format|sort|group|filter|validate|export|load|parse|fetch|return|"
     r"respond|reply|answer|cap|run|switch|replace|drop|rename|enable|disable|prefer|target|"
     r"output|emit|persist|respect|skip|ignore|treat|convert|round|timeout|tag|label)\b"
-    r"|^\S{0,24}?(?:用|使用|采用|设为|设置为|作为|按|存到|存成|写成|保留|改用|改成)",
+    r"|^.{0,24}?(?:用|使用|采用|设为|设置为|作为|按|存到|存成|写成|保留|改用|改成)",
     re.I,
 )
 DECISION = re.compile(
@@ -202,8 +211,8 @@ REASON = re.compile(
     re.I,
 )
 TODO = re.compile(
-    _words("todo", "to-do", "next step", "later", "remaining", "still need", "still have to",
-           "will need", "follow up", "pending", "afterwards", "tomorrow")
+    _words("todo", "to-do", "next step", "remaining", "still need", "still have to",
+           "will need to", "follow up", "pending")
     + "|" + _zh("待办", "接下来", "下一步", "之后再", "还需要", "还要", "后续", "稍后"),
     re.I,
 )  # fmt: skip

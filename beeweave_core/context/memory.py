@@ -310,7 +310,7 @@ class MemoryWriter:
         for v, matched in targets:
             clauses = L.clauses(v.text)
             keep = [c for c in clauses if c not in matched]
-            partial = bool(matched) and keep and len(keep) < len(clauses) and any(
+            partial = bool(matched and keep) and len(keep) < len(clauses) and any(
                 L.key_values(c) or len(c.split()) >= 3 for c in keep
             )
             wording = matched if partial else [v.text]
@@ -417,9 +417,7 @@ class MemoryWriter:
             links={EdgeType.DERIVED_FROM: tuple(sources)}, meta=meta, source=_SOURCE,
         )  # fmt: skip
         self.store.append([mem])
-        stored = self.store.get([mid])
-        if stored:
-            self._views.setdefault(ev.session_id, []).append(MemoryView.of(stored[0]))
+        self._views.setdefault(ev.session_id, []).append(MemoryView.of(mem))
         return mid
 
 

@@ -103,6 +103,19 @@ def _edge_types(types: Iterable[EdgeType | str]) -> list[str]:
     return [EdgeType(t).value for t in types]
 
 
+def _merge_edges(tx: Any, tenant: str, edges: Sequence[Edge]) -> int:
+    """MERGE typed edges (one statement per type); returns how many were new."""
+    by_type: dict[EdgeType, list[dict[str, str]]] = {}
+    for e in edges:
+        meta = dumps(e.meta) if e.meta else "{}"
+        by_type.setdefault(e.type, []).append({"src": e.src, "dst": e.dst, "meta": meta})
+    created = 0
+    for etype, rows in by_type.items():
+        summary = tx.run(q.CYPHER_MERGE_EDGES[etype], tenant=tenant, edges=rows).consume()
+        created += summary.counters.relationships_created
+    return created
+
+
 class Neo4jEventStore(BaseEventStore):
     """Event graph in Neo4j; one object per tenant, sharing one driver.
 
@@ -241,7 +254,7 @@ class Neo4jEventStore(BaseEventStore):
         existing = {r["id"] for r in tx.run(q.CYPHER_GET_EXISTING_IDS, tenant=t, ids=ids)}
         artifacts: dict[str, dict[str, Any]] = {}
         rows: list[dict[str, Any]] = []
-        edges: list[dict[str, Any]] = []
+        edges: list[Edge] = []
         result = AppendResult()
         for p, ntok in zip(prepared, tokens, strict=True):
             for sha, body in p.artifacts.items():
@@ -256,9 +269,7 @@ class Neo4jEventStore(BaseEventStore):
             else:
                 seq = last[ev.session_id] = last[ev.session_id] + 1
             rows.append(self._row(p, seq, ntok))
-            edges += [
-                {"src": e.src, "dst": e.dst, "type": e.type.value, "meta": "{}"} for e in ev.edges()
-            ]
+            edges += ev.edges()
             result.ids.append(ev.id)
         if artifacts:
             tx.run(q.CYPHER_MERGE_ARTIFACTS, tenant=t, artifacts=list(artifacts.values()))
@@ -269,8 +280,10 @@ class Neo4jEventStore(BaseEventStore):
                 tx.run(q.CYPHER_CREATE_EVENTS, tenant=t, rows=rows).consume()
             except nx.ConstraintError as exc:
                 raise ValueError(f"import conflicts with stored events: {exc.message}") from exc
-            if edges:
-                tx.run(q.CYPHER_MERGE_EDGES, tenant=t, edges=edges).consume()
+            refs = [{"id": r["id"], "shas": r["artifacts"]} for r in rows if r["artifacts"]]
+            if refs:
+                tx.run(q.CYPHER_LINK_ARTIFACTS, tenant=t, rows=refs).consume()
+            _merge_edges(tx, t, edges)
             tx.run(q.CYPHER_CREATE_NEXT, tenant=t, ids=result.ids).consume()
             sessions = [{"id": s, "last_seq": n} for s, n in last.items()]
             tx.run(q.CYPHER_SET_LAST_SEQ, tenant=t, sessions=sessions).consume()
@@ -306,19 +319,11 @@ class Neo4jEventStore(BaseEventStore):
 
     def link(self, edges: Sequence[Edge]) -> int:
         """Add edges (REFERS_TO found later, SUMMARIZES, …); existing ones are kept."""
-        rows = []
-        for e in edges:
-            if e.type == EdgeType.NEXT:
-                raise ValueError("NEXT edges follow the session order and cannot be set")
-            rows.append({"src": e.src, "dst": e.dst, "type": e.type.value, "meta": dumps(e.meta)})
-        if not rows:
+        if any(e.type == EdgeType.NEXT for e in edges):
+            raise ValueError("NEXT edges follow the session order and cannot be set")
+        if not edges:
             return 0
-
-        def work(tx: Any) -> int:
-            summary = tx.run(q.CYPHER_MERGE_EDGES, tenant=self.tenant, edges=rows).consume()
-            return summary.counters.relationships_created
-
-        return self._write(work)
+        return self._write(_merge_edges, self.tenant, list(edges))
 
     def _set_status(self, ids: Sequence[str], status: Status, reason: str) -> int:
         if not isinstance(reason, str):

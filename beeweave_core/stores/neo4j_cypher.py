@@ -30,6 +30,8 @@ stored (yet): its target is a *placeholder* ``(:Event {tenant, id})`` without
 
 from __future__ import annotations
 
+from ..events import EdgeType
+
 #: Full-text analyzer: Lucene's CJKAnalyzer indexes Chinese/Japanese/Korean as
 #: overlapping bigrams (``数据管道`` → 数据 据管 管道, so ``管道`` does not hit
 #: ``管理道路``) and other scripts like the standard analyzer (lower-cased words;
@@ -114,20 +116,29 @@ CYPHER_CREATE_EVENTS = """
 UNWIND $rows AS r
 MERGE (e:Event {tenant: $tenant, id: r.id})
 SET e += r.props, e:$(r.label)
-WITH e, r
-UNWIND r.artifacts AS sha
-MERGE (a:Artifact {tenant: $tenant, sha256: sha})
+"""
+CYPHER_LINK_ARTIFACTS = """
+UNWIND $rows AS r
+MATCH (e:Event {tenant: $tenant, id: r.id})
+UNWIND r.shas AS sha
+MATCH (a:Artifact {tenant: $tenant, sha256: sha})
 MERGE (e)-[:HAS_ARTIFACT]->(a)
 """
-#: Typed edges; a missing end becomes a placeholder.  ``relationships_created`` of
-#: the summary counts the new ones.
-CYPHER_MERGE_EDGES = """
+#: Typed edges, one statement per type: Neo4j 5.26 plans ``MERGE`` of a dynamic
+#: type ``[:$(t)]`` as a scan of every relationship in the database, a static type
+#: as an expand between the two nodes.  A missing end becomes a placeholder;
+#: ``relationships_created`` of the summary counts the new edges.
+CYPHER_MERGE_EDGES = {
+    t: f"""
 UNWIND $edges AS r
-MERGE (a:Event {tenant: $tenant, id: r.src})
-MERGE (b:Event {tenant: $tenant, id: r.dst})
-MERGE (a)-[x:$(r.type)]->(b)
+MERGE (a:Event {{tenant: $tenant, id: r.src}})
+MERGE (b:Event {{tenant: $tenant, id: r.dst}})
+MERGE (a)-[x:{t.value}]->(b)
 ON CREATE SET x.meta = r.meta
 """
+    for t in EdgeType
+    if t is not EdgeType.NEXT
+}
 #: NEXT from the event at seq-1 and to the one at seq+1 (an import may fill a hole).
 CYPHER_CREATE_NEXT = """
 UNWIND $ids AS id

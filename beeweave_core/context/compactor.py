@@ -1,0 +1,489 @@
+"""Compaction: old turns become segment summaries that provably kept their facts.
+
+* **When**: once the turns not yet covered by a summary exceed ``trigger_fraction`` of
+  the window (default 40 %) — early, so compaction never happens in a hurry.
+* **What**: segments of ``segment_turns`` turns (default 6, never splitting a tool call
+  from its result), oldest first, until the uncovered tail is down to
+  ``keep_fraction`` of the window.  Each becomes a ``summary`` event carrying its turn
+  range, source ids and SUMMARIZES edges.  After ``merge_after`` segments, summaries
+  are merged into a higher-level one (hierarchically).
+* **Verified retention**: every number, identifier, quoted string and constraint phrase
+  of the (edited) source must occur in the summary.  If one is missing the summarizer is
+  asked again naming it; if it is still missing the summary is rolled back (stored,
+  then invalidated, with what was lost) and the original turns stay in use.
+* **Thrash guard**: if the context refills to the trigger within ``thrash_turns`` turns
+  of the last compaction, a ``warning`` event is recorded and the compactor adapts: it
+  keeps half as much uncompacted tail, allows shorter segments, waits longer before the
+  next compaction, and tells the assembler to shrink the immediate layer.
+* **Corrections**: when the user overturns an instruction that a summary already holds,
+  that summary is rebuilt without it (new version SUPERSEDES the old one).
+"""
+
+from __future__ import annotations
+
+import re
+import threading
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..events import EdgeType, Event, EventType, event_id_for
+from ..stores.base import EventStore
+from ..tokens import TokenCounter
+from . import language as L
+from .editing import EditPolicy, Editor, SourceLine, seen_sentences
+from .messages import Unit, read_units, split_units
+from .summarizers import Summarizer
+
+_SOURCE = {"framework": "beeweave", "component": "compactor"}
+_LINE = re.compile(r"^-?\s*#(?P<seq>\d+) (?P<role>user|assistant|tool|summary): (?P<text>.*)$")
+_PREFIX = re.compile(r"#\d+ (?:user|assistant|tool|summary):")
+
+
+@dataclass(frozen=True)
+class CompactionPolicy:
+    """When and how hard to compact (see module docstring)."""
+
+    segment_turns: int = 6
+    merge_after: int = 4
+    trigger_fraction: float = 0.4
+    keep_fraction: float = 0.2
+    thrash_turns: int = 4
+    max_level: int = 3
+    retries: int = 1
+
+    def __post_init__(self) -> None:
+        if self.segment_turns < 1 or self.merge_after < 2:
+            raise ValueError("segment_turns must be >= 1 and merge_after >= 2")
+        if not 0 < self.keep_fraction < self.trigger_fraction <= 1:
+            raise ValueError("need 0 < keep_fraction < trigger_fraction <= 1")
+
+
+@dataclass
+class CompactionReport:
+    """What one :meth:`Compactor.maybe_compact` call did, and why."""
+
+    session_id: str
+    triggered: bool = False
+    reason: str = ""
+    tail_tokens: int = 0
+    threshold: int = 0
+    level: int = 0
+    thrash: bool = False
+    summaries: list[str] = field(default_factory=list)
+    rolled_back: list[str] = field(default_factory=list)
+    merged: list[str] = field(default_factory=list)
+    refreshed: list[str] = field(default_factory=list)
+    source_tokens: int = 0
+    summary_tokens: int = 0
+
+    @property
+    def ratio(self) -> float | None:
+        """Summary tokens per source token (lower is more compression)."""
+        return self.summary_tokens / self.source_tokens if self.source_tokens else None
+
+
+def summary_lines(summary: Event) -> list[SourceLine]:
+    """A stored summary as source lines again (for merging and for recall)."""
+    out = []
+    for raw in (summary.content or "").splitlines():
+        line = raw.strip()
+        if not line:
+            continue
+        m = _LINE.match(line)
+        if m:
+            out.append(SourceLine(summary.id, int(m["seq"]), m["role"], m["text"]))
+        else:
+            seq = int(summary.payload.get("seq_from", summary.seq))
+            out.append(SourceLine(summary.id, seq, "summary", line.lstrip("- ").strip()))
+    return out
+
+
+def _check_text(summary: str) -> str:
+    return _PREFIX.sub(" ", summary)
+
+
+class Compactor:
+    """Writes, merges, verifies and refreshes the summaries of sessions in a store."""
+
+    def __init__(
+        self,
+        store: EventStore,
+        summarizer: Summarizer,
+        *,
+        policy: CompactionPolicy | None = None,
+        edit_policy: EditPolicy | None = None,
+        overturned: Any = None,
+    ) -> None:
+        self.store = store
+        self.summarizer = summarizer
+        self.policy = policy or CompactionPolicy()
+        self.edit_policy = edit_policy or EditPolicy()
+        #: callable(session_id) -> {event id: [overturned wording]}
+        self.overturned = overturned or (lambda _sid: {})
+        self._lock = threading.RLock()
+        self._unit_tokens: dict[tuple[str, ...], int] = {}
+
+    # ----------------------------------------------------------------- state
+    def summaries(self, session_id: str, *, include_inactive: bool = False) -> list[Event]:
+        return self.store.timeline(
+            session_id, types=(EventType.SUMMARY,), include_inactive=include_inactive
+        )
+
+    def level(self, session_id: str) -> int:
+        """Thrash level: how many times the guard fired (capped); 0 is normal."""
+        warnings = self.store.timeline(session_id, types=(EventType.WARNING,))
+        n = sum(1 for w in warnings if w.payload.get("kind") == "thrash")
+        return min(n, self.policy.max_level)
+
+    def top_summaries(self, session_id: str) -> list[Event]:
+        """Active summaries not merged into a higher one, oldest first."""
+        active = self.summaries(session_id)
+        covered = {c for s in active for c in s.payload.get("children") or ()}
+        return [s for s in active if s.id not in covered]
+
+    def covered_to(self, session_id: str, summaries: Sequence[Event] | None = None) -> int:
+        """Last seq handled by a level-0 segment (summarised, or kept as originals)."""
+        allsum = summaries if summaries is not None else self.summaries(session_id, include_inactive=True)
+        return max((int(s.payload.get("seq_to", -1)) for s in allsum
+                    if s.payload.get("level", 0) == 0), default=-1)  # fmt: skip
+
+    def rolled_back(self, session_id: str) -> list[Event]:
+        """Segments whose summary failed the retention check (originals kept)."""
+        return [
+            s
+            for s in self.summaries(session_id, include_inactive=True)
+            if (s.payload.get("retention") or {}).get("outcome") == "rolled_back"
+            and s.payload.get("level", 0) == 0
+        ]
+
+    def stats(self, session_id: str) -> dict[str, Any]:
+        allsum = self.summaries(session_id, include_inactive=True)
+        seg = [s for s in allsum if s.payload.get("level", 0) == 0 and s.status.value == "active"]
+        src = sum(int(s.payload.get("source_tokens", 0)) for s in seg)
+        dst = sum(int(s.payload.get("summary_tokens", 0)) for s in seg)
+        return {
+            "segments": len(seg),
+            "merged": sum(1 for s in allsum if s.payload.get("level", 0) > 0 and s.status.value == "active"),
+            "rolled_back": len(self.rolled_back(session_id)),
+            "source_tokens": src,
+            "summary_tokens": dst,
+            "ratio": dst / src if src else None,
+            "thrash_level": self.level(session_id),
+        }
+
+    # ------------------------------------------------------------ compaction
+    def unit_tokens(self, unit: Unit, editor: Editor, counter: TokenCounter) -> int:
+        key = (*unit.ids, counter.encoding_name, str(sorted(editor.overturned.items())) if
+               any(i in editor.overturned for i in unit.ids) else "")  # fmt: skip
+        hit = self._unit_tokens.get(key)
+        if hit is None:
+            edited = editor.edit_unit(unit)
+            hit = counter.count_messages(edited.messages, prime_reply=False) if edited else 0
+            if len(self._unit_tokens) > 50_000:
+                self._unit_tokens.clear()
+            self._unit_tokens[key] = hit
+        return hit
+
+    def maybe_compact(
+        self,
+        session_id: str,
+        *,
+        window_tokens: int,
+        counter: TokenCounter,
+        force: bool = False,
+    ) -> CompactionReport:
+        """Compact if the uncovered turns passed the trigger (or ``force``)."""
+        if window_tokens <= 0:
+            raise ValueError("window_tokens must be positive")
+        with self._lock:
+            return self._maybe_compact(session_id, window_tokens, counter, force)
+
+    def _maybe_compact(
+        self, session_id: str, window: int, counter: TokenCounter, force: bool
+    ) -> CompactionReport:
+        p = self.policy
+        report = CompactionReport(session_id, threshold=int(p.trigger_fraction * window))
+        allsum = self.summaries(session_id, include_inactive=True)
+        covered = self.covered_to(session_id, allsum)
+        _systems, units = read_units(self.store, session_id)
+        editor = Editor(self.edit_policy, self.overturned(session_id))
+        tail = [u for u in units if u.seq_from > covered]
+        tokens = [self.unit_tokens(u, editor, counter) for u in tail]
+        report.tail_tokens = sum(tokens)
+        level = self.level(session_id)
+        report.level = level
+        if report.tail_tokens <= report.threshold and not force:
+            report.reason = "below trigger"
+            return report
+        last = max(allsum, key=lambda s: int(s.payload.get("at_seq", -1)), default=None)
+        at_seq = int(last.payload.get("at_seq", -1)) if last is not None else None
+        turns_since = sum(u.turns for u in tail if at_seq is None or u.seq_from > at_seq)
+        if last is not None and not force:
+            cooldown = int(last.payload.get("cooldown_turns", 0))
+            if turns_since < cooldown:
+                report.reason = f"backing off: {turns_since}/{cooldown} turns since last compaction"
+                return report
+            if turns_since <= p.thrash_turns:
+                level = min(level + 1, p.max_level)
+                report.thrash, report.level = True, level
+                self._warn_thrash(session_id, turns_since, report, level, window)
+        keep = p.keep_fraction * window * 0.5**level
+        min_turns = max(2, p.segment_turns >> level) if level else p.segment_turns
+        segments = self._plan(tail[:-1] if len(tail) > 1 else [], tokens, keep, min_turns)
+        if not segments:
+            report.reason = "nothing old enough to compact"
+            return report
+        report.triggered = True
+        report.reason = "forced" if force else f"tail {report.tail_tokens} > trigger {report.threshold}"
+        seen = seen_sentences(editor, [u for u in units if u.seq_to <= covered])
+        last_seq = units[-1].seq_to if units else -1
+        cooldown = p.thrash_turns * 2 ** (level - 1) if level else 0
+        for seg in segments:
+            ev = self._segment(session_id, seg, editor, seen, counter,
+                               {"at_seq": last_seq, "window_tokens": window,
+                                "thrash_level": level, "cooldown_turns": cooldown})  # fmt: skip
+            report.summaries.append(ev.id)
+            report.source_tokens += int(ev.payload["source_tokens"])
+            report.summary_tokens += int(ev.payload["summary_tokens"])
+            if ev.payload["retention"]["outcome"] == "rolled_back":
+                report.rolled_back.append(ev.id)
+        report.merged = self._merge_all(session_id, counter)
+        return report
+
+    @staticmethod
+    def _plan(
+        tail: Sequence[Unit], tokens: Sequence[int], keep: float, min_turns: int
+    ) -> list[list[Unit]]:
+        remaining = float(sum(tokens))  # the whole tail, the newest unit included
+        segments: list[list[Unit]] = []
+        i = 0
+        while remaining > keep and i < len(tail):
+            j, turns = i, 0
+            while j < len(tail) and turns < min_turns:
+                turns += tail[j].turns
+                j += 1
+            if turns < min_turns:
+                break
+            segments.append(list(tail[i:j]))
+            remaining -= sum(tokens[i:j])
+            i = j
+        return segments
+
+    def _warn_thrash(
+        self, session_id: str, turns_since: int, report: CompactionReport, level: int, window: int
+    ) -> None:
+        keep = int(self.policy.keep_fraction * window * 0.5**level)
+        payload = {
+            "kind": "thrash",
+            "turns_since_compaction": turns_since,
+            "tail_tokens": report.tail_tokens,
+            "trigger_tokens": report.threshold,
+            "level": level,
+            "action": (
+                f"compact harder (keep <= {keep} tokens uncompacted), shorter segments, "
+                f"back off {self.policy.thrash_turns * 2 ** (level - 1)} turns, "
+                f"immediate layer x{0.7**level:.2f}"
+            ),
+        }
+        text = (
+            f"Context refilled to the compaction trigger {turns_since} turn(s) after the last "
+            f"compaction; adapting (level {level})."
+        )
+        self._append(session_id, EventType.WARNING, text, payload, key=f"thrash:{report.tail_tokens}:{turns_since}:{level}")
+
+    # --------------------------------------------------------------- segments
+    def _summarize_checked(
+        self, lines: Sequence[SourceLine], source_text: str
+    ) -> tuple[str, dict[str, Any]]:
+        keys = L.retention_keys(source_text)
+        summary = self.summarizer.summarize(lines) if lines else ""
+        missing = L.missing_keys(source_text, _check_text(summary), keys)
+        attempts = 1
+        while missing and attempts <= self.policy.retries:
+            summary = self.summarizer.summarize(lines, must_keep=missing)
+            missing = L.missing_keys(source_text, _check_text(summary), keys)
+            attempts += 1
+        if not lines:
+            outcome = "empty"
+        elif missing:
+            outcome = "rolled_back"
+        else:
+            outcome = "ok" if attempts == 1 else "retried"
+        return summary, {"checked": len(keys), "missing": missing, "attempts": attempts, "outcome": outcome}
+
+    def _segment(
+        self,
+        session_id: str,
+        units: Sequence[Unit],
+        editor: Editor,
+        seen: set[str],
+        counter: TokenCounter,
+        extra: dict[str, Any],
+        *,
+        version: int = 1,
+    ) -> Event:
+        lines = editor.source_lines(units, seen=seen)
+        source_text = "\n".join(ln.text for ln in lines)
+        summary, retention = self._summarize_checked(lines, source_text)
+        events = [e for u in units for e in u.events]
+        raw = counter.count_messages([m for u in units for m in u.messages], prime_reply=False)
+        edited = counter.count_text("\n".join(ln.render() for ln in lines))
+        out = counter.count_text(summary)
+        ids = [e.id for e in events]
+        overturned = editor.overturned
+        payload = {
+            "level": 0,
+            "seq_from": min(e.seq for e in events),
+            "seq_to": max(e.seq for e in events),
+            "turns": sum(u.turns for u in units),
+            "source_ids": ids,
+            "source_tokens": raw,
+            "edited_tokens": edited,
+            "summary_tokens": out,
+            "ratio": round(out / raw, 4) if raw else None,
+            "retention": retention,
+            "summarizer": getattr(self.summarizer, "name", type(self.summarizer).__name__),
+            "overturned_applied": sorted(_overturn_keys(ids, overturned)),
+            "version": version,
+            **extra,
+        }
+        ev = self._append(session_id, EventType.SUMMARY, summary, payload,
+                          links={EdgeType.SUMMARIZES: tuple(ids)},
+                          key=f"segment:{ids[0]}:{ids[-1]}:v{version}:{len(payload['overturned_applied'])}")  # fmt: skip
+        if retention["outcome"] == "rolled_back":
+            self._roll_back(session_id, ev, retention["missing"])
+        return ev
+
+    def _roll_back(self, session_id: str, ev: Event, missing: Sequence[str]) -> None:
+        reason = "retention check failed: lost " + ", ".join(missing[:10]) + "; originals kept"
+        self.store.invalidate([ev.id], reason)
+        self._append(session_id, EventType.WARNING,
+                     f"Summary of #{ev.payload['seq_from']}-#{ev.payload['seq_to']} rolled back: {reason}.",
+                     {"kind": "retention", "summary_id": ev.id, "missing": list(missing)},
+                     key=f"retention:{ev.id}")  # fmt: skip
+
+    # ----------------------------------------------------------------- merges
+    def _merge_all(self, session_id: str, counter: TokenCounter) -> list[str]:
+        merged: list[str] = []
+        while True:
+            allsum = self.summaries(session_id, include_inactive=True)
+            active = [s for s in allsum if s.status.value == "active"]
+            covered = {c for s in active for c in s.payload.get("children") or ()}
+            tried = {c for s in allsum if s.status.value != "active"
+                     and (s.payload.get("retention") or {}).get("outcome") == "rolled_back"
+                     for c in s.payload.get("children") or ()}  # fmt: skip
+            did = False
+            for level in sorted({int(s.payload.get("level", 0)) for s in active}):
+                pool = [s for s in active if int(s.payload.get("level", 0)) == level
+                        and s.id not in covered and s.id not in tried and s.content]  # fmt: skip
+                if len(pool) >= self.policy.merge_after:
+                    ev = self._merge(session_id, pool[: self.policy.merge_after], level + 1, counter)
+                    merged.append(ev.id)
+                    did = True
+                    break
+            if not did:
+                return merged
+
+    def _merge(
+        self, session_id: str, children: Sequence[Event], level: int, counter: TokenCounter,
+        *, version: int = 1,
+    ) -> Event:  # fmt: skip
+        lines = [ln for c in children for ln in summary_lines(c)]
+        source_text = "\n".join(ln.text for ln in lines)
+        summary, retention = self._summarize_checked(lines, source_text)
+        src = sum(int(c.payload.get("summary_tokens", 0)) for c in children)
+        out = counter.count_text(summary)
+        raw_ids = [i for c in children for i in (c.payload.get("raw_ids") or c.payload.get("source_ids") or ())]
+        payload = {
+            "level": level,
+            "seq_from": min(int(c.payload.get("seq_from", c.seq)) for c in children),
+            "seq_to": max(int(c.payload.get("seq_to", c.seq)) for c in children),
+            "children": [c.id for c in children],
+            "raw_ids": raw_ids,
+            "source_tokens": src,
+            "summary_tokens": out,
+            "ratio": round(out / src, 4) if src else None,
+            "retention": retention,
+            "summarizer": getattr(self.summarizer, "name", type(self.summarizer).__name__),
+            "overturned_applied": sorted({k for c in children for k in c.payload.get("overturned_applied") or ()}),
+            "version": version,
+        }
+        ev = self._append(session_id, EventType.SUMMARY, summary, payload,
+                          links={EdgeType.SUMMARIZES: tuple(c.id for c in children)},
+                          key=f"merge:{':'.join(c.id for c in children)}:v{version}")  # fmt: skip
+        if retention["outcome"] == "rolled_back":
+            self._roll_back(session_id, ev, retention["missing"])
+        return ev
+
+    # ---------------------------------------------------------------- refresh
+    def refresh_stale(self, session_id: str, counter: TokenCounter) -> list[str]:
+        """Rebuild summaries that still hold an instruction the user has overturned."""
+        overturned = self.overturned(session_id)
+        if not overturned:
+            return []
+        with self._lock:
+            stale = [s for s in self.top_summaries(session_id) if self._stale(s, overturned)]
+            if not stale:
+                return []
+            _systems, units = read_units(self.store, session_id)
+            editor = Editor(self.edit_policy, overturned)
+            return [self._rebuild(session_id, s, editor, units, counter).id for s in stale]
+
+    @staticmethod
+    def _stale(s: Event, overturned: dict[str, list[str]]) -> bool:
+        raw = s.payload.get("raw_ids") or s.payload.get("source_ids") or ()
+        return bool(_overturn_keys(raw, overturned) - set(s.payload.get("overturned_applied") or ()))
+
+    def _rebuild(
+        self, session_id: str, s: Event, editor: Editor, units: Sequence[Unit], counter: TokenCounter
+    ) -> Event:
+        version = int(s.payload.get("version", 1)) + 1
+        if int(s.payload.get("level", 0)) == 0:
+            ids = set(s.payload.get("source_ids") or ())
+            seg = [u for u in units if set(u.ids) & ids]
+            if not seg:  # sources gone (purged): rebuild from the stored events
+                _sys, seg = split_units(self.store.get(list(ids)))
+            seen = seen_sentences(editor, [u for u in units if u.seq_to < int(s.payload.get("seq_from", 0))])
+            keep = {k: s.payload[k] for k in ("at_seq", "window_tokens", "thrash_level", "cooldown_turns")
+                    if k in s.payload}  # fmt: skip
+            new = self._segment(session_id, seg, editor, seen, counter, keep, version=version)
+        else:
+            children = self.store.get(list(s.payload.get("children") or ()), include_inactive=True)
+            fresh = [self._rebuild(session_id, c, editor, units, counter)
+                     if self._stale(c, dict(editor.overturned)) else c for c in children]  # fmt: skip
+            new = self._merge(session_id, fresh, int(s.payload["level"]), counter, version=version)
+        if s.status.value == "active":
+            self.store.invalidate([s.id], "rebuilt without an overturned instruction", by=new.id)
+        return new
+
+    # ---------------------------------------------------------------- writing
+    def _append(
+        self,
+        session_id: str,
+        etype: EventType,
+        content: str,
+        payload: dict[str, Any],
+        *,
+        links: dict[EdgeType, tuple[str, ...]] | None = None,
+        key: str,
+    ) -> Event:
+        meta = self._session_meta(session_id)
+        ev = Event(
+            id=event_id_for(self.store.tenant, session_id, f"compactor:{key}"),
+            tenant=self.store.tenant, session_id=session_id, type=etype,
+            role="system", content=content, payload=payload, links=links or {},
+            meta=meta, source=_SOURCE,
+        )  # fmt: skip
+        self.store.append([ev])
+        got = self.store.get([ev.id], include_inactive=True)
+        return got[0] if got else ev
+
+    def _session_meta(self, session_id: str) -> dict[str, Any]:
+        first = self.store.timeline(session_id, types=(EventType.USER_MESSAGE,), last=1)
+        meta = {k: first[0].meta[k] for k in ("user_id", "agent_id") if first and first[0].meta.get(k)}
+        return {**meta, "tags": ["compaction"]}
+
+
+def _overturn_keys(ids: Sequence[str], overturned: dict[str, list[str]] | Any) -> set[str]:
+    return {f"{i}:{L.fold(t)}" for i in ids if i in overturned for t in overturned[i]}

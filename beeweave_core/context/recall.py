@@ -1,0 +1,222 @@
+"""What the recalled layer may hold, and how much each piece is worth for this query.
+
+Candidates are memories and summary lines of the session, the original turns of
+segments whose summary was rolled back or that are not compacted yet but fell out of
+the immediate window, and — for the same user — memories and summaries of their other
+sessions (through the fused retriever when it is available, else straight from the
+store).  Each is scored by lexical relevance to the query (BM25 over the same terms the
+search index uses, Chinese segmented), a prior by kind, recency, and memory decay.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+from collections import Counter
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..events import Event, EventType
+from .. import lexical
+from .compactor import summary_lines
+from .editing import Editor
+from .memory import decay, expired
+from .messages import Unit
+
+log = logging.getLogger("beeweave.context")
+
+PRIOR = {
+    "decision": 0.9,
+    "constraint": 0.9,
+    "preference": 0.8,
+    "artifact": 0.75,
+    "fact": 0.6,
+    "summary": 0.55,
+    "original": 0.5,
+}
+
+
+@dataclass
+class Recallable:
+    """One piece the recalled layer may include, with where it came from."""
+
+    key: str
+    kind: str  # a memory kind, "summary" or "original"
+    text: str
+    group: str  # render header shared by pieces of one source
+    event_ids: tuple[str, ...]
+    session_id: str
+    seq_range: tuple[int, int]
+    weight: float = 1.0  # decay x cross-session discount
+    recency: float = 0.0
+    score: float = 0.0
+    via: str = "store"
+
+    def line(self) -> str:
+        if self.group.startswith("[memories"):
+            return f"- ({self.kind} #{self.seq_range[0]}) {self.text}"
+        return f"- {self.text}"
+
+
+@dataclass
+class RecallInputs:
+    """Everything :func:`gather` reads, so the assembler decides it once."""
+
+    session_id: str
+    query: str
+    user_id: str | None
+    memories: Sequence[Event]
+    exclude: set[str]
+    top_summaries: Sequence[Event]
+    rolled_back: Sequence[Event]
+    units: Sequence[Unit]
+    covered_to: int
+    window_from: int  # first seq in the immediate window (tentative)
+    editor: Editor
+    now: float
+    other_sessions: Callable[[], list[tuple[str, list[Event], list[Event]]]] = lambda: []
+    retrieve: Callable[[str], list[Any]] | None = None
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+def _mem_piece(m: Event, origin: str, weight: float, recency: float) -> Recallable:
+    seq = int(m.payload.get("source_seq", m.seq))
+    return Recallable(
+        key=m.id,
+        kind=str(m.payload.get("kind", "fact")),
+        text=m.content,
+        group=f"[memories · {origin}]",
+        event_ids=(m.id, *(m.payload.get("source_ids") or ())),
+        session_id=m.session_id,
+        seq_range=(seq, seq),
+        weight=weight,
+        recency=recency,
+    )
+
+
+def _summary_pieces(s: Event, origin: str, weight: float, window_from: int | None) -> list[Recallable]:
+    a, b = int(s.payload.get("seq_from", s.seq)), int(s.payload.get("seq_to", s.seq))
+    group = f"[summary · {origin} · turns #{a}-#{b}]"
+    out = []
+    for i, ln in enumerate(summary_lines(s)):
+        if window_from is not None and ln.seq >= window_from:
+            continue  # that turn is shown verbatim
+        text = ln.text if ln.role == "summary" else f"#{ln.seq} {ln.role}: {ln.text}"
+        out.append(Recallable(f"{s.id}:{i}", "summary", text, group, (s.id,), s.session_id,
+                              (a, b), weight, 0.0))  # fmt: skip
+    return out
+
+
+def gather(inp: RecallInputs) -> list[Recallable]:
+    """All candidates for the recalled layer, scored for ``inp.query``."""
+    out: list[Recallable] = []
+    span = max(1, max((u.seq_to for u in inp.units), default=1))
+    for m in inp.memories:
+        if m.id in inp.exclude or expired(m, inp.now):
+            continue
+        sources = m.payload.get("source_ids") or ()
+        seq = int(m.payload.get("source_seq", m.seq))
+        if seq >= inp.window_from and sources:
+            continue  # said in a turn the immediate layer shows verbatim
+        out.append(_mem_piece(m, "this session", decay(m, inp.now), seq / span))
+    for s in inp.top_summaries:
+        if s.content:
+            pieces = _summary_pieces(s, "this session", 1.0, inp.window_from)
+            for p in pieces:
+                p.recency = p.seq_range[1] / span
+            out += pieces
+    out += _originals(inp, span)
+    try:
+        out += _cross_session(inp)
+    except Exception:  # cross-session recall is a bonus; never fail an assembly on it
+        log.exception("beeweave: cross-session recall failed")
+    _score(out, inp.query)
+    return sorted(out, key=lambda r: r.score, reverse=True)
+
+
+def _originals(inp: RecallInputs, span: int) -> list[Recallable]:
+    """Turns no summary stands for: rolled-back segments, and uncompacted turns that
+    fell out of the immediate window."""
+    out: list[Recallable] = []
+    groups: list[tuple[str, list[Unit]]] = []
+    for s in inp.rolled_back:
+        ids = set(s.payload.get("source_ids") or ())
+        units = [u for u in inp.units if set(u.ids) & ids and u.seq_from < inp.window_from]
+        if units:
+            groups.append(("summary rolled back, originals kept", units))
+    gap = [u for u in inp.units if u.seq_from > inp.covered_to and u.seq_to < inp.window_from]
+    if gap:
+        groups.append(("not yet compacted", gap))
+    seen: set[str] = set()
+    for why, units in groups:
+        lines = inp.editor.source_lines(units, seen=seen)
+        if not lines:
+            continue
+        a, b = units[0].seq_from, units[-1].seq_to
+        group = f"[original turns · this session · #{a}-#{b} · {why}]"
+        for ln in lines:
+            out.append(Recallable(f"{ln.event_id}:orig", "original", f"#{ln.seq} {ln.role}: {ln.text}",
+                                  group, (ln.event_id,), inp.session_id, (ln.seq, ln.seq), 1.0,
+                                  ln.seq / span))  # fmt: skip
+    return out
+
+
+def _cross_session(inp: RecallInputs) -> list[Recallable]:
+    if not inp.user_id:
+        return []
+    out: list[Recallable] = []
+    known: set[str] = set()
+    for sid, mems, sums in inp.other_sessions():
+        origin = f"session {sid}"
+        for m in mems:
+            if not expired(m, inp.now):
+                out.append(_mem_piece(m, origin, 0.85 * decay(m, inp.now), 0.0))
+                known.add(m.id)
+        for s in sums:
+            out += _summary_pieces(s, origin, 0.85, None)
+            known.add(s.id)
+    if inp.retrieve is not None and inp.query:
+        ranked: dict[str, int] = {}
+        for rank, hit in enumerate(inp.retrieve(inp.query)):
+            ev = hit.event
+            if ev.session_id == inp.session_id:
+                continue
+            ranked[ev.id] = rank
+            if ev.id in known:
+                continue
+            if ev.type == EventType.MEMORY and not expired(ev, inp.now):
+                p = _mem_piece(ev, f"session {ev.session_id}", 0.85 * decay(ev, inp.now), 0.0)
+                p.via = "retriever"
+                out.append(p)
+            elif ev.type == EventType.SUMMARY and ev.content:
+                for p in _summary_pieces(ev, f"session {ev.session_id}", 0.85, None):
+                    p.via = "retriever"
+                    out.append(p)
+        for p in out:
+            if p.event_ids[0] in ranked:
+                p.via = "retriever"
+                p.weight *= 1.0 + 1.0 / (1 + ranked[p.event_ids[0]])
+    return out
+
+
+def _score(pieces: list[Recallable], query: str) -> None:
+    """BM25 relevance (0..1, by the best piece) + kind prior + recency, x weight."""
+    q = [t for t in dict.fromkeys(lexical.tokens(query)) if t not in lexical.STOPWORDS]
+    docs = [Counter(lexical.tokens(p.text)) for p in pieces]
+    n = len(docs)
+    avg = sum(sum(d.values()) for d in docs) / n if n else 1.0
+    df = Counter(t for d in docs for t in set(d))
+    rel = []
+    for d in docs:
+        dl = sum(d.values()) or 1
+        s = 0.0
+        for t in q:
+            tf = d.get(t, 0)
+            if tf:
+                idf = math.log(1 + (n - df[t] + 0.5) / (df[t] + 0.5))
+                s += idf * tf * 2.2 / (tf + 1.2 * (0.25 + 0.75 * dl / avg))
+        rel.append(s)
+    top = max(rel, default=0.0) or 1.0
+    for p, r in zip(pieces, rel, strict=True):
+        p.score = (0.6 * r / top + 0.25 * PRIOR.get(p.kind, 0.5) + 0.15 * p.recency) * p.weight

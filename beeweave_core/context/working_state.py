@@ -1,0 +1,183 @@
+"""The working state: where the task stands, as structure rather than transcript.
+
+Goal, constraints, decisions with their reasons, what was done (with the parameters
+that matter), todos, open questions and conflicts.  It is rebuilt from the store on
+every assembly — active memories plus a scan of the turns — so it always reflects the
+latest invalidations and never drifts from what the events say.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+
+from ..events import Event, EventType
+from . import language as L
+from .memory import conflicts, expired
+from .messages import Unit
+
+SECTIONS = ("goal", "constraints", "preferences", "decisions", "done", "todos", "open_questions", "conflicts")
+TITLES = {
+    "goal": "Goal",
+    "constraints": "Constraints",
+    "preferences": "Preferences",
+    "decisions": "Decisions",
+    "done": "Done",
+    "todos": "Todos",
+    "open_questions": "Open questions",
+    "conflicts": "Conflicts (ask the user which holds)",
+}
+#: Which items survive first when the layer's budget is short (higher first).
+PRIORITY = {
+    "conflicts": 6.0,
+    "decisions": 5.0,
+    "constraints": 5.0,
+    "goal": 4.5,
+    "preferences": 4.0,
+    "open_questions": 3.5,
+    "done": 3.0,
+    "todos": 2.5,
+}
+
+
+@dataclass(frozen=True)
+class Item:
+    """One line of the working state and the events it stands for."""
+
+    section: str
+    text: str
+    event_ids: tuple[str, ...]
+    seq: int
+    reason: str | None = None
+
+    def render(self) -> str:
+        ref = f" [#{self.seq}]" if self.seq >= 0 else ""
+        why = f" (reason: {self.reason})" if self.reason and self.reason not in self.text else ""
+        return f"- {self.text}{why}{ref}"
+
+
+@dataclass
+class WorkingState:
+    """Structured task state of one session (see module docstring)."""
+
+    session_id: str
+    goal: Item | None = None
+    constraints: list[Item] = field(default_factory=list)
+    preferences: list[Item] = field(default_factory=list)
+    decisions: list[Item] = field(default_factory=list)
+    done: list[Item] = field(default_factory=list)
+    todos: list[Item] = field(default_factory=list)
+    open_questions: list[Item] = field(default_factory=list)
+    conflicts: list[Item] = field(default_factory=list)
+
+    def items(self) -> list[Item]:
+        out: list[Item] = [self.goal] if self.goal else []
+        for name in SECTIONS[1:]:
+            out += getattr(self, name)
+        return out
+
+    @property
+    def memory_ids(self) -> set[str]:
+        return {i for item in self.items() for i in item.event_ids}
+
+    def render(self, items: Iterable[Item] | None = None) -> str:
+        """The text a model reads; ``items`` restricts it to a chosen subset."""
+        chosen = list(items) if items is not None else self.items()
+        if not chosen:
+            return ""
+        lines = ["Working state (kept by BeeWeave from this session; latest wins):"]
+        for name in SECTIONS:
+            sec = [i for i in chosen if i.section == name]
+            if not sec:
+                continue
+            if name == "goal":
+                lines.append(f"Goal: {sec[0].text}")
+                continue
+            lines.append(f"{TITLES[name]}:")
+            lines += [i.render() for i in sorted(sec, key=lambda i: i.seq)]
+        return "\n".join(lines)
+
+    def to_dict(self) -> dict[str, object]:
+        return {
+            name: (
+                [i.text for i in getattr(self, name)]
+                if name != "goal"
+                else (self.goal.text if self.goal else None)
+            )
+            for name in SECTIONS
+        }
+
+
+_SECTION_OF_KIND = {
+    "constraint": "constraints",
+    "preference": "preferences",
+    "decision": "decisions",
+    "artifact": "done",
+}
+
+
+def build_working_state(
+    session_id: str,
+    memories: Sequence[Event],
+    units: Sequence[Unit],
+    *,
+    now: float | None = None,
+    max_todos: int = 6,
+) -> WorkingState:
+    """Fold a session's active memories and turns into a :class:`WorkingState`."""
+    ws = WorkingState(session_id)
+    live = [m for m in memories if not expired(m, now)]
+    for m in live:
+        kind = m.payload.get("kind", "fact")
+        section = _SECTION_OF_KIND.get(kind)
+        seq = int(m.payload.get("source_seq", m.seq))
+        if section is None:
+            continue  # plain facts are recalled by relevance, not pinned here
+        reason = m.payload.get("reason") if kind == "decision" else None
+        getattr(ws, section).append(Item(section, m.content, (m.id,), seq, reason))
+    for old, new in conflicts(live):
+        a, b = int(old.payload.get("source_seq", -1)), int(new.payload.get("source_seq", -1))
+        text = f'"{old.content}" (#{a}) vs "{new.content}" (#{b})'
+        ws.conflicts.append(Item("conflicts", text, (old.id, new.id), b))
+    _scan_turns(ws, units, max_todos)
+    return ws
+
+
+def _scan_turns(ws: WorkingState, units: Sequence[Unit], max_todos: int) -> None:
+    todos: list[Item] = []
+    for u in units:
+        for ev in u.events:
+            if ev.type not in (EventType.USER_MESSAGE, EventType.ASSISTANT_MESSAGE):
+                continue
+            for s in L.sentences(ev.content):
+                if ws.goal is None and ev.type == EventType.USER_MESSAGE and L.GOAL.search(s) \
+                        and not L.is_question(s) and not L.is_ack(s):  # fmt: skip
+                    ws.goal = Item("goal", s, (ev.id,), ev.seq)
+                if L.TODO.search(s) and not L.is_question(s) and not L.is_ack(s):
+                    todos.append(Item("todos", s, (ev.id,), ev.seq))
+    if todos:
+        seen: set[str] = set()
+        uniq = []
+        for t in reversed(todos):
+            if L.fold(t.text) not in seen:
+                seen.add(L.fold(t.text))
+                uniq.append(t)
+        ws.todos = sorted(uniq[:max_todos], key=lambda i: i.seq)
+    ws.open_questions = _open_questions(units)
+
+
+def _open_questions(units: Sequence[Unit]) -> list[Item]:
+    """Questions the assistant asked that the user has not answered yet.
+
+    The user's own latest question is not listed: it is the turn being answered and is
+    already in the immediate layer.
+    """
+    last_user = next((u for u in reversed(units) if u.kind == "user"), None)
+    last_asst = next((u for u in reversed(units) if u.kind != "user"), None)
+    if last_asst is None or (last_user is not None and last_user.seq_from > last_asst.seq_from):
+        return []
+    ev = last_asst.events[0]
+    if ev.type != EventType.ASSISTANT_MESSAGE:
+        return []
+    return [Item("open_questions", s, (ev.id,), ev.seq)
+            for s in L.sentences(ev.content) if L.is_question(s)]  # fmt: skip

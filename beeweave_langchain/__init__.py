@@ -1,0 +1,57 @@
+"""BeeWeave for LangChain and LangGraph: native components over ``beeweave_core``.
+
+=================================  ==========================================================
+``BeeWeaveCallbackHandler``        capture any chain / graph run as causal events (+ async)
+``BeeWeaveMemory``                 drop-in for ``ConversationBufferMemory`` (layered context)
+``BeeWeaveChatMessageHistory``     history for ``RunnableWithMessageHistory``
+``BeeWeaveRetriever``              ``BaseRetriever`` over fused recall, with provenance
+``beeweave_context_hook``          LangGraph pre-model hook: assembled context + compaction
+``BeeWeaveCheckpointer``           LangGraph checkpointer on the same store (+ async)
+``BeeWeaveStore``                  LangGraph ``BaseStore`` backed by long-term memory
+=================================  ==========================================================
+
+Names are imported on first use, so ``import beeweave_langchain`` stays cheap and a
+component whose optional dependency is missing fails only when it is asked for.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+_EXPORTS = {
+    "BeeWeaveCallbackHandler": "callbacks",
+    "AsyncBeeWeaveCallbackHandler": "callbacks",
+    "BeeWeaveMemory": "memory",
+    "BeeWeaveChatMessageHistory": "history",
+    "BeeWeaveRetriever": "retriever",
+    "beeweave_context_hook": "hooks",
+    "BeeWeaveContextHook": "hooks",
+    "BeeWeaveCheckpointer": "checkpoint",
+    "AsyncBeeWeaveCheckpointer": "checkpoint",
+    "BeeWeaveStore": "store",
+}
+
+__all__ = sorted(_EXPORTS)
+
+if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
+    from .callbacks import AsyncBeeWeaveCallbackHandler, BeeWeaveCallbackHandler  # noqa: F401
+    from .checkpoint import AsyncBeeWeaveCheckpointer, BeeWeaveCheckpointer  # noqa: F401
+    from .history import BeeWeaveChatMessageHistory  # noqa: F401
+    from .hooks import BeeWeaveContextHook, beeweave_context_hook  # noqa: F401
+    from .memory import BeeWeaveMemory  # noqa: F401
+    from .retriever import BeeWeaveRetriever  # noqa: F401
+    from .store import BeeWeaveStore  # noqa: F401
+
+
+def __getattr__(name: str) -> Any:
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module 'beeweave_langchain' has no attribute {name!r}")
+    value = getattr(importlib.import_module(f".{module}", __name__), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))

@@ -1,0 +1,113 @@
+"""A LangChain retriever over BeeWeave's fused recall (``weave.retrieve``).
+
+Each hit becomes a ``Document`` whose ``id`` is the event id and whose metadata says
+where it came from (session, position, time, type, the recall paths that found it
+and with which score) — enough for a chain to cite its sources or to walk the event
+graph from them.  Ranking lives in :mod:`beeweave_core.retrieval`; this is only the
+translation.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from langchain_core.callbacks import (
+    AsyncCallbackManagerForRetrieverRun,
+    CallbackManagerForRetrieverRun,
+)
+from langchain_core.documents import Document
+from langchain_core.retrievers import BaseRetriever
+from pydantic import ConfigDict, Field
+
+#: Per-call options ``invoke(query, k=…, …)`` may override.
+CALL_OPTIONS = frozenset({"k", "session_id", "user_id", "filters", "paths", "scope"})
+
+
+def hit_to_document(hit: Any) -> Document:
+    """One retrieval hit → a ``Document`` carrying the hit's provenance."""
+    ev = hit.event
+    prov = hit.provenance
+    md: dict[str, Any] = {
+        "event_id": ev.id,
+        "session_id": ev.session_id,
+        "seq": ev.seq,
+        "type": ev.type.value,
+        "role": ev.role,
+        "ts": ev.ts,
+        "score": hit.score,
+        "paths": dict(hit.paths),
+        "source": "beeweave",
+    }
+    if prov.via:
+        md["via"] = list(prov.via)
+    if prov.duplicates:
+        md["duplicates"] = list(prov.duplicates)
+    for key in ("user_id", "agent_id", "tags"):
+        if ev.meta.get(key) is not None:
+            md[key] = ev.meta[key]
+    art = ev.payload.get("$artifact")
+    if isinstance(art, Mapping):  # content is a preview; the full text is an artifact
+        md["artifact_sha256"] = art.get("sha256")
+    name = ev.payload.get("name")
+    if isinstance(name, str):
+        md["tool"] = name
+    return Document(page_content=ev.content, metadata=md, id=ev.id)
+
+
+class BeeWeaveRetriever(BaseRetriever):
+    """Recall past events of a weave as LangChain ``Document`` s.
+
+    ``session_id`` limits recall to one session (and feeds the "recent" path);
+    ``user_id`` widens it to every session of that user; neither searches the whole
+    tenant.  ``filters`` (types, since, until, tags) and ``paths`` go to
+    :meth:`beeweave_core.retrieval.Retriever.retrieve`; ``invoke(query, k=…)`` and the
+    other :data:`CALL_OPTIONS` can be overridden per call.  ``flush`` first writes what
+    the capture bus still holds, so recall sees everything recorded so far.
+    """
+
+    model_config = ConfigDict(arbitrary_types_allowed=True)
+
+    weave: Any = Field(exclude=True)
+    k: int = 4
+    session_id: str | None = None
+    user_id: str | None = None
+    filters: dict[str, Any] | None = None
+    paths: list[str] | None = None
+    scope: str | None = None
+    flush: bool = True
+
+    def _params(self, overrides: Mapping[str, Any]) -> dict[str, Any]:
+        unknown = set(overrides) - CALL_OPTIONS
+        if unknown:
+            raise TypeError(
+                f"unknown retriever option(s) {sorted(unknown)}; known: {sorted(CALL_OPTIONS)}"
+            )
+        params = {
+            "k": self.k,
+            "session_id": self.session_id,
+            "user_id": self.user_id,
+            "filters": self.filters,
+            "paths": self.paths,
+            "scope": self.scope,
+        }
+        params.update(overrides)
+        return params
+
+    def _get_relevant_documents(
+        self, query: str, *, run_manager: CallbackManagerForRetrieverRun, **kwargs: Any
+    ) -> list[Document]:
+        params = self._params(kwargs)
+        if self.flush:
+            self.weave.flush()
+        return [hit_to_document(h) for h in self.weave.retrieve(query, **params)]
+
+    async def _aget_relevant_documents(
+        self, query: str, *, run_manager: AsyncCallbackManagerForRetrieverRun, **kwargs: Any
+    ) -> list[Document]:
+        params = self._params(kwargs)
+        if self.flush:
+            import asyncio
+
+            await asyncio.to_thread(self.weave.flush)
+        return [hit_to_document(h) for h in await self.weave.aretrieve(query, **params)]
