@@ -89,7 +89,7 @@ def _short(text: str, n: int = 70) -> str:
 def sessions_table(weave: Weave) -> Table:
     table = Table(title=f"Sessions (tenant {weave.tenant})")
     for col in ("session", "events", "by type", "tokens", "first", "last"):
-        table.add_column(col)
+        table.add_column(col, no_wrap=col in ("session", "by type"), min_width=5)
     for s in weave.store.sessions():
         counts = "\n".join(f"{k}={v}" for k, v in sorted(s.counts.items()))
         table.add_row(
@@ -342,7 +342,9 @@ def bench_ingest(
 
 @bench_app.command("checkpoint")
 def bench_checkpoint(
-    steps: Annotated[int, typer.Option(help="Checkpoints per thread (messages grow by one).")] = 200,
+    steps: Annotated[
+        int, typer.Option(help="Checkpoints per thread (messages grow by one).")
+    ] = 200,
     rounds: Annotated[int, typer.Option(help="Rounds; each rotates the savers' order.")] = 3,
     reads: Annotated[int, typer.Option(help="get_tuple calls per round (list: a quarter).")] = 200,
     neo4j: Annotated[

@@ -256,12 +256,10 @@ def assemble(plan: Plan) -> tuple[list[dict[str, Any]], dict[str, LayerReport], 
     window_from = window[0].seq_from if window else 1 << 62
 
     # working state
-    wblock = _Block(c, "Working state (kept by BeeWeave from this session; latest wins):")
     items = _rank_items(plan.working, plan.query)
     w_in: list[Item] = []
     w_out: list[Item] = []
-    wblock_lines = [(it.section, it, it) for it in items]
-    w_used = _fill_working(wblock, plan.working, wblock_lines, b_work, w_in, w_out)
+    w_used = _fill_working(c, plan.working, items, b_work, w_in, w_out)
     reports["working"].budget = b_work
 
     # recalled
@@ -279,22 +277,17 @@ def assemble(plan: Plan) -> tuple[list[dict[str, Any]], dict[str, LayerReport], 
     window, dropped = _fit_newest(c, plan.units, b_imm)
     imm_used = sum(_unit_cost(c, u) for u in window)
 
-    # hand what is left back to the layers that had to leave things out
-    spare = b_imm - imm_used
+    # what is left goes back to the layers that had to leave things out
+    spare = avail - (w_used + r_used + imm_used)
     if spare > 0 and w_out:
         retry, w_out = w_out, []
-        w_used = _fill_working(wblock, plan.working, [(i.section, i, i) for i in retry],
-                               w_used + spare, w_in, w_out)  # fmt: skip
-        spare = b_imm - imm_used - (w_used - reports["working"].budget) if False else spare
-    msgs_head = [m for m in (wblock_message(wblock, plan.working, w_in), rblock.message()) if m]
-    used_now = sum(c.count_message(m) for m in msgs_head) + imm_used
-    spare = avail - used_now
+        w_used = _fill_working(c, plan.working, retry, w_used + spare, w_in, w_out)
+        spare = avail - (w_used + r_used + imm_used)
     if spare > 0 and r_out:
         retry_r, r_out = r_out, []
-        r_cost_now = rblock.cost()
-        _fill(rblock, ((r.group, r.line(), r) for r in retry_r), r_cost_now + spare, r_in, r_out)
+        r_used = _fill(rblock, ((r.group, r.line(), r) for r in retry_r), r_used + spare, r_in, r_out)
 
-    wmsg = wblock_message(wblock, plan.working, w_in)
+    wmsg = _working_message(plan.working, w_in)
     rmsg = rblock.message()
     messages = _compose(plan, sys_msg, wmsg, rmsg, window)
     total = c.count_messages(messages)
@@ -309,7 +302,7 @@ def assemble(plan: Plan) -> tuple[list[dict[str, Any]], dict[str, LayerReport], 
             rmsg = rblock.message()
         elif w_in:
             w_out.append(w_in.pop())
-            wmsg = wblock_message(wblock, plan.working, w_in)
+            wmsg = _working_message(plan.working, w_in)
         elif window:
             dropped.append(window.pop(0))
         else:
@@ -347,25 +340,24 @@ def _compose(
     return out
 
 
-def wblock_message(block: _Block, ws: WorkingState, chosen: Sequence[Item]) -> dict[str, Any] | None:
+def _working_message(ws: WorkingState, chosen: Sequence[Item]) -> dict[str, Any] | None:
     text = ws.render(chosen)
     return {"role": "system", "content": text} if text else None
 
 
 def _fill_working(
-    block: _Block,
+    c: TokenCounter,
     ws: WorkingState,
-    lines: Sequence[tuple[str, Item, Item]],
+    items: Sequence[Item],
     budget: int,
     chosen: list[Item],
     skipped: list[Item],
 ) -> int:
     """Working items by priority while the rendered state fits (exact count)."""
-    c = block.counter
-    used = c.count_message({"role": "system", "content": ws.render(chosen)}) if chosen else 0
-    for _sec, item, _ in lines:
-        text = ws.render([*chosen, item])
-        cost = c.count_message({"role": "system", "content": text})
+    msg = _working_message(ws, chosen)
+    used = c.count_message(msg) if msg else 0
+    for item in items:
+        cost = c.count_message({"role": "system", "content": ws.render([*chosen, item])})
         if cost <= budget:
             chosen.append(item)
             used = cost
