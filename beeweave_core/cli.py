@@ -374,3 +374,40 @@ def bench_checkpoint(
     report("checkpoint", rows, out=out,
            params={"steps": steps, "rounds": rounds, "reads": reads, "neo4j": bool(uri), **summary},
            notes=notes)  # fmt: skip
+
+
+@bench_app.command("context")
+def bench_context(
+    scenarios: Annotated[
+        Path, typer.Option(help="Directory of scenario JSON files (see its README).")
+    ],
+    out: OutOpt = None,
+) -> None:
+    """Retention, stale rate and token share: BeeWeave vs full history, trim_messages, ChatMemoryBuffer."""
+    from .bench import context
+    from .bench.report import report
+
+    try:
+        rows, details, extra = context.run(scenarios)
+    except ValueError as exc:
+        fail(str(exc))
+    bee = rows[0]
+    ok = bee["retention"] >= 0.95 and bee["stale_rate"] <= 0.05 and bee["within_budget"] == 1.0
+    notes = [
+        "target: beeweave retention >= 0.95 and stale <= 0.05 within each scenario's budget "
+        f"(offline extractive summarizer): {'MET' if ok else 'NOT MET'}",
+        "stale_rate is over probes with a forbid list; tokens are exact cl100k_base counts",
+        f"summary compression ratio (summary/source tokens): {extra['summary_compression_ratio']}",
+    ]
+    report("context", rows, out=out, params={"scenarios": str(scenarios), **extra, "details": details},
+           notes=notes)  # fmt: skip
+
+
+def _register_context_demo() -> None:
+    from .context.demo import show_assembled_context
+
+    if show_assembled_context not in _demo_extensions:
+        _demo_extensions.append(show_assembled_context)
+
+
+_register_context_demo()

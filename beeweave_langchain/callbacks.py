@@ -45,7 +45,6 @@ from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
 from beeweave_core.events import EventType
 from beeweave_core.weave import Weave
 
-from .messages import tool_result_key
 from .recorder import Recorder, recorder_for
 
 log = logging.getLogger("beeweave.langchain")
@@ -248,10 +247,12 @@ class _Capture:
         src = self._source(run_id, metadata)
         ids = self._rec.record_history(run.session, prompt, meta=self._meta, source=src)
         parents = _consumed(prompt, ids) or self._nearest(run)
+        assembled = prompt[0].additional_kwargs.get("beeweave") if prompt else None
+        rid = assembled.get("retrieval_event_id") if isinstance(assembled, Mapping) else None
         run.event = self._emit(
             run, EventType.MODEL_CALL, "", role="assistant", parents=parents,
             payload=_model_payload(serialized, metadata, kwargs, len(prompt)), source=src,
-            key=f"run:{run_id}:call",
+            links={"REFERS_TO": (rid,)} if rid else None, key=f"run:{run_id}:call",
         )  # fmt: skip
 
     @_guard
@@ -346,7 +347,7 @@ class _Capture:
             return
         msg = _tool_message(output, run.tool_call_id)
         tcid = run.tool_call_id or (msg.tool_call_id if msg is not None else None)
-        key = tool_result_key(tcid) if tcid else f"run:{run_id}:result"
+        key = self._rec.result_key(run.session, tcid) if tcid else f"run:{run_id}:result"
         parents = (run.event,) if run.event else ()
         src = self._source(run_id)
         if msg is not None:

@@ -21,12 +21,15 @@ from beeweave_core.weave import Weave
 from .messages import CONVERSATION_TYPES, ROLE_BY_EVENT, event_to_message
 from .recorder import count_occurrence, recorder_for
 
+_COMPONENT = "chat_history"
+
 
 class BeeWeaveChatMessageHistory(BaseChatMessageHistory):
     """The conversation of ``session_id`` in ``weave``, as LangChain messages.
 
-    ``messages`` reads user, assistant (with their tool calls), tool and system
-    messages in session order; ``add_messages`` records new ones and waits until they
+    ``messages`` reads user, assistant (with their tool calls) and tool messages in
+    session order, and the system messages added through a history (not the system
+    prompts the callback handler saw in a prompt template); ``add_messages`` records new ones and waits until they
     are stored (so the next read, or another process, sees them); ``clear`` hides the
     whole session from every read — soft-deleted, so ``beeweave show --all`` still has it.
     """
@@ -46,7 +49,7 @@ class BeeWeaveChatMessageHistory(BaseChatMessageHistory):
         self._meta = {
             k: v for k, v in (("user_id", user_id), ("agent_id", agent_id)) if v is not None
         }
-        self._source = {"framework": "langchain", "component": "chat_history"}
+        self._source = {"framework": "langchain", "component": _COMPONENT}
 
     def _events(self, *, include_inactive: bool = False) -> list[Any]:
         self.weave.flush()
@@ -58,6 +61,9 @@ class BeeWeaveChatMessageHistory(BaseChatMessageHistory):
     def messages(self) -> list[BaseMessage]:  # type: ignore[override]
         out = []
         for ev in self._events():
+            if ev.type == EventType.SYSTEM_PROMPT and ev.source.get("component") != _COMPONENT:
+                continue  # a prompt template's system message (seen by the callback
+                # handler) is configuration: the template adds it again on every call
             msg = event_to_message(ev)
             if msg is not None:
                 out.append(msg)
@@ -76,7 +82,11 @@ class BeeWeaveChatMessageHistory(BaseChatMessageHistory):
         counts: dict[tuple[str, str], int] = {}
         for ev in events:
             rec.mark(self.session_id, ev.id)
-            if "message_id" not in ev.payload:  # stored without an id: keyed by occurrence
+            rec.note_tool_calls(self.session_id, ev.id, ev.payload.get("tool_calls"))
+            # earlier id-less messages *added through a history* are keyed by occurrence;
+            # a copy the callback handler recorded from this very prompt is not an
+            # earlier occurrence, so the key matches the handler's and it is kept once
+            if "message_id" not in ev.payload and ev.source.get("component") == _COMPONENT:
                 count_occurrence(counts, ROLE_BY_EVENT[ev.type], ev.content)
         rec.record_history(
             self.session_id, messages, meta=self._meta, source=self._source, counts=counts,

@@ -8,8 +8,9 @@ history without the store growing a copy per call.
 Key rules (first match wins):
 
 * a message rebuilt from a stored event carries id ``beeweave:<event id>`` → that event;
-* a tool result → ``tool_result:<tool_call_id>`` (LangGraph gives the ToolMessage a
-  fresh id when it enters the state, so its id cannot be the key);
+* a tool result → ``tool_result:<answer event id>:<tool_call_id>`` (LangGraph gives the
+  ToolMessage a fresh id when it enters the state, so its id cannot be the key; the
+  answer that asked for the call scopes it, since some servers reuse call ids);
 * a message with an id (LangGraph state, model output) → ``msg:<id>``;
 * otherwise ``msg:<role>:<content digest>:<n>`` where ``n`` counts earlier messages of
   the same role and text in the conversation — the same words said twice are two events.
@@ -79,25 +80,19 @@ def stored_event_id(message: BaseMessage) -> str | None:
     """The event a message was rebuilt from, if it was (see :func:`event_to_message`)."""
     mid = message.id
     if mid and mid.startswith(STORED_ID_PREFIX):
-        return mid[len(STORED_ID_PREFIX) :]
+        rest = mid[len(STORED_ID_PREFIX) :]
+        return rest if rest and not rest.startswith("~") else None  # "~…": a synthetic block
     return None
 
 
-def tool_call_key(tool_call_id: str) -> str:
-    return f"tool_call:{tool_call_id}"
+def tool_call_key(tool_call_id: str, owner: str | None = None) -> str:
+    """Key of a tool call, scoped by the answer (event id) that asked for it when known:
+    some model servers reuse ids such as ``call_0`` on every turn."""
+    return f"tool_call:{owner}:{tool_call_id}" if owner else f"tool_call:{tool_call_id}"
 
 
-def tool_result_key(tool_call_id: str) -> str:
-    return f"tool_result:{tool_call_id}"
-
-
-def message_key(message: BaseMessage, role: str, nth: int, text_digest: str | None) -> str:
-    """The idempotency key of a message (rules in the module docstring)."""
-    if role == "tool" and getattr(message, "tool_call_id", None):
-        return tool_result_key(message.tool_call_id)  # type: ignore[attr-defined]
-    if message.id:
-        return f"msg:{message.id}"
-    return f"msg:{role}:{text_digest}:{nth}"
+def tool_result_key(tool_call_id: str, owner: str | None = None) -> str:
+    return f"tool_result:{owner}:{tool_call_id}" if owner else f"tool_result:{tool_call_id}"
 
 
 def tool_calls_of(message: BaseMessage) -> list[dict[str, Any]]:

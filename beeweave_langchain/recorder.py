@@ -43,13 +43,15 @@ MAX_KEYS_PER_SESSION = 50_000
 class SessionState:
     """What one session has recorded in this process."""
 
-    __slots__ = ("ids", "seen", "ai_by_digest", "last")
+    __slots__ = ("ids", "seen", "ai_by_digest", "last", "owners")
 
     def __init__(self) -> None:
         self.ids: dict[str, str] = {}  # message key → event id (saves re-hashing)
         self.seen: set[str] = set()  # event ids already emitted
-        self.ai_by_digest: dict[str, str] = {}  # answers re-sent without their id
+        self.ai_by_digest: dict[str, list[str]] = {}  # answers by text, in order: re-sent
+        # without their id, the n-th copy of a text maps to the n-th answer recorded
         self.last: str | None = None  # latest conversational event
+        self.owners: dict[str, str] = {}  # tool_call_id → the answer that asked (latest)
 
 
 class Recorder:
@@ -109,8 +111,12 @@ class Recorder:
             st.seen.add(eid)
             st.last = eid
             if role == "assistant":
-                st.ai_by_digest[digest(text)] = eid
+                answers = st.ai_by_digest.setdefault(digest(text), [])
+                if eid not in answers:
+                    answers.append(eid)
                 for tc in tool_calls_of(message):
+                    if tc.get("id"):
+                        st.owners[tc["id"]] = eid
                     self.emit_tool_call(session_id, tc, parents=(eid,), meta=meta, source=source)
         return eid
 
@@ -124,12 +130,13 @@ class Recorder:
         source: Mapping[str, Any] | None = None,
         key: str | None = None,
     ) -> str:
-        """Record a tool call ``{"id", "name", "args"}`` once (keyed by its tool_call_id)."""
+        """Record a tool call ``{"id", "name", "args"}`` once (keyed by its tool_call_id,
+        scoped by the answer that asked for it)."""
         tcid = tool_call.get("id")
-        if tcid:
-            key = tool_call_key(tcid)
         with self.lock:
             st = self.session(session_id)
+            if tcid:
+                key = tool_call_key(tcid, st.owners.get(tcid))
             if key is not None:
                 eid = self.id_for(st, session_id, key)
                 if eid in st.seen:
@@ -145,6 +152,19 @@ class Recorder:
             )  # fmt: skip
             st.seen.add(eid)
         return eid
+
+    def note_tool_calls(self, session_id: str, answer_id: str, tool_calls: Any) -> None:
+        """Remember which stored answer asked for which tool_call_ids (after a restart)."""
+        with self.lock:
+            st = self.session(session_id)
+            for tc in tool_calls or ():
+                if isinstance(tc, Mapping) and tc.get("id"):
+                    st.owners[tc["id"]] = answer_id
+
+    def result_key(self, session_id: str, tool_call_id: str) -> str:
+        """The key the result of ``tool_call_id`` is recorded under."""
+        with self.lock:
+            return tool_result_key(tool_call_id, self.session(session_id).owners.get(tool_call_id))
 
     def emit_user_text(
         self,
@@ -168,16 +188,6 @@ class Recorder:
             st = self.session(session_id)
             st.seen.add(event_id)
             st.last = event_id
-
-    def tool_result_id(self, session_id: str, tool_call_id: str) -> str:
-        with self.lock:
-            st = self.session(session_id)
-            return self.id_for(st, session_id, tool_result_key(tool_call_id))
-
-    def invocation_id(self, session_id: str, tool_call_id: str) -> str:
-        with self.lock:
-            st = self.session(session_id)
-            return self.id_for(st, session_id, tool_call_key(tool_call_id))
 
     def last(self, session_id: str) -> str | None:
         st = self._sessions.get(session_id)
@@ -212,29 +222,34 @@ class Recorder:
                     if eid:  # stored without an id of its own: it counts as an occurrence
                         count_occurrence(counts, role, text_of(m))
                         st.seen.add(eid)
+                        self._own(st, m, eid)
                         prev = eid
                     out.append(eid)
                     continue
                 tcid = getattr(m, "tool_call_id", None) if role == "tool" else None
                 if tcid:
-                    key = tool_result_key(tcid)
+                    owner = st.owners.get(tcid)
+                    key = tool_result_key(tcid, owner)
                 elif mid:
                     key = f"msg:{mid}"
                 else:
                     d = digest(text_of(m))
-                    hit = st.ai_by_digest.get(d) if role == "assistant" else None
-                    if hit is not None:
-                        out.append(hit)
-                        prev = hit
-                        continue
                     n = counts.get((role, d), 0)
                     counts[(role, d)] = n + 1
+                    answers = st.ai_by_digest.get(d) if role == "assistant" else None
+                    if answers and n < len(answers):  # the n-th answer with this text,
+                        out.append(answers[n])  # re-sent without the id it was recorded with
+                        prev = answers[n]
+                        self._own(st, m, prev)
+                        continue
                     key = f"msg:{role}:{d}:{n}"
                 eid = self.id_for(st, session_id, key)
                 if eid not in st.seen:
                     if role == "tool":
                         parents: tuple[str, ...] = (
-                            (self.id_for(st, session_id, tool_call_key(tcid)),) if tcid else ()
+                            (self.id_for(st, session_id, tool_call_key(tcid, owner)),)
+                            if tcid
+                            else ()
                         )
                     elif role == "assistant":
                         before = prev or st.last
@@ -244,9 +259,17 @@ class Recorder:
                     self.emit_message(
                         session_id, m, key=key, parents=parents, meta=meta, source=source, role=role
                     )
+                else:
+                    self._own(st, m, eid)
                 out.append(eid)
                 prev = eid
         return out
+
+    @staticmethod
+    def _own(st: SessionState, message: BaseMessage, answer_id: str) -> None:
+        for tc in tool_calls_of(message):
+            if tc.get("id"):
+                st.owners[tc["id"]] = answer_id
 
 
 def count_occurrence(counts: dict[tuple[str, str], int], role: str, text: str) -> None:

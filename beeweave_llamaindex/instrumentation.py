@@ -43,11 +43,12 @@ from llama_index.core.instrumentation.events import BaseEvent
 from llama_index.core.instrumentation.span import SimpleSpan, active_span_id
 from llama_index.core.instrumentation.span_handlers import BaseSpanHandler
 from llama_index.core.tools.types import BaseTool, ToolOutput
+from llama_index.core.workflow import Workflow
 from pydantic import ConfigDict, Field, PrivateAttr
 
 from beeweave_core.payloads import preview
 
-from .messages import role_of, text_of, to_dict
+from .messages import is_assembled, role_of, text_of, to_dict
 from .writer import TurnWriter
 
 log = logging.getLogger("beeweave.llamaindex")
@@ -144,12 +145,19 @@ class _Recorder:
         _LIVE.add(self)
 
     # ------------------------------------------------------------- span tree
-    def _new_run(self, root: str, tags: dict[str, Any] | None) -> _Run:
+    def _new_run(self, root: str, tags: dict[str, Any] | None, memory: Any = None) -> _Run:
+        """Start a run; its session is, first match: the ``beeweave.*`` instrument tags,
+        the BeeWeave memory the workflow was run with, this handler's default."""
         tags = tags or {}
-        agent = tags.get(TAG_AGENT) or self.agent_id
+        mem = memory if getattr(memory, "weave", None) is self.weave else None
+
+        def pick(tag: str, attr: str, default: str | None) -> str | None:
+            return tags.get(tag) or (getattr(mem, attr, None) if mem else None) or default
+
+        agent = pick(TAG_AGENT, "agent_id", self.agent_id)
         writer = TurnWriter(
-            self.weave, session_id=str(tags.get(TAG_SESSION) or self.session_id), scope=root,
-            user_id=tags.get(TAG_USER) or self.user_id, agent_id=agent,
+            self.weave, session_id=str(pick(TAG_SESSION, "session_id", self.session_id)),
+            scope=root, user_id=pick(TAG_USER, "user_id", self.user_id), agent_id=agent,
         )  # fmt: skip
         run = _Run(root=root, writer=writer, agent_fixed=agent is not None)
         self._runs[root] = run
@@ -201,12 +209,17 @@ class _Recorder:
                    parent_id: str | None, tags: dict[str, Any] | None) -> None:  # fmt: skip
         with self._lock:
             root = self._root.get(parent_id, parent_id) if parent_id else id_
-            run = self._runs.get(root) or self._new_run(root, tags or active_instrument_tags.get())
+            args = bound_args.arguments
+            run = self._runs.get(root)
+            if run is None:
+                start = args.get("start_event") if parent_id is None else None
+                getter = getattr(start, "get", None)
+                memory = getter("memory", None) if callable(getter) else None
+                run = self._new_run(root, tags or active_instrument_tags.get(), memory)
             self._root[id_] = root
             self._parent[id_] = parent_id
             run.spans.append(id_)
-            args = bound_args.arguments
-            if parent_id is None and "start_event" in args:
+            if "start_event" in args and isinstance(instance, Workflow):
                 self._on_run_start(run, instance, args.get("start_event"))
             ev = args.get("ev")
             if ev is not None:
@@ -301,11 +314,12 @@ class _Recorder:
     def _chat_start(self, run: _Run, ev: Any) -> None:
         w = run.writer
         msgs = list(ev.messages or ())
+        mine = [m for m in msgs if not is_assembled(m)]  # not what BeeWeave's memory gave
         if not w.has_user:
-            users = [m for m in msgs if role_of(m) == "user"]
+            users = [m for m in mine if role_of(m) == "user"]
             if users:
                 w.user(text_of(users[-1]), source={"span": ev.span_id})
-        system = next((text_of(m) for m in msgs if role_of(m) == "system"), "")
+        system = next((text_of(m) for m in mine if role_of(m) == "system"), "")
         if system:
             w.system(system)
         self._model_call(run, ev, {"messages": len(msgs)})
@@ -481,6 +495,18 @@ class BeeWeaveEventHandler(BaseEventHandler):
         """Capture errors swallowed so far (each also logged)."""
         return self._recorder.failures if self._recorder else 0
 
+    def retarget(
+        self, session_id: str, *, user_id: str | None = None, agent_id: str | None = None
+    ) -> None:
+        """Record runs started from now on under another default session/user/agent."""
+        if not session_id or not isinstance(session_id, str):
+            raise ValueError("session_id must be a non-empty string")
+        self.session_id, self.user_id, self.agent_id = session_id, user_id, agent_id
+        rec = self._recorder
+        if rec is not None:
+            with rec._lock:
+                rec.session_id, rec.user_id, rec.agent_id = session_id, user_id, agent_id
+
     def handle(self, event: BaseEvent, **kwargs: Any) -> None:
         _guard(self._recorder, getattr(self._recorder, "on_event", None), event)
 
@@ -520,13 +546,17 @@ def instrument(
 ) -> BeeWeaveEventHandler:
     """Capture everything LlamaIndex does into ``weave`` under ``session_id`` — one line.
 
-    Idempotent: instrumenting the same weave and session twice returns the handler that is
-    already attached.  The handler is detached when the weave closes, or by
-    ``handler.detach()`` / using it as a context manager.
+    One handler per weave: calling it again for the same weave returns the attached
+    handler, re-aimed at the new default session/user/agent (runs already going keep
+    theirs), so LlamaIndex's global dispatcher never records a run twice.  A run started
+    with a :class:`~beeweave_llamaindex.BeeWeaveChatMemory` of this weave goes to that
+    memory's session, and :func:`session_tags` routes any block of code explicitly.  The
+    handler is detached when the weave closes, or by ``handler.detach()``.
     """
     d = dispatcher or get_dispatcher()
     for h in d.event_handlers:
-        if isinstance(h, BeeWeaveEventHandler) and h.weave is weave and h.session_id == session_id:
+        if isinstance(h, BeeWeaveEventHandler) and h.weave is weave:
+            h.retarget(session_id, user_id=user_id, agent_id=agent_id)
             return h
     handler = BeeWeaveEventHandler(weave=weave, session_id=session_id, user_id=user_id,
                                    agent_id=agent_id)  # fmt: skip

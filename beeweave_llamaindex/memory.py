@@ -19,10 +19,11 @@ run that were not put yet — exactly what ``ChatMemoryBuffer`` would return.
 from __future__ import annotations
 
 import asyncio
+import logging
 import threading
 import uuid
 from collections import OrderedDict
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 from llama_index.core.base.llms.types import ChatMessage
@@ -30,25 +31,53 @@ from llama_index.core.memory import BaseMemory, BaseMemoryBlock
 from pydantic import ConfigDict, Field, PrivateAttr
 
 from .instrumentation import current_run
-from .messages import event_to_dict, role_of, text_of, to_chat_messages, to_dict
-from .retriever import hit_to_node
+from .messages import (
+    event_to_dict,
+    mark_assembled,
+    role_of,
+    text_of,
+    to_chat_messages,
+    to_dict,
+)
 from .writer import TurnWriter
 
 DEFAULT_TOKEN_LIMIT = 3000  # ChatMemoryBuffer's default
 DEFAULT_TOKEN_LIMIT_RATIO = 0.75  # ChatMemoryBuffer: share of the LLM's context window
 _FLUSH_TIMEOUT = 10.0
+log = logging.getLogger("beeweave.llamaindex")
 _MAX_WRITERS = 256
+#: What the memory block recalls unless told otherwise: what was said and what was learnt,
+#: not bookkeeping (model calls, earlier retrievals, errors).
+RECALL_TYPES = ("memory", "summary", "user_message", "assistant_message", "tool_result")
 
 
-def _event_ids(message: Mapping[str, Any]) -> list[str]:
-    """Event ids an assembled message was built from (its provenance)."""
-    ids = message.get("event_ids") or message.get("source_ids") or ()
-    if isinstance(ids, str):
-        ids = [ids]
-    ids = list(ids)
-    if not ids and message.get("event_id"):
-        ids = [message["event_id"]]
-    return [str(i) for i in ids]
+def _without(context: Any, hidden: set[str], *, keep_system: bool) -> list[dict[str, Any]]:
+    """The assembled messages minus the pinned system layer (unless kept) and minus the
+    immediate-layer turns built from ``hidden`` events.
+
+    Messages carry no ids; the immediate layer's provenance does, one piece per turn
+    unit in message order (a user or assistant message, then its tool results), so the
+    two are walked side by side.  Should that shape ever not line up, nothing is hidden
+    rather than the wrong turn.
+    """
+    messages = list(context.messages)
+    head = 0
+    while head < len(messages) and messages[head].get("role") == "system":
+        head += 1
+    system_layer = context.layers["system"].pieces
+    drop_first = bool(system_layer) and not keep_system and head > 0
+    units: list[list[dict[str, Any]]] = []
+    for m in messages[head:]:
+        if m.get("role") == "tool" and units:
+            units[-1].append(m)
+        else:
+            units.append([m])
+    pieces = context.layers["immediate"].pieces
+    if hidden and len(units) == len(pieces):
+        units = [u for u, p in zip(units, pieces, strict=True) if not set(p.event_ids) & hidden]
+    elif hidden:
+        log.warning("beeweave: assembled turns do not match their provenance; nothing hidden")
+    return messages[int(drop_first) : head] + [m for u in units for m in u]
 
 
 def _check_weave(weave: Any) -> None:
@@ -75,6 +104,11 @@ class BeeWeaveChatMemory(BaseMemory):
     user_id: str | None = Field(default=None, description="Whose memories are recalled.")
     agent_id: str | None = Field(default=None)
     model: str | None = Field(default=None, description="Model whose tokenizer counts the budget.")
+    include_system_prompt: bool = Field(
+        default=False,
+        description="Return the session's pinned system prompt too.  Off by default: "
+        "LlamaIndex agents and chat engines add their own system prompt to every call.",
+    )
     assemble_kwargs: dict[str, Any] = Field(
         default_factory=dict, description="Extra keyword arguments for weave.assemble."
     )
@@ -119,9 +153,7 @@ class BeeWeaveChatMemory(BaseMemory):
             raise ValueError("session_id= is required (the BeeWeave session of this chat)")
         if token_limit is None:
             window = getattr(getattr(llm, "metadata", None), "context_window", None)
-            token_limit = (
-                int(window * DEFAULT_TOKEN_LIMIT_RATIO) if window else DEFAULT_TOKEN_LIMIT
-            )
+            token_limit = int(window * DEFAULT_TOKEN_LIMIT_RATIO) if window else DEFAULT_TOKEN_LIMIT
         if model is None and llm is not None:
             model = getattr(getattr(llm, "metadata", None), "model_name", None) or None
         memory = cls(weave=weave, session_id=session_id, token_limit=token_limit,
@@ -210,21 +242,24 @@ class BeeWeaveChatMemory(BaseMemory):
 
     def _to_messages(self, context: Any, hidden: set[str]) -> list[ChatMessage]:
         self._last = context
-        dicts = [
-            m for m in context.messages if not (hidden and set(_event_ids(m)) & hidden)
-        ]  # a message built from hidden events is not shown
-        return to_chat_messages(dicts)
+        messages = to_chat_messages(
+            _without(context, hidden, keep_system=self.include_system_prompt)
+        )
+        mark_assembled(messages)  # so the instrumentation does not record them as new
+        return messages
 
     def get(self, input: str | None = None, **kwargs: Any) -> list[ChatMessage]:
-        """The layered context for the next model call, within ``token_limit``."""
+        """The layered context for the next model call, within ``token_limit``.
+
+        ``input`` steers what is recalled (default: the latest user message); extra
+        keyword arguments go to ``weave.assemble`` (e.g. ``phase="closing"``).
+        """
         hidden = self._hidden()
-        self.weave.flush(_FLUSH_TIMEOUT)
         ctx = self.weave.assemble(self.session_id, input, **{**self._assemble_kwargs(), **kwargs})
         return self._to_messages(ctx, hidden)
 
     async def aget(self, input: str | None = None, **kwargs: Any) -> list[ChatMessage]:
         hidden = self._hidden()
-        await asyncio.to_thread(self.weave.flush, _FLUSH_TIMEOUT)
         ctx = await self.weave.aassemble(
             self.session_id, input, **{**self._assemble_kwargs(), **kwargs}
         )
@@ -269,7 +304,9 @@ class BeeWeaveMemoryBlock(BaseMemoryBlock[str]):
     user_id: str | None = Field(default=None, description="Recall across this user's sessions.")
     session_id: str | None = Field(default=None, description="Restrict recall to one session.")
     k: int = Field(default=5, gt=0)
-    filters: dict[str, Any] | None = None
+    filters: dict[str, Any] | None = Field(
+        default=None, description="weave.retrieve filters (default: what was said and learnt)."
+    )
     paths: list[str] | None = None
     skip_current_session: bool = True
     record_session_id: str | None = Field(
@@ -288,17 +325,19 @@ class BeeWeaveMemoryBlock(BaseMemoryBlock[str]):
 
     @staticmethod
     def _line(hit: Any) -> str:
-        meta = hit_to_node(hit).node.metadata
-        where = f"session {meta.get('session_id')}, turn {meta.get('seq')}, {meta.get('time', '')[:19]}"
-        return f"- [recalled · {where}] {meta.get('event_type')}: {hit.event.content}"
+        ev = hit.event
+        when = ev.time.strftime("%Y-%m-%d %H:%M")
+        where = f"session {ev.session_id}, turn {ev.seq}, {when}"
+        return f"- [recalled · {where}] {ev.type.value}: {ev.content}"
 
     async def _aget(self, messages: list[ChatMessage] | None = None, **block_kwargs: Any) -> str:
         query = self._query(messages)
         if not query:
             return ""
+        await asyncio.to_thread(self.weave.flush, _FLUSH_TIMEOUT)
         hits = await self.weave.aretrieve(
             query, session_id=self.session_id, user_id=self.user_id, k=self.k,
-            filters=self.filters, paths=self.paths,
+            filters=self.filters or {"types": list(RECALL_TYPES)}, paths=self.paths,
         )  # fmt: skip
         skip = block_kwargs.get("session_id") if self.skip_current_session else None
         lines = [self._line(h) for h in hits if not skip or h.event.session_id != skip]
@@ -316,8 +355,11 @@ class BeeWeaveMemoryBlock(BaseMemoryBlock[str]):
                                 user_id=self.user_id, component="BeeWeaveMemoryBlock")  # fmt: skip
             for m in msgs:
                 clean = m.model_copy(
-                    update={"additional_kwargs": {k: v for k, v in m.additional_kwargs.items()
-                                                  if k != "session_id"}}  # fmt: skip
+                    update={
+                        "additional_kwargs": {
+                            k: v for k, v in m.additional_kwargs.items() if k != "session_id"
+                        }
+                    }  # fmt: skip
                 )
                 writer.message(to_dict(clean))
 

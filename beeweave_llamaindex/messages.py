@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import weakref
 from collections.abc import Iterable, Mapping
 from typing import Any
 
@@ -55,7 +56,9 @@ def _one_tool_call(call: Any) -> ToolCallDict | None:
         "id": _get(call, "tool_id") or _get(call, "id") or _get(call, "tool_call_id"),
         "name": name,
         "args": _args(
-            _get(call, "tool_kwargs") if _get(call, "tool_kwargs") is not None else _get(call, "args")
+            _get(call, "tool_kwargs")
+            if _get(call, "tool_kwargs") is not None
+            else _get(call, "args")
         ),
     }
 
@@ -173,3 +176,26 @@ def event_to_dict(event: Any) -> dict[str, Any] | None:
         if event.payload.get("name"):
             out["name"] = event.payload["name"]
     return out
+
+
+#: Messages BeeWeave itself handed out (assembled context), by identity.  The
+#: instrumentation sees them again in the LLM's input and must not record them as new
+#: user/system messages; identity, not text, decides — the same words typed again are a
+#: new message.  ``ChatMessage`` is unhashable, hence ids with weak references.
+_ASSEMBLED: dict[int, weakref.ref[ChatMessage]] = {}
+
+
+def _forget(key: int, ref: weakref.ref[ChatMessage]) -> None:
+    if _ASSEMBLED.get(key) is ref:
+        del _ASSEMBLED[key]
+
+
+def mark_assembled(messages: Iterable[ChatMessage]) -> None:
+    for m in messages:
+        key = id(m)
+        _ASSEMBLED[key] = weakref.ref(m, lambda r, k=key: _forget(k, r))
+
+
+def is_assembled(message: ChatMessage) -> bool:
+    ref = _ASSEMBLED.get(id(message))
+    return ref is not None and ref() is message

@@ -6,7 +6,6 @@ import json
 import zlib
 from typing import Any
 
-from langchain_core.messages import AIMessage
 from langchain_core.tools import tool
 
 from beeweave_core.events import EdgeType, Event, EventType
@@ -33,7 +32,7 @@ def refund(customer: str, amount_eur: float) -> str:
 TOOLS = [lookup_order, refund]
 
 
-def order_turn(i: int) -> list[AIMessage | str]:
+def order_turn(i: int) -> list[Any]:
     """One user turn of the FAKE model's script: look up, refund (reusing values), answer."""
     oid = f"ORD-{10_000 + i % 100}"
     o = ORDERS[oid]
@@ -92,3 +91,25 @@ def refers_to(store: Any, session_id: str) -> set[tuple[str, str]]:
 
 def tool_args(event: Event) -> dict[str, Any]:
     return event.payload.get("args") or json.loads(event.content)
+
+
+BUDGET = 700
+
+
+def user_turn(i: int) -> str:
+    return f"please refund order ORD-{10_000 + i % 100}"
+
+
+def answer_for(i: int) -> str:
+    return order_turn(i)[-1]  # type: ignore[return-value]
+
+
+def build_agent(weave: Any, model: Any, checkpointer: Any, budget: int = BUDGET) -> tuple[Any, Any]:
+    """The e2e agent: LangGraph ReAct + BeeWeave context hook + the given checkpointer."""
+    from langgraph.prebuilt import create_react_agent
+
+    from beeweave_langchain.hooks import beeweave_context_hook
+
+    hook = beeweave_context_hook(weave, budget_tokens=budget)
+    agent = create_react_agent(model, TOOLS, pre_model_hook=hook, checkpointer=checkpointer)
+    return agent, hook.hook

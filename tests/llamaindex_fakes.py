@@ -56,8 +56,9 @@ class ScriptedModel:
         call_ids = {b.tool_call_id for calls in mine for b in calls}
         if done < len(task.steps):
             blocks = [
-                ToolCallBlock(tool_call_id=f"call-{uuid.uuid4().hex[:10]}", tool_name=name,
-                              tool_kwargs=args)  # fmt: skip
+                ToolCallBlock(
+                    tool_call_id=f"call-{uuid.uuid4().hex[:10]}", tool_name=name, tool_kwargs=args
+                )  # fmt: skip
                 for name, args in task.steps[done]
             ]
             return ChatMessage(role="assistant", blocks=blocks)

@@ -65,6 +65,8 @@ def test_react_agent_gets_full_causal_chain(weave_factory, backend):
         ]
     )
     assert all(e.meta == {"user_id": "u-1", "agent_id": "refunds"} for e in tl)
+    # and re-sent messages are not even re-emitted (no duplicate work for the store)
+    assert weave.stats()["duplicates"] == 0 and weave.stats()["written"] == len(tl)
     assert {e.source["framework"] for e in tl} == {"langchain"}
     assert handler.failures == 0
 
@@ -329,3 +331,42 @@ def test_root_lambda_chain_with_chat_model(weave_factory):
     assert types_of(weave.store, "s-lambda") == [
         EventType.USER_MESSAGE, EventType.MODEL_CALL, EventType.ASSISTANT_MESSAGE,
     ]  # fmt: skip
+
+
+def test_tool_call_ids_reused_every_turn_stay_apart(weave_factory):
+    """Some model servers number tool calls per response ("call_0" every turn)."""
+    weave = weave_factory()
+    h = BeeWeaveCallbackHandler(weave)
+    script = []
+    for i in range(3):
+        o = f"ORD-{10_000 + i}"
+        script += [calls(tool_call("lookup_order", {"order_id": o}, "call_0")), f"done {o}"]
+    agent = create_react_agent(FakeToolCallingChatModel(messages=iter(script)), TOOLS,
+                               checkpointer=InMemorySaver())  # FAKE LLM (labelled)
+    cfg = {"callbacks": [h], "configurable": {"thread_id": "t-reuse"}}
+    for i in range(3):
+        agent.invoke({"messages": [("user", f"order {i}")]}, config=cfg)
+    assert weave.flush()
+    assert assert_tool_chains(weave.store, "t-reuse") == 3
+    results = weave.store.timeline("t-reuse", types=[EventType.TOOL_RESULT])
+    assert [r.payload["tool_call_id"] for r in results] == ["call_0"] * 3
+    assert [f"ORD-{10_000 + i}" in r.content for i, r in enumerate(results)] == [True] * 3
+
+
+def test_parallel_tool_calls_all_feed_the_next_model_call(weave_factory, backend):
+    weave = weave_factory(backend)
+    h = BeeWeaveCallbackHandler(weave)
+    script = [
+        calls(tool_call("lookup_order", {"order_id": "ORD-10001"}),
+              tool_call("lookup_order", {"order_id": "ORD-10002"})),
+        "Both found.",
+    ]  # fmt: skip
+    agent = create_react_agent(FakeToolCallingChatModel(messages=iter(script)), TOOLS)  # FAKE LLM
+    agent.invoke({"messages": [("user", "look up two orders")]},
+                 config={"callbacks": [h], "configurable": {"thread_id": "t-two"}})  # fmt: skip
+    assert weave.flush()
+    assert assert_tool_chains(weave.store, "t-two") == 2
+    tl = weave.store.timeline("t-two")
+    results = {e.id for e in tl if e.type == EventType.TOOL_RESULT}
+    second_call = [e for e in tl if e.type == EventType.MODEL_CALL][1]
+    assert set(second_call.parents) == results  # the call consumed both results

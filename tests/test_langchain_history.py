@@ -51,6 +51,7 @@ def test_same_text_twice_is_kept_twice(weave_factory):
     assert [m.content for m in h.messages] == ["ok", "sure", "ok", "sure"]
 
 
+@pytest.mark.filterwarnings("ignore::langchain_core._api.deprecation.LangChainDeprecationWarning")
 def test_runnable_with_message_history_and_handler_store_each_message_once(weave_factory, backend):
     weave = weave_factory(backend)
     model = FakeToolCallingChatModel(messages=iter(["Hi Ana!", "You said your name is Ana."]))  # FAKE LLM
@@ -83,8 +84,10 @@ def test_runnable_with_message_history_and_handler_store_each_message_once(weave
         (EventType.USER_MESSAGE, "What is my name?"),
         (EventType.ASSISTANT_MESSAGE, "You said your name is Ana."),
     ]
+    # the template's system prompt is in the graph, but not in the history (the template
+    # adds it on every call; the history would otherwise send it twice)
     assert [m.content for m in BeeWeaveChatMessageHistory(weave, "s-rwmh").messages] == [
-        "Be brief.", "I am Ana", "Hi Ana!", "What is my name?", "You said your name is Ana.",
+        "I am Ana", "Hi Ana!", "What is my name?", "You said your name is Ana.",
     ]  # fmt: skip
 
 

@@ -24,10 +24,18 @@ from llama_index.core.llms.mock import MockFunctionCallingLLM
 from llama_index.core.memory import ChatMemoryBuffer
 
 from beeweave_core.events import EventType
-from beeweave_llamaindex import BeeWeaveEventHandler, instrument, session_tags
+from beeweave_llamaindex import BeeWeaveChatMemory, BeeWeaveEventHandler, instrument, session_tags
 from beeweave_llamaindex import writer as writer_mod
 
-from .llamaindex_fakes import TASKS, TOOLS, TURNS, ScriptedModel, by_type, check_tool_chain, fake_llm
+from .llamaindex_fakes import (
+    TASKS,
+    TOOLS,
+    TURNS,
+    ScriptedModel,
+    by_type,
+    check_tool_chain,
+    fake_llm,
+)
 
 
 async def run_turns(agent: Any, memory: Any, turns: list[str]) -> list[str]:
@@ -108,7 +116,7 @@ def react_script(messages: list[ChatMessage], **kwargs: Any) -> ChatMessage:
                            content=f"Thought: I can answer without using any more tools.\nAnswer: It is {obs}")  # fmt: skip
     return ChatMessage(
         role="assistant",
-        content='Thought: I need to convert.\nAction: convert_currency\n'
+        content="Thought: I need to convert.\nAction: convert_currency\n"
         'Action Input: {"amount": 10, "currency": "GBP"}',
     )
 
@@ -233,6 +241,28 @@ def test_instrument_is_idempotent_and_detaches(weave_factory: Any) -> None:
     h2 = instrument(weave, session_id="s1")
     weave.close()  # closing the weave detaches what instrument() attached
     assert h2 not in d.event_handlers and h2.span_handler not in d.span_handlers
+
+
+async def test_runs_follow_their_memory_and_instrument_retargets(weave: Any) -> None:
+    """One handler per weave: a run goes to its BeeWeaveChatMemory's session, and calling
+    instrument() again re-aims the default instead of attaching a second recorder."""
+    h = instrument(weave, session_id="first", user_id="u1")
+    agent = FunctionAgent(tools=TOOLS, llm=fake_llm(ScriptedModel(TASKS)))
+    mem_a = BeeWeaveChatMemory.from_defaults(weave=weave, session_id="alice", user_id="ua")
+    mem_b = BeeWeaveChatMemory.from_defaults(weave=weave, session_id="bob", user_id="ub")
+    await agent.run(TURNS[0], memory=mem_a)
+    await agent.run(TURNS[1], memory=mem_b)
+    assert instrument(weave, session_id="second", user_id="u2") is h
+    await agent.run(TURNS[1], memory=ChatMemoryBuffer.from_defaults())
+    assert weave.flush()
+    sessions = {s.session_id: s for s in weave.store.sessions()}
+    assert set(sessions) == {"alice", "bob", "second"}
+    assert sessions["alice"].user_ids == ["ua"] and sessions["second"].user_ids == ["u2"]
+    for sid in sessions:
+        users = by_type(weave.store.timeline(sid), EventType.USER_MESSAGE)
+        assert len(users) == 1, sid  # recorded once, by one handler
+        check_tool_chain(weave.store, sid)
+    assert sum(isinstance(x, BeeWeaveEventHandler) for x in get_dispatcher().event_handlers) == 1
 
 
 async def test_session_tags_route_a_run(weave: Any) -> None:

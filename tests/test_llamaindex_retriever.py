@@ -51,7 +51,11 @@ def test_is_a_llamaindex_retriever_with_provenance(recorded: Any) -> None:
     meta = top.node.metadata
     (event,) = recorded.store.get([meta["event_id"]])
     assert top.node.node_id == event.id
-    assert (meta["session_id"], meta["seq"], meta["event_type"]) == ("A", event.seq, "assistant_message")
+    assert (meta["session_id"], meta["seq"], meta["event_type"]) == (
+        "A",
+        event.seq,
+        "assistant_message",
+    )
     assert meta["user_id"] == "U" and meta["agent_id"] == "a1" and meta["ts"] == event.ts
     hits = recorded.retrieve("which database did we pick for billing?", user_id="U", k=3)
     assert [n.node.node_id for n in nodes] == [h.event.id for h in hits]
@@ -106,7 +110,8 @@ def test_query_engine_citations_and_capture(weave_factory: Any) -> None:
     assert weave.flush()
     instrument(weave, session_id="rag")
     engine = RetrieverQueryEngine.from_args(
-        BeeWeaveRetriever(weave, user_id="U", k=2), llm=MockLLM()  # FAKE LLM (echoes its prompt)
+        BeeWeaveRetriever(weave, user_id="U", k=2),
+        llm=MockLLM(),  # FAKE LLM (echoes its prompt)
     )
     response = engine.query("What database does billing run on?")
     assert DECISION in str(response)  # MockLLM echoes the prompt, which holds the context

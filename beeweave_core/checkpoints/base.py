@@ -227,3 +227,48 @@ def check_name(kind: str, value: Any) -> str:
     if not isinstance(value, str) or not value:
         raise ValueError(f"{kind} must be a non-empty string, got {value!r}")
     return value
+
+
+class BranchOps:
+    """Branch rules both backends share; they supply the four primitives below."""
+
+    def list_branches(self, thread_id: str, checkpoint_ns: str = "") -> list[BranchInfo]:
+        raise NotImplementedError
+
+    def _set_active_branch(self, thread_id: str, checkpoint_ns: str, name: str) -> None:
+        raise NotImplementedError
+
+    def _delete_branch(self, thread_id: str, checkpoint_ns: str, name: str) -> None:
+        raise NotImplementedError
+
+    def _tree_rows(self, thread_id: str, checkpoint_ns: str) -> list[tuple[str, str | None]]:
+        raise NotImplementedError
+
+    def _branch(self, thread_id: str, checkpoint_ns: str, name: str) -> BranchInfo:
+        branches = {b.name: b for b in self.list_branches(thread_id, checkpoint_ns)}
+        if name not in branches:
+            raise ValueError(f"no branch {name!r} in thread {thread_id!r}; have {sorted(branches)}")
+        return branches[name]
+
+    def switch_branch(self, thread_id: str, checkpoint_ns: str, name: str) -> BranchInfo:
+        """Make ``name`` active: the thread's next step continues from its head."""
+        b = self._branch(thread_id, checkpoint_ns, name)
+        self._set_active_branch(thread_id, checkpoint_ns, name)
+        return BranchInfo(b.name, b.head_checkpoint_id, b.fork_point_id, True, b.created_at)
+
+    def delete_branch(self, thread_id: str, checkpoint_ns: str, name: str) -> None:
+        """Forget a branch pointer (its checkpoints stay: other branches may share them)."""
+        if self._branch(thread_id, checkpoint_ns, name).active:
+            raise ValueError(f"branch {name!r} is active; switch to another branch first")
+        self._delete_branch(thread_id, checkpoint_ns, name)
+
+    def tree(self, thread_id: str, checkpoint_ns: str = "") -> list[TreeNode]:
+        """Every checkpoint of the thread with its parent, oldest first, heads marked."""
+        heads: dict[str, list[str]] = {}
+        for b in self.list_branches(thread_id, checkpoint_ns):
+            if b.head_checkpoint_id:
+                heads.setdefault(b.head_checkpoint_id, []).append(b.name)
+        return [
+            TreeNode(cid, parent, tuple(heads.get(cid, ())))
+            for cid, parent in self._tree_rows(thread_id, checkpoint_ns)
+        ]

@@ -22,9 +22,9 @@ from .base import (
     KEY_SEP,
     LIST_PAGE,
     BranchInfo,
+    BranchOps,
     CheckpointRow,
     Skeleton,
-    TreeNode,
     Typed,
     WriteRow,
     blob_key,
@@ -46,7 +46,7 @@ def _bytes(value: Any) -> bytes | None:
     return bytes(value) if value is not None else None
 
 
-class Neo4jCheckpointStore:
+class Neo4jCheckpointStore(BranchOps):
     """Checkpoints, blobs, pending writes and branches as tenant-scoped Neo4j nodes."""
 
     def __init__(
@@ -314,7 +314,9 @@ class Neo4jCheckpointStore:
         rows = self._run(q.CYPHER_LIST_BRANCHES, read=True, **params)
         if rows:
             return [
-                BranchInfo(r["name"], r["head"], r["fork_point"], bool(r["active"]), r["created_at"])
+                BranchInfo(
+                    r["name"], r["head"], r["fork_point"], bool(r["active"]), r["created_at"]
+                )
                 for r in rows
             ]
         rec = self._run(q.CYPHER_LATEST_ID, read=True, **params)[0]
@@ -351,30 +353,16 @@ class Neo4jCheckpointStore:
             session.execute_write(work)
         return BranchInfo(name, checkpoint_id, checkpoint_id, True, now)
 
-    def switch_branch(self, thread_id: str, checkpoint_ns: str, name: str) -> BranchInfo:
-        branches = {b.name: b for b in self.list_branches(thread_id, checkpoint_ns)}
-        if name not in branches:
-            raise ValueError(f"no branch {name!r} in thread {thread_id!r}; have {sorted(branches)}")
+    def _set_active_branch(self, thread_id: str, checkpoint_ns: str, name: str) -> None:
         self._run(
             q.CYPHER_SET_ACTIVE_BRANCH, thread_id=thread_id, checkpoint_ns=checkpoint_ns, name=name
         )
-        b = branches[name]
-        return BranchInfo(b.name, b.head_checkpoint_id, b.fork_point_id, True, b.created_at)
 
-    def delete_branch(self, thread_id: str, checkpoint_ns: str, name: str) -> None:
-        branches = {b.name: b for b in self.list_branches(thread_id, checkpoint_ns)}
-        if name not in branches:
-            raise ValueError(f"no branch {name!r} in thread {thread_id!r}")
-        if branches[name].active:
-            raise ValueError(f"branch {name!r} is active; switch to another branch first")
+    def _delete_branch(self, thread_id: str, checkpoint_ns: str, name: str) -> None:
         self._run(
             q.CYPHER_DELETE_BRANCH, thread_id=thread_id, checkpoint_ns=checkpoint_ns, name=name
         )
 
-    def tree(self, thread_id: str, checkpoint_ns: str = "") -> list[TreeNode]:
-        heads: dict[str, list[str]] = {}
-        for b in self.list_branches(thread_id, checkpoint_ns):
-            if b.head_checkpoint_id:
-                heads.setdefault(b.head_checkpoint_id, []).append(b.name)
+    def _tree_rows(self, thread_id: str, checkpoint_ns: str) -> list[tuple[str, str | None]]:
         rows = self._run(q.CYPHER_TREE, read=True, thread_id=thread_id, checkpoint_ns=checkpoint_ns)
-        return [TreeNode(r["id"], r["parent"], tuple(heads.get(r["id"], ()))) for r in rows]
+        return [(r["id"], r["parent"]) for r in rows]

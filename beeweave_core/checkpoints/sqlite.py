@@ -22,10 +22,10 @@ from . import sqlite_sql as q
 from .base import (
     LIST_PAGE,
     BranchInfo,
+    BranchOps,
     CheckpointRow,
     CheckpointStoreError,
     Skeleton,
-    TreeNode,
     Typed,
     WriteRow,
     canonical,
@@ -33,7 +33,6 @@ from .base import (
     check_name,
     check_strategy,
     plan_keep_latest,
-    version_text,
 )
 
 
@@ -54,7 +53,7 @@ def _filter_value(value: Any) -> Any:
     return canonical(value)
 
 
-class SQLiteCheckpointStore:
+class SQLiteCheckpointStore(BranchOps):
     """Checkpoints, blobs, pending writes and branches in a SQLite file.
 
     ``path`` is usually the event store's file.  ``_shared`` (connection, lock) lets
@@ -193,7 +192,9 @@ class SQLiteCheckpointStore:
                 if typ != "empty":
                     values[channel] = (typ, data)
             else:
-                writes.append((task_path, idx, WriteRow(task_id, task_path, idx, channel, (typ, data))))
+                writes.append(
+                    (task_path, idx, WriteRow(task_id, task_path, idx, channel, (typ, data)))
+                )
         writes.sort(key=lambda w: (w[0], w[2].task_id, w[1]))
         return CheckpointRow(
             thread_id=tid,
@@ -213,7 +214,9 @@ class SQLiteCheckpointStore:
     ) -> CheckpointRow | None:
         """One checkpoint, or the thread's current one (active branch head, else newest)."""
         if checkpoint_id:
-            recs = self._read(q.GET_CHECKPOINT, (self.tenant, thread_id, checkpoint_ns, checkpoint_id))
+            recs = self._read(
+                q.GET_CHECKPOINT, (self.tenant, thread_id, checkpoint_ns, checkpoint_id)
+            )
         else:
             recs = self._read(q.GET_LATEST_CHECKPOINT, (self.tenant, thread_id, checkpoint_ns))
         return self._row(recs[0]) if recs else None
@@ -340,46 +343,34 @@ class SQLiteCheckpointStore:
         t = self.tenant
         now = time.time()
         with self._tx() as c:
-            if not c.execute(q.CHECKPOINT_EXISTS, (t, thread_id, checkpoint_ns, checkpoint_id)).fetchone():
+            if not c.execute(
+                q.CHECKPOINT_EXISTS, (t, thread_id, checkpoint_ns, checkpoint_id)
+            ).fetchone():
                 raise ValueError(f"no checkpoint {checkpoint_id!r} in thread {thread_id!r}")
             existing = {r[0] for r in c.execute(q.LIST_BRANCHES, (t, thread_id, checkpoint_ns))}
             if not existing:
                 latest = c.execute(q.LATEST_ID, (t, thread_id, checkpoint_ns)).fetchone()
-                c.execute(q.INSERT_BRANCH, (t, thread_id, checkpoint_ns, "main", latest[0], None, 0, latest[1]))
+                c.execute(
+                    q.INSERT_BRANCH,
+                    (t, thread_id, checkpoint_ns, "main", latest[0], None, 0, latest[1]),
+                )
                 existing = {"main"}
             if name in existing:
                 raise ValueError(f"branch {name!r} already exists in thread {thread_id!r}")
-            c.execute(q.INSERT_BRANCH, (t, thread_id, checkpoint_ns, name, checkpoint_id, checkpoint_id, 0, now))
+            c.execute(
+                q.INSERT_BRANCH,
+                (t, thread_id, checkpoint_ns, name, checkpoint_id, checkpoint_id, 0, now),
+            )
             c.execute(q.SET_ACTIVE_BRANCH, (name, t, thread_id, checkpoint_ns))
         return BranchInfo(name, checkpoint_id, checkpoint_id, True, now)
 
-    def switch_branch(self, thread_id: str, checkpoint_ns: str, name: str) -> BranchInfo:
-        """Make ``name`` active: the thread's next step continues from its head."""
-        branches = {b.name: b for b in self.list_branches(thread_id, checkpoint_ns)}
-        if name not in branches:
-            raise ValueError(f"no branch {name!r} in thread {thread_id!r}; have {sorted(branches)}")
+    def _set_active_branch(self, thread_id: str, checkpoint_ns: str, name: str) -> None:
         with self._tx() as c:
             c.execute(q.SET_ACTIVE_BRANCH, (name, self.tenant, thread_id, checkpoint_ns))
-        b = branches[name]
-        return BranchInfo(b.name, b.head_checkpoint_id, b.fork_point_id, True, b.created_at)
 
-    def delete_branch(self, thread_id: str, checkpoint_ns: str, name: str) -> None:
-        """Forget a branch pointer (its checkpoints stay: other branches may share them)."""
-        branches = {b.name: b for b in self.list_branches(thread_id, checkpoint_ns)}
-        if name not in branches:
-            raise ValueError(f"no branch {name!r} in thread {thread_id!r}")
-        if branches[name].active:
-            raise ValueError(f"branch {name!r} is active; switch to another branch first")
+    def _delete_branch(self, thread_id: str, checkpoint_ns: str, name: str) -> None:
         with self._tx() as c:
             c.execute(q.DELETE_BRANCH, (self.tenant, thread_id, checkpoint_ns, name))
 
-    def tree(self, thread_id: str, checkpoint_ns: str = "") -> list[TreeNode]:
-        """Every checkpoint of the thread with its parent, oldest first, heads marked."""
-        heads: dict[str, list[str]] = {}
-        for b in self.list_branches(thread_id, checkpoint_ns):
-            if b.head_checkpoint_id:
-                heads.setdefault(b.head_checkpoint_id, []).append(b.name)
-        return [
-            TreeNode(cid, parent, tuple(heads.get(cid, ())))
-            for cid, parent in self._read(q.TREE, (self.tenant, thread_id, checkpoint_ns))
-        ]
+    def _tree_rows(self, thread_id: str, checkpoint_ns: str) -> list[tuple[str, str | None]]:
+        return [(r[0], r[1]) for r in self._read(q.TREE, (self.tenant, thread_id, checkpoint_ns))]

@@ -224,7 +224,9 @@ class Plan:
     system_ids: list[str]
     units: list[Unit]  # edited, oldest first (acks already dropped)
     working: WorkingState
-    recall: Callable[[int], list[Recallable]]  # window_from seq -> scored candidates
+    #: (first seq of the immediate window, items already in the working layer)
+    #: -> scored candidates for the recalled layer
+    recall: Callable[[int, Sequence[Item]], list[Recallable]]
     query_message: dict[str, Any] | None = None
     single_system: bool = False
 
@@ -265,7 +267,7 @@ def assemble(plan: Plan) -> tuple[list[dict[str, Any]], dict[str, LayerReport], 
     # recalled
     b_rec += b_work - w_used
     reports["recalled"].budget = b_rec
-    candidates = plan.recall(window_from)
+    candidates = plan.recall(window_from, w_in)
     rblock = _Block(c, RECALL_HEADER, grouped=True)
     r_in: list[Recallable] = []
     r_out: list[Recallable] = []

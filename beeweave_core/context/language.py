@@ -125,7 +125,7 @@ def value_present(value: str, folded_text: str) -> bool:
 
 # ----------------------------------------------------------------------- cues
 def _words(*ws: str) -> str:
-    return r"(?:^|\b)(?:" + "|".join(ws) + r")(?:\b|$)"
+    return r"(?:^|\b)(?:" + "|".join(ws) + r")(?!\w)"
 
 
 def _zh(*ws: str) -> str:
@@ -184,14 +184,17 @@ DECISION = re.compile(
 )  # fmt: skip
 CHANGE = re.compile(
     _words(
-        "change of plan", "actually", "instead of", "rather than", "no longer", "any ?more",
-        "cancel (?:that|it|this)", "scratch that", "never mind", "forget (?:about )?(?:that|it|what i said)",
-        "drop", "switch from", "replace", "changed my mind", "on second thought",
-        "correction", "void", "let's not", "don't use", "do not use", "stop using",
+        "change of plan", "actually", "instead", "rather than", "no longer", "any ?more",
+        "cancel", "scratch", "never mind", "forget (?:about )?(?:that|it|what i said|the|my|our)",
+        "drop", "switch from", "switch to", "replace", "changed my mind", "on second thought",
+        "correction", "void", "let's not", "let us not", "don't use", "do not use",
+        "stop using", "update:", "updated", "new plan", "revised", "(?:is|are) now",
+        "from now on", "going forward",
     )
     + "|"
     + _zh("改一下", "方案调整", "不用", "不再", "改成", "改用", "换成", "取消", "算了", "作废",
-          "别用", "更正", "改为", "修改为", "不要再"),
+          "别用", "更正", "改为", "修改为", "不要再", "不要用", "调整为", "变更为", "更换为",
+          "以后都", "从现在起"),
     re.I,
 )  # fmt: skip
 CANCEL_LAST = re.compile(
@@ -286,16 +289,26 @@ _TERMINATOR = re.compile(
 )
 _NEGATED_EN = re.compile(
     r"\b(?:drop(?:ping)?|instead of|rather than|no longer(?: use| using| need| want)?|"
-    r"(?:don't|do not|stop|quit) (?:use|using)|forget about|cancel)\s+(?=(?P<x>.+))",
+    r"(?:don't|do not|stop|quit|let's not|let us not|won't|will not|never) (?:use|using)|"
+    r"forget(?: about)?|cancel|scratch|get rid of|remove)\s+(?=(?P<x>.+))",
     re.I,
 )
 _REPLACED_EN = re.compile(
     r"\b(?:replace|switch(?:ing)? from|move away from|migrate from)\s+(?P<x>.+?)\s+(?:with|by|to)\b",
     re.I,
 )
-_NOT_ANYMORE = re.compile(r"\bnot\s+(?:use\s+|using\s+)?(?P<x>[\w./\-]+(?:\s[\w./\-]+)?)\s+any ?more", re.I)
+_NOT_ANYMORE = re.compile(
+    r"\bnot\s+(?:use\s+|using\s+)?(?P<x>[^,.;:]{1,60}?)\s+any ?(?:more|longer)\b", re.I
+)
 _NEGATED_ZH = re.compile(
-    r"(?:不再(?:用|使用|采用)?|不用|别(?:再)?用|不要再用|取消|把)\s*(?P<x>[^，。；,;：:\s]+?)\s*(?:了|改成|换成|改为|，|。|；|,|$)"
+    r"(?:不再(?:用|使用|采用)?|不用再?|别(?:再)?用|不要再?用|取消|把)\s*"
+    r"(?P<x>[^，。；,;：:\s]+?)\s*(?:了|改成|换成|改为|，|。|；|,|$)"
+)
+#: Words that name the thing rather than what it is ("the SQLite *plan*").
+_GENERIC_TAIL = re.compile(
+    r"\s+(?:plan|idea|approach|option|setting|part|thing|one|step|rule|bit|after all|"
+    r"any ?more|for now|entirely|completely)$",
+    re.I,
 )
 
 
@@ -307,11 +320,11 @@ def _cut_phrase(rest: str) -> str:
     phrase = rest[: m.start()] if m else rest
     phrase = phrase.strip(" \"'`“”")
     while True:
-        stripped = _STOP_LEADS.sub("", phrase)
+        stripped = _GENERIC_TAIL.sub("", _STOP_LEADS.sub("", phrase)).strip()
         if stripped == phrase:
             break
         phrase = stripped
-    return phrase.strip()
+    return phrase
 
 
 def overturned_terms(text: str) -> list[str]:
@@ -326,7 +339,7 @@ def overturned_terms(text: str) -> list[str]:
         if phrase:
             out.append(phrase)
     out += [_cut_phrase(m.group("x")) for m in _REPLACED_EN.finditer(text or "")]
-    out += [m.group("x").strip() for m in _NOT_ANYMORE.finditer(text or "")]
+    out += [_cut_phrase(m.group("x")) for m in _NOT_ANYMORE.finditer(text or "")]
     out += [m.group("x").strip() for m in _NEGATED_ZH.finditer(text or "")]
     seen: dict[str, None] = {}
     for p in out:
@@ -340,9 +353,13 @@ def is_change(text: str) -> bool:
 
 
 # --------------------------------------------------------------- similarity
+ZH_STOPWORDS = frozenset("的 了 是 在 和 与 就 都 也 要 把 用 吧 呢 吗 啊 我们 你 我 他 这 那 个 一 之 并 而 及 或 被 让 给 会 能 很".split())
+
+
 def terms(text: str) -> list[str]:
     """Content terms (stopwords out), Chinese segmented: what similarity compares."""
-    return [t for t in lexical.tokens(text or "") if t not in lexical.STOPWORDS]
+    return [t for t in lexical.tokens(text or "")
+            if t not in lexical.STOPWORDS and t not in ZH_STOPWORDS]  # fmt: skip
 
 
 def slot_terms(text: str) -> set[str]:
@@ -357,6 +374,29 @@ def jaccard(a: Iterable[str], b: Iterable[str]) -> float:
     if not sa or not sb:
         return 0.0
     return len(sa & sb) / len(sa | sb)
+
+
+def overlap(a: Iterable[str], b: Iterable[str]) -> tuple[int, float]:
+    """(shared terms, overlap coefficient |A∩B| / min(|A|, |B|))."""
+    sa, sb = set(a), set(b)
+    if not sa or not sb:
+        return 0, 0.0
+    n = len(sa & sb)
+    return n, n / min(len(sa), len(sb))
+
+
+def mentions(phrase: str, text: str) -> bool:
+    """Does ``text`` talk about ``phrase``?  Whole words, or the phrase's values, or
+    most of its content words ("the 17 second timeout" ~ "time out after 17 seconds")."""
+    if contains_term(phrase, text):
+        return True
+    values = [v for v in key_values(phrase)]
+    if values:
+        return all(value_present(v, fold(text)) for v in values)
+    pt = set(terms(phrase))
+    if len(pt) < 2:
+        return False
+    return len(pt & set(terms(text))) * 3 >= 2 * len(pt)
 
 
 def contains_term(phrase: str, text: str) -> bool:

@@ -284,23 +284,30 @@ class MemoryWriter:
         """Invalidate (or revise) what an explicit change of plan overturns."""
         views = [v for v in self._views.get(ev.session_id, []) if v.kind != "artifact"
                  and v.event.payload.get("source_seq", -1) < ev.seq]  # fmt: skip
+        said = next((s for s in L.sentences(text) if L.is_change(s)), text)
+        own_slot = L.slot_terms(said)
+        views = [v for v in views if v.fold != L.fold(said)]
         targets: list[tuple[MemoryView, list[str]]] = []
         for x in L.overturned_terms(text):
             for v in views:
-                if L.contains_term(x, v.text) and not any(t[0] is v for t in targets):
-                    targets.append((v, [c for c in L.clauses(v.text) if L.contains_term(x, c)]))
+                if not L.mentions(x, v.text) or any(t[0] is v for t in targets):
+                    continue
+                if v.kind == "fact" and L.overlap(own_slot - set(L.terms(x)), v.slot)[0] < 1:
+                    continue  # a fact that merely mentions X is not the plan being changed
+                targets.append((v, [c for c in L.clauses(v.text) if L.mentions(x, c)]))
         if not targets and L.CANCEL_LAST.search(text):
             user_views = [v for v in views if v.event.payload.get("source_role") == "user"]
             if user_views:
                 last_seq = max(v.event.payload.get("source_seq", -1) for v in user_views)
                 targets = [(v, []) for v in user_views if v.event.payload.get("source_seq") == last_seq]
-        if not targets:
-            own_slot = L.slot_terms(text)
-            own_values = {L.bare_number(L.fold(v)) for v in L.key_values(text)}
-            scored = [(L.jaccard(own_slot, v.slot), v) for v in views if v.values != own_values]
-            best = max(scored, key=lambda p: p[0], default=(0.0, None))
-            if best[1] is not None and best[0] >= 0.34:
-                targets = [(best[1], [])]
+        if not targets:  # nothing named: the closest earlier statement on the same subject
+            scored = []
+            for v in views:
+                shared, coef = L.overlap(own_slot, v.slot)
+                if shared >= 2 and coef >= 0.5:
+                    scored.append((coef, shared, int(v.event.payload.get("source_seq", -1)), v))
+            if scored:
+                targets = [(max(scored, key=lambda p: p[:3])[3], [])]
         if not targets:
             return []
         # the change itself is remembered as a decision; it names what it overturned

@@ -216,6 +216,20 @@ _ROLE_TYPES = {
 }
 
 
+def _earlier_invocations(
+    target: Any, store: EventStore | None, session_id: str, call_ids: set[str]
+) -> dict[str, str]:
+    if store is None:
+        target.flush()
+        store = target.store
+    found: dict[str, str] = {}
+    for ev in reversed(store.timeline(session_id, types=(EventType.TOOL_INVOCATION,), last=200)):
+        cid = str((ev.payload or {}).get("tool_call_id") or "")
+        if cid in call_ids and cid not in found:
+            found[cid] = ev.id
+    return found
+
+
 def record_messages(
     target: Any,
     session_id: str,
@@ -260,6 +274,11 @@ def record_messages(
         ids.append(eid)
         return eid
 
+    pending = {str(m.get("tool_call_id") or "") for m in messages
+               if isinstance(m, Mapping) and m.get("role") == "tool"}  # fmt: skip
+    pending -= {cid for m in messages if isinstance(m, Mapping) for cid, _n, _a in _calls_of(m)}
+    if pending:  # results whose calls were recorded earlier: find those invocations
+        by_call.update(_earlier_invocations(target, store, session_id, pending))
     for i, m in enumerate(messages):
         if not isinstance(m, Mapping):
             raise TypeError(f"message {i} is {type(m).__name__}, expected a dict with 'role'")

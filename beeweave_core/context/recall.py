@@ -19,6 +19,7 @@ from typing import Any
 
 from ..events import Event, EventType
 from .. import lexical
+from . import language as L
 from .compactor import summary_lines
 from .editing import Editor
 from .memory import decay, expired
@@ -52,6 +53,7 @@ class Recallable:
     recency: float = 0.0
     score: float = 0.0
     via: str = "store"
+    core: str = ""  # the statement itself, for spotting the same thing said twice
 
     def line(self) -> str:
         if self.group.startswith("[memories"):
@@ -68,6 +70,7 @@ class RecallInputs:
     user_id: str | None
     memories: Sequence[Event]
     exclude: set[str]
+    exclude_texts: set[str]
     top_summaries: Sequence[Event]
     rolled_back: Sequence[Event]
     units: Sequence[Unit]
@@ -92,6 +95,7 @@ def _mem_piece(m: Event, origin: str, weight: float, recency: float) -> Recallab
         seq_range=(seq, seq),
         weight=weight,
         recency=recency,
+        core=m.content,
     )
 
 
@@ -104,7 +108,7 @@ def _summary_pieces(s: Event, origin: str, weight: float, window_from: int | Non
             continue  # that turn is shown verbatim
         text = ln.text if ln.role == "summary" else f"#{ln.seq} {ln.role}: {ln.text}"
         out.append(Recallable(f"{s.id}:{i}", "summary", text, group, (s.id,), s.session_id,
-                              (a, b), weight, 0.0))  # fmt: skip
+                              (a, b), weight, 0.0, core=ln.text))  # fmt: skip
     return out
 
 
@@ -132,7 +136,14 @@ def gather(inp: RecallInputs) -> list[Recallable]:
     except Exception:  # cross-session recall is a bonus; never fail an assembly on it
         log.exception("beeweave: cross-session recall failed")
     _score(out, inp.query)
-    return sorted(out, key=lambda r: r.score, reverse=True)
+    seen = set(inp.exclude_texts)
+    unique = []
+    for r in sorted(out, key=lambda r: r.score, reverse=True):
+        f = L.fold(r.core or r.text)
+        if f not in seen:
+            seen.add(f)
+            unique.append(r)
+    return unique
 
 
 def _originals(inp: RecallInputs, span: int) -> list[Recallable]:
@@ -158,7 +169,7 @@ def _originals(inp: RecallInputs, span: int) -> list[Recallable]:
         for ln in lines:
             out.append(Recallable(f"{ln.event_id}:orig", "original", f"#{ln.seq} {ln.role}: {ln.text}",
                                   group, (ln.event_id,), inp.session_id, (ln.seq, ln.seq), 1.0,
-                                  ln.seq / span))  # fmt: skip
+                                  ln.seq / span, core=ln.text))  # fmt: skip
     return out
 
 

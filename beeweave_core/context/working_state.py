@@ -153,7 +153,8 @@ def _scan_turns(ws: WorkingState, units: Sequence[Unit], max_todos: int) -> None
                 if ws.goal is None and ev.type == EventType.USER_MESSAGE and L.GOAL.search(s) \
                         and not L.is_question(s) and not L.is_ack(s):  # fmt: skip
                     ws.goal = Item("goal", s, (ev.id,), ev.seq)
-                if L.TODO.search(s) and not L.is_question(s) and not L.is_ack(s):
+                if ev.type == EventType.USER_MESSAGE and L.TODO.search(s) \
+                        and not L.is_question(s) and not L.is_ack(s):  # fmt: skip
                     todos.append(Item("todos", s, (ev.id,), ev.seq))
     if todos:
         seen: set[str] = set()

@@ -46,6 +46,8 @@ from .sqlite import TokenCount, default_token_count
 MAX_WALK_DEPTH = 1_000
 #: Events per write transaction; a bigger ``append`` is split (each chunk atomic).
 DEFAULT_WRITE_BATCH = 2_000
+#: ``tokens`` of an event whose content has not been counted yet (see _count_tokens).
+TOKENS_UNCOUNTED = -1
 
 _LUCENE_SPECIAL = re.compile(r'([+\-!(){}\[\]^"~*?:\\/&|])')
 _LUCENE_OPERATOR = re.compile(r"\b(AND|OR|NOT|TO)\b")
@@ -101,6 +103,11 @@ def _artifact_refs(payload: dict[str, Any]) -> list[str]:
 def _edge_types(types: Iterable[EdgeType | str]) -> list[str]:
     """Relationship types as fixed enum values (never user text)."""
     return [EdgeType(t).value for t in types]
+
+
+def _run(tx: Any, query: str, params: dict[str, Any]) -> Any:
+    """One statement as a transaction function (returns its summary)."""
+    return tx.run(query, params).consume()
 
 
 def _merge_edges(tx: Any, tenant: str, edges: Sequence[Edge]) -> int:
@@ -229,75 +236,94 @@ class Neo4jEventStore(BaseEventStore):
 
     # --------------------------------------------------------------- writes
     def _append(self, prepared: list[Prepared], *, keep_seq: bool = False) -> AppendResult:
-        tokens = self._token_count([p.event.content for p in prepared])
+        import neo4j.exceptions as nx
+
         result = AppendResult()
         step = max(1, self.write_batch)
         for i in range(0, len(prepared), step):
-            part = self._write(
-                self._append_tx, prepared[i : i + step], tokens[i : i + step], keep_seq
-            )
+            chunk = prepared[i : i + step]
+            for attempt in range(3):
+                try:
+                    part = self._write(self._append_tx, chunk, keep_seq)
+                    break
+                except nx.ConstraintError as exc:
+                    # import: a stored seq is taken.  append: another session's
+                    # writer stored one of these ids first; the retry counts it as
+                    # a duplicate (seq is never the cause: it is allocated under lock)
+                    if keep_seq or attempt == 2:
+                        raise ValueError(
+                            f"events conflict with stored ones: {exc.message}"
+                        ) from exc
             result.inserted += part.inserted
             result.duplicates += part.duplicates
             result.ids += part.ids
         return result
 
-    def _append_tx(
-        self, tx: Any, prepared: list[Prepared], tokens: list[int], keep_seq: bool
-    ) -> AppendResult:
+    def _append_tx(self, tx: Any, prepared: list[Prepared], keep_seq: bool) -> AppendResult:
         t = self.tenant
         sids = sorted({p.event.session_id for p in prepared})
-        last = {
-            r["sid"]: r["last_seq"]
-            for r in tx.run(q.CYPHER_LOCK_SESSIONS, tenant=t, session_ids=sids)
-        }
+        last, prev = {}, {}
+        for r in tx.run(q.CYPHER_LOCK_SESSIONS, tenant=t, session_ids=sids):
+            last[r["sid"]], prev[r["sid"]] = r["last_seq"], r["tail"]
         ids = [p.event.id for p in prepared]
-        existing = {r["id"] for r in tx.run(q.CYPHER_GET_EXISTING_IDS, tenant=t, ids=ids)}
+        found = {r["id"]: r["stored"] for r in tx.run(q.CYPHER_GET_EXISTING_IDS, tenant=t, ids=ids)}
         artifacts: dict[str, dict[str, Any]] = {}
-        rows: list[dict[str, Any]] = []
-        edges: list[Edge] = []
+        new_rows: list[dict[str, Any]] = []
+        placeholder_rows: list[dict[str, Any]] = []
         result = AppendResult()
-        for p, ntok in zip(prepared, tokens, strict=True):
+        for p in prepared:
             for sha, body in p.artifacts.items():
                 artifacts.setdefault(sha, {"sha256": sha, "chars": len(body), "body": body})
             ev = p.event
-            if ev.id in existing:
+            if found.get(ev.id):
                 result.duplicates += 1
                 continue
+            sid = ev.session_id
             if keep_seq:
-                seq = ev.seq
-                last[ev.session_id] = max(last[ev.session_id], seq)
+                seq, before = ev.seq, None  # NEXT by seq neighbours, below
+                last[sid] = max(last[sid], seq)
             else:
-                seq = last[ev.session_id] = last[ev.session_id] + 1
-            rows.append(self._row(p, seq, ntok))
-            edges += ev.edges()
+                seq = last[sid] = last[sid] + 1
+                before, prev[sid] = prev[sid], ev.id
+            row = self._row(p, seq, before)
+            (placeholder_rows if ev.id in found else new_rows).append(row)
             result.ids.append(ev.id)
         if artifacts:
             tx.run(q.CYPHER_MERGE_ARTIFACTS, tenant=t, artifacts=list(artifacts.values()))
-        if rows:
-            import neo4j.exceptions as nx
-
-            try:
-                tx.run(q.CYPHER_CREATE_EVENTS, tenant=t, rows=rows).consume()
-            except nx.ConstraintError as exc:
-                raise ValueError(f"import conflicts with stored events: {exc.message}") from exc
-            refs = [{"id": r["id"], "shas": r["artifacts"]} for r in rows if r["artifacts"]]
-            if refs:
-                tx.run(q.CYPHER_LINK_ARTIFACTS, tenant=t, rows=refs).consume()
-            _merge_edges(tx, t, edges)
+        if not result.ids:
+            return result
+        if placeholder_rows:
+            tx.run(q.CYPHER_FILL_PLACEHOLDERS, tenant=t, rows=placeholder_rows).consume()
+        if new_rows:
+            tx.run(q.CYPHER_CREATE_EVENTS, tenant=t, rows=new_rows).consume()
+        refs = [
+            {"id": r["props"]["id"], "shas": r["artifacts"]}
+            for r in new_rows + placeholder_rows
+            if r["artifacts"]
+        ]
+        if refs:
+            tx.run(q.CYPHER_LINK_ARTIFACTS, tenant=t, rows=refs).consume()
+        if keep_seq:
             tx.run(q.CYPHER_CREATE_NEXT, tenant=t, ids=result.ids).consume()
-            sessions = [{"id": s, "last_seq": n} for s, n in last.items()]
-            tx.run(q.CYPHER_SET_LAST_SEQ, tenant=t, sessions=sessions).consume()
-        result.inserted = len(rows)
+        sessions = [{"id": s, "last_seq": n} for s, n in last.items()]
+        tx.run(q.CYPHER_SET_LAST_SEQ, tenant=t, sessions=sessions).consume()
+        result.inserted = len(result.ids)
         return result
 
-    def _row(self, p: Prepared, seq: int, tokens: int) -> dict[str, Any]:
+    def _row(self, p: Prepared, seq: int, prev: str | None) -> dict[str, Any]:
         ev = p.event
         links = {k.value: list(v) for k, v in ev.links.items()}
+        targets: dict[str, dict[str, None]] = {}
+        for e in ev.edges():  # dict: each target once per type, in order
+            targets.setdefault(e.type.value, {})[e.dst] = None
         return {
-            "id": ev.id,
             "label": TYPE_LABELS[ev.type],
+            "prev": prev,
+            "edges": {k: list(v) for k, v in targets.items()},
             "artifacts": _artifact_refs(ev.payload),
             "props": {
+                "tenant": self.tenant,
+                "id": ev.id,
                 "session_id": ev.session_id,
                 "seq": seq,
                 "type": ev.type.value,
@@ -311,7 +337,7 @@ class Neo4jEventStore(BaseEventStore):
                 "source": p.source_json,
                 "user_id": _scalar(ev.meta.get("user_id")),
                 "agent_id": _scalar(ev.meta.get("agent_id")),
-                "tokens": tokens,
+                "tokens": TOKENS_UNCOUNTED,
                 "status": ev.status.value,
                 "status_reason": ev.status_reason,
             },
@@ -513,12 +539,32 @@ class Neo4jEventStore(BaseEventStore):
             for r in rows
         ]  # fmt: skip
 
+    def _count_tokens(self, session_ids: list[str] | None) -> None:
+        """Fill in exact token counts that ``append`` left for later.
+
+        Counting costs ~70 µs per KB of text, as much as the whole write, so (as in
+        the SQLite store) the write path leaves it to the first read that needs it.
+        """
+        while True:
+            if session_ids is None:
+                rows = self._read(q.CYPHER_GET_UNCOUNTED_ALL, limit=2_000)
+            else:
+                rows = self._read(
+                    q.CYPHER_GET_UNCOUNTED_OF_SESSIONS, session_ids=session_ids, limit=2_000
+                )
+            if not rows:
+                return
+            counts = self._token_count([r["content"] or "" for r in rows])
+            done = [{"id": r["id"], "tokens": n} for r, n in zip(rows, counts, strict=True)]
+            self._write(_run, q.CYPHER_SET_TOKENS, {"tenant": self.tenant, "rows": done})
+
     def _session_stats(
         self, session_ids: list[str] | None, *, user_id: str | None = None
     ) -> list[SessionStats]:
         if user_id is not None:
             mine = [r["sid"] for r in self._read(q.CYPHER_GET_USER_SESSIONS, user_id=user_id)]
             session_ids = mine if session_ids is None else [s for s in session_ids if s in mine]
+        self._count_tokens(session_ids)
         if session_ids is None:
             rows = self._read(q.CYPHER_GET_ALL_SESSION_STATS)
         else:

@@ -85,25 +85,28 @@ _VISIBLE = "e.seq IS NOT NULL AND ($all OR e.status = 'active')"
 
 # ------------------------------------------------------------------ writes
 #: Lock each session the batch writes to (sorted ids, so writers never deadlock),
-#: creating it on first use; read ``last_seq`` only after the lock is held.
+#: creating it on first use; read ``last_seq`` (and the id of the event there, the
+#: new events' NEXT predecessor) only after the lock is held.
 CYPHER_LOCK_SESSIONS = """
 UNWIND $session_ids AS sid
 MERGE (s:Session {tenant: $tenant, id: sid})
 ON CREATE SET s.last_seq = -1
 SET s._lock = true
 REMOVE s._lock
-RETURN sid, s.last_seq AS last_seq
+WITH sid, s
+OPTIONAL MATCH (t:Event {tenant: $tenant, session_id: sid, seq: s.last_seq})
+RETURN sid, s.last_seq AS last_seq, t.id AS tail
 """
 CYPHER_SET_LAST_SEQ = """
 UNWIND $sessions AS x
 MATCH (s:Session {tenant: $tenant, id: x.id})
 SET s.last_seq = x.last_seq
 """
+#: Which ids exist: stored events (redeliveries) and placeholders (to fill in).
 CYPHER_GET_EXISTING_IDS = """
 UNWIND $ids AS id
 MATCH (e:Event {tenant: $tenant, id: id})
-WHERE e.seq IS NOT NULL
-RETURN e.id AS id
+RETURN e.id AS id, e.seq IS NOT NULL AS stored
 """
 CYPHER_MERGE_ARTIFACTS = """
 UNWIND $artifacts AS a
@@ -111,11 +114,48 @@ MERGE (x:Artifact {tenant: $tenant, sha256: a.sha256})
 ON CREATE SET x.chars = a.chars, x.body = a.body
 ON MATCH SET x.chars = coalesce(x.chars, a.chars), x.body = coalesce(x.body, a.body)
 """
-#: MERGE, not CREATE: the id may exist as a placeholder some edge pointed at.
-CYPHER_CREATE_EVENTS = """
+
+
+def _edge_foreach(verb: str) -> str:
+    """One FOREACH per edge type (static types: see CYPHER_MERGE_EDGES); a target
+    not stored yet becomes a placeholder.  ``r.edges`` maps type → target ids."""
+    return "\n".join(
+        f"FOREACH (d IN coalesce(r.edges.{t.value}, []) | "
+        f"MERGE (b:Event {{tenant: $tenant, id: d}}) {verb} (e)-[:{t.value}]->(b))"
+        for t in EdgeType
+        if t is not EdgeType.NEXT
+    )
+
+
+#: New events (``r.props`` holds tenant and id too) with their type label, their
+#: typed edges, and the NEXT edge from their predecessor ``r.prev`` (the session's
+#: tail or the previous row).  ``CREATE``, not ``MERGE``: the store checked under
+#: the session lock that the ids are new (the (tenant, id) constraint refuses a
+#: concurrent writer of the same id in another session), and a new node has no
+#: edges yet.  The ``collect`` makes every node exist before any edge is drawn, so
+#: an edge to an event later in the same batch finds it instead of a placeholder.
+CYPHER_CREATE_EVENTS = f"""
 UNWIND $rows AS r
-MERGE (e:Event {tenant: $tenant, id: r.id})
+CREATE (e:Event)
+SET e = r.props, e:$(r.label)
+WITH collect({{e: e, r: r}}) AS made
+UNWIND made AS m
+WITH m.e AS e, m.r AS r
+{_edge_foreach("CREATE")}
+WITH e, r WHERE r.prev IS NOT NULL
+MATCH (p:Event {{tenant: $tenant, id: r.prev}})
+CREATE (p)-[:NEXT]->(e)
+"""
+#: Fill in placeholders (ids some edge pointed at before the event arrived); they
+#: may have edges already, so MERGE.
+CYPHER_FILL_PLACEHOLDERS = f"""
+UNWIND $rows AS r
+MATCH (e:Event {{tenant: $tenant, id: r.props.id}})
 SET e += r.props, e:$(r.label)
+{_edge_foreach("MERGE")}
+WITH e, r WHERE r.prev IS NOT NULL
+MATCH (p:Event {{tenant: $tenant, id: r.prev}})
+MERGE (p)-[:NEXT]->(e)
 """
 CYPHER_LINK_ARTIFACTS = """
 UNWIND $rows AS r
@@ -139,7 +179,8 @@ ON CREATE SET x.meta = r.meta
     for t in EdgeType
     if t is not EdgeType.NEXT
 }
-#: NEXT from the event at seq-1 and to the one at seq+1 (an import may fill a hole).
+#: Import keeps stored seqs, which may leave or fill holes: NEXT from the event at
+#: seq-1 and to the one at seq+1, found by the (tenant, session_id, seq) index.
 CYPHER_CREATE_NEXT = """
 UNWIND $ids AS id
 MATCH (e:Event {tenant: $tenant, id: id})
@@ -321,6 +362,26 @@ CYPHER_GET_USER_SESSIONS = """
 MATCH (e:Event {tenant: $tenant, user_id: $user_id})
 WHERE e.session_id IS NOT NULL
 RETURN DISTINCT e.session_id AS sid
+"""
+#: Token counts are left for later by writes (``tokens = -1``) and filled in by
+#: the first read that needs them (counting costs as much as the whole write).
+CYPHER_GET_UNCOUNTED_ALL = """
+MATCH (e:Event {tenant: $tenant})
+WHERE e.id IS NOT NULL AND e.tokens < 0
+RETURN e.id AS id, e.content AS content
+LIMIT $limit
+"""
+CYPHER_GET_UNCOUNTED_OF_SESSIONS = """
+UNWIND $session_ids AS sid
+MATCH (e:Event {tenant: $tenant, session_id: sid})
+WHERE e.seq IS NOT NULL AND e.tokens < 0
+RETURN e.id AS id, e.content AS content
+LIMIT $limit
+"""
+CYPHER_SET_TOKENS = """
+UNWIND $rows AS r
+MATCH (e:Event {tenant: $tenant, id: r.id})
+SET e.tokens = r.tokens
 """
 CYPHER_GET_ARTIFACT = """
 MATCH (a:Artifact {tenant: $tenant, sha256: $sha256})

@@ -1,0 +1,194 @@
+"""A LangGraph pre-model hook that hands the model BeeWeave's layered context.
+
+``create_react_agent(model, tools, pre_model_hook=beeweave_context_hook(weave,
+budget_tokens=8000))``: before every model call the hook records the state's new
+messages (same keys as the callback handler, so nothing is stored twice), lets the
+context engine compact the session when it passed its trigger, and returns the
+assembled context — pinned system prompt, working state, recalled memories and
+summaries, latest turns verbatim, within ``budget_tokens`` exactly — as
+``llm_input_messages``.  The graph's own ``messages`` state is left untouched, so the
+checkpointer still keeps the full conversation.
+
+Assembled messages carry ids ``beeweave:<event id>`` (``beeweave:~<layer>`` for the
+synthetic working/recalled blocks), which tells the callback handler they are not new
+and which events the model call consumed.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from langchain_core.messages import BaseMessage, convert_to_messages
+from langchain_core.runnables import RunnableConfig, RunnableLambda
+
+from beeweave_core.events import Event, EventType
+from beeweave_core.tokens import DEFAULT_MODEL
+from beeweave_core.weave import Weave
+
+from .messages import STORED_ID_PREFIX, dict_to_message
+from .recorder import recorder_for
+
+#: Key of ``additional_kwargs`` where assembled messages keep BeeWeave's accounts.
+BEEWEAVE_KWARG = "beeweave"
+
+
+def _tail_event_ids(ctx: Any, store: Any) -> list[str | None]:
+    """Event id of each message of ``ctx.messages`` (``None`` for the synthetic ones).
+
+    The immediate layer's pieces list each unit's events in order; walking units and
+    messages from the end pairs a tool message with its result by tool_call_id, the
+    message before with the unit's user or assistant event.
+    """
+    msgs = ctx.messages
+    out: list[str | None] = [None] * len(msgs)
+    pieces = list(ctx.layers["immediate"].pieces) if "immediate" in ctx.layers else []
+    ids = [i for p in pieces for i in p.event_ids]
+    events = {e.id: e for e in store.get(ids)} if ids else {}
+    i = len(msgs) - 1
+    for piece in reversed(pieces):
+        evs = [events[x] for x in piece.event_ids if x in events]
+        results = {
+            str(e.payload.get("tool_call_id") or e.id): e.id
+            for e in evs
+            if e.type == EventType.TOOL_RESULT
+        }
+        while i >= 0 and msgs[i].get("role") == "tool":
+            out[i] = results.get(str(msgs[i].get("tool_call_id")))
+            i -= 1
+        if i < 0:
+            break
+        want = (
+            EventType.USER_MESSAGE if msgs[i].get("role") == "user" else EventType.ASSISTANT_MESSAGE
+        )
+        out[i] = next((e.id for e in evs if e.type == want), None)
+        i -= 1
+    return out
+
+
+def assembled_messages(ctx: Any, store: Any) -> list[BaseMessage]:
+    """An :class:`~beeweave_core.context.AssembledContext` as LangChain messages, ids set."""
+    event_ids = _tail_event_ids(ctx, store)
+    out: list[BaseMessage] = []
+    for n, (d, eid) in enumerate(zip(ctx.messages, event_ids, strict=True)):
+        msg = dict_to_message({**d, "id": f"{STORED_ID_PREFIX}{eid or f'~{ctx.session_id}:{n}'}"})
+        msg.additional_kwargs[BEEWEAVE_KWARG] = {"retrieval_event_id": ctx.retrieval_event_id}
+        out.append(msg)
+    return out
+
+
+class BeeWeaveContextHook:
+    """The hook's state and logic; :func:`beeweave_context_hook` wraps it as a Runnable.
+
+    ``session_id`` defaults to the run's ``thread_id``.  ``budget_tokens`` is exact,
+    counted with ``model``'s tokenizer; ``window_tokens`` is what compaction measures
+    against (default: the budget).  ``record=False`` leaves recording to the callback
+    handler or checkpointer alone.  Other keyword arguments go to ``weave.assemble``
+    (``phase``, ``single_system``, ``use_retriever`` …).
+    """
+
+    def __init__(
+        self,
+        weave: Weave,
+        *,
+        budget_tokens: int = 8_000,
+        session_id: str | None = None,
+        model: str | None = DEFAULT_MODEL,
+        window_tokens: int | None = None,
+        compact: bool = True,
+        record: bool = True,
+        user_id: str | None = None,
+        agent_id: str | None = None,
+        messages_key: str = "messages",
+        output_key: str = "llm_input_messages",
+        **assemble_kw: Any,
+    ) -> None:
+        if not isinstance(budget_tokens, int) or budget_tokens <= 0:
+            raise ValueError(f"budget_tokens must be a positive int, got {budget_tokens!r}")
+        self.weave = weave
+        self.budget_tokens = budget_tokens
+        self.session_id = session_id
+        self.model = model
+        self.window_tokens = window_tokens
+        self.compact = compact
+        self.record = record
+        self.user_id = user_id
+        self.messages_key = messages_key
+        self.output_key = output_key
+        self.assemble_kw = assemble_kw
+        self._meta = {
+            k: v for k, v in (("user_id", user_id), ("agent_id", agent_id)) if v is not None
+        }
+        self._source = {"framework": "langchain", "component": "context_hook"}
+        #: The last assembly, for inspection (tokens per layer, provenance, compaction).
+        self.last: Any = None
+
+    def _session(self, config: RunnableConfig | None) -> str:
+        sid = self.session_id or ((config or {}).get("configurable") or {}).get("thread_id")
+        if not sid:
+            raise ValueError(
+                "beeweave_context_hook needs a session: pass session_id= or run the graph "
+                "with config={'configurable': {'thread_id': ...}}"
+            )
+        return str(sid)
+
+    def _messages(self, state: Any) -> list[BaseMessage]:
+        raw = (
+            state.get(self.messages_key)
+            if isinstance(state, Mapping)
+            else getattr(state, self.messages_key, None)
+        )
+        if raw is None:
+            raise ValueError(f"the state has no {self.messages_key!r} key")
+        return (
+            convert_to_messages(raw) if raw and not isinstance(raw[0], BaseMessage) else list(raw)
+        )
+
+    def __call__(self, state: Any, config: RunnableConfig | None = None) -> dict[str, Any]:
+        sid = self._session(config)
+        messages = self._messages(state)
+        if self.record:
+            recorder_for(self.weave).record_history(
+                sid, messages, meta=self._meta, source=self._source
+            )
+        ctx = self.weave.assemble(
+            sid, budget_tokens=self.budget_tokens, model=self.model,
+            window_tokens=self.window_tokens, compact=self.compact, user_id=self.user_id,
+            **self.assemble_kw,
+        )  # fmt: skip
+        self.last = ctx
+        return {self.output_key: assembled_messages(ctx, self.weave.store)}
+
+    async def acall(self, state: Any, config: RunnableConfig | None = None) -> dict[str, Any]:
+        return await asyncio.to_thread(self.__call__, state, config)
+
+
+def beeweave_context_hook(weave: Weave, *, budget_tokens: int = 8_000, **kw: Any) -> RunnableLambda:
+    """A ``pre_model_hook`` for ``create_react_agent`` (or a node before any model call)
+    that replaces the message list with BeeWeave's assembled, budgeted context.
+
+    See :class:`BeeWeaveContextHook` for the options; the hook object is reachable as
+    ``runnable.hook`` (e.g. ``runnable.hook.last`` is the last assembly).
+    """
+    hook = BeeWeaveContextHook(weave, budget_tokens=budget_tokens, **kw)
+    runnable = RunnableLambda(hook.__call__, afunc=hook.acall, name="beeweave_context_hook")
+    runnable.hook = hook  # type: ignore[attr-defined]
+    return runnable
+
+
+def message_event_ids(messages: Sequence[BaseMessage]) -> list[str | None]:
+    """Stored event ids behind assembled messages (``None`` for synthetic blocks)."""
+    out: list[str | None] = []
+    for m in messages:
+        mid = m.id or ""
+        rest = mid[len(STORED_ID_PREFIX) :] if mid.startswith(STORED_ID_PREFIX) else ""
+        out.append(rest if rest and not rest.startswith("~") else None)
+    return out
+
+
+def events_of(weave: Weave, messages: Sequence[BaseMessage]) -> list[Event]:
+    """The stored events behind assembled messages, in order (synthetic blocks skipped)."""
+    ids = [i for i in message_event_ids(messages) if i]
+    found = {e.id: e for e in weave.store.get(ids)} if ids else {}
+    return [found[i] for i in ids if i in found]
