@@ -141,7 +141,9 @@ class ContextBus:
                     self._high.append(item)
                 else:
                     self._overflow(item)
-                if not self._wake.is_set():
+                # Waking the writer on every event makes it fight the agent for the GIL;
+                # the timer (flush_interval) picks up small amounts, a full batch wakes it.
+                if len(self._high) >= self.batch_size and not self._wake.is_set():
                     self._wake.set()
             elif len(self._low) < self.max_low:
                 self._low.append(item)

@@ -284,7 +284,7 @@ OutOpt = Annotated[Path | None, typer.Option("--out", help="JSON file to write."
 def bench_capture(
     n: Annotated[int, typer.Option(help="Calls per case.")] = 100_000,
     framework: Annotated[
-        str | None, typer.Option(help="Also measure a framework handler: langchain.")
+        str | None, typer.Option(help="Also measure a framework handler: langchain, llamaindex.")
     ] = None,
     out: OutOpt = None,
 ) -> None:
@@ -317,6 +317,15 @@ def _langchain_capture(n: int) -> tuple[list[dict[str, Any]], dict[str, Any]]:
 
 
 _framework_capture["langchain"] = _langchain_capture
+
+
+def _llamaindex_capture(n: int) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+    from beeweave_llamaindex.bench import run
+
+    return run(n)
+
+
+_framework_capture["llamaindex"] = _llamaindex_capture
 
 
 @bench_app.command("ingest")

@@ -21,17 +21,19 @@ import threading
 import time
 from collections import deque
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from .events import Event, Status
 from .index import IndexFilter, IndexState, VectorIndex, open_index
-from .index.base import EmbeddingIdentity, EmbeddingMismatch
-from .index.chunking import ChunkPolicy, chunk_events
+from .index.base import Chunk, EmbeddingIdentity, EmbeddingMismatch
+from .index.chunking import ChunkPolicy, chunk_events, embed_chunks, embed_query
 
 log = logging.getLogger("beeweave.indexer")
 
 Progress = Callable[[int, int], None]
+#: How far back (in seq) to look for the text an event answers (past empty markers).
+CONTEXT_LOOKBACK = 8
 
 
 @dataclass
@@ -71,8 +73,8 @@ class Indexer:
     ) -> None:
         self.store = store
         self.embeddings = embeddings
-        self.identity = EmbeddingIdentity.of(embeddings)
         self.policy = policy or ChunkPolicy()
+        self.identity = EmbeddingIdentity.of(embeddings, self.policy.recipe)
         self.batch_size = max(1, batch_size)
         self.retry_interval = retry_interval
         self._index: VectorIndex | None = None
@@ -249,9 +251,29 @@ class Indexer:
         chunks = chunk_events(events, self.policy, load_artifact=self.store.get_artifact)
         if not chunks:
             return 0, 0
-        vectors = self.embeddings.embed_documents([c.text for c in chunks])
+        if self.policy.recipe == "context":
+            chunks = self._with_context(chunks)
+        vectors = embed_chunks(self.embeddings, chunks, self.policy.recipe)
         self.index.upsert(chunks, vectors)
         return len({c.event_id for c in chunks}), len(chunks)
+
+    def _with_context(self, chunks: list[Chunk]) -> list[Chunk]:
+        """Fill each chunk's context: the latest earlier event with text in its session."""
+        by_session: dict[str, list[int]] = {}
+        for c in chunks:
+            by_session.setdefault(c.session_id, []).append(c.seq)
+        before: dict[tuple[str, int], str] = {}
+        for sid, seqs in by_session.items():
+            lo, hi = min(seqs), max(seqs)
+            if lo <= 0 and hi <= 0:
+                continue
+            timeline = self.store.timeline(sid, seq_from=max(0, lo - CONTEXT_LOOKBACK), seq_to=hi)
+            last = ""
+            for ev in timeline:
+                before[(sid, ev.seq)] = last
+                if ev.content.strip():
+                    last = ev.content
+        return [replace(c, context=before.get((c.session_id, c.seq), "")) for c in chunks]
 
     # ------------------------------------------------------------ repairs
     def gap_check(
@@ -349,7 +371,7 @@ class Indexer:
         self, text: str, *, k: int, filters: IndexFilter | None = None
     ) -> list[tuple[str, float]]:
         """Semantic search over this identity's vectors only."""
-        vector = self.embeddings.embed_query(text)
+        vector = embed_query(self.embeddings, text)
         return self.index.query(vector, k=k, filters=filters)
 
     def status(self) -> dict[str, Any]:
@@ -395,11 +417,14 @@ def attach_indexer(weave: Any) -> Indexer | None:
         embeddings = default_embeddings()
         opts["embeddings"] = embeddings
 
+    policy = opts.get("index_policy") or ChunkPolicy()
+
     def factory() -> VectorIndex:
         return open_index(
             weave.store,
             url=weave.url,
             embeddings=embeddings,
+            identity=EmbeddingIdentity.of(embeddings, policy.recipe),
             kind=kind,
             vector_url=opts.get("vector_url"),
         )
@@ -408,7 +433,7 @@ def attach_indexer(weave: Any) -> Indexer | None:
         weave.store,
         factory,
         embeddings,
-        policy=opts.get("index_policy"),
+        policy=policy,
         backfill_on_open=opts.get("index_backfill", True),
     )
     weave.indexer = indexer

@@ -31,7 +31,7 @@ from dataclasses import dataclass, field, replace
 from datetime import datetime, timezone
 from typing import Any
 
-from .events import EdgeType, Event, EventType
+from .events import EdgeType, Event, EventType, Status
 from .index.base import IndexFilter
 from .timehints import TimeWindow, find_windows
 
@@ -39,6 +39,8 @@ log = logging.getLogger("beeweave.retrieval")
 
 PATHS = ("recent", "semantic", "lexical", "temporal", "metadata", "graph")
 DAY = 86_400.0
+#: The metadata path looks at this many of the scope's most recent sessions.
+METADATA_SESSIONS = 50
 
 #: How much an event of each type is worth as an answer, before fusion weights.
 DEFAULT_TYPE_WEIGHTS: dict[EventType, float] = {
@@ -225,9 +227,23 @@ class Hit:
 class _Scope:
     session_id: str | None
     sessions: frozenset[str] | None  # None: the whole tenant
+    user_id: str | None = None  # set for a user scope
 
     def accepts(self, ev: Event) -> bool:
         return self.sessions is None or ev.session_id in self.sessions
+
+
+@dataclass
+class _Call:
+    """Everything one retrieve() call works with (kept per call: retrievers are shared)."""
+
+    query: str
+    sc: _Scope
+    flt: Filters
+    cfg: RetrievalConfig
+    chosen: frozenset[str]
+    now: float
+    seen: dict[str, Event] = field(default_factory=dict)
 
 
 def _norm_text(text: str) -> str:
@@ -285,10 +301,15 @@ class Retriever:
         bad = chosen - set(PATHS)
         if bad:
             raise ValueError(f"unknown path(s) {sorted(bad)}; known: {', '.join(PATHS)}")
-        flt = Filters.of(filters)
-        sc = self._scope(session_id, user_id, scope)
-        now = time.time() if now is None else now
-        return self._run(query, sc, flt, chosen, cfg, k, now)
+        call = _Call(
+            query=query,
+            sc=self._scope(session_id, user_id, scope),
+            flt=Filters.of(filters),
+            cfg=cfg,
+            chosen=frozenset(chosen),
+            now=time.time() if now is None else now,
+        )
+        return self._run(call, k)
 
     async def aretrieve(self, query: str, **kw: Any) -> list[Hit]:
         """Async twin of :meth:`retrieve` (runs in a worker thread)."""
@@ -308,117 +329,136 @@ class Retriever:
             sessions = {s.session_id for s in self.store.sessions(user_id=user_id)}
             if session_id:
                 sessions.add(session_id)
-            return _Scope(session_id, frozenset(sessions))
+            return _Scope(session_id, frozenset(sessions), user_id)
         if scope == "tenant":
             return _Scope(session_id, None)
         raise ValueError(f"scope must be 'session', 'user' or 'tenant', got {scope!r}")
 
     # -------------------------------------------------------------- paths
-    def _index_filter(self, sc: _Scope, flt: Filters, window: TimeWindow | None) -> IndexFilter:
-        since, until = flt.since_ts, flt.until_ts
+    @staticmethod
+    def _span(c: _Call, window: TimeWindow | None) -> tuple[float | None, float | None]:
+        since, until = c.flt.since_ts, c.flt.until_ts
         if window is not None:
             since = window.start if since is None else max(since, window.start)
             until = window.end if until is None else min(until, window.end)
-        return IndexFilter(
-            session_ids=sorted(sc.sessions) if sc.sessions is not None else None,
+        return since, until
+
+    def _semantic(self, c: _Call, window: TimeWindow | None = None) -> list[tuple[str, float]]:
+        indexer = self.indexer
+        if indexer is None or not c.query.strip():
+            return []
+        since, until = self._span(c, window)
+        flt = c.flt
+        where = IndexFilter(
+            session_ids=sorted(c.sc.sessions) if c.sc.sessions is not None else None,
             agent_id=flt.agent_id,
             user_id=flt.user_id,
             types=sorted(flt.type_set, key=lambda t: t.value) if flt.type_set else None,
             since=since,
             until=until,
         )
-
-    def _semantic(
-        self, query: str, sc: _Scope, flt: Filters, cfg: RetrievalConfig, window: TimeWindow | None
-    ) -> list[tuple[str, float]]:
-        indexer = self.indexer
-        if indexer is None or not query.strip():
-            return []
         try:
-            return indexer.query(query, k=cfg.candidates, filters=self._index_filter(sc, flt, window))
+            return indexer.query(c.query, k=c.cfg.candidates, filters=where)
         except Exception as exc:  # recall degrades to the other paths, it does not fail
             log.warning("beeweave: semantic path unavailable: %s: %s", type(exc).__name__, exc)
             return []
 
-    def _lexical(
-        self, query: str, sc: _Scope, flt: Filters, cfg: RetrievalConfig, window: TimeWindow | None
-    ) -> list[tuple[str, float]]:
+    def _lexical(self, c: _Call, window: TimeWindow | None = None) -> list[tuple[str, float]]:
         search = getattr(self.store, "search_text", None)
-        if search is None or not query.strip():
+        if search is None or not c.query.strip():
             return []
-        since, until = flt.since_ts, flt.until_ts
-        if window is not None:
-            since = window.start if since is None else max(since, window.start)
-            until = window.end if until is None else min(until, window.end)
-        sessions = [None] if sc.sessions is None else sorted(sc.sessions)
-        if len(sessions) > 1 and flt.user_id is None:
-            # a user scope: one query over the tenant, scope checked on hydration
-            sessions = [None]
-        out: list[tuple[Event, float]] = []
-        for sid in sessions:
-            out += search(
-                query, k=cfg.candidates * (2 if sid is None and sc.sessions else 1),
-                session_id=sid, user_id=flt.user_id, types=flt.type_set, since=since, until=until,
-            )  # fmt: skip
-        self._seen.update((ev.id, ev) for ev, _ in out)
-        out = [(ev, s) for ev, s in out if sc.accepts(ev)]
-        out.sort(key=lambda p: -p[1])
-        return [(ev.id, s) for ev, s in out[: cfg.candidates]]
+        since, until = self._span(c, window)
+        sc = c.sc
+        # push the scope down: one session, the sessions of one user, or the tenant
+        if sc.sessions is None:
+            targets: list[dict[str, Any]] = [{}]
+        elif sc.user_id is None:
+            targets = [{"session_id": sid} for sid in sorted(sc.sessions)]
+        else:
+            targets = [{"user_id": sc.user_id}]
+            if sc.session_id:
+                targets.append({"session_id": sc.session_id})
+        found: dict[str, tuple[Event, float]] = {}
+        for where in targets:
+            for ev, score in search(
+                c.query, k=c.cfg.candidates, types=c.flt.type_set, since=since, until=until,
+                **where,
+            ):  # fmt: skip
+                if sc.accepts(ev) and score > found.get(ev.id, (ev, float("-inf")))[1]:
+                    found[ev.id] = (ev, score)
+        c.seen.update((eid, ev) for eid, (ev, _) in found.items())
+        ranked = sorted(found.values(), key=lambda p: -p[1])[: c.cfg.candidates]
+        return [(ev.id, s) for ev, s in ranked]
 
-    def _recent(self, sc: _Scope, flt: Filters, cfg: RetrievalConfig) -> list[tuple[str, float]]:
-        if not sc.session_id or cfg.recent_n <= 0:
+    def _recent(self, c: _Call) -> list[tuple[str, float]]:
+        n = c.cfg.recent_n
+        if not c.sc.session_id or n <= 0:
             return []
-        events = self.store.timeline(sc.session_id, last=cfg.recent_n * 2, types=flt.type_set)
-        events = [e for e in events if flt.accepts(e)][-cfg.recent_n :]
-        self._seen.update((e.id, e) for e in events)
+        events = self.store.timeline(c.sc.session_id, last=n * 2, types=c.flt.type_set)
+        events = [e for e in events if c.flt.accepts(e)][-n:]
+        c.seen.update((e.id, e) for e in events)
         return [(e.id, float(e.seq)) for e in reversed(events)]
 
-    def _metadata(self, sc: _Scope, flt: Filters, cfg: RetrievalConfig) -> list[tuple[str, float]]:
+    def _metadata(self, c: _Call) -> list[tuple[str, float]]:
+        flt = c.flt
         if not flt.active:
             return []
         stats = self.store.sessions(user_id=flt.user_id) if flt.user_id else self.store.sessions()
         found: list[Event] = []
-        for s in stats[:50]:  # most recent sessions first
-            if sc.sessions is not None and s.session_id not in sc.sessions:
+        looked = 0
+        for s in stats:  # most recent sessions first
+            if c.sc.sessions is not None and s.session_id not in c.sc.sessions:
                 continue
+            looked += 1
+            if looked > METADATA_SESSIONS:
+                break
             evs = self.store.timeline(
                 s.session_id, since=flt.since_ts, until=flt.until_ts, types=flt.type_set,
-                last=cfg.candidates,
+                last=c.cfg.candidates,
             )  # fmt: skip
             found += [e for e in evs if flt.accepts(e)]
         found.sort(key=lambda e: -e.ts)
-        found = found[: cfg.candidates]
-        self._seen.update((e.id, e) for e in found)
+        found = found[: c.cfg.candidates]
+        c.seen.update((e.id, e) for e in found)
         return [(e.id, e.ts) for e in found]
 
-    # ------------------------------------------------------------- fusion
-    def _run(
-        self,
-        query: str,
-        sc: _Scope,
-        flt: Filters,
-        chosen: set[str],
-        cfg: RetrievalConfig,
-        k: int,
-        now: float,
-    ) -> list[Hit]:
-        self._seen: dict[str, Event] = {}
-        w = cfg.weights
-        ranked: dict[str, list[tuple[str, float]]] = {}
-        if "semantic" in chosen and w.get("semantic", 0) > 0 and self.indexer is not None:
-            self.indexer.sync(cfg.index_wait)
-        if "recent" in chosen and w.get("recent", 0) > 0:
-            ranked["recent"] = self._recent(sc, flt, cfg)
-        if "semantic" in chosen and w.get("semantic", 0) > 0:
-            ranked["semantic"] = self._semantic(query, sc, flt, cfg, None)
-        if "lexical" in chosen and w.get("lexical", 0) > 0:
-            ranked["lexical"] = self._lexical(query, sc, flt, cfg, None)
-        if "metadata" in chosen and w.get("metadata", 0) > 0:
-            ranked["metadata"] = self._metadata(sc, flt, cfg)
-        if "temporal" in chosen and w.get("temporal", 0) > 0:
-            ranked["temporal"] = self._temporal(query, sc, flt, cfg, chosen, now)
+    def _temporal(self, c: _Call) -> list[tuple[str, float]]:
+        """Semantic + lexical again, inside each date the query names (a soft preference)."""
+        windows = find_windows(c.query, now=c.now)
+        if not windows:
+            return []
+        scores: dict[str, float] = {}
+        for win in windows:
+            win = win.widened(0.0, c.cfg.time_margin * DAY)
+            for name, fn in (("semantic", self._semantic), ("lexical", self._lexical)):
+                if name not in c.chosen:
+                    continue
+                for rank, (eid, _) in enumerate(fn(c, win), 1):
+                    scores[eid] = scores.get(eid, 0.0) + 1.0 / (c.cfg.rrf_k + rank)
+        return sorted(scores.items(), key=lambda p: -p[1])
 
-        events = self._hydrate({eid for lst in ranked.values() for eid, _ in lst}, sc, flt)
+    # ------------------------------------------------------------- fusion
+    def _run(self, c: _Call, k: int) -> list[Hit]:
+        cfg, w, chosen = c.cfg, c.cfg.weights, c.chosen
+
+        def on(name: str) -> bool:
+            return name in chosen and w.get(name, 0) > 0
+
+        ranked: dict[str, list[tuple[str, float]]] = {}
+        if (on("semantic") or on("temporal")) and self.indexer is not None:
+            self.indexer.sync(cfg.index_wait)  # read your writes, within reason
+        if on("recent"):
+            ranked["recent"] = self._recent(c)
+        if on("semantic"):
+            ranked["semantic"] = self._semantic(c)
+        if on("lexical"):
+            ranked["lexical"] = self._lexical(c)
+        if on("metadata"):
+            ranked["metadata"] = self._metadata(c)
+        if on("temporal"):
+            ranked["temporal"] = self._temporal(c)
+
+        events = self._hydrate(c, {eid for lst in ranked.values() for eid, _ in lst})
         fused: dict[str, float] = {}
         path_scores: dict[str, dict[str, float]] = {}
         path_ranks: dict[str, dict[str, int]] = {}
@@ -433,8 +473,8 @@ class Retriever:
                 path_ranks.setdefault(eid, {})[name] = rank
 
         via: dict[str, list[str]] = {}
-        if "graph" in chosen and w.get("graph", 0) > 0 and fused:
-            graph = self._graph(fused, events, sc, flt, cfg)
+        if on("graph") and fused:
+            graph = self._graph(c, fused, events)
             order = sorted(graph.items(), key=lambda p: -p[1][0])
             for rank, (eid, (score, seeds)) in enumerate(order, 1):
                 fused[eid] = fused.get(eid, 0.0) + w["graph"] * score
@@ -442,75 +482,52 @@ class Retriever:
                 path_ranks.setdefault(eid, {})["graph"] = rank
                 via[eid] = seeds
 
-        final: dict[str, float] = {}
-        for eid, s in fused.items():
-            ev = events[eid]
-            final[eid] = s * cfg.type_weights.get(ev.type, 1.0) * self._decay(ev, cfg, now)
+        final = {
+            eid: s * cfg.type_weights.get(events[eid].type, 1.0) * self._decay(events[eid], cfg, c.now)
+            for eid, s in fused.items()
+        }
         order = sorted(final, key=lambda e: (-final[e], -events[e].ts))
         hits: list[Hit] = []
         merged: dict[str, list[str]] = {}
-        kept_by_text: dict[str, Hit] = {}
+        kept_by_text: dict[str, str] = {}
         for eid in order:
             ev = events[eid]
-            if cfg.dedup and ev.content.strip():
-                key = _norm_text(ev.content)
-                if key in kept_by_text:
-                    merged.setdefault(kept_by_text[key].event.id, []).append(eid)
-                    continue
-            else:
-                key = None
-            if len(hits) >= k:
+            key = _norm_text(ev.content) if cfg.dedup and ev.content.strip() else None
+            if key is not None and key in kept_by_text:
+                merged.setdefault(kept_by_text[key], []).append(eid)
                 continue
-            hit = Hit(
-                event=ev,
-                score=final[eid],
-                paths=path_scores.get(eid, {}),
-                ranks=path_ranks.get(eid, {}),
-                provenance=Provenance(ev.id, ev.session_id, ev.seq, ev.ts, ev.type,
-                                      via=tuple(via.get(eid, ()))),
-            )  # fmt: skip
-            hits.append(hit)
+            if len(hits) >= k:
+                continue  # keep scanning: later duplicates still get merged into shown hits
+            hits.append(
+                Hit(
+                    event=ev,
+                    score=final[eid],
+                    paths=path_scores.get(eid, {}),
+                    ranks=path_ranks.get(eid, {}),
+                    provenance=Provenance(
+                        ev.id, ev.session_id, ev.seq, ev.ts, ev.type, via=tuple(via.get(eid, ()))
+                    ),
+                )
+            )
             if key is not None:
-                kept_by_text[key] = hit
+                kept_by_text[key] = eid
         for h in hits:
             if h.event.id in merged:
                 h.provenance = replace(h.provenance, duplicates=tuple(merged[h.event.id]))
         return hits
 
-    def _temporal(
-        self,
-        query: str,
-        sc: _Scope,
-        flt: Filters,
-        cfg: RetrievalConfig,
-        chosen: set[str],
-        now: float,
-    ) -> list[tuple[str, float]]:
-        windows = find_windows(query, now=now)
-        if not windows:
-            return []
-        scores: dict[str, float] = {}
-        for win in windows:
-            win = win.widened(0.0, cfg.time_margin * DAY)
-            for name, fn in (("semantic", self._semantic), ("lexical", self._lexical)):
-                if name not in chosen:
-                    continue
-                for rank, (eid, _) in enumerate(fn(query, sc, flt, cfg, win), 1):
-                    scores[eid] = scores.get(eid, 0.0) + 1.0 / (cfg.rrf_k + rank)
-        return sorted(scores.items(), key=lambda p: -p[1])
-
-    def _hydrate(self, ids: set[str], sc: _Scope, flt: Filters) -> dict[str, Event]:
+    def _hydrate(self, c: _Call, ids: set[str]) -> dict[str, Event]:
         """Active events by id, in scope and passing the filters (the one gate for all paths)."""
-        missing = [i for i in ids if i not in self._seen]
+        missing = [i for i in ids if i not in c.seen]
         got = {e.id: e for e in self.store.get(missing)} if missing else {}
         out: dict[str, Event] = {}
         gone: list[str] = []
         for i in ids:
-            ev = self._seen.get(i) or got.get(i)
+            ev = c.seen.get(i) or got.get(i)
             if ev is None:
                 gone.append(i)
                 continue
-            if ev.status.value != "active" or not sc.accepts(ev) or not flt.accepts(ev):
+            if ev.status != Status.ACTIVE or not c.sc.accepts(ev) or not c.flt.accepts(ev):
                 continue
             out[i] = ev
         if gone and self.indexer is not None:
@@ -518,22 +535,18 @@ class Retriever:
         return out
 
     def _graph(
-        self,
-        fused: dict[str, float],
-        events: dict[str, Event],
-        sc: _Scope,
-        flt: Filters,
-        cfg: RetrievalConfig,
+        self, c: _Call, fused: dict[str, float], events: dict[str, Event]
     ) -> dict[str, tuple[float, list[str]]]:
         """Events linked to the best seeds, each scored by the seed's score × hop decay."""
+        cfg = c.cfg
         seeds = sorted(fused, key=lambda e: -fused[e])[: cfg.graph_seeds]
         reached: dict[str, tuple[float, list[str]]] = {}
         fetched: dict[str, Event] = {}
 
         def reach(ev: Event, seed: str, dist: int) -> None:
-            if ev.id == seed or ev.status.value != "active":
+            if ev.id == seed or ev.status != Status.ACTIVE:
                 return
-            if not sc.accepts(ev) or not flt.accepts(ev):
+            if not c.sc.accepts(ev) or not c.flt.accepts(ev):
                 return
             fetched[ev.id] = ev
             score = fused[seed] * cfg.hop_decay ** (dist - 1)
@@ -546,10 +559,9 @@ class Retriever:
         for seed in seeds:
             ev = events[seed]
             if cfg.graph_depth > 0:
-                for other, dist in self.store.ancestors(seed, depth=cfg.graph_depth, edge_types=GRAPH_EDGES):
-                    reach(other, seed, dist)
-                for other, dist in self.store.descendants(seed, depth=cfg.graph_depth, edge_types=GRAPH_EDGES):
-                    reach(other, seed, dist)
+                for walk in (self.store.ancestors, self.store.descendants):
+                    for other, dist in walk(seed, depth=cfg.graph_depth, edge_types=GRAPH_EDGES):
+                        reach(other, seed, dist)
             if cfg.neighbours > 0 and ev.seq >= 0:
                 near = self.store.timeline(
                     ev.session_id, seq_from=max(0, ev.seq - cfg.neighbours),

@@ -34,7 +34,6 @@ from __future__ import annotations
 
 import functools
 import logging
-from collections import OrderedDict
 from collections.abc import Mapping, Sequence
 from typing import Any
 from uuid import UUID
@@ -54,7 +53,7 @@ _ROOT_INPUT_KEYS = ("input", "question", "query", "human_input", "text")
 
 
 class _Run:
-    __slots__ = ("session", "parent", "event", "kind", "name", "tool_call_id", "text")
+    __slots__ = ("session", "parent", "event", "kind", "name", "tool_call_id", "text", "errors")
 
     def __init__(self, session: str, parent: _Run | None, kind: str, name: str | None) -> None:
         self.session = session
@@ -64,6 +63,7 @@ class _Run:
         self.event: str | None = None  # the event standing for this run
         self.tool_call_id: str | None = None
         self.text: str | None = None  # a root chain's plain-text input
+        self.errors: dict[int, BaseException] | None = None  # root: exceptions recorded
 
 
 def _guard(fn: Any) -> Any:
@@ -112,7 +112,6 @@ class _Capture:
         self._rec: Recorder = recorder_for(weave)
         self._lock = self._rec.lock
         self._runs: dict[UUID, _Run] = {}
-        self._errors: OrderedDict[int, BaseException] = OrderedDict()
         #: Callbacks that failed inside BeeWeave (logged; the chain was not affected).
         self.failures = 0
 
@@ -168,12 +167,16 @@ class _Capture:
 
     def _error(self, error: BaseException, run_id: UUID, run: _Run | None, where: str) -> None:
         """One ``error`` event per exception, however many runs it unwinds through."""
-        with self._lock:
-            if id(error) in self._errors:
-                return
-            self._errors[id(error)] = error  # holding it keeps id() unique while remembered
-            if len(self._errors) > 256:
-                self._errors.popitem(last=False)
+        if run is not None:  # remembered on the root run: dropped when the run ends
+            root = run
+            while root.parent is not None:
+                root = root.parent
+            with self._lock:
+                if root.errors is None:
+                    root.errors = {}
+                if id(error) in root.errors:
+                    return
+                root.errors[id(error)] = error  # holding it keeps id() unique meanwhile
         if run is None:
             run = _Run(self.session_id or "default", None, where, None)
         payload: dict[str, Any] = {"error_type": type(error).__name__, "where": where}

@@ -77,6 +77,21 @@ def store_url(conn_string: str | None) -> str | None:
     return f"sqlite:///{conn_string}"
 
 
+def open_weave(
+    conn_string: str | None,
+    *,
+    tenant: str = "default",
+    auth: Any = None,
+    database: str | None = None,
+    weave_options: dict[str, Any] | None = None,
+) -> Weave:
+    """The weave a ``from_conn_string`` factory opens (path, BeeWeave URL or default file)."""
+    return Weave.open(
+        store_url(conn_string), tenant=tenant, auth=auth, database=database,
+        **(weave_options or {}),
+    )  # fmt: skip
+
+
 def _plain(value: Any) -> bool:
     """True when ``value`` round-trips through JSON unchanged (tuples become lists)."""
     if value is None or isinstance(value, (str, bool, int)):
@@ -161,8 +176,8 @@ class BeeWeaveCheckpointer(BaseCheckpointSaver[str]):
         weave_options: dict[str, Any],
         kw: dict[str, Any],
     ) -> BeeWeaveCheckpointer:
-        weave = Weave.open(
-            store_url(conn_string), tenant=tenant, auth=auth, database=database, **weave_options
+        weave = open_weave(
+            conn_string, tenant=tenant, auth=auth, database=database, weave_options=weave_options
         )
         try:
             saver = cls(weave, **kw)

@@ -58,7 +58,9 @@ class Recorder:
     """Emits LangChain messages of one weave as events, each at most once per process."""
 
     def __init__(self, weave: Weave) -> None:
-        self.weave = weave
+        # the bus, not the weave: recorders are kept per weave in a WeakKeyDictionary,
+        # and a value holding its key strongly would never be let go
+        self._emit = weave.bus.emit
         self.tenant = weave.tenant
         self.lock = threading.RLock()
         self._sessions: OrderedDict[str, SessionState] = OrderedDict()
@@ -103,17 +105,17 @@ class Recorder:
         text = text_of(message)
         with self.lock:
             st = self.session(session_id)
-            eid = self.weave.emit(
+            eid = self._emit(
                 EVENT_BY_ROLE.get(role, EventType.USER_MESSAGE), text, session_id=session_id,
                 role=role, payload=message_payload(message), parents=parents, meta=meta,
                 source=source, key=key,
             )  # fmt: skip
+            new = eid not in st.seen  # False: a redelivered hook
             st.seen.add(eid)
             st.last = eid
             if role == "assistant":
-                answers = st.ai_by_digest.setdefault(digest(text), [])
-                if eid not in answers:
-                    answers.append(eid)
+                if new:
+                    st.ai_by_digest.setdefault(digest(text), []).append(eid)
                 for tc in tool_calls_of(message):
                     if tc.get("id"):
                         st.owners[tc["id"]] = eid
@@ -145,7 +147,7 @@ class Recorder:
             text = (
                 args if isinstance(args, str) else json.dumps(args, ensure_ascii=False, default=str)
             )
-            eid = self.weave.emit(
+            eid = self._emit(
                 EventType.TOOL_INVOCATION, text, session_id=session_id, role="assistant",
                 payload={"name": tool_call.get("name"), "args": args, "tool_call_id": tcid},
                 parents=parents, meta=meta, source=source, key=key,
@@ -177,7 +179,7 @@ class Recorder:
     ) -> str:
         """A user turn known only as text (a legacy chain's input)."""
         with self.lock:
-            eid = self.weave.emit(EventType.USER_MESSAGE, text, session_id=session_id,
+            eid = self._emit(EventType.USER_MESSAGE, text, session_id=session_id,
                                   role="user", meta=meta, source=source, key=key)  # fmt: skip
             self.mark(session_id, eid)
         return eid

@@ -48,7 +48,7 @@ from pydantic import ConfigDict, Field, PrivateAttr
 
 from beeweave_core.payloads import preview
 
-from .messages import is_assembled, role_of, text_of, to_dict
+from .messages import is_known, remember, role_of, stored_as, text_of, to_dict
 from .writer import TurnWriter
 
 log = logging.getLogger("beeweave.llamaindex")
@@ -72,6 +72,7 @@ class _Run:
     llm_calls: dict[str, str] = field(default_factory=dict)  # LLM span -> model_call id
     tools: dict[str, tuple[str, Any, str]] = field(default_factory=dict)  # span -> (inv, id, name)
     errors: list[BaseException] = field(default_factory=list)
+    nested: set[str] = field(default_factory=set)  # LLM spans inside another LLM call
     agent_fixed: bool = False
     closed: bool = False
 
@@ -235,6 +236,8 @@ class _Recorder:
                 name = instance.metadata.get_name()
                 kwargs = dict(args.get("kwargs") or {})
                 kwargs.update({k: v for k, v in args.items() if k not in ("kwargs", "args")})
+                if args.get("args"):  # positional arguments, kept in order
+                    kwargs["args"] = list(args["args"])
                 self._tool_call(run, id_, {"id": id_, "name": name, "args": kwargs})
 
     @staticmethod
@@ -314,15 +317,31 @@ class _Recorder:
     def _chat_start(self, run: _Run, ev: Any) -> None:
         w = run.writer
         msgs = list(ev.messages or ())
-        mine = [m for m in msgs if not is_assembled(m)]  # not what BeeWeave's memory gave
-        if not w.has_user:
-            users = [m for m in mine if role_of(m) == "user"]
-            if users:
+        if self._nested(run, ev.span_id):
+            return
+        users = [m for m in msgs if role_of(m) == "user"]
+        if users and not w.has_user:
+            stored = stored_as(users[-1], self.weave, w.session_id)
+            if stored is not None:  # the memory recorded it and handed it back
+                w.adopt(stored)
+            elif not is_known(users[-1]):
                 w.user(text_of(users[-1]), source={"span": ev.span_id})
-        system = next((text_of(m) for m in mine if role_of(m) == "system"), "")
+        system = next(
+            (text_of(m) for m in msgs if role_of(m) == "system" and not is_known(m)), ""
+        )  # the agent's own prompt, not BeeWeave's assembled layers
         if system:
             w.system(system)
         self._model_call(run, ev, {"messages": len(msgs)})
+
+    def _nested(self, run: _Run, span_id: str | None) -> bool:
+        """An LLM call made inside another one (a completion model's ``chat`` calls its
+        ``complete``) is the same model call: recorded once, by the outer span."""
+        if span_id in run.nested:
+            return True
+        if any(s in run.llm_calls for s in self._ancestors(self._parent.get(span_id or ""))):
+            run.nested.add(span_id or "")
+            return True
+        return False
 
     def _model_call(self, run: _Run, ev: Any, extra: dict[str, Any]) -> None:
         span = ev.span_id or "unscoped"
@@ -332,17 +351,23 @@ class _Recorder:
             ev.id_, payload, source={"span": span, "instrumentation_event": ev.id_}
         )
 
-    def _answer(self, run: _Run, ev: Any, message: dict[str, Any], response: Any) -> None:
+    def _answer(self, run: _Run, ev: Any, message: dict[str, Any], response: Any) -> str | None:
+        if self._nested(run, ev.span_id):
+            return None
         mc = run.llm_calls.get(ev.span_id or "unscoped")
         payload = {"usage": _usage(response)}
-        run.writer.assistant(message, parents=[mc] if mc else None, payload=payload,
-                             source={"span": ev.span_id, "instrumentation_event": ev.id_})  # fmt: skip
+        return run.writer.assistant(message, parents=[mc] if mc else None, payload=payload,
+                                    source={"span": ev.span_id, "instrumentation_event": ev.id_})  # fmt: skip
 
     def _chat_end(self, run: _Run, ev: Any) -> None:
         if ev.response is not None:
-            self._answer(run, ev, to_dict(ev.response.message), ev.response)
+            eid = self._answer(run, ev, to_dict(ev.response.message), ev.response)
+            if eid:  # the agent may put this very message into a BeeWeave memory
+                remember(ev.response.message, self.weave, run.writer.session_id, [eid])
 
     def _completion_start(self, run: _Run, ev: Any) -> None:
+        if self._nested(run, ev.span_id):
+            return
         if not run.writer.has_user and ev.prompt:
             run.writer.user(ev.prompt, source={"span": ev.span_id})
         self._model_call(run, ev, {"prompt": ev.prompt})
@@ -456,8 +481,10 @@ class BeeWeaveEventHandler(BaseEventHandler):
         handler = BeeWeaveEventHandler(weave=weave, session_id="s1")
         handler.attach()            # root dispatcher: event handler + span handler
 
-    Runs can be routed to another session/user/agent with
-    ``instrument_tags({"beeweave.session_id": ..., "beeweave.user_id": ...})``.
+    A run is recorded in, first match: the session named by :func:`session_tags` (or
+    ``instrument_tags({"beeweave.session_id": ...})``), the session of the
+    :class:`~beeweave_llamaindex.BeeWeaveChatMemory` the workflow was run with, or
+    ``session_id``.  The same goes for ``user_id`` and ``agent_id``.
     """
 
     model_config = ConfigDict(arbitrary_types_allowed=True)

@@ -10,10 +10,12 @@ framework wrote them), and the latest turns.
 ``Memory`` class, next to its static / fact / vector blocks.
 
 Inside an instrumented agent run both the instrumentation and this memory see the same
-messages; they share the run-scoped keys of :class:`~beeweave_llamaindex.writer.TurnWriter`,
-so each message is one event.  A workflow agent keeps a run's tool calls in its scratchpad
-and puts them into memory only when the run ends, so ``get`` hides the events of the live
-run that were not put yet — exactly what ``ChatMemoryBuffer`` would return.
+messages, so each must become one event: they share the run-scoped keys of
+:class:`~beeweave_llamaindex.writer.TurnWriter`, and a message *object* already stored (an
+answer the instrumentation recorded, a message ``get`` handed out) is recognised when it
+is put.  A workflow agent keeps a run's tool calls in its scratchpad and puts them into
+memory only when the run ends, so ``get`` hides the events of the live run that were not
+put yet — exactly what ``ChatMemoryBuffer`` would return.
 """
 
 from __future__ import annotations
@@ -33,39 +35,44 @@ from pydantic import ConfigDict, Field, PrivateAttr
 from .instrumentation import current_run
 from .messages import (
     event_to_dict,
-    mark_assembled,
+    remember,
     role_of,
+    stored_as,
     text_of,
+    to_chat_message,
     to_chat_messages,
     to_dict,
 )
 from .writer import TurnWriter
 
+log = logging.getLogger("beeweave.llamaindex")
 DEFAULT_TOKEN_LIMIT = 3000  # ChatMemoryBuffer's default
 DEFAULT_TOKEN_LIMIT_RATIO = 0.75  # ChatMemoryBuffer: share of the LLM's context window
 _FLUSH_TIMEOUT = 10.0
-log = logging.getLogger("beeweave.llamaindex")
 _MAX_WRITERS = 256
 #: What the memory block recalls unless told otherwise: what was said and what was learnt,
 #: not bookkeeping (model calls, earlier retrievals, errors).
 RECALL_TYPES = ("memory", "summary", "user_message", "assistant_message", "tool_result")
 
 
-def _without(context: Any, hidden: set[str], *, keep_system: bool) -> list[dict[str, Any]]:
-    """The assembled messages minus the pinned system layer (unless kept) and minus the
-    immediate-layer turns built from ``hidden`` events.
+def _without(
+    context: Any, hidden: set[str], *, keep_system: bool
+) -> list[tuple[dict[str, Any], tuple[str, ...]]]:
+    """The assembled messages, each with the events it was built from, minus the pinned
+    system layer (unless kept) and minus the immediate-layer turns built from ``hidden``.
 
     Messages carry no ids; the immediate layer's provenance does, one piece per turn
     unit in message order (a user or assistant message, then its tool results), so the
     two are walked side by side.  Should that shape ever not line up, nothing is hidden
-    rather than the wrong turn.
+    (and no ids are attached) rather than the wrong turn.
     """
     messages = list(context.messages)
     head = 0
     while head < len(messages) and messages[head].get("role") == "system":
         head += 1
-    system_layer = context.layers["system"].pieces
-    drop_first = bool(system_layer) and not keep_system and head > 0
+    layers = context.layers
+    merged = head == 1 and bool(layers["working"].tokens or layers["recalled"].tokens)
+    drop_first = bool(layers["system"].pieces) and not keep_system and head > 0 and not merged
     units: list[list[dict[str, Any]]] = []
     for m in messages[head:]:
         if m.get("role") == "tool" and units:
@@ -73,11 +80,17 @@ def _without(context: Any, hidden: set[str], *, keep_system: bool) -> list[dict[
         else:
             units.append([m])
     pieces = context.layers["immediate"].pieces
-    if hidden and len(units) == len(pieces):
-        units = [u for u, p in zip(units, pieces, strict=True) if not set(p.event_ids) & hidden]
-    elif hidden:
-        log.warning("beeweave: assembled turns do not match their provenance; nothing hidden")
-    return messages[int(drop_first) : head] + [m for u in units for m in u]
+    if len(units) == len(pieces):
+        paired = [(u, tuple(p.event_ids)) for u, p in zip(units, pieces, strict=True)]
+        paired = [(u, ids) for u, ids in paired if not set(ids) & hidden]
+    else:
+        if hidden:
+            log.warning("beeweave: assembled turns do not match their provenance; nothing hidden")
+        paired = [(u, ()) for u in units]
+    out: list[tuple[dict[str, Any], tuple[str, ...]]] = [
+        (m, ()) for m in messages[int(drop_first) : head]
+    ]
+    return out + [(m, ids) for u, ids in paired for m in u]
 
 
 def _check_weave(weave: Any) -> None:
@@ -184,7 +197,12 @@ class BeeWeaveChatMemory(BaseMemory):
             raise TypeError(f"put() takes a ChatMessage, got {type(message).__name__}")
         live = self._live_run()
         with self._lock:
-            self._writer(live[0] if live else self._scope).message(to_dict(message))
+            writer = self._writer(live[0] if live else self._scope)
+            known = stored_as(message, self.weave, self.session_id)
+            if known is not None:  # this very object is already stored: an answer the
+                writer.ids.update(known)  # instrumentation recorded, or our own output
+                return
+            writer.message(to_dict(message))
 
     async def aput(self, message: ChatMessage) -> None:
         self.put(message)  # emit() never blocks: no thread hop needed
@@ -232,21 +250,31 @@ class BeeWeaveChatMemory(BaseMemory):
             mine = self._writers.get(live[0])
             return live[1] - (mine.ids if mine else set())
 
-    def _assemble_kwargs(self) -> dict[str, Any]:
-        kw: dict[str, Any] = {"budget_tokens": self.token_limit}
+    def _assemble_kwargs(self, call: dict[str, Any]) -> dict[str, Any]:
+        """``weave.assemble`` arguments; ``initial_token_count`` (tokens a chat engine's
+        prefix messages already use, as ``ChatMemoryBuffer.get`` takes it) comes off the
+        budget."""
+        used = call.pop("initial_token_count", 0) or 0
+        budget = self.token_limit - used
+        if budget <= 0:
+            raise ValueError(
+                f"initial_token_count={used} leaves no room within token_limit={self.token_limit}"
+            )
+        kw: dict[str, Any] = {"budget_tokens": budget}
         if self.model:
             kw["model"] = self.model
         if self.user_id:
             kw["user_id"] = self.user_id
-        return {**kw, **self.assemble_kwargs}
+        return {**kw, **self.assemble_kwargs, **call}
 
     def _to_messages(self, context: Any, hidden: set[str]) -> list[ChatMessage]:
         self._last = context
-        messages = to_chat_messages(
-            _without(context, hidden, keep_system=self.include_system_prompt)
-        )
-        mark_assembled(messages)  # so the instrumentation does not record them as new
-        return messages
+        out = []
+        for d, ids in _without(context, hidden, keep_system=self.include_system_prompt):
+            msg = to_chat_message(d)
+            remember(msg, self.weave, self.session_id, ids)  # not new when seen again
+            out.append(msg)
+        return out
 
     def get(self, input: str | None = None, **kwargs: Any) -> list[ChatMessage]:
         """The layered context for the next model call, within ``token_limit``.
@@ -255,14 +283,12 @@ class BeeWeaveChatMemory(BaseMemory):
         keyword arguments go to ``weave.assemble`` (e.g. ``phase="closing"``).
         """
         hidden = self._hidden()
-        ctx = self.weave.assemble(self.session_id, input, **{**self._assemble_kwargs(), **kwargs})
+        ctx = self.weave.assemble(self.session_id, input, **self._assemble_kwargs(kwargs))
         return self._to_messages(ctx, hidden)
 
     async def aget(self, input: str | None = None, **kwargs: Any) -> list[ChatMessage]:
         hidden = self._hidden()
-        ctx = await self.weave.aassemble(
-            self.session_id, input, **{**self._assemble_kwargs(), **kwargs}
-        )
+        ctx = await self.weave.aassemble(self.session_id, input, **self._assemble_kwargs(kwargs))
         return self._to_messages(ctx, hidden)
 
     def get_all(self) -> list[ChatMessage]:
@@ -272,7 +298,9 @@ class BeeWeaveChatMemory(BaseMemory):
         dicts = [
             d
             for e in self.weave.store.timeline(self.session_id)
-            if e.id not in hidden and (d := event_to_dict(e)) is not None
+            if e.id not in hidden
+            and (d := event_to_dict(e)) is not None
+            and (self.include_system_prompt or d["role"] != "system")
         ]
         return to_chat_messages(dicts)
 

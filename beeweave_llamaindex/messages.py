@@ -178,24 +178,42 @@ def event_to_dict(event: Any) -> dict[str, Any] | None:
     return out
 
 
-#: Messages BeeWeave itself handed out (assembled context), by identity.  The
-#: instrumentation sees them again in the LLM's input and must not record them as new
-#: user/system messages; identity, not text, decides — the same words typed again are a
-#: new message.  ``ChatMessage`` is unhashable, hence ids with weak references.
-_ASSEMBLED: dict[int, weakref.ref[ChatMessage]] = {}
+#: Message objects BeeWeave already holds as events, by identity: what the memory handed
+#: out (assembled context) and the answers the instrumentation recorded.  When the same
+#: object comes back — in the next LLM input, or in a ``memory.put`` — it is not recorded
+#: again.  Identity, not text, decides: the same words typed again are a new message.
+#: ``ChatMessage`` is unhashable, hence ``id()`` keys guarded by weak references.
+_KNOWN: dict[int, tuple[weakref.ref[ChatMessage], int, str, tuple[str, ...]]] = {}
 
 
 def _forget(key: int, ref: weakref.ref[ChatMessage]) -> None:
-    if _ASSEMBLED.get(key) is ref:
-        del _ASSEMBLED[key]
+    entry = _KNOWN.get(key)
+    if entry is not None and entry[0] is ref:
+        del _KNOWN[key]
 
 
-def mark_assembled(messages: Iterable[ChatMessage]) -> None:
-    for m in messages:
-        key = id(m)
-        _ASSEMBLED[key] = weakref.ref(m, lambda r, k=key: _forget(k, r))
+def remember(message: ChatMessage, weave: Any, session_id: str, event_ids: Iterable[str]) -> None:
+    """Note that ``message`` is stored in ``session_id`` of ``weave`` as ``event_ids``."""
+    key = id(message)
+    ref = weakref.ref(message, lambda r, k=key: _forget(k, r))
+    _KNOWN[key] = (ref, id(weave), session_id, tuple(event_ids))
 
 
-def is_assembled(message: ChatMessage) -> bool:
-    ref = _ASSEMBLED.get(id(message))
-    return ref is not None and ref() is message
+def _entry(
+    message: ChatMessage,
+) -> tuple[weakref.ref[ChatMessage], int, str, tuple[str, ...]] | None:
+    entry = _KNOWN.get(id(message))
+    return entry if entry is not None and entry[0]() is message else None
+
+
+def is_known(message: ChatMessage) -> bool:
+    """Whether BeeWeave produced or already recorded this very message object."""
+    return _entry(message) is not None
+
+
+def stored_as(message: ChatMessage, weave: Any, session_id: str) -> tuple[str, ...] | None:
+    """The events ``message`` is stored as in that session, if this object is known there."""
+    entry = _entry(message)
+    if entry is None or entry[1] != id(weave) or entry[2] != session_id:
+        return None
+    return entry[3]

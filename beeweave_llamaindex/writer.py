@@ -119,6 +119,13 @@ class TurnWriter:
         self._results_phase = False
         return eid
 
+    def adopt(self, causes: Sequence[str]) -> None:
+        """Continue from messages already stored (e.g. a user message the memory recorded
+        before the model call): they become what the next model call is caused by."""
+        self.has_user = True
+        self._pending = list(causes)
+        self._results_phase = False
+
     def system(self, text: str) -> str:
         """A system prompt is configuration: one event per distinct prompt per session."""
         fp = fingerprint({"role": "system", "content": text})

@@ -16,9 +16,10 @@ def call(cid: str, name: str, args: dict[str, Any]) -> dict[str, Any]:
 
 
 def say(weave: Weave, session_id: str, messages: Sequence[dict[str, Any]], *, user_id: str = "u1",
-        prefix: str | None = None) -> list[str]:  # fmt: skip
+        prefix: str | None = None, ts: float | None = None) -> list[str]:  # fmt: skip
     """Record ``messages`` synchronously (straight into the store) and return their ids."""
-    return record_messages(weave.store, session_id, list(messages), user_id=user_id, key_prefix=prefix)
+    return record_messages(weave.store, session_id, list(messages), user_id=user_id,
+                           key_prefix=prefix, ts=ts)  # fmt: skip
 
 
 def chatter(n: int, lang: str = "en") -> list[dict[str, Any]]:

@@ -370,3 +370,20 @@ def test_parallel_tool_calls_all_feed_the_next_model_call(weave_factory, backend
     results = {e.id for e in tl if e.type == EventType.TOOL_RESULT}
     second_call = [e for e in tl if e.type == EventType.MODEL_CALL][1]
     assert set(second_call.parents) == results  # the call consumed both results
+
+
+def test_an_error_unwinding_nested_runs_is_one_event(weave_factory):
+    weave = weave_factory()
+    h = BeeWeaveCallbackHandler(weave, session_id="s-unwind")
+
+    def boom(_x):
+        raise RuntimeError("disk full")
+
+    chain = RunnableLambda(lambda x: x) | (RunnableLambda(lambda x: x) | RunnableLambda(boom))
+    for _ in range(2):  # two failures: two events
+        with pytest.raises(RuntimeError, match="disk full"):
+            chain.invoke("go", config={"callbacks": [h]})
+    weave.flush()
+    errors = weave.store.timeline("s-unwind", types=[EventType.ERROR])
+    assert [e.content for e in errors] == ["RuntimeError: disk full"] * 2
+    assert h.failures == 0 and not h._runs  # every run closed, nothing retained

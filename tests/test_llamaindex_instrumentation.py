@@ -7,6 +7,7 @@ the workflow runtime, LlamaIndex's dispatcher.
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 import pytest
@@ -263,6 +264,24 @@ async def test_runs_follow_their_memory_and_instrument_retargets(weave: Any) -> 
         assert len(users) == 1, sid  # recorded once, by one handler
         check_tool_chain(weave.store, sid)
     assert sum(isinstance(x, BeeWeaveEventHandler) for x in get_dispatcher().event_handlers) == 1
+
+
+async def test_concurrent_runs_keep_their_own_chains(weave: Any) -> None:
+    """Four agent runs interleaved on one event loop: no parent crosses runs or sessions."""
+    instrument(weave, session_id="unused")
+    agent = FunctionAgent(tools=TOOLS, llm=fake_llm(ScriptedModel(TASKS)))
+    memories = [BeeWeaveChatMemory.from_defaults(weave=weave, session_id=f"par-{i}")
+                for i in range(4)]  # fmt: skip
+    await asyncio.gather(*(agent.run(TURNS[i % 2], memory=m) for i, m in enumerate(memories)))
+    assert weave.flush()
+    for i in range(4):
+        sid = f"par-{i}"
+        events = weave.store.timeline(sid)
+        own = {e.id for e in events}
+        assert all(p in own for e in events for p in e.parents), sid
+        assert check_tool_chain(weave.store, sid)["results"] == 2
+        (user,) = by_type(events, EventType.USER_MESSAGE)
+        assert user.content == TURNS[i % 2]
 
 
 async def test_session_tags_route_a_run(weave: Any) -> None:

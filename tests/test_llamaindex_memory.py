@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 from llama_index.core.agent.workflow import FunctionAgent
 from llama_index.core.base.llms.types import ChatMessage, MessageRole, ToolCallBlock
+from llama_index.core.chat_engine import SimpleChatEngine
 from llama_index.core.llms.mock import MockLLM
 from llama_index.core.memory import BaseMemory, Memory
 
@@ -164,6 +165,39 @@ async def test_function_agent_with_memory_sees_each_message_once(weave: Any) -> 
     assert len(by_type(events, EventType.ASSISTANT_MESSAGE)) == script.calls
     assert len(by_type(events, EventType.TOOL_RESULT)) == 6
     assert plain(m.get_all())[0] == {"role": "user", "content": TURNS[0]}
+
+
+def test_chat_engine_with_memory_and_instrumentation(weave: Any) -> None:
+    """SimpleChatEngine puts the user message, gets the context, calls the LLM, puts the
+    answer: with instrumentation on, each message is one event and the chain is intact."""
+    instrument(weave, session_id="chat", user_id="u1")
+    memory = memory_for(weave, session_id="chat", user_id="u1", token_limit=500)
+    engine = SimpleChatEngine.from_defaults(
+        llm=MockLLM(max_tokens=4),  # FAKE LLM: answers "text text text text"
+        memory=memory,
+        system_prompt="Be brief.",
+    )
+    engine.chat("Hello, my order id is ORD-5.")
+    engine.chat("What was my order id?")
+    assert plain(memory.get_all()) == [
+        {"role": "user", "content": "Hello, my order id is ORD-5."},
+        {"role": "assistant", "content": "text text text text"},
+        {"role": "user", "content": "What was my order id?"},
+        {"role": "assistant", "content": "text text text text"},
+    ]
+    events = weave.store.timeline("chat")
+    ids = {e.id: e for e in events}
+    calls = by_type(events, EventType.MODEL_CALL)
+    answers = by_type(events, EventType.ASSISTANT_MESSAGE)
+    assert len(calls) == len(answers) == 2  # the MockLLM's nested complete() is not a 2nd call
+    for call, answer in zip(calls, answers, strict=True):
+        assert answer.parents == (call.id,)
+        assert [ids[p].type for p in call.parents] == [EventType.USER_MESSAGE]
+    assert [ids[c.parents[0]].content for c in calls] == [
+        "Hello, my order id is ORD-5.", "What was my order id?"
+    ]  # fmt: skip
+    # the second call was sent the first turn too (the memory's context)
+    assert calls[1].payload["messages"] == 4  # prefix system + user, answer, user
 
 
 async def test_memory_block_in_llamaindex_memory(weave: Any) -> None:

@@ -17,6 +17,7 @@ import time
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
+from .. import neo4j_tx
 from . import neo4j_cypher as q
 from .base import (
     KEY_SEP,
@@ -37,31 +38,16 @@ from .base import (
     plan_keep_latest,
 )
 
-#: (id(driver), database) pairs whose schema this process has already ensured.
-_SCHEMA_DONE: set[tuple[int, str | None]] = set()
-_NO_LIMIT = 2**62
-
 
 def _bytes(value: Any) -> bytes | None:
     return bytes(value) if value is not None else None
 
 
-class Neo4jCheckpointStore(BranchOps):
+class Neo4jCheckpointStore(neo4j_tx.TenantNodes, BranchOps):
     """Checkpoints, blobs, pending writes and branches as tenant-scoped Neo4j nodes."""
 
-    def __init__(
-        self,
-        driver: Any,
-        *,
-        tenant: str = "default",
-        database: str | None = None,
-        owns_driver: bool = False,
-    ) -> None:
-        self.tenant = check_name("tenant", tenant)
-        self.driver = driver
-        self.database = database
-        self._owns_driver = owns_driver
-        self.setup()
+    schema = q.SCHEMA_STATEMENTS
+    purge = q.CYPHER_PURGE_TENANT
 
     @classmethod
     def from_uri(
@@ -77,52 +63,8 @@ class Neo4jCheckpointStore(BranchOps):
             driver.close()
             raise
 
-    # ------------------------------------------------------------- plumbing
     def _session(self, *, read: bool = False) -> Any:
-        """A session bookmarked with ``execute_query``'s manager (reads see prior writes).
-
-        Only the UNRECOGNIZED notification class is muted: "property key does not
-        exist" for optional properties (``metadata_blob`` …) no checkpoint has yet.
-        """
-        import neo4j
-
-        return self.driver.session(
-            database=self.database,
-            default_access_mode=neo4j.READ_ACCESS if read else neo4j.WRITE_ACCESS,
-            bookmark_manager=self.driver.execute_query_bookmark_manager,
-            notifications_disabled_classifications=[
-                neo4j.NotificationDisabledClassification.UNRECOGNIZED
-            ],
-        )
-
-    def _run(self, query: str, *, read: bool = False, **params: Any) -> list[Any]:
-        """One statement in one managed (retried) transaction; returns all records."""
-        params = {"tenant": self.tenant, **params}
-
-        def work(tx: Any) -> list[Any]:
-            return list(tx.run(query, params))
-
-        with self._session(read=read) as session:
-            return session.execute_read(work) if read else session.execute_write(work)
-
-    def setup(self) -> None:
-        """Create constraints and indexes (idempotent; once per driver in a process)."""
-        key = (id(self.driver), self.database)
-        if key in _SCHEMA_DONE:
-            return
-        for stmt in q.SCHEMA_STATEMENTS:
-            self.driver.execute_query(stmt, database_=self.database)
-        _SCHEMA_DONE.add(key)
-
-    def close(self) -> None:
-        if self._owns_driver:
-            self.driver.close()
-
-    def purge_tenant(self) -> None:
-        """Delete every checkpoint node of this tenant (tests, GDPR erasure)."""
-        with self._session() as session:
-            for stmt in q.CYPHER_PURGE_TENANT:
-                session.run(stmt, tenant=self.tenant).consume()
+        return neo4j_tx.session(self.driver, self.database, read=read)
 
     # --------------------------------------------------------------- writes
     def put(self, row: CheckpointRow, blobs: Mapping[tuple[str, str], Typed | None]) -> None:

@@ -9,22 +9,18 @@ reads), one transaction per ``put``, and each channel value stored once per vers
 from __future__ import annotations
 
 import json
-import os
-import sqlite3
-import threading
 import time
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from pathlib import Path
 from typing import Any
 
+from ..sqlite_db import SideTables
 from . import sqlite_sql as q
 from .base import (
     LIST_PAGE,
     BranchInfo,
     BranchOps,
     CheckpointRow,
-    CheckpointStoreError,
     Skeleton,
     Typed,
     WriteRow,
@@ -53,38 +49,14 @@ def _filter_value(value: Any) -> Any:
     return canonical(value)
 
 
-class SQLiteCheckpointStore(BranchOps):
+class SQLiteCheckpointStore(SideTables, BranchOps):
     """Checkpoints, blobs, pending writes and branches in a SQLite file.
 
     ``path`` is usually the event store's file.  ``_shared`` (connection, lock) lets
     an in-memory event store and its checkpoints share one ``:memory:`` database.
     """
 
-    def __init__(
-        self,
-        path: str | os.PathLike[str],
-        *,
-        tenant: str = "default",
-        busy_timeout: float = 30.0,
-        _shared: tuple[sqlite3.Connection, threading.RLock] | None = None,
-    ) -> None:
-        self.tenant = check_name("tenant", tenant)
-        self.path = str(path)
-        if _shared is not None:
-            self._conn, self._lock = _shared
-            self._owner = False
-        else:
-            if self.path != ":memory:":
-                Path(self.path).parent.mkdir(parents=True, exist_ok=True)
-            self._conn = sqlite3.connect(
-                self.path, check_same_thread=False, isolation_level=None, timeout=busy_timeout
-            )
-            self._lock = threading.RLock()
-            self._owner = True
-            self._conn.execute("PRAGMA journal_mode=WAL")
-            self._conn.execute("PRAGMA synchronous=NORMAL")
-        self._closed = False
-        self.setup()
+    sql = q
 
     @classmethod
     @contextmanager
@@ -94,50 +66,6 @@ class SQLiteCheckpointStore(BranchOps):
             yield store
         finally:
             store.close()
-
-    # ------------------------------------------------------------- plumbing
-    @contextmanager
-    def _tx(self) -> Iterator[sqlite3.Connection]:
-        with self._lock:
-            if self._closed:
-                raise CheckpointStoreError("checkpoint store is closed")
-            self._conn.execute("BEGIN IMMEDIATE")
-            try:
-                yield self._conn
-            except BaseException:
-                self._conn.execute("ROLLBACK")
-                raise
-            else:
-                self._conn.execute("COMMIT")
-
-    def _read(self, sql: str, params: Sequence[Any]) -> list[tuple[Any, ...]]:
-        with self._lock:
-            if self._closed:
-                raise CheckpointStoreError("checkpoint store is closed")
-            return self._conn.execute(sql, params).fetchall()
-
-    def setup(self) -> None:
-        """Create or migrate the checkpoint tables; safe to call any number of times."""
-        with self._tx() as c:
-            c.execute(q.CREATE_META)
-            row = c.execute(q.GET_VERSION, (q.SCHEMA_KEY,)).fetchone()
-            current = int(row[0]) if row else 0
-            if current > q.SCHEMA_VERSION:
-                raise CheckpointStoreError(
-                    f"{self.path} has checkpoint schema v{current}, newer than this "
-                    f"BeeWeave (v{q.SCHEMA_VERSION}); upgrade beeweave"
-                )
-            for version, statements in q.MIGRATIONS:
-                if version > current:
-                    for sql in statements:
-                        c.execute(sql)
-            c.execute(q.SET_VERSION, (q.SCHEMA_KEY, str(q.SCHEMA_VERSION)))
-
-    def close(self) -> None:
-        with self._lock:
-            if self._owner and not self._closed:
-                self._conn.close()
-            self._closed = True
 
     # --------------------------------------------------------------- writes
     def put(self, row: CheckpointRow, blobs: Mapping[tuple[str, str], Typed | None]) -> None:

@@ -71,13 +71,6 @@ MIGRATIONS: list[tuple[int, list[str]]] = [
     ),
 ]
 
-CREATE_META = "CREATE TABLE IF NOT EXISTS beeweave_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)"
-GET_VERSION = "SELECT value FROM beeweave_meta WHERE key = ?"
-SET_VERSION = (
-    "INSERT INTO beeweave_meta (key, value) VALUES (?, ?) "
-    "ON CONFLICT(key) DO UPDATE SET value = excluded.value"
-)
-
 # ------------------------------------------------------------------- writes
 UPSERT_CHECKPOINT = (
     "INSERT OR REPLACE INTO lg_checkpoints (tenant, thread_id, checkpoint_ns, checkpoint_id, "

@@ -26,7 +26,7 @@ from ..tokens import TokenCounter
 from . import language as L
 from .messages import Unit, message_text
 from .recall import Recallable
-from .working_state import PRIORITY, Item, WorkingState
+from .working_state import PRIORITY, TITLES, Item, WorkingState
 
 LAYERS = ("system", "working", "recalled", "immediate")
 RECALL_HEADER = "Recalled by BeeWeave (earlier context, not the current turns; latest wins):"
@@ -186,23 +186,77 @@ class _Block:
         return {"role": "system", "content": text} if text else None
 
 
-def _fill(
-    block: _Block,
-    candidates: Iterable[tuple[str, str, Any]],
+#: Within this many tokens of a budget the fill re-counts exactly instead of estimating.
+MARGIN = 8
+
+
+def _greedy(
+    exact: Callable[[list[Any]], int],
+    line_cost: Callable[[Any, list[Any]], int],
+    items: Iterable[Any],
     budget: int,
     chosen: list[Any],
     skipped: list[Any],
 ) -> int:
-    """Add (group, line, obj) in order while the exact block cost stays within budget."""
-    used = block.cost()
-    for group, line, obj in candidates:
-        cost = block.cost((group, line))
-        if cost <= budget:
-            block.add(group, line)
-            chosen.append(obj)
-            used = cost
+    """Add items in order while the exact cost stays within ``budget``.
+
+    Each item's cost is estimated from its own line; only near the budget is the whole
+    block re-counted, so filling is linear, and the final exact count has the last word.
+    """
+    used = exact(chosen)
+    for item in items:
+        if not chosen:
+            cost = exact([item])
+            if cost <= budget:
+                chosen.append(item)
+                used = cost
+            else:
+                skipped.append(item)
+            continue
+        add = line_cost(item, chosen)
+        if used + add <= budget - MARGIN:
+            chosen.append(item)
+            used += add
+        elif used + add > budget + MARGIN:
+            skipped.append(item)
         else:
-            skipped.append(obj)
+            cost = exact([*chosen, item])
+            if cost <= budget:
+                chosen.append(item)
+                used = cost
+            else:
+                skipped.append(item)
+    used = exact(chosen)
+    while used > budget and chosen:
+        skipped.append(chosen.pop())
+        used = exact(chosen)
+    return used
+
+
+def _fill(
+    block: _Block,
+    candidates: Iterable[Recallable],
+    budget: int,
+    chosen: list[Recallable],
+    skipped: list[Recallable],
+) -> int:
+    """Recalled pieces by score while the grouped block fits (exact at the end)."""
+    c = block.counter
+
+    def exact(ch: list[Recallable]) -> int:
+        b = _Block(c, block.header, grouped=True)
+        for r in ch:
+            b.add(r.group, r.line())
+        return b.cost()
+
+    def line_cost(r: Recallable, ch: list[Recallable]) -> int:
+        new_group = all(x.group != r.group for x in ch)
+        return c.count_text(r.line()) + 1 + (c.count_text(r.group) + 1 if new_group else 0)
+
+    used = _greedy(exact, line_cost, candidates, budget, chosen, skipped)
+    block.groups = {}
+    for r in chosen:
+        block.add(r.group, r.line())
     return used
 
 
@@ -271,7 +325,7 @@ def assemble(plan: Plan) -> tuple[list[dict[str, Any]], dict[str, LayerReport], 
     rblock = _Block(c, RECALL_HEADER, grouped=True)
     r_in: list[Recallable] = []
     r_out: list[Recallable] = []
-    r_used = _fill(rblock, ((r.group, r.line(), r) for r in candidates), b_rec, r_in, r_out)
+    r_used = _fill(rblock, candidates, b_rec, r_in, r_out)
 
     # immediate
     b_imm += b_rec - r_used
@@ -287,7 +341,7 @@ def assemble(plan: Plan) -> tuple[list[dict[str, Any]], dict[str, LayerReport], 
         spare = avail - (w_used + r_used + imm_used)
     if spare > 0 and r_out:
         retry_r, r_out = r_out, []
-        r_used = _fill(rblock, ((r.group, r.line(), r) for r in retry_r), r_used + spare, r_in, r_out)
+        r_used = _fill(rblock, retry_r, r_used + spare, r_in, r_out)
 
     wmsg = _working_message(plan.working, w_in)
     rmsg = rblock.message()
@@ -355,17 +409,17 @@ def _fill_working(
     chosen: list[Item],
     skipped: list[Item],
 ) -> int:
-    """Working items by priority while the rendered state fits (exact count)."""
-    msg = _working_message(ws, chosen)
-    used = c.count_message(msg) if msg else 0
-    for item in items:
-        cost = c.count_message({"role": "system", "content": ws.render([*chosen, item])})
-        if cost <= budget:
-            chosen.append(item)
-            used = cost
-        else:
-            skipped.append(item)
-    return used
+    """Working items by priority while the rendered state fits (exact at the end)."""
+
+    def exact(ch: list[Item]) -> int:
+        msg = _working_message(ws, ch)
+        return c.count_message(msg) if msg else 0
+
+    def line_cost(it: Item, ch: list[Item]) -> int:
+        new_section = all(x.section != it.section for x in ch)
+        return c.count_text(it.render()) + 1 + (c.count_text(TITLES.get(it.section, "")) + 2 if new_section else 0)
+
+    return _greedy(exact, line_cost, items, budget, chosen, skipped)
 
 
 def _rank_items(ws: WorkingState, query: str | None) -> list[Item]:

@@ -186,17 +186,18 @@ def remove_overturned(text: str, clauses: Sequence[str]) -> str:
         if idx < 0:
             continue
         # map the folded index back: fold only collapses whitespace and case
-        start = _unfolded_index(out, idx)
+        start = _unfolded_index(out, idx, skip_space=True)
         end = _unfolded_index(out, idx + len(L.fold(c)))
         out = out[:start] + OVERTURNED_MARK + out[end:]
     return out
 
 
-def _unfolded_index(text: str, folded_idx: int) -> int:
+def _unfolded_index(text: str, folded_idx: int, *, skip_space: bool = False) -> int:
+    """Index in ``text`` of position ``folded_idx`` of ``fold(text)``."""
     count = 0
     prev_space = True
     for i, ch in enumerate(text):
-        if count >= folded_idx:
+        if count >= folded_idx and not (skip_space and ch.isspace()):
             return i
         if ch.isspace():
             if not prev_space:

@@ -244,6 +244,7 @@ class ContextEngine:
         for s in self.store.sessions(user_id=user_id)[: OTHER_SESSIONS + 1]:
             if s.session_id == session_id:
                 continue
+            self.memory.process(s.session_id, use_llm=False)  # imported / written elsewhere
             mems = self.store.timeline(s.session_id, types=(EventType.MEMORY,))
             sums = self.compactor.top_summaries(s.session_id)
             if mems or sums:

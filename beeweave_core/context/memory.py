@@ -44,6 +44,8 @@ HALF_LIFE_DAYS = {
     "artifact": 14.0,
 }
 EXPIRE_HALF_LIVES = 4.0
+#: Kinds that tell the agent what to do; only these can contradict each other.
+INSTRUCTION_KINDS = frozenset({"constraint", "decision", "preference"})
 NEAR_DUPLICATE = 0.8
 SAME_SUBJECT = 0.6
 _SOURCE = {"framework": "beeweave", "component": "memory"}
@@ -381,12 +383,14 @@ class MemoryWriter:
                              key=lambda p: p[0], default=(0.0, None))  # fmt: skip
         if best is not None and best_sim >= NEAR_DUPLICATE and new.values >= best.values:
             return self._new_version(ev, c, best, sources)
-        if "supersedes" not in c.extra:
-            rivals = [v.id for v in same_group
-                      if v.values and new.values and v.values != new.values
-                      and L.jaccard(new.slot, v.slot) >= SAME_SUBJECT]  # fmt: skip
+        if "supersedes" not in c.extra and c.kind in INSTRUCTION_KINDS:
+            # instructions only: a series of measurements is not a contradiction
+            rivals = [(L.jaccard(new.slot, v.slot), int(v.event.payload.get("source_seq", -1)), v.id)
+                      for v in same_group
+                      if v.kind in INSTRUCTION_KINDS and v.values and new.values
+                      and v.values != new.values and L.jaccard(new.slot, v.slot) >= SAME_SUBJECT]  # fmt: skip
             if rivals:
-                c.extra = {**c.extra, "conflicts_with": rivals}
+                c.extra = {**c.extra, "conflicts_with": [max(rivals)[2]]}
         return self._write(ev, c, sources)
 
     def _new_version(self, ev: Event, c: Candidate, old: MemoryView, sources: list[str]) -> str:

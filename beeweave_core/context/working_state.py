@@ -123,6 +123,7 @@ def build_working_state(
     *,
     now: float | None = None,
     max_todos: int = 6,
+    max_conflicts: int = 5,
 ) -> WorkingState:
     """Fold a session's active memories and turns into a :class:`WorkingState`."""
     ws = WorkingState(session_id)
@@ -135,7 +136,7 @@ def build_working_state(
             continue  # plain facts are recalled by relevance, not pinned here
         reason = m.payload.get("reason") if kind == "decision" else None
         getattr(ws, section).append(Item(section, m.content, (m.id,), seq, reason))
-    for old, new in conflicts(live):
+    for old, new in conflicts(live)[-max_conflicts:]:
         a, b = int(old.payload.get("source_seq", -1)), int(new.payload.get("source_seq", -1))
         text = f'"{old.content}" (#{a}) vs "{new.content}" (#{b})'
         ws.conflicts.append(Item("conflicts", text, (old.id, new.id), b))

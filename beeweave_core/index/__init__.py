@@ -53,6 +53,7 @@ def open_index(
     *,
     url: str,
     embeddings: Any,
+    identity: EmbeddingIdentity | None = None,
     kind: Any = None,
     vector_url: str | os.PathLike[str] | None = None,
 ) -> VectorIndex:
@@ -62,7 +63,7 @@ def open_index(
     ``"chroma"``, ``"neo4j"``, or a ready :class:`VectorIndex`.  ``vector_url``: a
     Chroma directory or ``http(s)://host:port`` server.
     """
-    identity = EmbeddingIdentity.of(embeddings)
+    identity = identity or EmbeddingIdentity.of(embeddings)
     if kind is not None and not isinstance(kind, str):
         if not isinstance(kind, VectorIndex):
             raise TypeError(f"index must be 'chroma', 'neo4j' or a VectorIndex, got {kind!r}")

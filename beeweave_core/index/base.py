@@ -28,14 +28,19 @@ class EmbeddingMismatch(RuntimeError):
 
 @dataclass(frozen=True)
 class EmbeddingIdentity:
-    """Which model made a vector: ``name`` + ``version`` (and its dimension once known)."""
+    """Which model made a vector (``name`` + ``version``) and how (``recipe``).
+
+    The recipe names how texts become the stored vector (see ``chunking.RECIPES``);
+    vectors of two recipes are as incomparable as vectors of two models.
+    """
 
     name: str
     version: str
+    recipe: str = ""
 
     @property
     def key(self) -> str:
-        return f"{self.name}@{self.version}"
+        return f"{self.name}@{self.version}" + (f"#{self.recipe}" if self.recipe else "")
 
     @property
     def digest(self) -> str:
@@ -46,11 +51,11 @@ class EmbeddingIdentity:
         return self.key
 
     @classmethod
-    def of(cls, embeddings: Any) -> EmbeddingIdentity:
+    def of(cls, embeddings: Any, recipe: str = "") -> EmbeddingIdentity:
         from ..embeddings import embedding_identity
 
         name, version = embedding_identity(embeddings)
-        return cls(name, version)
+        return cls(name, version, recipe)
 
 
 @dataclass(frozen=True)
@@ -67,6 +72,9 @@ class Chunk:
     user_id: str | None = None
     agent_id: str | None = None
     part: int = 0
+    #: Text of the event before this one in its session (what it answers); embedded
+    #: with the chunk under the "context" recipe, never stored.
+    context: str = ""
 
     @classmethod
     def of(cls, event: Event, text: str, part: int = 0) -> Chunk:
@@ -202,6 +210,7 @@ def chunk_metadata(chunk: Chunk, identity: EmbeddingIdentity) -> dict[str, Any]:
         "part": chunk.part,
         "embedding_model": identity.name,
         "embedding_version": identity.version,
+        "index_recipe": identity.recipe,
     }
     if chunk.user_id is not None:
         meta["user_id"] = str(chunk.user_id)

@@ -37,6 +37,7 @@ META_TENANT = "beeweave_tenant"
 META_KIND = "beeweave_kind"
 META_MODEL = "embedding_model"
 META_VERSION = "embedding_version"
+META_RECIPE = "index_recipe"
 STATE_ID = "beeweave-index-state"
 _PAGE = 1000
 
@@ -142,8 +143,11 @@ class ChromaVectorIndex:
                 META_KIND: "vectors",
                 META_MODEL: identity.name,
                 META_VERSION: identity.version,
+                META_RECIPE: identity.recipe,
             },
-            collection_configuration={"hnsw": {"space": "cosine"}},
+            # Inner product: vectors may be sums of unit vectors (the context recipe),
+            # whose dot product with a unit query is the sum of the cosines.
+            collection_configuration={"hnsw": {"space": "ip"}},
         )
         self._check_collection_identity()
         self._state_collection: Any = None
@@ -159,13 +163,13 @@ class ChromaVectorIndex:
 
     def _check_collection_identity(self) -> None:
         meta = self._collection.metadata or {}
-        got = (meta.get(META_MODEL), meta.get(META_VERSION), meta.get(META_TENANT))
-        want = (self.identity.name, self.identity.version, self.tenant)
-        if got != want:
+        got = (meta.get(META_MODEL), meta.get(META_VERSION), meta.get(META_RECIPE, ""))
+        want = (self.identity.name, self.identity.version, self.identity.recipe)
+        if got != want or meta.get(META_TENANT) != self.tenant:
             raise EmbeddingMismatch(
                 f"Chroma collection {self.collection_name!r} holds vectors of "
-                f"{got[0]}@{got[1]} (tenant {got[2]!r}), not {self.identity} for tenant "
-                f"{self.tenant!r}"
+                f"{EmbeddingIdentity(*map(str, got))} (tenant {meta.get(META_TENANT)!r}), "
+                f"not {self.identity} for tenant {self.tenant!r}"
             )
 
     @property
@@ -233,7 +237,10 @@ class ChromaVectorIndex:
         best: dict[str, float] = {}
         for doc, distance in results:
             meta = doc.metadata
-            if meta.get(META_VERSION) != self.identity.version:
+            if (meta.get(META_VERSION), meta.get(META_RECIPE, "")) != (
+                self.identity.version,
+                self.identity.recipe,
+            ):
                 continue  # never mix versions, even if someone wrote into our collection
             if filters is not None and not filters.accepts(meta):
                 continue
@@ -278,7 +285,9 @@ class ChromaVectorIndex:
         found: dict[EmbeddingIdentity, int] = {}
         for col in self._tenant_collections():
             meta = col.metadata or {}
-            ident = EmbeddingIdentity(str(meta.get(META_MODEL)), str(meta.get(META_VERSION)))
+            ident = EmbeddingIdentity(
+                str(meta.get(META_MODEL)), str(meta.get(META_VERSION)), str(meta.get(META_RECIPE, ""))
+            )
             if ident != self.identity:
                 n = col.count()
                 if n:

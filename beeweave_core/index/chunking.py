@@ -13,8 +13,11 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
 
 from ..events import Event, EventType
 from .base import Chunk
@@ -64,9 +67,11 @@ class ChunkPolicy:
     ``window`` / ``overlap``: window size and overlap in characters (~256 tokens).
     ``max_windows``: windows kept from a long text (start and end are kept first).
     ``max_fact_chars``: size of the key-facts chunk of a long text.
+    ``recipe``: how a chunk becomes its vector (:data:`RECIPES`).
     """
 
     types: frozenset[EventType] = field(default=DEFAULT_TYPES)
+    recipe: str = "context"
     min_words: int = 3
     max_chars: int = 1200
     window: int = 900
@@ -74,8 +79,48 @@ class ChunkPolicy:
     max_windows: int = 8
     max_fact_chars: int = 1500
 
+    def __post_init__(self) -> None:
+        if self.recipe not in RECIPES:
+            raise ValueError(f"unknown recipe {self.recipe!r}; known: {', '.join(RECIPES)}")
+
     def wants(self, event: Event) -> bool:
         return event.type in self.types
+
+
+#: How chunk texts become stored vectors.  ``plain``: the unit vector of the chunk.
+#: ``context``: that plus the unit vector of (previous event's text + the chunk), so a
+#: reply is also found by what it answers ("Super good!" after "What did you think of
+#: the ice cream?").  Against a unit query the stored vector scores the sum of the two
+#: cosines.  On LoCoMo this lifted MiniLM's evidence recall@10 from 0.50 to 0.54.
+RECIPES = ("context", "plain")
+CONTEXT_CHARS = 500
+
+
+def _unit(m: np.ndarray) -> np.ndarray:
+    return m / np.clip(np.linalg.norm(m, axis=-1, keepdims=True), 1e-12, None)
+
+
+def embed_chunks(embeddings: Any, chunks: Sequence[Chunk], recipe: str) -> list[list[float]]:
+    """The stored vectors for ``chunks`` under ``recipe`` (one embedding call per text list)."""
+    if not chunks:
+        return []
+    own = _unit(np.asarray(embeddings.embed_documents([c.text for c in chunks]), dtype=np.float32))
+    if recipe == "plain":
+        return own.tolist()
+    texts = [f"{c.context[:CONTEXT_CHARS]}\n{c.text}" if c.context else c.text for c in chunks]
+    # a chunk with no context (first of its session) counts its own text twice, so its
+    # scores stay on the same scale as everyone else's
+    need = [i for i, c in enumerate(chunks) if c.context]
+    ctx = own.copy()
+    if need:
+        got = embeddings.embed_documents([texts[i] for i in need])
+        ctx[need] = _unit(np.asarray(got, dtype=np.float32))
+    return (own + ctx).tolist()
+
+
+def embed_query(embeddings: Any, text: str) -> list[float]:
+    """A unit query vector (dot product with stored vectors = sum of cosines)."""
+    return _unit(np.asarray(embeddings.embed_query(text), dtype=np.float32)).tolist()
 
 
 def event_text(event: Event, full_content: str | None = None) -> str:

@@ -5,14 +5,19 @@ chain, causal and reference links are typed relationships, and big values are
 ``(:Artifact)`` nodes (the model is spelt out in :mod:`.neo4j_cypher`).
 
 Writes are one managed write transaction per ``append`` (``execute_write``, so the
-driver retries deadlocks and leader changes), batched with ``UNWIND`` and keyed
-with ``MERGE`` so a redelivered event is counted, not rewritten.  The session's
-``seq`` comes from a ``(:Session)`` node locked inside that transaction: writers to
-one session queue on the lock, so the order never forks and never has gaps, and a
-uniqueness constraint on (tenant, session_id, seq) makes a fork impossible even for
-a writer that does not take the lock.  Reads go through ``execute_query`` with
-read routing; sessions share the driver's bookmark manager, so a read always sees
-the writes made before it, also on a cluster.
+driver retries deadlocks and leader changes), batched with ``UNWIND``.  The
+session's ``seq`` comes from a ``(:Session)`` node locked inside that transaction:
+writers to one session queue on the lock, so the order never forks and never has
+gaps, and a uniqueness constraint on (tenant, session_id, seq) makes a fork
+impossible even for a writer that does not take the lock.  Under that lock the
+store looks up which ids are already stored (redeliveries: counted, not
+rewritten) and ``CREATE``s the rest, which costs less than ``MERGE`` per event; the
+uniqueness constraint on (tenant, id) catches the one race the lock cannot (the
+same id sent to two sessions at once), and the append is retried, finding it
+stored.  Edges and placeholders use ``MERGE``.  Reads are managed read transactions
+(routed to readers on a cluster); every session shares the driver's bookmark
+manager (:mod:`beeweave_core.neo4j_tx`), so a read always sees the writes made
+before it, also on a cluster.
 
 Needs Neo4j 5.26 LTS or newer (dynamic labels and ``ANY SHORTEST``); community
 edition is enough.
@@ -26,6 +31,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
 
+from .. import neo4j_tx
 from ..events import (
     TYPE_LABELS,
     AppendResult,
@@ -162,9 +168,6 @@ class Neo4jEventStore(BaseEventStore):
 
             if isinstance(auth, str):
                 auth = None if auth.lower() == "none" else tuple(auth.split(":", 1))
-            # "property does not exist" warnings are noise on a fresh database (an
-            # optional property such as ``role`` may never have been written yet)
-            driver_kw.setdefault("notifications_disabled_classifications", ["UNRECOGNIZED"])
             self.driver = neo4j.GraphDatabase.driver(url, auth=auth, **driver_kw)
             self._owner = True
         try:
@@ -202,22 +205,14 @@ class Neo4jEventStore(BaseEventStore):
 
     # ------------------------------------------------------------- plumbing
     def _read(self, query: str, **params: Any) -> list[Any]:
-        import neo4j
-
-        records, _, _ = self.driver.execute_query(
-            query,
-            {"tenant": self.tenant, **params},
-            database_=self.database,
-            routing_=neo4j.RoutingControl.READ,
+        return neo4j_tx.run(
+            self.driver, self.database, query, {"tenant": self.tenant, **params}, read=True
         )
-        return records
 
     def _write(self, work: Any, *args: Any) -> Any:
         """Run ``work(tx, *args)`` in a managed write transaction (retried on
         transient errors, so ``work`` must not keep state between attempts)."""
-        with self.driver.session(
-            database=self.database, bookmark_manager=self.driver.execute_query_bookmark_manager
-        ) as session:
+        with neo4j_tx.session(self.driver, self.database) as session:
             return session.execute_write(work, *args)
 
     def setup(self) -> None:
@@ -417,9 +412,7 @@ class Neo4jEventStore(BaseEventStore):
 
     def purge_tenant(self) -> None:
         """Remove every node of this tenant (events, sessions, artifacts, placeholders)."""
-        with self.driver.session(
-            database=self.database, bookmark_manager=self.driver.execute_query_bookmark_manager
-        ) as session:
+        with neo4j_tx.session(self.driver, self.database) as session:
             for statement in q.CYPHER_PURGE_TENANT.values():
                 session.run(statement, tenant=self.tenant).consume()
 
@@ -618,7 +611,7 @@ class Neo4jEventStore(BaseEventStore):
             lucene += f"+session_id:{_lucene_phrase(session_id)}^0 "
         lucene += f"+content:({words})"
         params = {
-            "index": q.FULLTEXT_INDEX, "query": lucene, "k": int(k), "session_ids": session_ids,
+            "index": q.FULLTEXT_INDEX, "search": lucene, "k": int(k), "session_ids": session_ids,
             "types": type_values, "since": since, "until": until,
         }  # fmt: skip
         limit = max(4 * int(k), 50)

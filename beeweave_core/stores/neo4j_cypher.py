@@ -388,13 +388,13 @@ MATCH (a:Artifact {tenant: $tenant, sha256: $sha256})
 RETURN a.body AS body
 """
 
-#: BM25 hits from the full-text index, filtered exactly in Cypher.  ``$query``
+#: BM25 hits from the full-text index, filtered exactly in Cypher.  ``$search``
 #: narrows to the tenant inside Lucene (zero-weight clause) and field-qualifies the
 #: escaped user words to ``content``; ``raw`` (hits before filtering) tells the
 #: store whether a larger ``$limit`` could find more.  A score of 0 means only the
 #: zero-weight clauses matched (all words were stop words).
 CYPHER_SEARCH_TEXT = f"""
-CALL db.index.fulltext.queryNodes($index, $query, {{limit: $limit}}) YIELD node, score
+CALL db.index.fulltext.queryNodes($index, $search, {{limit: $limit}}) YIELD node, score
 WITH collect({{e: node, s: score}}) AS hits
 WITH size(hits) AS raw, [h IN hits WHERE h.s > 0 AND h.e.tenant = $tenant
      AND h.e.seq IS NOT NULL AND h.e.status = 'active'

@@ -7,6 +7,13 @@ take parameters; no user data is ever formatted into SQL text.
 
 SCHEMA_VERSION = 3
 
+#: The text of the latest earlier event with content in the same session (capped).
+_FTS_CONTEXT = (
+    "COALESCE((SELECT substr(p.content, 1, 2000) FROM events p WHERE p.tenant = {e}.tenant "
+    "AND p.session_id = {e}.session_id AND p.seq < {e}.seq AND p.content != '' "
+    "ORDER BY p.seq DESC LIMIT 1), '')"
+)
+
 #: (version, statements) applied in order by ``setup()``; never edit a released one.
 MIGRATIONS: list[tuple[int, list[str]]] = [
     (
@@ -64,17 +71,21 @@ MIGRATIONS: list[tuple[int, list[str]]] = [
     (
         3,
         [
-            # Full-text index over segmented content (lexical.fts_text, registered on
-            # every connection as beeweave_fts_text); rowid = events.rowid.
+            # Full-text index over segmented text (lexical.fts_text, registered on every
+            # connection as beeweave_fts_text); rowid = events.rowid.  ``body`` is the
+            # event's content, ``context`` the text of the event before it in its session
+            # (what a reply answers), searched at a lower weight (SEARCH_TEXT).
             "CREATE VIRTUAL TABLE IF NOT EXISTS events_fts USING fts5("
-            "body, tokenize = 'porter unicode61 remove_diacritics 2')",
-            "CREATE TRIGGER IF NOT EXISTS events_fts_insert AFTER INSERT ON events BEGIN "
-            "INSERT INTO events_fts (rowid, body) VALUES (new.rowid, beeweave_fts_text(new.content)); "
-            "END",
+            "body, context, tokenize = 'porter unicode61 remove_diacritics 2')",
+            f"CREATE TRIGGER IF NOT EXISTS events_fts_insert AFTER INSERT ON events BEGIN "
+            f"INSERT INTO events_fts (rowid, body, context) VALUES (new.rowid, "
+            f"beeweave_fts_text(new.content), beeweave_fts_text({_FTS_CONTEXT.format(e='new')})); "
+            f"END",
             "CREATE TRIGGER IF NOT EXISTS events_fts_delete AFTER DELETE ON events BEGIN "
             "DELETE FROM events_fts WHERE rowid = old.rowid; END",
-            "INSERT INTO events_fts (rowid, body) SELECT rowid, beeweave_fts_text(content) "
-            "FROM events WHERE rowid NOT IN (SELECT rowid FROM events_fts)",
+            f"INSERT INTO events_fts (rowid, body, context) SELECT e.rowid, "
+            f"beeweave_fts_text(e.content), beeweave_fts_text({_FTS_CONTEXT.format(e='e')}) "
+            f"FROM events e WHERE e.rowid NOT IN (SELECT rowid FROM events_fts)",
         ],
     ),
 ]
@@ -172,8 +183,8 @@ PURGE_ORPHAN_ARTIFACTS = (
 #: BM25 over the FTS index joined back to events (active only); ``{where}`` adds
 #: filter clauses built from fixed strings, values always bound as parameters.
 SEARCH_TEXT = f"""
-SELECT {EVENT_COLUMNS}, -bm25(events_fts) AS score
+SELECT {EVENT_COLUMNS}, -bm25(events_fts, 1.0, 0.5) AS score
 FROM events_fts JOIN events ON events.rowid = events_fts.rowid
 WHERE events_fts MATCH ? AND events.tenant = ? AND events.status = 'active' {{where}}
-ORDER BY bm25(events_fts) LIMIT ?
+ORDER BY bm25(events_fts, 1.0, 0.5) LIMIT ?
 """

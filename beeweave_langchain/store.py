@@ -1,0 +1,241 @@
+"""``BeeWeaveStore``: LangGraph's long-term memory store on the event graph.
+
+A thin translator over :class:`beeweave_core.items.ItemStore`: every ``put`` becomes
+a ``memory`` event (a new version that SUPERSEDES the previous one), ``delete``
+invalidates it, and ``search(query=…)`` is the weave's fused recall (semantic +
+lexical) over those events — so what an agent saves with ``store.put`` is recalled
+by BeeWeave's context assembly like any other memory, with its history intact.
+
+    with BeeWeaveStore.from_conn_string("agent.db") as store:
+        graph = builder.compile(checkpointer=saver, store=store)
+
+    store = BeeWeaveStore(weave, index={"fields": ["text"]}, ttl={"default_ttl": 60})
+
+``index["fields"]`` picks the text that is embedded and searched (LangGraph's JSON
+paths; default ``["$"]``: the whole value); the embedding model is the weave's.  TTL
+is in minutes, refreshed on read unless told otherwise; expired items are never
+returned and are swept on writes.  :meth:`BeeWeaveStore.key_value` gives a LangChain
+``BaseStore[str, V]`` (docstores, ``CacheBackedEmbeddings``) over one namespace.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+from collections.abc import Iterable, Iterator, Sequence
+from contextlib import contextmanager
+from datetime import datetime, timezone
+from typing import Any
+
+from langchain_core.stores import BaseStore as KeyValueStore
+from langgraph.store.base import (
+    BaseStore,
+    GetOp,
+    IndexConfig,
+    Item,
+    ListNamespacesOp,
+    Op,
+    PutOp,
+    Result,
+    SearchItem,
+    SearchOp,
+    TTLConfig,
+)
+from langgraph.store.base.embed import get_text_at_path, tokenize_path
+
+from beeweave_core.items import ItemRow, ItemStore
+from beeweave_core.weave import Weave
+
+from .checkpoint import open_weave
+
+__all__ = ["BeeWeaveKeyValueStore", "BeeWeaveStore"]
+
+
+def _time(ts: float) -> datetime:
+    return datetime.fromtimestamp(ts, tz=timezone.utc)
+
+
+def _tokenized(fields: Sequence[str]) -> list[tuple[str, Any]]:
+    """LangGraph's field paths, tokenized once (``"$"``, the whole value, stays as is)."""
+    return [(f, f if f == "$" else tokenize_path(f)) for f in fields]
+
+
+def _item(row: ItemRow) -> Item:
+    return Item(
+        value=row.value,
+        key=row.key,
+        namespace=row.namespace,
+        created_at=_time(row.created_at),
+        updated_at=_time(row.updated_at),
+    )
+
+
+class BeeWeaveStore(BaseStore):
+    """LangGraph ``BaseStore`` whose items are BeeWeave memory events (SQLite or Neo4j)."""
+
+    supports_ttl: bool = True
+
+    def __init__(
+        self,
+        weave: Weave,
+        *,
+        index: IndexConfig | None = None,
+        ttl: TTLConfig | None = None,
+        items: ItemStore | None = None,
+    ) -> None:
+        self.weave = weave
+        self.items = items or ItemStore(weave)
+        self._fields = _tokenized((index or {}).get("fields") or ["$"])
+        self.index_config = index
+        self.ttl_config = ttl
+        self._owned_weave: Weave | None = None
+        self._next_sweep = 0.0
+
+    @classmethod
+    @contextmanager
+    def from_conn_string(
+        cls,
+        conn_string: str | None = None,
+        *,
+        tenant: str = "default",
+        auth: Any = None,
+        database: str | None = None,
+        weave_options: dict[str, Any] | None = None,
+        **kw: Any,
+    ) -> Iterator[BeeWeaveStore]:
+        """Open a weave (file path or BeeWeave URL) and yield a store on it; close after."""
+        weave = open_weave(
+            conn_string, tenant=tenant, auth=auth, database=database, weave_options=weave_options
+        )
+        try:
+            store = cls(weave, **kw)
+            store._owned_weave = weave
+            yield store
+        finally:
+            weave.close()
+
+    # ---------------------------------------------------------------- text
+    def _text(self, op: PutOp) -> str:
+        """The text the weave embeds and searches for an item (LangGraph's field paths)."""
+        if op.index is False or op.value is None:
+            return ""
+        fields = self._fields if op.index is None else _tokenized(op.index)
+        texts: list[str] = []
+        for _, tokens in fields:
+            texts += get_text_at_path(op.value, tokens)
+        return "\n".join(t if isinstance(t, str) else json.dumps(t) for t in texts)
+
+    # --------------------------------------------------------------- batch
+    def batch(self, ops: Iterable[Op]) -> list[Result]:
+        """Reads see the store as it was before the batch; puts apply last, last one wins."""
+        ops = list(ops)
+        results: list[Result] = []
+        puts: dict[tuple[tuple[str, ...], str], PutOp] = {}
+        for op in ops:
+            if isinstance(op, GetOp):
+                row = self.items.get(op.namespace, op.key, refresh_ttl=op.refresh_ttl)
+                results.append(_item(row) if row is not None else None)
+            elif isinstance(op, SearchOp):
+                results.append(self._search(op))
+            elif isinstance(op, ListNamespacesOp):
+                results.append(
+                    self.items.list_namespaces(
+                        conditions=[(c.match_type, c.path) for c in op.match_conditions or ()],
+                        max_depth=op.max_depth,
+                        limit=op.limit,
+                        offset=op.offset,
+                    )
+                )
+            elif isinstance(op, PutOp):
+                puts[(tuple(op.namespace), op.key)] = op
+                results.append(None)
+            else:
+                raise ValueError(f"unknown store operation {type(op).__name__}")
+        for (namespace, key), op in puts.items():
+            if op.value is None:
+                self.items.delete(namespace, key)
+            else:
+                self.items.put(namespace, key, op.value, text=self._text(op), ttl_minutes=op.ttl)
+        if puts:
+            self._maybe_sweep()
+        return results
+
+    async def abatch(self, ops: Iterable[Op]) -> list[Result]:
+        return await asyncio.to_thread(self.batch, list(ops))
+
+    def _search(self, op: SearchOp) -> list[SearchItem]:
+        found = self.items.search(
+            op.namespace_prefix, filter=op.filter, query=op.query, limit=op.limit,
+            offset=op.offset, refresh_ttl=op.refresh_ttl,
+        )  # fmt: skip
+        return [
+            SearchItem(
+                namespace=row.namespace,
+                key=row.key,
+                value=row.value,
+                created_at=_time(row.created_at),
+                updated_at=_time(row.updated_at),
+                score=score,
+            )  # fmt: skip
+            for row, score in found
+        ]
+
+    # ----------------------------------------------------------------- TTL
+    def sweep_ttl(self) -> int:
+        """Delete expired items now (invalidating their events); returns how many."""
+        return self.items.sweep()
+
+    def _maybe_sweep(self) -> None:
+        minutes = (self.ttl_config or {}).get("sweep_interval_minutes") or 5
+        now = time.monotonic()
+        if now >= self._next_sweep:
+            self._next_sweep = now + minutes * 60
+            self.items.sweep()
+
+    # ------------------------------------------------------------ key/value
+    def key_value(self, namespace: Sequence[str]) -> BeeWeaveKeyValueStore:
+        """A LangChain ``BaseStore[str, V]`` over one namespace of this store."""
+        return BeeWeaveKeyValueStore(self.items, tuple(namespace))
+
+
+class BeeWeaveKeyValueStore(KeyValueStore[str, Any]):
+    """``mget``/``mset``/``mdelete``/``yield_keys`` over one namespace of BeeWeave items.
+
+    Values may be anything BeeWeave's payload rules keep (JSON, bytes, datetimes …);
+    each key's history stays in the event graph like every item's.
+    """
+
+    def __init__(self, items: ItemStore, namespace: tuple[str, ...]) -> None:
+        self.items = items
+        self.namespace = namespace
+
+    def mget(self, keys: Sequence[str]) -> list[Any | None]:
+        out: list[Any | None] = []
+        for key in keys:
+            row = self.items.get(self.namespace, key)
+            out.append(row.value["value"] if row is not None else None)
+        return out
+
+    def mset(self, key_value_pairs: Sequence[tuple[str, Any]]) -> None:
+        for key, value in key_value_pairs:
+            self.items.put(self.namespace, key, {"value": value})
+
+    def mdelete(self, keys: Sequence[str]) -> None:
+        for key in keys:
+            self.items.delete(self.namespace, key)
+
+    def yield_keys(self, *, prefix: str | None = None) -> Iterator[str]:
+        rows = self.items.search(self.namespace, limit=2**31, refresh_ttl=False)
+        for row, _ in rows:
+            if row.namespace == self.namespace and (prefix is None or row.key.startswith(prefix)):
+                yield row.key
+
+    async def amget(self, keys: Sequence[str]) -> list[Any | None]:
+        return await asyncio.to_thread(self.mget, keys)
+
+    async def amset(self, key_value_pairs: Sequence[tuple[str, Any]]) -> None:
+        await asyncio.to_thread(self.mset, key_value_pairs)
+
+    async def amdelete(self, keys: Sequence[str]) -> None:
+        await asyncio.to_thread(self.mdelete, keys)

@@ -1,0 +1,129 @@
+"""Layered assembly end to end: layers in order, provenance of every piece, recalled
+pieces tagged with session and turn range, the audit ``retrieval`` event, phases, the
+``beeweave demo`` section and the ``bench context`` runner."""
+
+from __future__ import annotations
+
+import json
+
+from typer.testing import CliRunner
+
+from beeweave_core.context import PRESETS, infer_phase
+from beeweave_core.events import EventType
+
+from .context_helpers import call, chatter, say
+
+
+def _long_session(weave, sid="s"):
+    say(weave, sid, [
+        {"role": "system", "content": "You are a crawler assistant."},
+        {"role": "user", "content": "Use the user agent string BeeBot/3.2."},
+        {"role": "assistant", "content": "Noted."},
+        {"role": "user", "content": "The HTML of category pages differs from product pages."},
+        {"role": "assistant", "content": "", "tool_calls": [call("c1", "fetch_sitemap", {"url": "https://shop.example/sitemap.xml"})]},
+        {"role": "tool", "tool_call_id": "c1", "content": json.dumps({"summary": {"urls_found": 8821},
+                                                                      "rows": [{"id": i} for i in range(300)]})},
+        {"role": "assistant", "content": "fetch_sitemap finished; the result is above."},
+        *chatter(12),
+        {"role": "user", "content": "How many URLs did the sitemap have?"},
+    ])  # fmt: skip
+
+
+def test_layers_provenance_and_audit_event(weave_factory):
+    weave = weave_factory(index=False)
+    _long_session(weave)
+    ctx = weave.assemble("s", "How many URLs did the sitemap fetch return?", budget_tokens=450, model="gpt-4")
+    msgs = ctx.messages
+    assert msgs[0] == {"role": "system", "content": "You are a crawler assistant."}
+    assert msgs[1]["content"].startswith("Working state")
+    assert msgs[2]["content"].startswith("Recalled by BeeWeave")
+    assert msgs[-1] == {"role": "user", "content": "How many URLs did the sitemap have?"}
+    assert "8821" in ctx.text() and "BeeBot/3.2" in ctx.text()
+    assert ctx.total_tokens <= 450 < ctx.full_history_tokens
+    # every piece says where it came from
+    stored = {e.id: e for e in weave.store.timeline("s", include_inactive=True)}
+    for piece in ctx.provenance:
+        assert piece.event_ids and all(i in stored for i in piece.event_ids), piece
+    for piece in ctx.layers["recalled"].pieces:
+        assert piece.session_id == "s" and piece.seq_range is not None and piece.score is not None
+        a, b = piece.seq_range
+        assert f"#{a}" in piece.text  # tagged with its turn range
+    assert ctx.layers["immediate"].left_out, "older turns did not fit verbatim"
+    # the assembly is on record
+    weave.flush()
+    (rec,) = weave.store.timeline("s", types=(EventType.RETRIEVAL,))
+    assert rec.id == ctx.retrieval_event_id and rec.content == ctx.query
+    p = rec.payload
+    assert p["total_tokens"] == ctx.total_tokens and p["budget_tokens"] == 450
+    assert p["tokens_by_layer"] == ctx.tokens_by_layer
+    assert {x["layer"] for x in p["included"]} == {"system", "working", "recalled", "immediate"}
+    assert p["left_out"] and all("score" in x and "event_ids" in x for x in p["included"])
+
+
+def test_phase_presets_and_options(weave_factory):
+    weave = weave_factory(index=False)
+    say(weave, "s", [{"role": "system", "content": "sys"}, {"role": "user", "content": "I need a report."}])
+    ctx = weave.assemble("s", budget_tokens=300)
+    assert ctx.phase == "requirement"
+    _long_session(weave, "t")
+    assert weave.assemble("t", budget_tokens=300).phase == "execution"
+    say(weave, "t", [{"role": "user", "content": "Thanks, that's all — wrap up please."}], prefix="end")
+    assert weave.assemble("t", budget_tokens=300).phase == "closing"
+    for name, shares in PRESETS.items():
+        assert abs(shares.working + shares.recalled + shares.immediate - 1) < 1e-9, name
+    # the same history gives the immediate layer more room while gathering requirements
+    req = weave.assemble("t", budget_tokens=600, phase="requirement", compact=False)
+    clo = weave.assemble("t", budget_tokens=600, phase="closing", compact=False)
+    assert req.layers["immediate"].tokens > clo.layers["immediate"].tokens
+    one = weave.assemble("t", "q?", budget_tokens=600, single_system=True, include_query=True)
+    assert [m["role"] for m in one.messages].count("system") == 1
+    assert one.messages[-1] == {"role": "user", "content": "q?"}
+    assert infer_phase([]) == "requirement"
+
+
+async def test_aassemble_matches_assemble(weave_factory):
+    weave = weave_factory(index=False)
+    _long_session(weave)
+    a = weave.assemble("s", "urls?", budget_tokens=400, record=False)
+    b = await weave.aassemble("s", "urls?", budget_tokens=400, record=False)
+    assert a.messages == b.messages and a.total_tokens == b.total_tokens
+
+
+def test_demo_ends_with_the_assembled_context(tmp_path, monkeypatch):
+    from beeweave_core.cli import app
+
+    monkeypatch.setenv("BEEWEAVE_HOME", str(tmp_path))
+    monkeypatch.setenv("COLUMNS", "200")
+    result = CliRunner().invoke(app, ["demo", "--url", f"sqlite:///{tmp_path}/demo.db"])
+    assert result.exit_code == 0, result.output
+    out = result.output
+    assert "Assembled context for a late question" in out
+    assert "Layers (budget 600 tokens" in out and "Full history:" in out
+    assert "Recalled pieces and where they came from" in out
+    assert "2,000" in out  # the batch size after the change of plan
+    assert "Recorded for audit as retrieval event" in out
+
+
+def test_bench_context_runs_all_systems_on_a_tiny_scenario(tmp_path):
+    from beeweave_core.bench import context
+
+    turns = [{"role": "system", "content": "You help."},
+             {"role": "user", "content": "The deploy window is Sunday 02:00-04:00 UTC."}]  # fmt: skip
+    for i in range(30):
+        turns += [{"role": "user", "content": f"Chatter about topic number {'abcdefghij'[i % 10]} here."},
+                  {"role": "assistant", "content": "Understood, carrying on with the plan as discussed."}]  # fmt: skip
+    turns += [{"role": "user", "content": "Use Postgres for state."},
+              {"role": "user", "content": "Actually, drop Postgres: keep the state in Redis."}]  # fmt: skip
+    scn = {"id": "tiny", "lang": "en", "budget_tokens": 300, "turns": turns,
+           "probes": [{"at": len(turns), "query": "When is the deploy window?", "expect": ["02:00-04:00"], "forbid": []},
+                      {"at": len(turns), "query": "Where is state kept?", "expect": ["Redis"],
+                       "forbid": ["Use Postgres for state"]}]}  # fmt: skip
+    (tmp_path / "tiny.json").write_text(json.dumps(scn))
+    rows, details, extra = context.run(tmp_path)
+    by = {r["system"]: r for r in rows}
+    assert set(by) == set(context.SYSTEMS)
+    assert by["beeweave"]["retention"] == 1.0 and by["beeweave"]["stale_rate"] == 0.0
+    assert by["beeweave"]["within_budget"] == 1.0
+    assert by["full history"]["retention"] == 1.0 and by["full history"]["tokens_share"] == 1.0
+    assert by["trim_messages"]["retention"] < 1.0  # the window lost the early fact
+    assert extra["probes"] == 2 and len(details) == 2 * len(context.SYSTEMS)

@@ -1,0 +1,173 @@
+"""Compaction: segments, hierarchy, verified retention (retry / roll back), the thrash
+guard, and summaries rebuilt when the user overturns what they hold.
+
+The only fake is the chat model of the LLM-summarizer tests: LangChain's
+``GenericFakeChatModel`` (FAKE LLM, scripted replies) and LlamaIndex's ``MockLLM``.
+Stores are real SQLite files; tokens are real tiktoken counts.
+"""
+
+from __future__ import annotations
+
+from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
+
+from beeweave_core.context import CompactionPolicy, LLMSummarizer
+from beeweave_core.context.language import fold
+from beeweave_core.events import EdgeType, EventType, Status
+
+from .context_helpers import chatter, say
+
+FACT = "The job must finish within 45 minutes and use batches of 5,000 rows."
+
+
+def _engine(weave, **ctx_options):
+    weave.options["context"] = ctx_options
+    return weave.context
+
+
+def _summaries(weave, sid, *, include_inactive=True):
+    return weave.store.timeline(sid, types=(EventType.SUMMARY,), include_inactive=include_inactive)
+
+
+def test_llm_summary_that_loses_a_number_is_rolled_back_and_originals_kept(weave_factory):
+    weave = weave_factory(index=False)
+    # FAKE LLM: both attempts drop "45" and "5,000"
+    fake = GenericFakeChatModel(messages=iter(["- Goal: a nightly job with a time limit.",
+                                               "- Goal: nightly job; batches; time limit."]))  # fmt: skip
+    engine = _engine(weave, llm=fake, policy=CompactionPolicy(segment_turns=2, retries=1))
+    say(weave, "s", [{"role": "user", "content": FACT},
+                     {"role": "assistant", "content": "Noted, I will plan the job around that."},
+                     {"role": "user", "content": "Now draft the schedule."}])  # fmt: skip
+    report = engine.compact("s", window_tokens=60, model="gpt-4", force=True)
+    assert len(report.summaries) == 1 and report.rolled_back == report.summaries
+    (summary,) = _summaries(weave, "s")
+    assert summary.status == Status.INVALIDATED
+    assert "retention check failed: lost" in summary.status_reason and "45" in summary.status_reason
+    retention = summary.payload["retention"]
+    assert retention["outcome"] == "rolled_back" and retention["attempts"] == 2
+    assert {"45", "5,000"} <= set(retention["missing"])
+    warnings = weave.store.timeline("s", types=(EventType.WARNING,))
+    assert [w.payload["kind"] for w in warnings] == ["retention"]
+    # the originals are what the model gets, not the lossy summary
+    ctx = weave.assemble("s", "how long may the job run?", budget_tokens=220, model="gpt-4")
+    text = ctx.text()
+    assert "45 minutes" in text and "nightly job with a time limit" not in text
+    assert not any(p.kind == "summary" for p in ctx.layers["recalled"].pieces)
+
+
+def test_llm_summary_retried_with_the_missing_values_named(weave_factory):
+    weave = weave_factory(index=False)
+    # FAKE LLM: first reply loses 5,000; the retry (told what was lost) keeps everything
+    fake = GenericFakeChatModel(messages=iter([
+        "- Constraint: finish within 45 minutes.",
+        "- Constraint: finish within 45 minutes; batches of 5,000 rows.",
+    ]))  # fmt: skip
+    engine = _engine(weave, llm=fake, policy=CompactionPolicy(segment_turns=2))
+    ids = say(weave, "s", [{"role": "user", "content": FACT},
+                           {"role": "assistant", "content": "Noted, I will plan the job around that."},
+                           {"role": "user", "content": "Now draft the schedule."}])  # fmt: skip
+    report = engine.compact("s", window_tokens=60, model="gpt-4", force=True)
+    (summary,) = _summaries(weave, "s")
+    assert summary.status == Status.ACTIVE and not report.rolled_back
+    assert summary.payload["retention"] == {"checked": 3, "missing": [], "attempts": 2, "outcome": "retried"}
+    assert summary.content.endswith("batches of 5,000 rows.")
+    targets = {e.dst for e in weave.store.edges(event_id=summary.id, types=[EdgeType.SUMMARIZES])}
+    assert targets == set(ids[:2])
+    assert (summary.payload["seq_from"], summary.payload["seq_to"]) == (0, 1)
+    assert 0 < summary.payload["ratio"] and report.ratio is not None
+
+
+def test_llamaindex_llm_is_accepted_duck_typed(weave_factory):
+    from llama_index.core.llms.mock import MockLLM
+
+    weave = weave_factory(index=False)
+    # FAKE LLM: LlamaIndex's MockLLM echoes the prompt, so nothing is lost
+    engine = _engine(weave, summarizer=LLMSummarizer(MockLLM()), policy=CompactionPolicy(segment_turns=2))
+    say(weave, "s", [{"role": "user", "content": FACT},
+                     {"role": "assistant", "content": "Noted, I will plan the job around that."},
+                     {"role": "user", "content": "Go."}])  # fmt: skip
+    engine.compact("s", window_tokens=60, model="gpt-4", force=True)
+    (summary,) = _summaries(weave, "s")
+    assert summary.payload["retention"]["outcome"] == "ok"
+    assert summary.payload["summarizer"].startswith("llm:")
+
+
+def test_segments_merge_hierarchically_with_compression(weave_factory):
+    weave = weave_factory(index=False)
+    engine = _engine(weave, policy=CompactionPolicy(segment_turns=2, merge_after=2))
+    msgs = []
+    for i in range(8):
+        msgs += [{"role": "user", "content": f"Step {i}: set option opt_{i} to {100 + i}. " + "Chatter here. " * 30},
+                 {"role": "assistant", "content": "Sure, I'll keep that in mind and carry on as planned."}]  # fmt: skip
+    msgs.append({"role": "user", "content": "Which value did opt_3 get?"})
+    say(weave, "s", msgs)
+    report = engine.compact("s", window_tokens=400, model="gpt-4")
+    assert report.triggered and len(report.summaries) >= 4 and report.merged
+    active = _summaries(weave, "s", include_inactive=False)
+    levels = {s.payload["level"] for s in active}
+    assert {0, 1} <= levels
+    top = engine.compactor.top_summaries("s")
+    children = {c for s in active for c in s.payload.get("children", [])}
+    assert not children & {s.id for s in top}
+    parent = next(s for s in active if s.payload["level"] == 1)
+    edges = {e.dst for e in weave.store.edges(event_id=parent.id, types=[EdgeType.SUMMARIZES])}
+    assert edges == set(parent.payload["children"])
+    stats = engine.compactor.stats("s")
+    assert stats["ratio"] is not None and stats["ratio"] < 0.5
+    # every value survived into the top-level summaries
+    top_text = "\n".join(s.content for s in top)
+    for i in range(len(report.summaries)):
+        assert f"opt_{i}" in top_text and str(100 + i) in top_text
+
+
+def test_thrash_guard_warns_and_backs_off(weave_factory):
+    weave = weave_factory(index=False)
+    engine = _engine(weave, policy=CompactionPolicy(segment_turns=2, thrash_turns=4))
+    compactions, backoffs = [], []
+    for step in range(16):
+        big = f"Measurement run {step} gave load_{step} = {1000 + step}. " + " ".join(
+            f"Sample {step}-{j} stayed near {j * 7 + step} units." for j in range(25)
+        )
+        say(weave, "s", [{"role": "user", "content": big},
+                         {"role": "assistant", "content": f"Recorded run {step}."}], prefix=f"p{step}")  # fmt: skip
+        report = engine.compact("s", window_tokens=1000, model="gpt-4")
+        if report.triggered:
+            compactions.append(step)
+        if report.reason.startswith("backing off"):
+            backoffs.append(step)
+    warnings = [w for w in weave.store.timeline("s", types=(EventType.WARNING,))
+                if w.payload["kind"] == "thrash"]  # fmt: skip
+    assert warnings, "refilling right after a compaction must be flagged"
+    assert warnings[0].payload["turns_since_compaction"] <= 4
+    assert "immediate layer" in warnings[0].payload["action"]
+    assert backoffs, "after a thrash warning the compactor must wait instead of compacting"
+    assert len(compactions) < 16 // 2
+    gaps = [b - a for a, b in zip(compactions, compactions[1:], strict=False)]
+    assert max(gaps) > min(gaps), f"gaps between compactions should grow: {compactions}"
+    assert engine.compactor.level("s") >= 1
+    # and the assembler shrinks the immediate layer at that level
+    ctx = weave.assemble("s", "load_3?", budget_tokens=1000, model="gpt-4", phase="execution", compact=False)
+    avail = 1000 - ctx.overhead_tokens - ctx.layers["system"].tokens
+    assert ctx.layers["immediate"].budget - (avail - int(avail * 0.3) - int(avail * 0.3)) < ctx.layers[
+        "recalled"
+    ].budget  # immediate lost its share to recall
+
+
+def test_summary_is_rebuilt_when_the_user_overturns_what_it_holds(weave_factory):
+    weave = weave_factory(index=False)
+    engine = _engine(weave, policy=CompactionPolicy(segment_turns=2))
+    say(weave, "s", [{"role": "user", "content": "Store results in SQLite."},
+                     {"role": "assistant", "content": "Will do, SQLite it is for results."},
+                     *chatter(3),
+                     {"role": "user", "content": "Next please."}], prefix="a")  # fmt: skip
+    engine.compact("s", window_tokens=80, model="gpt-4", force=True)
+    first = [s for s in _summaries(weave, "s") if "store results in sqlite" in fold(s.content)]
+    assert first, "the instruction is in a summary before it is overturned"
+    say(weave, "s", [{"role": "user", "content": "Actually, drop SQLite: store the results as JSON Lines files."}],
+        prefix="b")  # fmt: skip
+    ctx = weave.assemble("s", "where do results go?", budget_tokens=400, model="gpt-4")
+    old = weave.store.get([first[0].id], include_inactive=True)[0]
+    assert old.status == Status.INVALIDATED and "overturned" in old.status_reason
+    newer = [e.src for e in weave.store.edges(event_id=old.id, types=[EdgeType.SUPERSEDES], direction="in")]
+    assert newer and all("store results in sqlite" not in fold(e.content) for e in weave.store.get(newer))
+    assert "store results in sqlite" not in fold(ctx.text())
+    assert "JSON Lines" in ctx.text()

@@ -1,0 +1,329 @@
+"""What only the Neo4j store has: its schema, labels and relationships, full-text
+search (Chinese and English), locking under concurrent writers, routing URIs, and
+the driver's lifecycle.  Runs against the real server named by NEO4J_URI."""
+
+from __future__ import annotations
+
+import threading
+import uuid
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from beeweave_core.events import TYPE_LABELS, Edge, EdgeType, EventType
+from beeweave_core.stores import neo4j_cypher as q
+from beeweave_core.stores.neo4j import Neo4jEventStore, lucene_escape
+
+from .conftest import _purge_tenant, neo4j_auth
+from .test_store_conformance import T0, chain, ev
+
+
+def cypher(store: Neo4jEventStore, query: str, **params: Any) -> list[Any]:
+    """Look into the graph directly (the test's own parameterised queries)."""
+    return store.driver.execute_query(query, params, database_=store.database).records
+
+
+def tenant_nodes(store: Neo4jEventStore) -> int:
+    rows = cypher(store, "MATCH (n) WHERE n.tenant = $t RETURN count(n) AS n", t=store.tenant)
+    return rows[0]["n"]
+
+
+@pytest.fixture
+def make(neo4j_uri: str) -> Iterator[Any]:
+    """``make(tenant=None, uri=None, **kw)`` → a store of its own; all purged after."""
+    made: list[Neo4jEventStore] = []
+
+    def factory(tenant: str | None = None, uri: str | None = None, **kw: Any) -> Neo4jEventStore:
+        s = Neo4jEventStore(
+            uri or neo4j_uri,
+            tenant=tenant or f"n4-{uuid.uuid4().hex[:10]}",
+            auth=neo4j_auth(),
+            **kw,
+        )
+        made.append(s)
+        return s
+
+    yield factory
+    for s in reversed(made):
+        try:
+            _purge_tenant(s)
+        finally:
+            s.close()
+
+
+def test_schema_objects_exist_with_the_chosen_analyzer(neo4j_store):
+    constraints = {
+        r["name"]: (r["labelsOrTypes"], r["properties"], r["type"])
+        for r in cypher(neo4j_store, "SHOW CONSTRAINTS YIELD name, labelsOrTypes, properties, type")
+    }
+    assert constraints["beeweave_event_id"] == (["Event"], ["tenant", "id"], "UNIQUENESS")
+    assert constraints["beeweave_event_seq"] == (
+        ["Event"], ["tenant", "session_id", "seq"], "UNIQUENESS",
+    )  # fmt: skip
+    assert constraints["beeweave_session_id"][:2] == (["Session"], ["tenant", "id"])
+    assert constraints["beeweave_artifact_sha"][:2] == (["Artifact"], ["tenant", "sha256"])
+    indexes = {
+        r["name"]: r
+        for r in cypher(
+            neo4j_store,
+            "SHOW INDEXES YIELD name, type, labelsOrTypes, properties, state, options",
+        )
+    }
+    assert indexes["beeweave_event_ts"]["properties"] == ["tenant", "ts"]
+    assert indexes["beeweave_event_user"]["properties"] == ["tenant", "user_id"]
+    ft = indexes[q.FULLTEXT_INDEX]
+    assert ft["type"] == "FULLTEXT" and ft["state"] == "ONLINE"
+    assert ft["properties"] == ["content", "tenant", "session_id"]
+    assert ft["options"]["indexConfig"]["fulltext.analyzer"] == "cjk"
+    assert all(i["state"] == "ONLINE" for n, i in indexes.items() if n.startswith("beeweave_"))
+
+
+def test_every_event_type_gets_its_label_and_edges_their_type(neo4j_store):
+    events = [ev(f"e-{t.value}", etype=t, content=t.value) for t in EventType]
+    neo4j_store.append(events)
+    neo4j_store.append(chain("c"))
+    neo4j_store.append([ev("sum", "c", EventType.SUMMARY, links={EdgeType.SUMMARIZES: ("c-u",)}),
+                        ev("mem", "c", EventType.MEMORY, links={EdgeType.DERIVED_FROM: ("c-tr",)})])  # fmt: skip
+    neo4j_store.invalidate(["mem"], "void", by="sum")
+    rows = cypher(
+        neo4j_store,
+        "MATCH (e:Event {tenant: $t}) WHERE e.id STARTS WITH 'e-' RETURN e.id AS id, labels(e) AS l",
+        t=neo4j_store.tenant,
+    )
+    labels = {r["id"]: sorted(r["l"]) for r in rows}
+    assert labels == {f"e-{t.value}": sorted(["Event", TYPE_LABELS[t]]) for t in EventType}
+    assert TYPE_LABELS[EventType.TOOL_RESULT] == "ToolResult"
+    rel_types = cypher(
+        neo4j_store,
+        "MATCH (a:Event {tenant: $t})-[r]->(b:Event) RETURN DISTINCT type(r) AS t",
+        t=neo4j_store.tenant,
+    )
+    assert {r["t"] for r in rel_types} == {t.value for t in EdgeType}
+    # NEXT is materialised: one chain per session, seq → seq + 1
+    bad = cypher(
+        neo4j_store,
+        "MATCH (a:Event {tenant: $t})-[:NEXT]->(b) WHERE b.seq <> a.seq + 1 "
+        "OR b.session_id <> a.session_id RETURN count(*) AS n",
+        t=neo4j_store.tenant,
+    )
+    assert bad[0]["n"] == 0
+
+
+def test_full_text_finds_chinese_phrases_and_english_words(neo4j_store):
+    docs = {
+        "zh1": "数据管道的超时时间是三十秒",
+        "zh2": "管理道路的预算",
+        "zh3": "每晚把订单表复制到分析数据仓库，批量大小为两千行",
+        "en1": "The nightly ETL job copies the orders table into the warehouse",
+        "en2": "job JOB-7731 runs at 02:00 UTC with batches of 2000 rows",
+        "mix": "批量大小 batch size 2000",
+    }
+    neo4j_store.append([ev(k, content=v, ts=T0 + i) for i, (k, v) in enumerate(docs.items())])
+    ids = lambda hits: [e.id for e, _ in hits]  # noqa: E731
+    hits = neo4j_store.search_text("管道")
+    assert ids(hits) == ["zh1"]  # bigrams: 管道 does not hit 管理道路
+    assert ids(neo4j_store.search_text("数据管道"))[0] == "zh1"
+    assert set(ids(neo4j_store.search_text("批量大小"))) == {"zh3", "mix"}
+    assert ids(neo4j_store.search_text("warehouse")) == ["en1"]
+    assert ids(neo4j_store.search_text("JOB-7731"))[0] == "en2"
+    assert all(s > 0 for _, s in neo4j_store.search_text("job"))
+    assert neo4j_store.search_text("the of and") == []  # only stop words: nothing
+    assert neo4j_store.search_text("") == [] and neo4j_store.search_text("x", k=0) == []
+
+
+def test_full_text_filters_scope_and_hostile_queries(make):
+    a, b = make(), make()
+    a.append([ev("a1", "s1", content="deploy the pipeline", ts=T0, meta={"user_id": "ann"}),
+              ev("a2", "s2", EventType.TOOL_RESULT, content="pipeline deployed", ts=T0 + 10),
+              ev("a3", "s2", content="pipeline removed", ts=T0 + 20)])  # fmt: skip
+    b.append([ev("b1", "s1", content="pipeline of tenant b")])
+    found = lambda hits: sorted(e.id for e, _ in hits)  # noqa: E731
+    assert found(a.search_text("pipeline")) == ["a1", "a2", "a3"]
+    assert found(b.search_text("pipeline")) == ["b1"]
+    assert found(a.search_text("pipeline", session_id="s2")) == ["a2", "a3"]
+    assert found(a.search_text("pipeline", types=[EventType.TOOL_RESULT])) == ["a2"]
+    assert found(a.search_text("pipeline", since=T0 + 5, until=T0 + 15)) == ["a2"]
+    assert found(a.search_text("pipeline", user_id="ann")) == ["a1"]
+    assert found(a.search_text("pipeline", user_id="nobody")) == []
+    assert len(a.search_text("pipeline", k=2)) == 2
+    a.soft_delete(["a3"], "gone")
+    assert found(a.search_text("pipeline")) == ["a1", "a2"]
+    # Lucene syntax in the query is text, never structure: no error, no other field
+    for hostile in ['pipeline" OR tenant:*', "tenant:" + b.tenant, "*:*", "pipeline AND (",
+                    "content:pipeline~2 /re.*/ [a TO z] {x} ^3 \\", "NOT pipeline"]:  # fmt: skip
+        hits = a.search_text(hostile)
+        assert all(e.tenant == a.tenant for e, _ in hits)
+    assert a.search_text("*:*") == [] and a.search_text("tenant:" + b.tenant) == []
+    assert lucene_escape('a+b "c" (d) tenant:x AND y') == ('a\\+b \\"c\\" \\(d\\) tenant\\:x and y')
+
+
+def test_cypher_looking_text_is_data(make):
+    s, other = make(), make()
+    other.append(chain("keep"))
+    nasty = ["`Event`) DETACH DELETE n //", "$tenant", "x}) MATCH (m) SET m.tenant = 'p' //",
+             "a:Label:Other", "n.id = 1 OR true", "CALL db.labels()"]  # fmt: skip
+    sid = "') RETURN 1 UNION MATCH (n) DETACH DELETE n //"
+    events = [ev(i, sid, EventType.TOOL_RESULT, content=f"{i} MATCH (n) RETURN n",
+                 parents=(nasty[k - 1],) if k else (),
+                 meta={"user_id": "u') DELETE n //"}) for k, i in enumerate(nasty)]  # fmt: skip
+    assert s.append(events).inserted == len(nasty)
+    got = s.timeline(sid)
+    assert [e.id for e in got] == nasty and [e.session_id for e in got] == [sid] * len(nasty)
+    assert [e.content for e in got] == [f"{i} MATCH (n) RETURN n" for i in nasty]
+    anc = s.ancestors(nasty[-1], depth=10)
+    assert [e.id for e, _ in anc] == nasty[-2::-1]
+    assert s.link([Edge(src=nasty[0], dst=nasty[-1], type=EdgeType.REFERS_TO,
+                        meta={"why": "'}) DETACH DELETE n"})]) == 1  # fmt: skip
+    (edge,) = s.edges(event_id=nasty[0], types=[EdgeType.REFERS_TO])
+    assert edge.meta == {"why": "'}) DETACH DELETE n"}
+    assert [x.session_id for x in s.sessions(user_id="u') DELETE n //")] == [sid]
+    assert len(other.timeline("keep")) == 6  # the other tenant is untouched
+    assert s.purge(session_id=sid) == len(nasty) and tenant_nodes(s) == 0
+
+
+def test_concurrent_writers_in_several_processes_style_stores(make):
+    """Four stores (four drivers, like four processes) append to one session at once;
+    two of them also redeliver the same ids into two other sessions concurrently."""
+    tenant = f"cc-{uuid.uuid4().hex[:8]}"
+    stores = [make(tenant=tenant) for _ in range(4)]
+    errors: list[BaseException] = []
+    results: list[Any] = []
+
+    def work(w: int) -> None:
+        try:
+            for j in range(10):
+                batch = [ev(f"w{w}-{j}-{k}", "busy", content=f"{w}/{j}/{k}") for k in range(5)]
+                stores[w % 4].append(batch)
+            # the same 20 ids sent to two sessions by two writers at once
+            if w < 2:
+                same = [ev(f"dup-{k}", f"other-{w}", content="same") for k in range(20)]
+                results.append(stores[w].append(same))
+        except BaseException as exc:  # pragma: no cover - reported below
+            errors.append(exc)
+
+    threads = [threading.Thread(target=work, args=(w,)) for w in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors
+    s = stores[0]
+    tl = s.timeline("busy")
+    assert [e.seq for e in tl] == list(range(8 * 10 * 5))
+    chain_rows = cypher(
+        s,
+        "MATCH (e:Event {tenant: $t, session_id: 'busy'}) "
+        "OPTIONAL MATCH (p)-[:NEXT]->(e) WITH e, count(p) AS inc "
+        "OPTIONAL MATCH (e)-[:NEXT]->(n) RETURN e.seq AS seq, inc, count(n) AS out",
+        t=tenant,
+    )
+    last = len(tl) - 1
+    for r in chain_rows:  # a single straight chain: no fork, no gap
+        assert r["inc"] == (0 if r["seq"] == 0 else 1) and r["out"] == (
+            0 if r["seq"] == last else 1
+        )
+    (sess,) = cypher(
+        s, "MATCH (x:Session {tenant: $t, id: 'busy'}) RETURN x.last_seq AS n", t=tenant
+    )
+    assert sess["n"] == last
+    assert sum(r.inserted for r in results) == 20 and sum(r.duplicates for r in results) == 20
+    owners = {e.session_id for e in s.get([f"dup-{k}" for k in range(20)])}
+    assert len(owners) == 1  # each id lives once, all in the session that won
+    for sid in ("other-0", "other-1"):
+        seqs = [e.seq for e in s.timeline(sid)]
+        assert seqs == list(range(len(seqs)))
+
+
+def test_placeholders_are_filled_then_cleaned(neo4j_store):
+    s = neo4j_store
+    s.append([ev("child", parents=("later",))])
+    assert s.get(["later"]) == [] and s.ancestors("child") == []
+    assert [e.dst for e in s.edges(event_id="child")] == ["later"]
+    res = s.append([ev("later", "s0", EventType.TOOL_INVOCATION, content="arrived")])
+    assert (res.inserted, res.duplicates) == (1, 0)
+    (later,) = s.get(["later"])
+    assert later.content == "arrived" and later.seq == 0
+    assert [e.id for e, _ in s.ancestors("child")] == ["later"]
+    (rec,) = cypher(
+        s, "MATCH (e:Event {tenant: $t, id: 'later'}) RETURN labels(e) AS l", t=s.tenant
+    )
+    assert sorted(rec["l"]) == ["Event", "ToolInvocation"]
+    # an edge to an event that never comes: its placeholder goes with the last edge
+    s.link([Edge(src="child", dst="ghost", type=EdgeType.REFERS_TO)])
+    assert tenant_nodes(s) == 5  # events child, later, ghost + sessions s1, s0
+    s.purge(ids=["child"])
+    ghosts = cypher(s, "MATCH (e:Event {tenant: $t, id: 'ghost'}) RETURN e", t=s.tenant)
+    assert ghosts == []
+    s.purge_tenant()
+    assert tenant_nodes(s) == 0
+
+
+def test_walks_and_imports_refuse_bad_input(neo4j_store):
+    s = neo4j_store
+    s.append(chain())
+    for bad in (-1, 1.5, "3", True, 10**6):
+        with pytest.raises(ValueError):
+            s.ancestors("s1-tr", depth=bad)  # type: ignore[arg-type]
+    with pytest.raises(ValueError):
+        q.bounded(q.CYPHER_GET_ANCESTORS, "1}]->(x) DETACH DELETE x //")  # type: ignore[arg-type]
+    assert len(s.ancestors("s1-tr", depth=1_000)) == 4
+    exported = s.export_session("s1")
+    s.purge(ids=["s1-tr", "s1-ans"])
+    s.append([ev("squatter", "s1")])  # takes seq 4, which s1-tr had
+    assert s.get(["squatter"])[0].seq == 4
+    with pytest.raises(ValueError, match="conflict"):
+        s.import_session(exported)
+    assert [e.id for e in s.timeline("s1")] == ["s1-u", "s1-c", "s1-a", "s1-ti", "squatter"]
+
+
+def test_tokens_are_counted_on_first_stats_read(neo4j_store):
+    from beeweave_core.tokens import count_batch
+
+    texts = ["hello world", "数据管道的超时时间是三十秒", "x" * 500]
+    neo4j_store.append([ev(f"t{i}", content=t) for i, t in enumerate(texts)])
+    raw = cypher(
+        neo4j_store, "MATCH (e:Event {tenant: $t}) RETURN e.tokens AS n", t=neo4j_store.tenant
+    )
+    assert {r["n"] for r in raw} == {-1}
+    assert neo4j_store.session_stats("s1").tokens == sum(count_batch(texts))
+    raw = cypher(
+        neo4j_store, "MATCH (e:Event {tenant: $t}) RETURN e.tokens AS n", t=neo4j_store.tenant
+    )
+    assert all(r["n"] > 0 for r in raw)
+
+
+def test_routing_uri_shared_driver_and_close(neo4j_uri, make):
+    routing = "neo4j://" + neo4j_uri.split("://", 1)[1]
+    s = make(uri=routing)
+    s.append(chain())
+    assert [e.seq for e in s.timeline("s1")] == list(range(6))
+    view = s.for_tenant(f"view-{uuid.uuid4().hex[:6]}")
+    assert view.driver is s.driver and view.timeline("s1") == []
+    view.close()  # a view does not own the driver
+    assert len(s.timeline("s1")) == 6
+    borrowed = Neo4jEventStore(driver=s.driver, tenant=s.tenant)
+    borrowed.close()
+    assert len(s.timeline("s1")) == 6
+    with Neo4jEventStore.from_conn_string(neo4j_uri, tenant=s.tenant, auth=neo4j_auth()) as own:
+        assert len(own.timeline("s1")) == 6
+    with pytest.raises(Exception):  # noqa: B017 - closed driver: any driver error
+        own.driver.verify_connectivity()
+
+
+def test_weave_open_neo4j_through_the_bus(weave_factory):
+    weave = weave_factory("neo4j")
+    assert type(weave.store).__name__ == "Neo4jEventStore"
+    u = weave.emit("user_message", "schedule the job at 02:00", session_id="w1",
+                   meta={"user_id": "ann"})  # fmt: skip
+    c = weave.emit("tool_invocation", {"cron": "0 2 * * *"}, session_id="w1", parents=[u])
+    r = weave.emit("tool_result", {"job_id": "JOB-7731"}, session_id="w1", parents=[c])
+    for i in range(200):
+        weave.emit("internal_thought", f"step {i}", session_id="w1", priority="high")
+    assert weave.flush(30)
+    tl = weave.store.timeline("w1")
+    assert [e.seq for e in tl] == list(range(203)) and tl[0].id == u
+    assert [e.id for e, _ in weave.store.ancestors(r)] == [c, u]
+    assert [x.session_id for x in weave.store.sessions(user_id="ann")] == ["w1"]
+    nxt = weave.store.edges(session_id="w1", types=[EdgeType.NEXT])
+    assert len(nxt) == 202
