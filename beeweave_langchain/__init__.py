@@ -8,6 +8,7 @@
 ``beeweave_context_hook``          LangGraph pre-model hook: assembled context + compaction
 ``BeeWeaveCheckpointer``           LangGraph checkpointer on the same store (+ async)
 ``BeeWeaveStore``                  LangGraph ``BaseStore`` backed by long-term memory
+``BeeWeaveKeyValueStore``          LangChain ``BaseStore`` (key-value) on the same memory
 =================================  ==========================================================
 
 Names are imported on first use, so ``import beeweave_langchain`` stays cheap and a
@@ -30,6 +31,7 @@ _EXPORTS = {
     "BeeWeaveCheckpointer": "checkpoint",
     "AsyncBeeWeaveCheckpointer": "checkpoint",
     "BeeWeaveStore": "store",
+    "BeeWeaveKeyValueStore": "store",
 }
 
 __all__ = sorted(_EXPORTS)
@@ -41,7 +43,7 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
     from .hooks import BeeWeaveContextHook, beeweave_context_hook  # noqa: F401
     from .memory import BeeWeaveMemory  # noqa: F401
     from .retriever import BeeWeaveRetriever  # noqa: F401
-    from .store import BeeWeaveStore  # noqa: F401
+    from .store import BeeWeaveKeyValueStore, BeeWeaveStore  # noqa: F401
 
 
 def __getattr__(name: str) -> Any:

@@ -191,16 +191,10 @@ class _Capture:
     # ---------------------------------------------------------------- chains
     @_guard
     def on_chain_start(
-        self,
-        serialized: dict[str, Any] | None,
-        inputs: Any,
-        *,
-        run_id: UUID,
-        parent_run_id: UUID | None = None,
-        tags: list[str] | None = None,
-        metadata: dict[str, Any] | None = None,
-        **kwargs: Any,
-    ) -> None:
+        self, serialized: dict[str, Any] | None, inputs: Any, *, run_id: UUID,
+        parent_run_id: UUID | None = None, **kwargs: Any,
+    ) -> None:  # fmt: skip
+        metadata = kwargs.get("metadata")
         name = kwargs.get("name") or (serialized or {}).get("name")
         run = self._open(run_id, parent_run_id, metadata, "chain", name)
         if parent_run_id is None:  # a legacy text chain's input: recorded if a text LLM runs
@@ -235,16 +229,10 @@ class _Capture:
     # ------------------------------------------------------------------ LLMs
     @_guard
     def on_chat_model_start(
-        self,
-        serialized: dict[str, Any] | None,
-        messages: list[list[BaseMessage]],
-        *,
-        run_id: UUID,
-        parent_run_id: UUID | None = None,
-        tags: list[str] | None = None,
-        metadata: dict[str, Any] | None = None,
-        **kwargs: Any,
-    ) -> None:
+        self, serialized: dict[str, Any] | None, messages: list[list[BaseMessage]], *, run_id: UUID,
+        parent_run_id: UUID | None = None, **kwargs: Any,
+    ) -> None:  # fmt: skip
+        metadata = kwargs.get("metadata")
         run = self._open(run_id, parent_run_id, metadata, "chat", kwargs.get("name"))
         prompt = messages[0] if messages else []
         src = self._source(run_id, metadata)
@@ -260,16 +248,10 @@ class _Capture:
 
     @_guard
     def on_llm_start(
-        self,
-        serialized: dict[str, Any] | None,
-        prompts: list[str],
-        *,
-        run_id: UUID,
-        parent_run_id: UUID | None = None,
-        tags: list[str] | None = None,
-        metadata: dict[str, Any] | None = None,
-        **kwargs: Any,
-    ) -> None:
+        self, serialized: dict[str, Any] | None, prompts: list[str], *, run_id: UUID,
+        parent_run_id: UUID | None = None, **kwargs: Any,
+    ) -> None:  # fmt: skip
+        metadata = kwargs.get("metadata")
         run = self._open(run_id, parent_run_id, metadata, "llm", kwargs.get("name"))
         src = self._source(run_id, metadata)
         root = run
@@ -322,17 +304,11 @@ class _Capture:
     # ----------------------------------------------------------------- tools
     @_guard
     def on_tool_start(
-        self,
-        serialized: dict[str, Any] | None,
-        input_str: str,
-        *,
-        run_id: UUID,
-        parent_run_id: UUID | None = None,
-        tags: list[str] | None = None,
-        metadata: dict[str, Any] | None = None,
-        inputs: dict[str, Any] | None = None,
-        **kwargs: Any,
-    ) -> None:
+        self, serialized: dict[str, Any] | None, input_str: str, *, run_id: UUID,
+        parent_run_id: UUID | None = None, **kwargs: Any,
+    ) -> None:  # fmt: skip
+        metadata = kwargs.get("metadata")
+        inputs = kwargs.get("inputs")
         name = (serialized or {}).get("name") or kwargs.get("name")
         run = self._open(run_id, parent_run_id, metadata, "tool", name)
         tcid = kwargs.get("tool_call_id")
@@ -372,16 +348,10 @@ class _Capture:
     # ------------------------------------------------------------ retrievers
     @_guard
     def on_retriever_start(
-        self,
-        serialized: dict[str, Any] | None,
-        query: str,
-        *,
-        run_id: UUID,
-        parent_run_id: UUID | None = None,
-        tags: list[str] | None = None,
-        metadata: dict[str, Any] | None = None,
-        **kwargs: Any,
-    ) -> None:
+        self, serialized: dict[str, Any] | None, query: str, *, run_id: UUID,
+        parent_run_id: UUID | None = None, **kwargs: Any,
+    ) -> None:  # fmt: skip
+        metadata = kwargs.get("metadata")
         name = kwargs.get("name") or (serialized or {}).get("name")
         run = self._open(run_id, parent_run_id, metadata, "retriever", name)
         run.text = query

@@ -12,7 +12,11 @@ from beeweave_core.weave import Weave
 
 
 def call(cid: str, name: str, args: dict[str, Any]) -> dict[str, Any]:
-    return {"id": cid, "type": "function", "function": {"name": name, "arguments": json.dumps(args)}}
+    return {
+        "id": cid,
+        "type": "function",
+        "function": {"name": name, "arguments": json.dumps(args)},
+    }
 
 
 def say(weave: Weave, session_id: str, messages: Sequence[dict[str, Any]], *, user_id: str = "u1",
@@ -28,7 +32,7 @@ def chatter(n: int, lang: str = "en") -> list[dict[str, Any]]:
     zh = ["谢谢，看起来没问题。", "我再想一想，然后按计划继续。"]
     words = ["alpha", "bravo", "charlie", "delta", "echo", "foxtrot", "golf", "hotel"]
     zwords = ["甲", "乙", "丙", "丁", "戊", "己", "庚", "辛"]
-    a, b = (en if lang == "en" else zh)
+    a, b = en if lang == "en" else zh
     out: list[dict[str, Any]] = []
     for i in range(n):
         tag = f" Topic {words[i % 8]}." if lang == "en" else f"话题{zwords[i % 8]}。"
@@ -38,4 +42,6 @@ def chatter(n: int, lang: str = "en") -> list[dict[str, Any]]:
 
 
 def memories(weave: Weave, session_id: str, *, include_inactive: bool = False) -> list[Any]:
-    return weave.store.timeline(session_id, types=(EventType.MEMORY,), include_inactive=include_inactive)
+    return weave.store.timeline(
+        session_id, types=(EventType.MEMORY,), include_inactive=include_inactive
+    )

@@ -25,7 +25,9 @@ _ids = itertools.count()
 
 text = st.lists(st.sampled_from(WORDS), min_size=1, max_size=60).map(" ".join)
 big_text = st.integers(min_value=1, max_value=400).map(
-    lambda n: json.dumps({"summary": {"n": n}, "rows": [{"id": i, "v": "x" * (i % 7)} for i in range(n)]})
+    lambda n: json.dumps(
+        {"summary": {"n": n}, "rows": [{"id": i, "v": "x" * (i % 7)} for i in range(n)]}
+    )
 )
 
 
@@ -46,7 +48,9 @@ def tool_group(draw: Any) -> list[dict[str, Any]]:
 turn = st.one_of(
     text.map(lambda t: [{"role": "user", "content": t}]),
     text.map(lambda t: [{"role": "assistant", "content": t}]),
-    st.sampled_from(["ok", "好的", "继续", "thanks"]).map(lambda t: [{"role": "user", "content": t}]),
+    st.sampled_from(["ok", "好的", "继续", "thanks"]).map(
+        lambda t: [{"role": "user", "content": t}]
+    ),
     tool_group(),
 )
 session = st.tuples(
@@ -66,9 +70,9 @@ def check_pairs(messages: list[dict[str, Any]]) -> None:
         if calls:
             want = {c["id"] for c in calls}
             got = [x.get("tool_call_id") for x in messages[i + 1 : i + 1 + len(calls)]]
-            assert set(got) == want and all(x["role"] == "tool" for x in messages[i + 1 : i + 1 + len(calls)]), (
-                f"calls {want} not followed by exactly their results {got}"
-            )
+            assert set(got) == want and all(
+                x["role"] == "tool" for x in messages[i + 1 : i + 1 + len(calls)]
+            ), f"calls {want} not followed by exactly their results {got}"
             i += 1 + len(calls)
         else:
             i += 1
@@ -84,7 +88,9 @@ def shared_weave(tmp_path_factory: pytest.TempPathFactory):
     w.close()
 
 
-@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(
+    max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
 @given(
     msgs=session,
     system=st.sampled_from(["", "You are terse.", "你是一个数据助手。Keep answers short."]),
@@ -133,7 +139,9 @@ def test_latest_user_message_is_cut_not_dropped_when_alone_too_big(weave_factory
     say(weave, "s", [{"role": "user", "content": "word " * 3000}])
     ctx = weave.assemble("s", budget_tokens=200, compact=False)
     assert ctx.total_tokens <= 200
-    assert ctx.messages[-1]["role"] == "user" and ctx.messages[-1]["content"].endswith("[cut by BeeWeave]")
+    assert ctx.messages[-1]["role"] == "user" and ctx.messages[-1]["content"].endswith(
+        "[cut by BeeWeave]"
+    )
 
 
 def test_tool_group_stays_whole_at_every_budget(weave_factory):

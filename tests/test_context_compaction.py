@@ -68,12 +68,17 @@ def test_llm_summary_retried_with_the_missing_values_named(weave_factory):
     report = engine.compact("s", window_tokens=60, model="gpt-4", force=True)
     (summary,) = _summaries(weave, "s")
     assert summary.status == Status.ACTIVE and not report.rolled_back
-    assert summary.payload["retention"] == {"checked": 3, "missing": [], "attempts": 2, "outcome": "retried"}
+    assert summary.payload["retention"] == {
+        "checked": 3,
+        "missing": [],
+        "attempts": 2,
+        "outcome": "retried",
+    }
     assert summary.content.endswith("batches of 5,000 rows.")
     targets = {e.dst for e in weave.store.edges(event_id=summary.id, types=[EdgeType.SUMMARIZES])}
     assert targets == set(ids[:2])
     assert (summary.payload["seq_from"], summary.payload["seq_to"]) == (0, 1)
-    assert 0 < summary.payload["ratio"] and report.ratio is not None
+    assert summary.payload["ratio"] > 0 and report.ratio is not None
 
 
 def test_llamaindex_llm_is_accepted_duck_typed(weave_factory):
@@ -81,7 +86,9 @@ def test_llamaindex_llm_is_accepted_duck_typed(weave_factory):
 
     weave = weave_factory(index=False)
     # FAKE LLM: LlamaIndex's MockLLM echoes the prompt, so nothing is lost
-    engine = _engine(weave, summarizer=LLMSummarizer(MockLLM()), policy=CompactionPolicy(segment_turns=2))
+    engine = _engine(
+        weave, summarizer=LLMSummarizer(MockLLM()), policy=CompactionPolicy(segment_turns=2)
+    )
     say(weave, "s", [{"role": "user", "content": FACT},
                      {"role": "assistant", "content": "Noted, I will plan the job around that."},
                      {"role": "user", "content": "Go."}])  # fmt: skip
@@ -145,11 +152,14 @@ def test_thrash_guard_warns_and_backs_off(weave_factory):
     assert max(gaps) > min(gaps), f"gaps between compactions should grow: {compactions}"
     assert engine.compactor.level("s") >= 1
     # and the assembler shrinks the immediate layer at that level
-    ctx = weave.assemble("s", "load_3?", budget_tokens=1000, model="gpt-4", phase="execution", compact=False)
+    ctx = weave.assemble(
+        "s", "load_3?", budget_tokens=1000, model="gpt-4", phase="execution", compact=False
+    )
     avail = 1000 - ctx.overhead_tokens - ctx.layers["system"].tokens
-    assert ctx.layers["immediate"].budget - (avail - int(avail * 0.3) - int(avail * 0.3)) < ctx.layers[
-        "recalled"
-    ].budget  # immediate lost its share to recall
+    assert (
+        ctx.layers["immediate"].budget - (avail - int(avail * 0.3) - int(avail * 0.3))
+        < ctx.layers["recalled"].budget
+    )  # immediate lost its share to recall
 
 
 def test_summary_is_rebuilt_when_the_user_overturns_what_it_holds(weave_factory):
@@ -167,7 +177,12 @@ def test_summary_is_rebuilt_when_the_user_overturns_what_it_holds(weave_factory)
     ctx = weave.assemble("s", "where do results go?", budget_tokens=400, model="gpt-4")
     old = weave.store.get([first[0].id], include_inactive=True)[0]
     assert old.status == Status.INVALIDATED and "overturned" in old.status_reason
-    newer = [e.src for e in weave.store.edges(event_id=old.id, types=[EdgeType.SUPERSEDES], direction="in")]
-    assert newer and all("store results in sqlite" not in fold(e.content) for e in weave.store.get(newer))
+    newer = [
+        e.src
+        for e in weave.store.edges(event_id=old.id, types=[EdgeType.SUPERSEDES], direction="in")
+    ]
+    assert newer and all(
+        "store results in sqlite" not in fold(e.content) for e in weave.store.get(newer)
+    )
     assert "store results in sqlite" not in fold(ctx.text())
     assert "JSON Lines" in ctx.text()

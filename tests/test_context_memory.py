@@ -7,13 +7,15 @@ import time
 
 from beeweave_core.context import decay
 from beeweave_core.context.language import fold
-from beeweave_core.events import EdgeType, EventType, Status
+from beeweave_core.events import EdgeType, Status
 
 from .context_helpers import chatter, memories, say
 
 
 def _by_text(weave, sid, needle, *, include_inactive=True):
-    return [m for m in memories(weave, sid, include_inactive=include_inactive) if needle in m.content]
+    return [
+        m for m in memories(weave, sid, include_inactive=include_inactive) if needle in m.content
+    ]
 
 
 def test_changed_plan_is_invalidated_and_no_longer_recalled(backend, weave_factory):
@@ -96,7 +98,11 @@ def test_one_overturned_clause_leaves_a_revised_version(weave_factory):
     assert "45 minutes" in r and "30 seconds" in r and "5,000" not in r
     assert revised[0].payload["version"] == 2
     ctx = weave.assemble("s", "batch size?", budget_tokens=400)
-    assert "5,000 rows," not in ctx.text() and "2,000 rows" in ctx.text() and "45 minutes" in ctx.text()
+    assert (
+        "5,000 rows," not in ctx.text()
+        and "2,000 rows" in ctx.text()
+        and "45 minutes" in ctx.text()
+    )
 
 
 def test_repeats_link_and_near_duplicates_version(weave_factory):
@@ -113,8 +119,14 @@ def test_repeats_link_and_near_duplicates_version(weave_factory):
     derived = {e.dst for e in weave.store.edges(event_id=v1.id, types=[EdgeType.DERIVED_FROM])}
     assert derived == {ids[0], ids[1]}
     assert v1.status == Status.INVALIDATED and "newer version" in v1.status_reason
-    assert v2.status == Status.ACTIVE and v2.payload["previous"] == v1.id and v2.payload["version"] == 2
-    assert [e.dst for e in weave.store.edges(event_id=v2.id, types=[EdgeType.SUPERSEDES])] == [v1.id]
+    assert (
+        v2.status == Status.ACTIVE
+        and v2.payload["previous"] == v1.id
+        and v2.payload["version"] == 2
+    )
+    assert [e.dst for e in weave.store.edges(event_id=v2.id, types=[EdgeType.SUPERSEDES])] == [
+        v1.id
+    ]
 
 
 def test_contradicting_instructions_surface_as_a_conflict(weave_factory):
@@ -129,15 +141,26 @@ def test_contradicting_instructions_surface_as_a_conflict(weave_factory):
     ctx = weave.assemble("s", "rate limit?", budget_tokens=500)
     assert "Conflicts (ask the user which holds)" in ctx.text()
     # measurements of a series are not contradictions
-    say(weave, "m", [{"role": "user", "content": f"Sample {i} stayed near {i * 7} units."} for i in range(6)])
+    say(
+        weave,
+        "m",
+        [{"role": "user", "content": f"Sample {i} stayed near {i * 7} units."} for i in range(6)],
+    )
     assert weave.context.working_state("m").conflicts == []
 
 
 def test_lifespan_by_kind_decays_and_expires(weave_factory):
     weave = weave_factory(index=False)
     long_ago = time.time() - 200 * 86400
-    say(weave, "old", [{"role": "user", "content": "The staging host is stage-7.internal."},
-                       {"role": "user", "content": "I prefer answers as Markdown tables."}], ts=long_ago)
+    say(
+        weave,
+        "old",
+        [
+            {"role": "user", "content": "The staging host is stage-7.internal."},
+            {"role": "user", "content": "I prefer answers as Markdown tables."},
+        ],
+        ts=long_ago,
+    )
     weave.context.update("old")
     fact = _by_text(weave, "old", "stage-7")[0]
     pref = _by_text(weave, "old", "Markdown")[0]
@@ -168,8 +191,18 @@ def test_memories_follow_capture_through_the_bus_and_survive_restart(weave_facto
 
 def test_other_sessions_of_the_same_user_are_recalled_with_their_origin(weave_factory):
     weave = weave_factory(index=False)
-    say(weave, "old", [{"role": "user", "content": "My reports must use the EUR currency code."}], user_id="ana")
-    say(weave, "other", [{"role": "user", "content": "My reports must use the USD currency code."}], user_id="bob")
+    say(
+        weave,
+        "old",
+        [{"role": "user", "content": "My reports must use the EUR currency code."}],
+        user_id="ana",
+    )
+    say(
+        weave,
+        "other",
+        [{"role": "user", "content": "My reports must use the USD currency code."}],
+        user_id="bob",
+    )
     say(weave, "new", [{"role": "user", "content": "Draft the monthly report."}], user_id="ana")
     ctx = weave.assemble("new", "which currency code do my reports use?", budget_tokens=500)
     text = ctx.text()

@@ -52,14 +52,22 @@ def reference_count(enc: tiktoken.Encoding, messages: list[dict]) -> int:
         total += 3 + len(enc.encode(m["role"])) + len(enc.encode(m.get("content") or ""))
         for c in m.get("tool_calls") or ():
             fn = c["function"]
-            total += TOKENS_PER_TOOL_CALL + len(enc.encode(fn["name"])) + len(enc.encode(fn["arguments"]))
+            total += (
+                TOKENS_PER_TOOL_CALL
+                + len(enc.encode(fn["name"]))
+                + len(enc.encode(fn["arguments"]))
+            )
         if m.get("tool_call_id"):
             total += TOKENS_PER_TOOL_CALL_ID
     return total
 
 
-@pytest.mark.parametrize("model,encoding", [("gpt-4", "cl100k_base"), ("gpt-4o-mini", "o200k_base")])
-def test_assembled_total_matches_tiktoken_with_tool_calls(weave_factory, real_tiktoken, model, encoding):
+@pytest.mark.parametrize(
+    "model,encoding", [("gpt-4", "cl100k_base"), ("gpt-4o-mini", "o200k_base")]
+)
+def test_assembled_total_matches_tiktoken_with_tool_calls(
+    weave_factory, real_tiktoken, model, encoding
+):
     weave = weave_factory(index=False)
     rows = [{"sku": f"SKU-{i}", "qty": i * 3, "note": "库存 ok"} for i in range(200)]
     say(weave, "s", [

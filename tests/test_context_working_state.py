@@ -39,13 +39,18 @@ def test_english_working_state(weave_factory):
     assert "Never touch the production schema." in s["constraints"]
     assert s["preferences"] == ["I prefer logs in JSON."]
     (decision,) = ws.decisions
-    assert "2,000-row batches" in decision.text and decision.reason == "the warehouse throttles big inserts"
+    assert (
+        "2,000-row batches" in decision.text
+        and decision.reason == "the warehouse throttles big inserts"
+    )
     assert "estimate_cost(rows=18400000) → batches=3680; est_minutes=38" in s["done"]
     assert any("JOB-7731" in d for d in s["done"])
     assert s["todos"] == ["We still need to add alerting later."]
     assert s["open_questions"] == ["Shall I run it for 02:00 UTC?"]
     rendered = ws.render()
-    assert "Decisions:\n- Let's go with 2,000-row batches because the warehouse throttles" in rendered
+    assert (
+        "Decisions:\n- Let's go with 2,000-row batches because the warehouse throttles" in rendered
+    )
     assert "(reason:" not in rendered  # the reason is already in the sentence, not repeated
 
 
@@ -72,9 +77,25 @@ def test_chinese_working_state(weave_factory):
 
 
 def test_acknowledgements_in_both_languages():
-    for t in ["ok", "OK!", "sounds good", "great, continue", "perfect, thank you", "好的", "继续", "行，继续吧", "收到。"]:
+    for t in [
+        "ok",
+        "OK!",
+        "sounds good",
+        "great, continue",
+        "perfect, thank you",
+        "好的",
+        "继续",
+        "行，继续吧",
+        "收到。",
+    ]:
         assert L.is_ack(t), t
-    for t in ["ok, use 3 retries", "yes", "no", "好的，超时改成 30 秒", "continue with the Postgres plan"]:
+    for t in [
+        "ok, use 3 retries",
+        "yes",
+        "no",
+        "好的，超时改成 30 秒",
+        "continue with the Postgres plan",
+    ]:
         assert not L.is_ack(t), t
 
 
@@ -93,7 +114,9 @@ def test_edits_drop_acks_merge_repeats_and_cut_tool_dumps(weave_factory):
     lines = editor.source_lines(units)
     texts = [ln.text for ln in lines]
     assert texts[0] == "Profile the file. Keep the header row."
-    assert texts[1].startswith("profile_csv(path=s3://b/o.csv) → summary.rows_scanned=209311; rows: 90 items")
+    assert texts[1].startswith(
+        "profile_csv(path=s3://b/o.csv) → summary.rows_scanned=209311; rows: 90 items"
+    )
     assert "status: ok=30, skip=30, warn=30" in texts[1]
     assert len(texts) == 2, "the ack and the repeated sentence add nothing"
     tool_ev = units[1].events[-1]

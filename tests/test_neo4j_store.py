@@ -249,6 +249,18 @@ def test_placeholders_are_filled_then_cleaned(neo4j_store):
         s, "MATCH (e:Event {tenant: $t, id: 'later'}) RETURN labels(e) AS l", t=s.tenant
     )
     assert sorted(rec["l"]) == ["Event", "ToolInvocation"]
+    # a batch mixing new events and placeholders keeps one NEXT chain
+    s.append([ev("p1", "s2", parents=("p2",)), ev("p0", "s3", parents=("p3", "p4"))])
+    s.append([ev("p3", "s3"), ev("p2", "s2"), ev("q", "s3"), ev("p4", "s3"), ev("p5", "s3")])
+    assert [e.id for e in s.timeline("s3")] == ["p0", "p3", "q", "p4", "p5"]
+    nxt = {(e.src, e.dst) for e in s.edges(session_id="s3", types=[EdgeType.NEXT])}
+    assert nxt == {("p0", "p3"), ("p3", "q"), ("q", "p4"), ("p4", "p5")}
+    assert [(e.src, e.dst) for e in s.edges(session_id="s2", types=[EdgeType.NEXT])] == [
+        ("p1", "p2")
+    ]
+    assert [e.id for e, _ in s.ancestors("p0")] == ["p3", "p4"]
+    s.purge(session_id="s2")
+    s.purge(session_id="s3")
     # an edge to an event that never comes: its placeholder goes with the last edge
     s.link([Edge(src="child", dst="ghost", type=EdgeType.REFERS_TO)])
     assert tenant_nodes(s) == 5  # events child, later, ghost + sessions s1, s0

@@ -82,12 +82,20 @@ def score(text: str, probe: dict[str, Any]) -> tuple[bool, bool | None]:
 
 
 # ------------------------------------------------------------------ baselines
-def _full(messages: list[dict[str, Any]], budget: int, counter: TokenCounter, query: str) -> list[dict[str, Any]]:
+def _full(
+    messages: list[dict[str, Any]], budget: int, counter: TokenCounter, query: str
+) -> list[dict[str, Any]]:
     return messages
 
 
-def _trim(messages: list[dict[str, Any]], budget: int, counter: TokenCounter, query: str) -> list[dict[str, Any]]:
-    from langchain_core.messages import convert_to_messages, convert_to_openai_messages, trim_messages
+def _trim(
+    messages: list[dict[str, Any]], budget: int, counter: TokenCounter, query: str
+) -> list[dict[str, Any]]:
+    from langchain_core.messages import (
+        convert_to_messages,
+        convert_to_openai_messages,
+        trim_messages,
+    )
 
     def count(msgs: Sequence[Any]) -> int:
         return counter.count_messages(convert_to_openai_messages(list(msgs)))
@@ -98,7 +106,9 @@ def _trim(messages: list[dict[str, Any]], budget: int, counter: TokenCounter, qu
     return convert_to_openai_messages(kept)
 
 
-def _buffer(messages: list[dict[str, Any]], budget: int, counter: TokenCounter, query: str) -> list[dict[str, Any]]:
+def _buffer(
+    messages: list[dict[str, Any]], budget: int, counter: TokenCounter, query: str
+) -> list[dict[str, Any]]:
     from llama_index.core.llms import ChatMessage
     from llama_index.core.memory import ChatMemoryBuffer
 
@@ -115,7 +125,9 @@ def _buffer(messages: list[dict[str, Any]], budget: int, counter: TokenCounter, 
     out = []
     for cm in memory.get(input=query):
         m = {"role": cm.role.value, "content": cm.content or ""}
-        m.update({k: v for k, v in cm.additional_kwargs.items() if k in ("tool_calls", "tool_call_id")})
+        m.update(
+            {k: v for k, v in cm.additional_kwargs.items() if k in ("tool_calls", "tool_call_id")}
+        )
         out.append(m)
     return out
 
@@ -128,7 +140,9 @@ BASELINES: dict[str, Callable[..., list[dict[str, Any]]]] = {
 
 
 # ------------------------------------------------------------------- beeweave
-def _beeweave(scn: dict[str, Any], counter: TokenCounter, tmp: str, *, lazy: bool) -> list[dict[str, Any]]:
+def _beeweave(
+    scn: dict[str, Any], counter: TokenCounter, tmp: str, *, lazy: bool
+) -> list[dict[str, Any]]:
     from ..context import record_messages
     from ..weave import Weave
 
@@ -211,8 +225,12 @@ def _aggregate(system: str, ds: list[dict[str, Any]]) -> dict[str, Any]:
         "probes": len(ds),
         "retention": sum(d["retained"] for d in ds) / len(ds) if ds else float("nan"),
         "stale_rate": sum(bool(d["stale"]) for d in forb) / len(forb) if forb else 0.0,
-        "tokens_share": sum(d["tokens"] / d["full_tokens"] for d in ds) / len(ds) if ds else float("nan"),
-        "within_budget": sum(d["tokens"] <= d["budget"] for d in ds) / len(ds) if ds else float("nan"),
+        "tokens_share": sum(d["tokens"] / d["full_tokens"] for d in ds) / len(ds)
+        if ds
+        else float("nan"),
+        "within_budget": sum(d["tokens"] <= d["budget"] for d in ds) / len(ds)
+        if ds
+        else float("nan"),
         "mean_tokens": sum(d["tokens"] for d in ds) / len(ds) if ds else float("nan"),
         "p50_ms": median([d["ms"] for d in ds]),
     }

@@ -8,7 +8,7 @@ dicts, tokens per layer, provenance of every piece).
 
 from .assembler import PRESETS, AssembledContext, LayerReport, LayerShares, Piece, infer_phase
 from .compactor import CompactionPolicy, CompactionReport, Compactor
-from .editing import EditPolicy, Editor, cut_tool_output
+from .editing import Editor, EditPolicy, cut_tool_output
 from .engine import ContextEngine
 from .memory import HALF_LIFE_DAYS, KINDS, MemoryWriter, decay
 from .messages import Unit, record_messages, split_units

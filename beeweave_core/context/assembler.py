@@ -277,6 +277,7 @@ class Plan:
     systems: list[str]
     system_ids: list[str]
     units: list[Unit]  # edited, oldest first (acks already dropped)
+    edited_out: list[tuple[Unit, str]]  # what editing dropped, and why
     working: WorkingState
     #: (first seq of the immediate window, items already in the working layer)
     #: -> scored candidates for the recalled layer
@@ -292,7 +293,9 @@ def assemble(plan: Plan) -> tuple[list[dict[str, Any]], dict[str, LayerReport], 
     sys_text = "\n\n".join(dict.fromkeys(t for t in plan.systems if t))
     sys_msg = {"role": "system", "content": sys_text} if sys_text else None
     sys_cost = c.count_message(sys_msg) if sys_msg else 0
-    overhead = c.count_messages([]) + (c.count_message(plan.query_message) if plan.query_message else 0)
+    overhead = c.count_messages([]) + (
+        c.count_message(plan.query_message) if plan.query_message else 0
+    )
     if overhead + sys_cost > plan.budget:
         raise ValueError(
             f"budget_tokens={plan.budget} is smaller than the pinned system layer "
@@ -337,10 +340,12 @@ def assemble(plan: Plan) -> tuple[list[dict[str, Any]], dict[str, LayerReport], 
     spare = avail - (w_used + r_used + imm_used)
     if spare > 0 and w_out:
         retry, w_out = w_out, []
+        reports["working"].budget = w_used + spare
         w_used = _fill_working(c, plan.working, retry, w_used + spare, w_in, w_out)
         spare = avail - (w_used + r_used + imm_used)
     if spare > 0 and r_out:
         retry_r, r_out = r_out, []
+        reports["recalled"].budget = r_used + spare
         r_used = _fill(rblock, retry_r, r_used + spare, r_in, r_out)
 
     wmsg = _working_message(plan.working, w_in)
@@ -376,7 +381,10 @@ def assemble(plan: Plan) -> tuple[list[dict[str, Any]], dict[str, LayerReport], 
     rr.pieces = [_recall_piece(c, r) for r in r_in]
     rr.left_out = [_recall_piece(c, r, note="over budget") for r in r_out]
     ir.pieces = [_unit_piece(c, u, plan.session_id) for u in window]
-    ir.left_out = [_unit_piece(c, u, plan.session_id, note="older than the window") for u in dropped]
+    ir.left_out = [
+        _unit_piece(c, u, plan.session_id, note="older than the window") for u in dropped
+    ]
+    ir.left_out += [_unit_piece(c, u, plan.session_id, note=why) for u, why in plan.edited_out]
     return messages, reports, overhead
 
 
@@ -417,7 +425,11 @@ def _fill_working(
 
     def line_cost(it: Item, ch: list[Item]) -> int:
         new_section = all(x.section != it.section for x in ch)
-        return c.count_text(it.render()) + 1 + (c.count_text(TITLES.get(it.section, "")) + 2 if new_section else 0)
+        return (
+            c.count_text(it.render())
+            + 1
+            + (c.count_text(TITLES.get(it.section, "")) + 2 if new_section else 0)
+        )
 
     return _greedy(exact, line_cost, items, budget, chosen, skipped)
 
@@ -433,7 +445,9 @@ def _rank_items(ws: WorkingState, query: str | None) -> list[Item]:
     return sorted(ws.items(), key=key, reverse=True)
 
 
-def _fit_newest(c: TokenCounter, units: Sequence[Unit], budget: int) -> tuple[list[Unit], list[Unit]]:
+def _fit_newest(
+    c: TokenCounter, units: Sequence[Unit], budget: int
+) -> tuple[list[Unit], list[Unit]]:
     """The newest units that fit, oldest first; the newest user message is cut rather
     than dropped when it alone is too big."""
     window: list[Unit] = []
@@ -459,7 +473,17 @@ def _fit_newest(c: TokenCounter, units: Sequence[Unit], budget: int) -> tuple[li
 
 def _item_piece(c: TokenCounter, it: Item, sid: str, note: str | None = None) -> Piece:
     line = it.render()
-    return Piece("working", it.section, line, c.count_text(line), it.event_ids, sid, (it.seq, it.seq), None, note)
+    return Piece(
+        "working",
+        it.section,
+        line,
+        c.count_text(line),
+        it.event_ids,
+        sid,
+        (it.seq, it.seq),
+        None,
+        note,
+    )
 
 
 def _recall_piece(c: TokenCounter, r: Recallable, note: str | None = None) -> Piece:

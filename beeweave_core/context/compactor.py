@@ -31,7 +31,7 @@ from ..events import EdgeType, Event, EventType, event_id_for
 from ..stores.base import EventStore
 from ..tokens import TokenCounter
 from . import language as L
-from .editing import EditPolicy, Editor, SourceLine, seen_sentences
+from .editing import Editor, EditPolicy, SourceLine, seen_sentences
 from .messages import Unit, read_units, split_units
 from .summarizers import Summarizer
 
@@ -144,7 +144,11 @@ class Compactor:
 
     def covered_to(self, session_id: str, summaries: Sequence[Event] | None = None) -> int:
         """Last seq handled by a level-0 segment (summarised, or kept as originals)."""
-        allsum = summaries if summaries is not None else self.summaries(session_id, include_inactive=True)
+        allsum = (
+            summaries
+            if summaries is not None
+            else self.summaries(session_id, include_inactive=True)
+        )
         return max((int(s.payload.get("seq_to", -1)) for s in allsum
                     if s.payload.get("level", 0) == 0), default=-1)  # fmt: skip
 
@@ -164,7 +168,9 @@ class Compactor:
         dst = sum(int(s.payload.get("summary_tokens", 0)) for s in seg)
         return {
             "segments": len(seg),
-            "merged": sum(1 for s in allsum if s.payload.get("level", 0) > 0 and s.status.value == "active"),
+            "merged": sum(
+                1 for s in allsum if s.payload.get("level", 0) > 0 and s.status.value == "active"
+            ),
             "rolled_back": len(self.rolled_back(session_id)),
             "source_tokens": src,
             "summary_tokens": dst,
@@ -207,7 +213,7 @@ class Compactor:
         allsum = self.summaries(session_id, include_inactive=True)
         covered = self.covered_to(session_id, allsum)
         _systems, units = read_units(self.store, session_id)
-        editor = Editor(self.edit_policy, self.overturned(session_id))
+        editor = Editor(self.edit_policy, self.overturned(session_id), self.store.get_artifact)
         tail = [u for u in units if u.seq_from > covered]
         tokens = [self.unit_tokens(u, editor, counter) for u in tail]
         report.tail_tokens = sum(tokens)
@@ -235,7 +241,9 @@ class Compactor:
             report.reason = "nothing old enough to compact"
             return report
         report.triggered = True
-        report.reason = "forced" if force else f"tail {report.tail_tokens} > trigger {report.threshold}"
+        report.reason = (
+            "forced" if force else f"tail {report.tail_tokens} > trigger {report.threshold}"
+        )
         seen = seen_sentences(editor, [u for u in units if u.seq_to <= covered])
         last_seq = units[-1].seq_to if units else -1
         cooldown = p.thrash_turns * 2 ** (level - 1) if level else 0
@@ -290,7 +298,13 @@ class Compactor:
             f"Context refilled to the compaction trigger {turns_since} turn(s) after the last "
             f"compaction; adapting (level {level})."
         )
-        self._append(session_id, EventType.WARNING, text, payload, key=f"thrash:{report.tail_tokens}:{turns_since}:{level}")
+        self._append(
+            session_id,
+            EventType.WARNING,
+            text,
+            payload,
+            key=f"thrash:{report.tail_tokens}:{turns_since}:{level}",
+        )
 
     # --------------------------------------------------------------- segments
     def _summarize_checked(
@@ -310,7 +324,12 @@ class Compactor:
             outcome = "rolled_back"
         else:
             outcome = "ok" if attempts == 1 else "retried"
-        return summary, {"checked": len(keys), "missing": missing, "attempts": attempts, "outcome": outcome}
+        return summary, {
+            "checked": len(keys),
+            "missing": missing,
+            "attempts": attempts,
+            "outcome": outcome,
+        }
 
     def _segment(
         self,
@@ -338,14 +357,9 @@ class Compactor:
             "seq_to": max(e.seq for e in events),
             "turns": sum(u.turns for u in units),
             "source_ids": ids,
-            "source_tokens": raw,
             "edited_tokens": edited,
-            "summary_tokens": out,
-            "ratio": round(out / raw, 4) if raw else None,
-            "retention": retention,
-            "summarizer": getattr(self.summarizer, "name", type(self.summarizer).__name__),
+            **self._accounting(raw, out, retention, version),
             "overturned_applied": sorted(_overturn_keys(ids, overturned)),
-            "version": version,
             **extra,
         }
         ev = self._append(session_id, EventType.SUMMARY, summary, payload,
@@ -354,6 +368,19 @@ class Compactor:
         if retention["outcome"] == "rolled_back":
             self._roll_back(session_id, ev, retention["missing"])
         return ev
+
+    def _accounting(
+        self, source_tokens: int, summary_tokens: int, retention: dict[str, Any], version: int
+    ) -> dict[str, Any]:
+        """What every summary records about its cost, its check and its maker."""
+        return {
+            "source_tokens": source_tokens,
+            "summary_tokens": summary_tokens,
+            "ratio": round(summary_tokens / source_tokens, 4) if source_tokens else None,
+            "retention": retention,
+            "summarizer": getattr(self.summarizer, "name", type(self.summarizer).__name__),
+            "version": version,
+        }
 
     def _roll_back(self, session_id: str, ev: Event, missing: Sequence[str]) -> None:
         reason = "retention check failed: lost " + ", ".join(missing[:10]) + "; originals kept"
@@ -378,7 +405,9 @@ class Compactor:
                 pool = [s for s in active if int(s.payload.get("level", 0)) == level
                         and s.id not in covered and s.id not in tried and s.content]  # fmt: skip
                 if len(pool) >= self.policy.merge_after:
-                    ev = self._merge(session_id, pool[: self.policy.merge_after], level + 1, counter)
+                    ev = self._merge(
+                        session_id, pool[: self.policy.merge_after], level + 1, counter
+                    )
                     merged.append(ev.id)
                     did = True
                     break
@@ -394,20 +423,21 @@ class Compactor:
         summary, retention = self._summarize_checked(lines, source_text)
         src = sum(int(c.payload.get("summary_tokens", 0)) for c in children)
         out = counter.count_text(summary)
-        raw_ids = [i for c in children for i in (c.payload.get("raw_ids") or c.payload.get("source_ids") or ())]
+        raw_ids = [
+            i
+            for c in children
+            for i in (c.payload.get("raw_ids") or c.payload.get("source_ids") or ())
+        ]
         payload = {
             "level": level,
             "seq_from": min(int(c.payload.get("seq_from", c.seq)) for c in children),
             "seq_to": max(int(c.payload.get("seq_to", c.seq)) for c in children),
             "children": [c.id for c in children],
             "raw_ids": raw_ids,
-            "source_tokens": src,
-            "summary_tokens": out,
-            "ratio": round(out / src, 4) if src else None,
-            "retention": retention,
-            "summarizer": getattr(self.summarizer, "name", type(self.summarizer).__name__),
-            "overturned_applied": sorted({k for c in children for k in c.payload.get("overturned_applied") or ()}),
-            "version": version,
+            **self._accounting(src, out, retention, version),
+            "overturned_applied": sorted(
+                {k for c in children for k in c.payload.get("overturned_applied") or ()}
+            ),
         }
         ev = self._append(session_id, EventType.SUMMARY, summary, payload,
                           links={EdgeType.SUMMARIZES: tuple(c.id for c in children)},
@@ -427,16 +457,23 @@ class Compactor:
             if not stale:
                 return []
             _systems, units = read_units(self.store, session_id)
-            editor = Editor(self.edit_policy, overturned)
+            editor = Editor(self.edit_policy, overturned, self.store.get_artifact)
             return [self._rebuild(session_id, s, editor, units, counter).id for s in stale]
 
     @staticmethod
     def _stale(s: Event, overturned: dict[str, list[str]]) -> bool:
         raw = s.payload.get("raw_ids") or s.payload.get("source_ids") or ()
-        return bool(_overturn_keys(raw, overturned) - set(s.payload.get("overturned_applied") or ()))
+        return bool(
+            _overturn_keys(raw, overturned) - set(s.payload.get("overturned_applied") or ())
+        )
 
     def _rebuild(
-        self, session_id: str, s: Event, editor: Editor, units: Sequence[Unit], counter: TokenCounter
+        self,
+        session_id: str,
+        s: Event,
+        editor: Editor,
+        units: Sequence[Unit],
+        counter: TokenCounter,
     ) -> Event:
         version = int(s.payload.get("version", 1)) + 1
         if int(s.payload.get("level", 0)) == 0:
@@ -444,7 +481,9 @@ class Compactor:
             seg = [u for u in units if set(u.ids) & ids]
             if not seg:  # sources gone (purged): rebuild from the stored events
                 _sys, seg = split_units(self.store.get(list(ids)))
-            seen = seen_sentences(editor, [u for u in units if u.seq_to < int(s.payload.get("seq_from", 0))])
+            seen = seen_sentences(
+                editor, [u for u in units if u.seq_to < int(s.payload.get("seq_from", 0))]
+            )
             keep = {k: s.payload[k] for k in ("at_seq", "window_tokens", "thrash_level", "cooldown_turns")
                     if k in s.payload}  # fmt: skip
             new = self._segment(session_id, seg, editor, seen, counter, keep, version=version)
@@ -481,7 +520,9 @@ class Compactor:
 
     def _session_meta(self, session_id: str) -> dict[str, Any]:
         first = self.store.timeline(session_id, types=(EventType.USER_MESSAGE,), last=1)
-        meta = {k: first[0].meta[k] for k in ("user_id", "agent_id") if first and first[0].meta.get(k)}
+        meta = {
+            k: first[0].meta[k] for k in ("user_id", "agent_id") if first and first[0].meta.get(k)
+        }
         return {**meta, "tags": ["compaction"]}
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 #: A question whose answer depends on early turns and on the change of plan.
@@ -22,12 +23,16 @@ def show_assembled_context(weave: Any, session_id: str, console: Console) -> Non
     ctx = weave.assemble(session_id, LATE_QUESTION, budget_tokens=DEMO_BUDGET, model="gpt-4o-mini")
     weave.flush()
     console.rule("[bold]Assembled context for a late question")
-    console.print(f"Question: [italic]{LATE_QUESTION}[/]  (phase: {ctx.phase}, tokenizer: {ctx.encoding})")
+    console.print(
+        f"Question: [italic]{LATE_QUESTION}[/]  (phase: {ctx.phase}, tokenizer: {ctx.encoding})"
+    )
     table = Table(title=f"Layers (budget {ctx.budget_tokens} tokens, exact count)")
     for col in ("layer", "budget", "tokens", "pieces", "left out"):
         table.add_column(col, justify="left" if col == "layer" else "right")
     for name, rep in ctx.layers.items():
-        table.add_row(name, str(rep.budget), str(rep.tokens), str(len(rep.pieces)), str(len(rep.left_out)))
+        table.add_row(
+            name, str(rep.budget), str(rep.tokens), str(len(rep.pieces)), str(len(rep.left_out))
+        )
     table.add_row("overhead", "", str(ctx.overhead_tokens), "", "")
     table.add_row("[bold]total", str(ctx.budget_tokens), f"[bold]{ctx.total_tokens}", "", "")
     console.print(table)
@@ -36,8 +41,13 @@ def show_assembled_context(weave: Any, session_id: str, console: Console) -> Non
         f"Full history: {ctx.full_history_tokens:,} tokens → assembled: {ctx.total_tokens:,} "
         f"({share:.0%} of the history)."
     )
-    console.print("\n[bold]Working state[/] (rebuilt from events; the overturned batch size is gone):")
-    console.print(ctx.working_state.render() or "(empty)", highlight=False)
+    working = next(
+        (m["content"] for m in ctx.messages if m["content"].startswith("Working state")), ""
+    )
+    console.print(
+        "\n[bold]Working layer[/] (rebuilt from events; the overturned batch size is gone):"
+    )
+    console.print(working or "(empty)", markup=False, highlight=False)
     recalled = ctx.layers["recalled"].pieces
     if recalled:
         rt = Table(title="Recalled pieces and where they came from")
@@ -46,7 +56,7 @@ def show_assembled_context(weave: Any, session_id: str, console: Console) -> Non
         for p in recalled:
             turns = f"#{p.seq_range[0]}-#{p.seq_range[1]}" if p.seq_range else "-"
             rt.add_row(p.kind, p.session_id or "-", turns,
-                       f"{p.score:.2f}" if p.score is not None else "-", _short(p.text))  # fmt: skip
+                       f"{p.score:.2f}" if p.score is not None else "-", escape(_short(p.text)))  # fmt: skip
         console.print(rt)
     imm = ctx.layers["immediate"].pieces
     if imm:

@@ -11,7 +11,7 @@ cannot come back through a verbatim turn or a summary.
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -114,11 +114,38 @@ def key_fields(value: Any, *, max_fields: int = 24) -> list[str]:
     return out
 
 
-def _parse_output(ev: Event) -> Any:
+#: Looks up the full text of a stored artifact by its SHA-256 (``store.get_artifact``).
+Resolver = Callable[[str], "str | None"]
+
+
+def _payload(ev: Event, resolve: Resolver | None) -> dict[str, Any]:
     p = ev.payload or {}
+    art = p.get("$payload_artifact")
+    if isinstance(art, Mapping) and resolve is not None:
+        full = resolve(str(art.get("sha256")))
+        if full:
+            try:
+                return dict(json.loads(full))
+            except (ValueError, TypeError):
+                pass
+    return dict(p)
+
+
+def full_content(ev: Event, resolve: Resolver | None = None) -> str:
+    """The event's whole text, fetched from its artifact when only a preview is inline."""
+    art = (ev.payload or {}).get("$artifact")
+    if isinstance(art, Mapping) and resolve is not None:
+        full = resolve(str(art.get("sha256")))
+        if full is not None:
+            return full
+    return ev.content or ""
+
+
+def _parse_output(ev: Event, resolve: Resolver | None = None) -> Any:
+    p = _payload(ev, resolve)
     if "output" in p and not isinstance(p["output"], str):
         return p["output"]
-    text = ev.content or ""
+    text = full_content(ev, resolve)
     try:
         return json.loads(text)
     except ValueError:
@@ -131,31 +158,45 @@ def _text_digest(text: str, limit: int) -> str:
     keep: list[str] = []
     size = 0
     for i, ln in enumerate(lines):
-        interesting = i < 3 or L.numbers(ln) or any(
-            w in ln.casefold() for w in ("error", "fail", "warn", "exception", "total", "=")
+        interesting = (
+            i < 3
+            or L.numbers(ln)
+            or any(w in ln.casefold() for w in ("error", "fail", "warn", "exception", "total", "="))
         )
         if interesting and size + len(ln) <= limit:
             keep.append(ln[:200])
             size += len(keep[-1])
-    return " | ".join(keep) + (f" | ... ({len(lines) - len(keep)} more lines)" if len(keep) < len(lines) else "")
+    return " | ".join(keep) + (
+        f" | ... ({len(lines) - len(keep)} more lines)" if len(keep) < len(lines) else ""
+    )
 
 
-def cut_tool_output(ev: Event, policy: EditPolicy = EditPolicy()) -> str | None:
+def cut_tool_output(
+    ev: Event, policy: EditPolicy = EditPolicy(), resolve: Resolver | None = None
+) -> str | None:
     """The key fields of a tool result too big to show whole, else ``None``."""
     text = ev.content or ""
     big = "$artifact" in (ev.payload or {}) or len(text) > policy.tool_output_max_chars
     if not big:
         return None
-    value = _parse_output(ev)
+    value = _parse_output(ev, resolve)
+    text = full_content(ev, resolve)
     if value is not None:
         fields = key_fields(value, max_fields=policy.max_fields)
         body = "; ".join(fields)
     else:
         body = _text_digest(text, policy.tool_output_max_chars // 2)
-    return f"[{tool_name(ev)} output cut to key fields by BeeWeave; full output: event {ev.id}] {body}"
+    return (
+        f"[{tool_name(ev)} output cut to key fields by BeeWeave; full output: event {ev.id}] {body}"
+    )
 
 
-def tool_digest(result: Event, invocation: Event | None, policy: EditPolicy = EditPolicy()) -> str:
+def tool_digest(
+    result: Event,
+    invocation: Event | None,
+    policy: EditPolicy = EditPolicy(),
+    resolve: Resolver | None = None,
+) -> str:
     """``name(args) → key fields``: one line that says what a tool call did and found."""
     name = tool_name(invocation or result)
     args = tool_args(invocation) if invocation is not None else None
@@ -165,11 +206,11 @@ def tool_digest(result: Event, invocation: Event | None, policy: EditPolicy = Ed
         arg_text = _fmt(args)
     else:
         arg_text = ""
-    value = _parse_output(result)
+    value = _parse_output(result, resolve)
     if value is not None:
         body = "; ".join(key_fields(value, max_fields=policy.max_fields))
     else:
-        text = result.content or ""
+        text = full_content(result, resolve)
         body = text if len(text) <= 300 else _text_digest(text, 300)
     return f"{name}({arg_text}) → {body}"
 
@@ -216,6 +257,7 @@ class Editor:
 
     policy: EditPolicy = field(default_factory=EditPolicy)
     overturned: Mapping[str, Sequence[str]] = field(default_factory=dict)
+    resolve: Resolver | None = None
 
     def text_of(self, ev: Event) -> str:
         text = ev.content or ""
@@ -240,8 +282,14 @@ class Editor:
             if m["role"] == "tool":
                 ev = by_id.get(unit.results.get(m["tool_call_id"], ""))
                 if ev is not None:
-                    m["content"] = cut_tool_output(ev, self.policy) or self.text_of(ev)
-            elif m["role"] == "assistant" and unit.events and unit.events[0].type == EventType.ASSISTANT_MESSAGE:
+                    m["content"] = cut_tool_output(ev, self.policy, self.resolve) or self.text_of(
+                        ev
+                    )
+            elif (
+                m["role"] == "assistant"
+                and unit.events
+                and unit.events[0].type == EventType.ASSISTANT_MESSAGE
+            ):
                 m["content"] = self.text_of(unit.events[0])
             messages.append(m)
         return Unit(unit.kind, unit.events, messages, unit.results)
@@ -265,7 +313,8 @@ class Editor:
                     inv = next((invocations[p] for p in ev.parents if p in invocations), None)
                     if inv is None and invocations:
                         inv = next(iter(invocations.values()))
-                    lines.append(SourceLine(ev.id, ev.seq, "tool", tool_digest(ev, inv, self.policy)))
+                    digest = tool_digest(ev, inv, self.policy, self.resolve)
+                    lines.append(SourceLine(ev.id, ev.seq, "tool", digest))
                     continue
                 role = "user" if ev.type == EventType.USER_MESSAGE else "assistant"
                 kept = []

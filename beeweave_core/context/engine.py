@@ -10,6 +10,7 @@ trigger.  Then it fills the layers and records the assembly as a ``retrieval`` e
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import time
 from collections.abc import Sequence
@@ -20,10 +21,10 @@ from ..tokens import DEFAULT_MODEL, TokenCounter
 from . import language as L
 from .assembler import PRESETS, AssembledContext, LayerShares, Plan, assemble, infer_phase
 from .compactor import CompactionPolicy, CompactionReport, Compactor
-from .editing import EditPolicy, Editor
+from .editing import Editor, EditPolicy
 from .memory import MemoryWriter
 from .messages import Unit, read_units
-from .recall import RecallInputs, Recallable, gather
+from .recall import Recallable, RecallInputs, gather
 from .summarizers import ExtractiveSummarizer, LLMSummarizer, Summarizer
 from .working_state import Item, WorkingState, build_working_state
 
@@ -57,8 +58,10 @@ class ContextEngine:
     ) -> None:
         opts = dict(getattr(weave, "options", {}).get("context") or {})
         llm = llm if llm is not None else opts.get("llm")
-        summarizer = summarizer or opts.get("summarizer") or (
-            LLMSummarizer(llm) if llm is not None else ExtractiveSummarizer()
+        summarizer = (
+            summarizer
+            or opts.get("summarizer")
+            or (LLMSummarizer(llm) if llm is not None else ExtractiveSummarizer())
         )
         self.weave = weave
         self.store = weave.store
@@ -79,17 +82,17 @@ class ContextEngine:
 
     def _detach(self) -> None:
         if self._listening:
-            try:
+            with contextlib.suppress(ValueError):  # already removed
                 self.weave.bus.listeners.remove(self.memory.on_batch)
-            except ValueError:
-                pass
             self._listening = False
 
     @property
     def summarizer(self) -> Summarizer:
         return self.compactor.summarizer
 
-    def counter(self, model: str | None = DEFAULT_MODEL, counter: TokenCounter | None = None) -> TokenCounter:
+    def counter(
+        self, model: str | None = DEFAULT_MODEL, counter: TokenCounter | None = None
+    ) -> TokenCounter:
         if counter is not None:
             return counter
         key = model or DEFAULT_MODEL
@@ -172,7 +175,11 @@ class ContextEngine:
         (default: the budget).  ``single_system`` merges the system layers into one
         message for models that accept only one.
         """
-        if not isinstance(budget_tokens, int) or isinstance(budget_tokens, bool) or budget_tokens <= 0:
+        if (
+            not isinstance(budget_tokens, int)
+            or isinstance(budget_tokens, bool)
+            or budget_tokens <= 0
+        ):
             raise ValueError(f"budget_tokens must be a positive int, got {budget_tokens!r}")
         if phase is not None and phase not in self.presets:
             raise ValueError(f"unknown phase {phase!r}; known: {', '.join(self.presets)}")
@@ -190,8 +197,10 @@ class ContextEngine:
         systems, raw_units = read_units(self.store, session_id)
         memories = self.memory.active(session_id)
         ws = build_working_state(session_id, memories, raw_units)
-        editor = Editor(self.edit_policy, self.memory.overturned_index(session_id))
-        units = _edited(editor, raw_units)
+        editor = Editor(
+            self.edit_policy, self.memory.overturned_index(session_id), self.store.get_artifact
+        )
+        units, edited_out = _edited(editor, raw_units)
         phase = phase or infer_phase(raw_units)
         level = self.compactor.level(session_id)
         shares = self.presets[phase]
@@ -216,7 +225,7 @@ class ContextEngine:
         plan = Plan(
             session_id=session_id, query=query, budget=budget_tokens, counter=c, phase=phase,
             shares=shares, systems=[e.content for e in systems], system_ids=[e.id for e in systems],
-            units=units, working=ws, recall=recall, query_message=qmsg, single_system=single_system,
+            units=units, edited_out=edited_out, working=ws, recall=recall, query_message=qmsg, single_system=single_system,
         )  # fmt: skip
         messages, layers, overhead = assemble(plan)
         full = c.count_messages([m for u in raw_units for m in u.messages]
@@ -232,12 +241,16 @@ class ContextEngine:
             ctx.retrieval_event_id = self._record(ctx, uid)
         return ctx
 
-    async def aassemble(self, session_id: str, query: str | None = None, **kw: Any) -> AssembledContext:
+    async def aassemble(
+        self, session_id: str, query: str | None = None, **kw: Any
+    ) -> AssembledContext:
         """Async twin of :meth:`assemble` (runs in a worker thread)."""
         return await asyncio.to_thread(self.assemble, session_id, query, **kw)
 
     # ------------------------------------------------------------ helpers
-    def _other_sessions(self, session_id: str, user_id: str | None) -> list[tuple[str, list[Any], list[Any]]]:
+    def _other_sessions(
+        self, session_id: str, user_id: str | None
+    ) -> list[tuple[str, list[Any], list[Any]]]:
         if not user_id:
             return []
         out = []
@@ -295,23 +308,27 @@ class ContextEngine:
                     payload=payload, meta=meta, source={"framework": "beeweave", "component": "assembler"})  # fmt: skip
 
 
-def _edited(editor: Editor, units: Sequence[Unit]) -> list[Unit]:
+def _edited(editor: Editor, units: Sequence[Unit]) -> tuple[list[Unit], list[tuple[Unit, str]]]:
     """Units as the immediate layer shows them: acks and repeated turns dropped
-    (the latest user message always kept), big tool outputs cut, overturned wording out."""
+    (the latest user message always kept), big tool outputs cut, overturned wording out.
+    Also returns what was dropped, and why, for the audit record."""
     last_user = next((i for i in range(len(units) - 1, -1, -1) if units[i].kind == "user"), None)
     out: list[Unit] = []
+    dropped: list[tuple[Unit, str]] = []
     seen: set[str] = set()
     for i in range(len(units) - 1, -1, -1):
         edited = editor.edit_unit(units[i], keep_acks=(i == last_user))
         if edited is None:
+            dropped.append((units[i], "edited out: acknowledgement or overturned instruction"))
             continue
         if editor.policy.merge_repeats and edited.kind != "tool_group":
             key = L.fold(edited.messages[0].get("content") or "")
             if key and key in seen and i != last_user:
+                dropped.append((units[i], "edited out: repeats a later turn"))
                 continue
             seen.add(key)
         out.append(edited)
-    return out[::-1]
+    return out[::-1], dropped[::-1]
 
 
 def _user_of(systems: Sequence[Any], units: Sequence[Unit]) -> str | None:

@@ -45,9 +45,13 @@ def has_cjk(text: str) -> bool:
 
 
 # ------------------------------------------------------------------ key values
-_NUMBER = re.compile(r"(?<![\w.])[-+]?\$?\d+(?:[,.]\d+)*%?(?![\w])|(?<=[^\x00-\x7f])\d+(?:[,.]\d+)*")
+_NUMBER = re.compile(
+    r"(?<![\w.])[-+]?\$?\d+(?:[,.]\d+)*%?(?![\w])|(?<=[^\x00-\x7f])\d+(?:[,.]\d+)*"
+)
 _URL = re.compile(r"\b[a-z][a-z0-9+.-]*://[^\s\"'<>，。）)]+", re.I)
-_QUOTED = re.compile(r"\"([^\"\n]{1,120})\"|`([^`\n]{1,120})`|“([^”\n]{1,120})”|「([^」\n]{1,120})」")
+_QUOTED = re.compile(
+    r"\"([^\"\n]{1,120})\"|`([^`\n]{1,120})`|“([^”\n]{1,120})”|「([^」\n]{1,120})」"
+)
 _WORDISH = re.compile(r"[A-Za-z_$][\w$]*(?:[./:\-][\w$]+)+|[A-Za-z_$][\w$]*")
 
 
@@ -133,9 +137,53 @@ def _zh(*ws: str) -> str:
 
 
 ACK_EN = frozenset(
-    """ok okay k kk sure thanks thank you thx ty great nice cool good alright all right fine
-    perfect sounds good got it go on continue proceed awesome yep noted understood lgtm
-    please keep going carry on next sure thing will do right makes sense""".split()
+    [
+        "ok",
+        "okay",
+        "k",
+        "kk",
+        "sure",
+        "thanks",
+        "thank",
+        "you",
+        "thx",
+        "ty",
+        "great",
+        "nice",
+        "cool",
+        "good",
+        "alright",
+        "all",
+        "right",
+        "fine",
+        "perfect",
+        "sounds",
+        "good",
+        "got",
+        "it",
+        "go",
+        "on",
+        "continue",
+        "proceed",
+        "awesome",
+        "yep",
+        "noted",
+        "understood",
+        "lgtm",
+        "please",
+        "keep",
+        "going",
+        "carry",
+        "on",
+        "next",
+        "sure",
+        "thing",
+        "will",
+        "do",
+        "right",
+        "makes",
+        "sense",
+    ]
 )
 ACK_ZH = (
     "好的", "好", "可以", "行", "嗯", "继续", "收到", "明白了", "明白", "谢谢", "不错", "吧",
@@ -343,7 +391,12 @@ def overturned_terms(text: str) -> list[str]:
     out += [m.group("x").strip() for m in _NEGATED_ZH.finditer(text or "")]
     seen: dict[str, None] = {}
     for p in out:
-        if p and len(p) <= 60 and fold(p) not in _PRONOUNS and fold(p) not in (fold(s) for s in seen):
+        if (
+            p
+            and len(p) <= 60
+            and fold(p) not in _PRONOUNS
+            and fold(p) not in (fold(s) for s in seen)
+        ):
             seen[p] = None
     return list(seen)
 
@@ -353,7 +406,45 @@ def is_change(text: str) -> bool:
 
 
 # --------------------------------------------------------------- similarity
-ZH_STOPWORDS = frozenset("的 了 是 在 和 与 就 都 也 要 把 用 吧 呢 吗 啊 我们 你 我 他 这 那 个 一 之 并 而 及 或 被 让 给 会 能 很".split())
+ZH_STOPWORDS = frozenset(
+    [
+        "的",
+        "了",
+        "是",
+        "在",
+        "和",
+        "与",
+        "就",
+        "都",
+        "也",
+        "要",
+        "把",
+        "用",
+        "吧",
+        "呢",
+        "吗",
+        "啊",
+        "我们",
+        "你",
+        "我",
+        "他",
+        "这",
+        "那",
+        "个",
+        "一",
+        "之",
+        "并",
+        "而",
+        "及",
+        "或",
+        "被",
+        "让",
+        "给",
+        "会",
+        "能",
+        "很",
+    ]
+)
 
 
 def terms(text: str) -> list[str]:
@@ -416,7 +507,9 @@ _BOUND = re.compile(
 _UPPER = ("at most", "no more than", "no longer than", "not longer", "up to", "within", "under",
           "max", "不超过", "最多", "以内", "不能更长", "<=", "≤", "<")  # fmt: skip
 _LOWER = ("at least", "no less than", "min", "至少", "不少于", ">=", "≥", ">")
-_NEGATION = re.compile(r"\b(?:never|do not|don't|must not|mustn't|cannot|can't|not)\b|不能|不要|不得|禁止|别", re.I)
+_NEGATION = re.compile(
+    r"\b(?:never|do not|don't|must not|mustn't|cannot|can't|not)\b|不能|不要|不得|禁止|别", re.I
+)
 
 
 @dataclass(frozen=True)
@@ -459,4 +552,8 @@ def retention_keys(text: str) -> list[KeyValue]:
 
 def missing_keys(source: str, summary: str, keys: Sequence[KeyValue] | None = None) -> list[str]:
     folded = fold(summary)
-    return [k.text for k in (keys if keys is not None else retention_keys(source)) if not k.present(folded)]
+    return [
+        k.text
+        for k in (keys if keys is not None else retention_keys(source))
+        if not k.present(folded)
+    ]

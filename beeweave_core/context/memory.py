@@ -239,10 +239,14 @@ class MemoryWriter:
                 found = [e for e in self.store.get(list(ev.parents))
                          if e.type == EventType.TOOL_INVOCATION]  # fmt: skip
                 inv = found[0] if found else None
-            text = tool_digest(ev, inv, self.policy)
+            text = tool_digest(ev, inv, self.policy, self.store.get_artifact)
             extra = {"tool": tool_name(inv or ev), "args": tool_args(inv) if inv else None}
             sources = [ev.id] + ([inv.id] if inv else [])
-            return [i for i in [self._store(ev, Candidate("artifact", text, "tool", extra), sources)] if i]
+            return [
+                i
+                for i in [self._store(ev, Candidate("artifact", text, "tool", extra), sources)]
+                if i
+            ]
         return []
 
     def _from_user(self, ev: Event, *, use_llm: bool) -> list[str]:
@@ -278,7 +282,9 @@ class MemoryWriter:
             except ValueError:
                 continue
             if isinstance(obj, dict) and obj.get("text") and obj.get("kind") in KINDS:
-                out.append(Candidate(str(obj["kind"]), str(obj["text"]), "user", {"extractor": "llm"}))
+                out.append(
+                    Candidate(str(obj["kind"]), str(obj["text"]), "user", {"extractor": "llm"})
+                )
         return out
 
     # ---------------------------------------------------------------- changes
@@ -301,7 +307,9 @@ class MemoryWriter:
             user_views = [v for v in views if v.event.payload.get("source_role") == "user"]
             if user_views:
                 last_seq = max(v.event.payload.get("source_seq", -1) for v in user_views)
-                targets = [(v, []) for v in user_views if v.event.payload.get("source_seq") == last_seq]
+                targets = [
+                    (v, []) for v in user_views if v.event.payload.get("source_seq") == last_seq
+                ]
         if not targets:  # nothing named: the closest earlier statement on the same subject
             scored = []
             for v in views:
@@ -319,8 +327,10 @@ class MemoryWriter:
         for v, matched in targets:
             clauses = L.clauses(v.text)
             keep = [c for c in clauses if c not in matched]
-            partial = bool(matched and keep) and len(keep) < len(clauses) and any(
-                L.key_values(c) or len(c.split()) >= 3 for c in keep
+            partial = (
+                bool(matched and keep)
+                and len(keep) < len(clauses)
+                and any(L.key_values(c) or len(c.split()) >= 3 for c in keep)
             )
             wording = matched if partial else [v.text]
             sources = self._sources_of(v)
@@ -335,7 +345,9 @@ class MemoryWriter:
             change_cand = c
         else:
             refs = ", ".join(f"#{v.event.payload.get('source_seq')}" for v, _ in targets)
-            change_cand = Candidate("decision", f"Cancelled an earlier instruction ({refs}).", "user", extra)
+            change_cand = Candidate(
+                "decision", f"Cancelled an earlier instruction ({refs}).", "user", extra
+            )
         by = self._write(ev, change_cand, [ev.id])
         written = [by]
         revised_ids = {}
@@ -366,11 +378,15 @@ class MemoryWriter:
         """Write ``c`` unless it repeats an active memory; version or flag conflicts."""
         sources = list(sources or [ev.id])
         views = self._views.setdefault(ev.session_id, [])
-        new = MemoryView.of(Event(id="_", session_id=ev.session_id, type=EventType.MEMORY, content=c.text))
+        new = MemoryView.of(
+            Event(id="_", session_id=ev.session_id, type=EventType.MEMORY, content=c.text)
+        )
         same_group = [v for v in views if (v.kind == "artifact") == (c.kind == "artifact")]
         for v in same_group:
             if v.fold == new.fold:  # said again: one memory, one more source
-                self.store.link([Edge(src=v.id, dst=s, type=EdgeType.DERIVED_FROM) for s in sources])
+                self.store.link(
+                    [Edge(src=v.id, dst=s, type=EdgeType.DERIVED_FROM) for s in sources]
+                )
                 return None
         if c.kind == "artifact":
             prior = [v for v in same_group if c.extra.get("tool") is not None
@@ -404,7 +420,9 @@ class MemoryWriter:
     def _forget(self, session_id: str, memory_id: str) -> None:
         self._views[session_id] = [v for v in self._views.get(session_id, []) if v.id != memory_id]
 
-    def _write(self, ev: Event, c: Candidate, sources: Sequence[str], *, key: str | None = None) -> str:
+    def _write(
+        self, ev: Event, c: Candidate, sources: Sequence[str], *, key: str | None = None
+    ) -> str:
         kind = c.kind if c.kind in KINDS else "fact"
         payload: dict[str, Any] = {
             "kind": kind,

@@ -166,7 +166,9 @@ def _drop_unanswered(unit: Unit) -> None:
     unit.messages = unit.messages[:1] + tools if unit.messages else []
 
 
-def read_units(store: EventStore, session_id: str, **timeline_kw: Any) -> tuple[list[Event], list[Unit]]:
+def read_units(
+    store: EventStore, session_id: str, **timeline_kw: Any
+) -> tuple[list[Event], list[Unit]]:
     events = store.timeline(session_id, types=CONVERSATION_TYPES, **timeline_kw)
     return split_units(events)
 
@@ -248,7 +250,9 @@ def record_messages(
     """
     from ..events import event_id_for, new_event_id
 
-    store: EventStore | None = target if hasattr(target, "append") and not hasattr(target, "emit") else None
+    store: EventStore | None = (
+        target if hasattr(target, "append") and not hasattr(target, "emit") else None
+    )
     tenant = store.tenant if store is not None else target.tenant
     meta: dict[str, Any] = {}
     if user_id:
@@ -266,7 +270,9 @@ def record_messages(
 
     def mk(etype: EventType, content: str, role: str, n: str, parents: Sequence[str] = (),
            payload: Mapping[str, Any] | None = None) -> str:  # fmt: skip
-        eid = event_id_for(tenant, session_id, f"{key_prefix}:{n}") if key_prefix else new_event_id()
+        eid = (
+            event_id_for(tenant, session_id, f"{key_prefix}:{n}") if key_prefix else new_event_id()
+        )
         ev = Event(id=eid, tenant=tenant, session_id=session_id, type=etype, role=role,
                    content=content, payload=dict(payload or {}), ts=t0 + len(built) * 1e-3,
                    parents=tuple(p for p in parents if p), meta=meta, source=src)  # fmt: skip

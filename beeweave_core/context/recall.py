@@ -17,8 +17,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..events import Event, EventType
 from .. import lexical
+from ..events import Event, EventType
 from . import language as L
 from .compactor import summary_lines
 from .editing import Editor
@@ -99,7 +99,9 @@ def _mem_piece(m: Event, origin: str, weight: float, recency: float) -> Recallab
     )
 
 
-def _summary_pieces(s: Event, origin: str, weight: float, window_from: int | None) -> list[Recallable]:
+def _summary_pieces(
+    s: Event, origin: str, weight: float, window_from: int | None
+) -> list[Recallable]:
     a, b = int(s.payload.get("seq_from", s.seq)), int(s.payload.get("seq_to", s.seq))
     group = f"[summary · {origin} · turns #{a}-#{b}]"
     out = []

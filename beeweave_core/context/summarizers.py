@@ -35,8 +35,11 @@ def sentence_weight(sentence: str, role: str) -> float:
     """How much a sentence carries: values, constraint/decision/preference cues, todos."""
     if L.is_ack(sentence) or L.is_transient(sentence):
         return 0.0
+    values = L.key_values(sentence)
+    if L.is_question(sentence) and not values:
+        return 0.0  # an open question lives in the working state, not in a summary
     w = 0.0
-    if L.key_values(sentence):
+    if values:
         w += 2.0
     if L.CONSTRAINT.search(sentence) or L.IMPERATIVE.search(sentence):
         w += 1.5
@@ -203,4 +206,6 @@ class LLMSummarizer:
     ) -> str:
         if not lines:
             return ""
-        return (await acall_llm(self.llm, self.system_prompt, build_prompt(lines, must_keep))).strip()
+        return (
+            await acall_llm(self.llm, self.system_prompt, build_prompt(lines, must_keep))
+        ).strip()

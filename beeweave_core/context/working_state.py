@@ -16,7 +16,16 @@ from . import language as L
 from .memory import conflicts, expired
 from .messages import Unit
 
-SECTIONS = ("goal", "constraints", "preferences", "decisions", "done", "todos", "open_questions", "conflicts")
+SECTIONS = (
+    "goal",
+    "constraints",
+    "preferences",
+    "decisions",
+    "done",
+    "todos",
+    "open_questions",
+    "conflicts",
+)
 TITLES = {
     "goal": "Goal",
     "constraints": "Constraints",

@@ -257,11 +257,11 @@ class Neo4jEventStore(BaseEventStore):
     def _append_tx(self, tx: Any, prepared: list[Prepared], keep_seq: bool) -> AppendResult:
         t = self.tenant
         sids = sorted({p.event.session_id for p in prepared})
-        last, prev = {}, {}
-        for r in tx.run(q.CYPHER_LOCK_SESSIONS, tenant=t, session_ids=sids):
-            last[r["sid"]], prev[r["sid"]] = r["last_seq"], r["tail"]
         ids = [p.event.id for p in prepared]
-        found = {r["id"]: r["stored"] for r in tx.run(q.CYPHER_GET_EXISTING_IDS, tenant=t, ids=ids)}
+        begin = tx.run(q.CYPHER_BEGIN_APPEND, tenant=t, session_ids=sids, ids=ids).single()
+        last = {x["sid"]: x["last_seq"] for x in begin["sessions"]}
+        prev = {x["sid"]: x["tail"] for x in begin["sessions"]}
+        found = {x["id"]: x["stored"] for x in begin["found"]}
         artifacts: dict[str, dict[str, Any]] = {}
         new_rows: list[dict[str, Any]] = []
         placeholder_rows: list[dict[str, Any]] = []
@@ -287,10 +287,15 @@ class Neo4jEventStore(BaseEventStore):
             tx.run(q.CYPHER_MERGE_ARTIFACTS, tenant=t, artifacts=list(artifacts.values()))
         if not result.ids:
             return result
+        sessions = [{"id": s, "last_seq": n} for s, n in last.items()]
+        # new events first: a placeholder's predecessor may be one of them (and a
+        # new event's predecessor or edge target that is a placeholder exists already)
+        if new_rows:
+            tx.run(q.CYPHER_CREATE_EVENTS, tenant=t, rows=new_rows, sessions=sessions).consume()
+        else:
+            tx.run(q.CYPHER_SET_LAST_SEQ, tenant=t, sessions=sessions).consume()
         if placeholder_rows:
             tx.run(q.CYPHER_FILL_PLACEHOLDERS, tenant=t, rows=placeholder_rows).consume()
-        if new_rows:
-            tx.run(q.CYPHER_CREATE_EVENTS, tenant=t, rows=new_rows).consume()
         refs = [
             {"id": r["props"]["id"], "shas": r["artifacts"]}
             for r in new_rows + placeholder_rows
@@ -300,8 +305,6 @@ class Neo4jEventStore(BaseEventStore):
             tx.run(q.CYPHER_LINK_ARTIFACTS, tenant=t, rows=refs).consume()
         if keep_seq:
             tx.run(q.CYPHER_CREATE_NEXT, tenant=t, ids=result.ids).consume()
-        sessions = [{"id": s, "last_seq": n} for s, n in last.items()]
-        tx.run(q.CYPHER_SET_LAST_SEQ, tenant=t, sessions=sessions).consume()
         result.inserted = len(result.ids)
         return result
 

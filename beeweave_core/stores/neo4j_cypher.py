@@ -84,30 +84,35 @@ EVENT_MAP = (
 _VISIBLE = "e.seq IS NOT NULL AND ($all OR e.status = 'active')"
 
 # ------------------------------------------------------------------ writes
-#: Lock each session the batch writes to (sorted ids, so writers never deadlock),
-#: creating it on first use; read ``last_seq`` (and the id of the event there, the
-#: new events' NEXT predecessor) only after the lock is held.
-CYPHER_LOCK_SESSIONS = """
-UNWIND $session_ids AS sid
-MERGE (s:Session {tenant: $tenant, id: sid})
-ON CREATE SET s.last_seq = -1
-SET s._lock = true
-REMOVE s._lock
-WITH sid, s
-OPTIONAL MATCH (t:Event {tenant: $tenant, session_id: sid, seq: s.last_seq})
-RETURN sid, s.last_seq AS last_seq, t.id AS tail
+#: Start of every append (one round trip): lock each session the batch writes to
+#: (sorted ids, so writers never deadlock), creating it on first use, and read
+#: ``last_seq`` and the id of the event there (the new events' NEXT predecessor)
+#: only once the lock is held; then, still under the lock, which of the batch's
+#: ids exist: stored events (redeliveries) or placeholders (to fill in).
+CYPHER_BEGIN_APPEND = """
+CALL () {
+  UNWIND $session_ids AS sid
+  MERGE (s:Session {tenant: $tenant, id: sid})
+  ON CREATE SET s.last_seq = -1
+  SET s._lock = true
+  REMOVE s._lock
+  WITH sid, s
+  OPTIONAL MATCH (t:Event {tenant: $tenant, session_id: sid, seq: s.last_seq})
+  RETURN collect({sid: sid, last_seq: s.last_seq, tail: t.id}) AS sessions
+}
+CALL () {
+  UNWIND $ids AS id
+  MATCH (e:Event {tenant: $tenant, id: id})
+  RETURN collect({id: e.id, stored: e.seq IS NOT NULL}) AS found
+}
+RETURN sessions, found
 """
-CYPHER_SET_LAST_SEQ = """
+_SET_LAST_SEQ = """
 UNWIND $sessions AS x
 MATCH (s:Session {tenant: $tenant, id: x.id})
 SET s.last_seq = x.last_seq
 """
-#: Which ids exist: stored events (redeliveries) and placeholders (to fill in).
-CYPHER_GET_EXISTING_IDS = """
-UNWIND $ids AS id
-MATCH (e:Event {tenant: $tenant, id: id})
-RETURN e.id AS id, e.seq IS NOT NULL AS stored
-"""
+CYPHER_SET_LAST_SEQ = _SET_LAST_SEQ
 CYPHER_MERGE_ARTIFACTS = """
 UNWIND $artifacts AS a
 MERGE (x:Artifact {tenant: $tenant, sha256: a.sha256})
@@ -128,13 +133,15 @@ def _edge_foreach(verb: str) -> str:
 
 
 #: New events (``r.props`` holds tenant and id too) with their type label, their
-#: typed edges, and the NEXT edge from their predecessor ``r.prev`` (the session's
-#: tail or the previous row).  ``CREATE``, not ``MERGE``: the store checked under
-#: the session lock that the ids are new (the (tenant, id) constraint refuses a
-#: concurrent writer of the same id in another session), and a new node has no
-#: edges yet.  The ``collect`` makes every node exist before any edge is drawn, so
-#: an edge to an event later in the same batch finds it instead of a placeholder.
+#: typed edges, the NEXT edge from their predecessor ``r.prev`` (the session's
+#: tail or the previous row), and the sessions' new ``last_seq`` — one round trip.
+#: ``CREATE``, not ``MERGE``: the store checked under the session lock that the ids
+#: are new (the (tenant, id) constraint refuses a concurrent writer of the same id
+#: in another session), and a new node has no edges yet.  The ``collect`` makes
+#: every node exist before any edge is drawn, so an edge to an event later in the
+#: same batch finds it instead of making a placeholder.
 CYPHER_CREATE_EVENTS = f"""
+CALL () {{
 UNWIND $rows AS r
 CREATE (e:Event)
 SET e = r.props, e:$(r.label)
@@ -145,6 +152,8 @@ WITH m.e AS e, m.r AS r
 WITH e, r WHERE r.prev IS NOT NULL
 MATCH (p:Event {{tenant: $tenant, id: r.prev}})
 CREATE (p)-[:NEXT]->(e)
+}}
+CALL () {{{_SET_LAST_SEQ}}}
 """
 #: Fill in placeholders (ids some edge pointed at before the event arrived); they
 #: may have edges already, so MERGE.
