@@ -412,11 +412,11 @@ def bench_context(
            notes=notes)  # fmt: skip
 
 
-def _register_context_demo() -> None:
+def _context_demo(weave: Weave, session_id: str, console: Console) -> None:
+    """Ends the demo with the assembled context for a late question (imported on use)."""
     from .context.demo import show_assembled_context
 
-    if show_assembled_context not in _demo_extensions:
-        _demo_extensions.append(show_assembled_context)
+    show_assembled_context(weave, session_id, console)
 
 
-_register_context_demo()
+_demo_extensions.append(_context_demo)

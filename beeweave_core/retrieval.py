@@ -145,7 +145,11 @@ class RetrievalConfig:
     """Knobs of fusion; the defaults suit an agent's working memory.
 
     ``weights``: per path, multiplies its reciprocal-rank term (0 turns it off).
-    ``rrf_k``: the reciprocal-rank constant (larger = flatter).
+    ``fusion``: ``"rrf"`` (weighted reciprocal rank) or ``"score"`` (weighted sum of
+    min-max normalised scores, a convex combination).
+    ``rrf_k``: the reciprocal-rank constant.  Small (10, not the customary 60) so each
+    path's first hits dominate: with 60, ranks 1 and 50 differ by less than 2x and a
+    weaker path's noise outweighs a stronger path's confident top hit.
     ``type_weights``: per event type, multiplies the fused score.
     ``half_life``: seconds after which an event's score is halved (towards
     ``decay_floor``); ``None`` disables recency decay.
@@ -161,13 +165,14 @@ class RetrievalConfig:
         default_factory=lambda: {
             "semantic": 1.0,
             "lexical": 1.0,
-            "temporal": 0.5,
+            "temporal": 1.0,
             "recent": 0.5,
             "metadata": 0.3,
             "graph": 0.5,
         }
     )
-    rrf_k: float = 60.0
+    fusion: str = "rrf"
+    rrf_k: float = 10.0
     type_weights: Mapping[EventType, float] = field(
         default_factory=lambda: dict(DEFAULT_TYPE_WEIGHTS)
     )
@@ -182,6 +187,19 @@ class RetrievalConfig:
     time_margin: float = 14.0
     dedup: bool = True
     index_wait: float = 5.0
+
+    def __post_init__(self) -> None:
+        if self.fusion not in ("rrf", "score"):
+            raise ValueError(f"fusion must be 'rrf' or 'score', got {self.fusion!r}")
+        if self.rrf_k <= 0 or self.candidates <= 0:
+            raise ValueError("rrf_k and candidates must be positive")
+        if self.half_life is not None and self.half_life <= 0:
+            raise ValueError("half_life must be positive (or None for no decay)")
+        if not 0.0 <= self.decay_floor <= 1.0:
+            raise ValueError("decay_floor must be between 0 and 1")
+        bad = set(self.weights) - set(PATHS)
+        if bad:
+            raise ValueError(f"weights for unknown path(s) {sorted(bad)}")
 
 
 @dataclass(frozen=True)
@@ -244,6 +262,23 @@ class _Call:
     chosen: frozenset[str]
     now: float
     seen: dict[str, Event] = field(default_factory=dict)
+
+
+def _shares(ranked: list[tuple[str, float]], cfg: RetrievalConfig) -> list[tuple[str, float]]:
+    """What each entry of one path's ranking (best first) adds before weighting.
+
+    ``rrf``: 1 / (rrf_k + rank).  ``score``: the raw score min-max normalised over
+    the list (1 = this path's best, 0 = its worst), which keeps how far ahead a
+    confident top hit is -- ranks forget that.
+    """
+    if cfg.fusion == "rrf":
+        return [(eid, 1.0 / (cfg.rrf_k + r)) for r, (eid, _) in enumerate(ranked, 1)]
+    if not ranked:
+        return []
+    lo = min(x for _, x in ranked)
+    hi = max(x for _, x in ranked)
+    span = hi - lo
+    return [(eid, (x - lo) / span if span > 0 else 1.0) for eid, x in ranked]
 
 
 def _norm_text(text: str) -> str:
@@ -430,11 +465,9 @@ class Retriever:
         scores: dict[str, float] = {}
         for win in windows:
             win = win.widened(0.0, c.cfg.time_margin * DAY)
-            for name, fn in (("semantic", self._semantic), ("lexical", self._lexical)):
-                if name not in c.chosen:
-                    continue
-                for rank, (eid, _) in enumerate(fn(c, win), 1):
-                    scores[eid] = scores.get(eid, 0.0) + 1.0 / (c.cfg.rrf_k + rank)
+            for fn in (self._semantic, self._lexical):
+                for eid, share in _shares(fn(c, win), c.cfg):
+                    scores[eid] = scores.get(eid, 0.0) + share
         return sorted(scores.items(), key=lambda p: -p[1])
 
     # ------------------------------------------------------------- fusion
@@ -463,13 +496,10 @@ class Retriever:
         path_scores: dict[str, dict[str, float]] = {}
         path_ranks: dict[str, dict[str, int]] = {}
         for name, lst in ranked.items():
-            rank = 0
-            for eid, raw in lst:
-                if eid not in events:
-                    continue
-                rank += 1
-                fused[eid] = fused.get(eid, 0.0) + w.get(name, 0.0) / (cfg.rrf_k + rank)
-                path_scores.setdefault(eid, {})[name] = raw
+            kept = [(eid, raw) for eid, raw in lst if eid in events]
+            for rank, (eid, share) in enumerate(_shares(kept, cfg), 1):
+                fused[eid] = fused.get(eid, 0.0) + w.get(name, 0.0) * share
+                path_scores.setdefault(eid, {})[name] = kept[rank - 1][1]
                 path_ranks.setdefault(eid, {})[name] = rank
 
         via: dict[str, list[str]] = {}

@@ -44,6 +44,7 @@ from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
 from beeweave_core.events import EventType
 from beeweave_core.weave import Weave
 
+from .messages import STORED_ID_PREFIX, text_of
 from .recorder import Recorder, recorder_for
 
 log = logging.getLogger("beeweave.langchain")
@@ -53,7 +54,9 @@ _ROOT_INPUT_KEYS = ("input", "question", "query", "human_input", "text")
 
 
 class _Run:
-    __slots__ = ("session", "parent", "event", "kind", "name", "tool_call_id", "text", "errors")
+    __slots__ = (
+        "session", "parent", "event", "kind", "name", "tool_call_id", "text", "errors", "last",
+    )  # fmt: skip
 
     def __init__(self, session: str, parent: _Run | None, kind: str, name: str | None) -> None:
         self.session = session
@@ -64,6 +67,14 @@ class _Run:
         self.tool_call_id: str | None = None
         self.text: str | None = None  # a root chain's plain-text input
         self.errors: dict[int, BaseException] | None = None  # root: exceptions recorded
+        self.last: str | None = None  # root: the latest answer / thought / result below it
+
+    @property
+    def root(self) -> _Run:
+        r = self
+        while r.parent is not None:
+            r = r.parent
+        return r
 
 
 def _guard(fn: Any) -> Any:
@@ -168,9 +179,7 @@ class _Capture:
     def _error(self, error: BaseException, run_id: UUID, run: _Run | None, where: str) -> None:
         """One ``error`` event per exception, however many runs it unwinds through."""
         if run is not None:  # remembered on the root run: dropped when the run ends
-            root = run
-            while root.parent is not None:
-                root = root.parent
+            root = run.root
             with self._lock:
                 if root.errors is None:
                     root.errors = {}
@@ -221,10 +230,13 @@ class _Capture:
         if run is None:
             return
         thought = getattr(action, "log", "") or ""
-        self._emit(run, EventType.INTERNAL_THOUGHT, thought, role="assistant",
-                   payload={"tool": getattr(action, "tool", None),
-                            "tool_input": getattr(action, "tool_input", None)},
-                   parents=self._nearest(run), source=self._source(run_id))  # fmt: skip
+        root = run.root
+        root.last = self._emit(
+            run, EventType.INTERNAL_THOUGHT, thought, role="assistant",
+            payload={"tool": getattr(action, "tool", None),
+                     "tool_input": getattr(action, "tool_input", None)},
+            parents=(root.last,) if root.last else self._nearest(run), source=self._source(run_id),
+        )  # fmt: skip
 
     # ------------------------------------------------------------------ LLMs
     @_guard
@@ -236,13 +248,25 @@ class _Capture:
         run = self._open(run_id, parent_run_id, metadata, "chat", kwargs.get("name"))
         prompt = messages[0] if messages else []
         src = self._source(run_id, metadata)
+        payload = _model_payload(serialized, metadata, kwargs, len(prompt))
+        assembled = next(  # a context hook's assembly (after any system prompt the agent adds)
+            (m.additional_kwargs["beeweave"] for m in prompt if "beeweave" in m.additional_kwargs),
+            None,
+        )
+        rid = None
+        if isinstance(assembled, Mapping):
+            rid = assembled.get("retrieval_event_id")
+            # a system prompt added around the assembly (create_react_agent(prompt=...)) is
+            # kept with this call, not as a session event: the assembler would pin it and
+            # the agent add it again, so the model would read it twice
+            outside = [m for m in prompt if m.type == "system" and not _assembled(m)]
+            if outside:
+                payload["system_outside_context"] = [text_of(m) for m in outside]
+                prompt = [m for m in prompt if m.type != "system" or _assembled(m)]
         ids = self._rec.record_history(run.session, prompt, meta=self._meta, source=src)
-        parents = _consumed(prompt, ids) or self._nearest(run)
-        assembled = prompt[0].additional_kwargs.get("beeweave") if prompt else None
-        rid = assembled.get("retrieval_event_id") if isinstance(assembled, Mapping) else None
         run.event = self._emit(
-            run, EventType.MODEL_CALL, "", role="assistant", parents=parents,
-            payload=_model_payload(serialized, metadata, kwargs, len(prompt)), source=src,
+            run, EventType.MODEL_CALL, "", role="assistant",
+            parents=_consumed(prompt, ids) or self._nearest(run), payload=payload, source=src,
             links={"REFERS_TO": (rid,)} if rid else None, key=f"run:{run_id}:call",
         )  # fmt: skip
 
@@ -254,17 +278,17 @@ class _Capture:
         metadata = kwargs.get("metadata")
         run = self._open(run_id, parent_run_id, metadata, "llm", kwargs.get("name"))
         src = self._source(run_id, metadata)
-        root = run
-        while root.parent is not None:
-            root = root.parent
+        root = run.root
         if root.text is not None and root.event is None:  # the user's words, once per chain run
             root.event = self._rec.emit_user_text(root.session, root.text, meta=self._meta,
                                                   source=src, key=f"run:{run_id}:input")  # fmt: skip
         payload = _model_payload(serialized, metadata, kwargs, None)
         payload["prompt_chars"] = sum(len(p) for p in prompts)
+        # a text prompt cannot be split into messages: it consumed what came last in this
+        # run (a legacy agent's observation), else what started the run
         run.event = self._emit(run, EventType.MODEL_CALL, "", role="assistant",
-                               parents=self._nearest(run), payload=payload, source=src,
-                               key=f"run:{run_id}:call")  # fmt: skip
+                               parents=(root.last,) if root.last else self._nearest(run),
+                               payload=payload, source=src, key=f"run:{run_id}:call")  # fmt: skip
 
     @_guard
     def on_llm_new_token(
@@ -293,8 +317,10 @@ class _Capture:
                 if not isinstance(msg, BaseMessage):
                     msg = AIMessage(content=gen.text)
                 key = f"msg:{msg.id}" if msg.id else f"run:{run_id}:gen:{i}"
-                self._rec.emit_message(run.session, msg, key=key, parents=parents,
-                                       meta=self._meta, source=src, role="assistant")  # fmt: skip
+                run.root.last = self._rec.emit_message(
+                    run.session, msg, key=key, parents=parents, meta=self._meta, source=src,
+                    role="assistant",
+                )  # fmt: skip
 
     @_guard
     def on_llm_error(self, error: BaseException, *, run_id: UUID, **kwargs: Any) -> None:
@@ -314,9 +340,11 @@ class _Capture:
         tcid = kwargs.get("tool_call_id")
         run.tool_call_id = tcid
         call = {"id": tcid, "name": name, "args": inputs if inputs is not None else input_str}
+        last = run.root.last  # a legacy agent's action (no tool_call_id to link by)
         run.event = self._rec.emit_tool_call(
-            run.session, call, parents=self._nearest(run), meta=self._meta,
-            source=self._source(run_id, metadata), key=None if tcid else f"run:{run_id}:tool",
+            run.session, call, parents=(last,) if last and not tcid else self._nearest(run),
+            meta=self._meta, source=self._source(run_id, metadata),
+            key=None if tcid else f"run:{run_id}:tool",
         )  # fmt: skip
 
     @_guard
@@ -332,13 +360,16 @@ class _Capture:
         if msg is not None:
             if not msg.name and run.name:
                 msg = msg.model_copy(update={"name": run.name})
-            self._rec.emit_message(run.session, msg, key=key, parents=parents, meta=self._meta,
-                                   source=src, role="tool")  # fmt: skip
+            run.root.last = self._rec.emit_message(
+                run.session, msg, key=key, parents=parents, meta=self._meta, source=src,
+                role="tool",
+            )  # fmt: skip
             return
         payload = {"name": run.name, "tool_call_id": tcid, "status": "success"}
         eid = self._emit(run, EventType.TOOL_RESULT, output, role="tool", payload=payload,
                          parents=parents, source=src, key=key)  # fmt: skip
         self._rec.mark(run.session, eid)
+        run.root.last = eid
 
     @_guard
     def on_tool_error(self, error: BaseException, *, run_id: UUID, **kwargs: Any) -> None:
@@ -448,6 +479,10 @@ def _model_payload(
     if n_messages is not None:
         payload["n_messages"] = n_messages
     return payload
+
+
+def _assembled(message: BaseMessage) -> bool:
+    return (message.id or "").startswith(STORED_ID_PREFIX)
 
 
 def _tool_message(output: Any, tool_call_id: str | None) -> ToolMessage | None:

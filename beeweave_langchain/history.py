@@ -112,7 +112,3 @@ class BeeWeaveChatMessageHistory(BaseChatMessageHistory):
 
     def __repr__(self) -> str:
         return f"BeeWeaveChatMessageHistory(session_id={self.session_id!r}, weave={self.weave!r})"
-
-
-#: Event types a history reads (re-exported for users filtering timelines the same way).
-HISTORY_TYPES: tuple[EventType, ...] = tuple(CONVERSATION_TYPES)

@@ -177,15 +177,6 @@ def event_to_message(event: Event) -> BaseMessage | None:
     )
 
 
-def events_to_messages(events: Iterable[Event]) -> list[BaseMessage]:
-    out = []
-    for ev in events:
-        msg = event_to_message(ev)
-        if msg is not None:
-            out.append(msg)
-    return out
-
-
 # --------------------------------------------------------------- role/content dicts
 def _event_ids_of(d: Mapping[str, Any]) -> list[str]:
     ids = d.get("event_ids") or d.get("source_ids") or ()

@@ -16,7 +16,7 @@ import json
 import logging
 import re
 from collections import OrderedDict
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterator
 from typing import Any
 
 from beeweave_core.events import Edge, EdgeType, Event, EventType
@@ -160,8 +160,3 @@ class ValueRefLinker:
 _WATCHED = frozenset(
     {EventType.TOOL_RESULT, EventType.TOOL_INVOCATION, EventType.ASSISTANT_MESSAGE}
 )
-
-
-def linked_refs(edges: Iterable[Edge]) -> list[tuple[str, str]]:
-    """(src, dst) pairs of the REFERS_TO edges among ``edges`` — handy in tests and tools."""
-    return [(e.src, e.dst) for e in edges if e.type == EdgeType.REFERS_TO]

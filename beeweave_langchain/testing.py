@@ -9,7 +9,7 @@ no network and no model weights.  LangChain's ``GenericFakeChatModel`` has no
 from __future__ import annotations
 
 import itertools
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
@@ -42,7 +42,8 @@ class FakeToolCallingChatModel(GenericFakeChatModel):
 
 
 def tool_call(name: str, args: dict[str, Any], call_id: str | None = None) -> dict[str, Any]:
-    """A LangChain tool call with a unique id (as a real provider would give)."""
+    """A LangChain tool call; without ``call_id`` it is numbered ``call_000001``… per process
+    (so a second process reuses ids, as some model servers do — the recorder copes)."""
     return {
         "name": name,
         "args": args,
@@ -54,21 +55,3 @@ def tool_call(name: str, args: dict[str, Any], call_id: str | None = None) -> di
 def calls(*tool_calls: dict[str, Any], content: str = "") -> AIMessage:
     """An answer that asks for ``tool_calls``."""
     return AIMessage(content=content, tool_calls=list(tool_calls))
-
-
-class ScriptedReplies:
-    """An endless iterator of replies made by ``make(turn_index)`` (for long scripted runs)."""
-
-    def __init__(self, make: Callable[[int], Iterable[AIMessage | str]]) -> None:
-        self._make = make
-        self._turn = 0
-        self._buf: list[AIMessage | str] = []
-
-    def __iter__(self) -> ScriptedReplies:
-        return self
-
-    def __next__(self) -> AIMessage | str:
-        while not self._buf:
-            self._buf = list(self._make(self._turn))
-            self._turn += 1
-        return self._buf.pop(0)

@@ -186,3 +186,28 @@ def test_summary_is_rebuilt_when_the_user_overturns_what_it_holds(weave_factory)
     )
     assert "store results in sqlite" not in fold(ctx.text())
     assert "JSON Lines" in ctx.text()
+
+
+def test_extractive_summarizer_keeps_values_and_cues_in_both_languages():
+    from beeweave_core.context import ExtractiveSummarizer
+    from beeweave_core.context.editing import SourceLine
+
+    lines = [
+        SourceLine("a", 1, "user", "Thanks a lot. The export job must time out after 17 seconds."),
+        SourceLine("b", 2, "assistant", "Let me think about this carefully. What else should I check?"),
+        SourceLine("c", 3, "user", "好的。去重时以 customer_ref_alpha 作为主键列。今天天气不错。"),
+        SourceLine("d", 4, "user", "方案调整：空值改用中位数填充，因为数据偏态。"),
+        SourceLine("e", 5, "tool", "profile_csv(path=x.csv) → rows_scanned=377120"),
+    ]
+    out = ExtractiveSummarizer().summarize(lines)
+    assert out.splitlines() == [
+        "- #1 user: The export job must time out after 17 seconds.",
+        "- #3 user: 去重时以 customer_ref_alpha 作为主键列。",
+        "- #4 user: 方案调整：空值改用中位数填充，因为数据偏态。",
+        "- #5 tool: profile_csv(path=x.csv) → rows_scanned=377120",
+    ]
+    # a value the caller insists on is kept even from an otherwise dull sentence
+    forced = ExtractiveSummarizer().summarize(
+        [SourceLine("x", 9, "assistant", "We chatted about lunch at noon.")], must_keep=["lunch"]
+    )
+    assert forced == "- #9 assistant: We chatted about lunch at noon."

@@ -210,3 +210,21 @@ def test_other_sessions_of_the_same_user_are_recalled_with_their_origin(weave_fa
     piece = next(p for p in ctx.layers["recalled"].pieces if "EUR" in p.text)
     assert piece.session_id == "old" and "session old" in piece.text
     assert piece.note == "via retriever"
+
+
+def test_optional_llm_extractor_adds_what_rules_miss(weave_factory):
+    from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
+
+    weave = weave_factory(index=False)
+    # FAKE LLM: the scripted extraction a real model would return as JSON lines
+    fake = GenericFakeChatModel(
+        messages=iter(['{"kind": "preference", "text": "The user likes short weekly summaries."}'])
+    )
+    weave.options["context"] = {"memory_llm": fake}
+    say(weave, "s", [{"role": "user", "content": "Short weekly summaries work best for me honestly"}])
+    weave.context.update("s")
+    by_llm = [m for m in memories(weave, "s") if m.payload.get("extractor") == "llm"]
+    assert [m.content for m in by_llm] == ["The user likes short weekly summaries."]
+    assert by_llm[0].payload["kind"] == "preference"
+    src = [e.dst for e in weave.store.edges(event_id=by_llm[0].id, types=[EdgeType.DERIVED_FROM])]
+    assert len(src) == 1 and weave.store.get(src)[0].type.value == "user_message"

@@ -341,8 +341,9 @@ def test_tool_call_ids_reused_every_turn_stay_apart(weave_factory):
     for i in range(3):
         o = f"ORD-{10_000 + i}"
         script += [calls(tool_call("lookup_order", {"order_id": o}, "call_0")), f"done {o}"]
-    agent = create_react_agent(FakeToolCallingChatModel(messages=iter(script)), TOOLS,
-                               checkpointer=InMemorySaver())  # FAKE LLM (labelled)
+    agent = create_react_agent(
+        FakeToolCallingChatModel(messages=iter(script)), TOOLS, checkpointer=InMemorySaver()
+    )  # FAKE LLM (labelled)
     cfg = {"callbacks": [h], "configurable": {"thread_id": "t-reuse"}}
     for i in range(3):
         agent.invoke({"messages": [("user", f"order {i}")]}, config=cfg)
@@ -387,3 +388,39 @@ def test_an_error_unwinding_nested_runs_is_one_event(weave_factory):
     errors = weave.store.timeline("s-unwind", types=[EventType.ERROR])
     assert [e.content for e in errors] == ["RuntimeError: disk full"] * 2
     assert h.failures == 0 and not h._runs  # every run closed, nothing retained
+
+
+def test_legacy_agent_executor_is_wired_by_cause(weave_factory):
+    """A text-LLM ReAct agent (no tool_call_ids): thought → tool call → result → next call."""
+    from langchain_classic.agents import AgentExecutor
+    from langchain_classic.agents import create_react_agent as classic_react_agent
+
+    from .langchain_helpers import lookup_order
+
+    weave = weave_factory()
+    h = BeeWeaveCallbackHandler(weave, session_id="s-exec")
+    prompt = PromptTemplate.from_template(
+        "Tools: {tools}\n{tool_names}\nQ: {input}\n{agent_scratchpad}"
+    )
+    llm = FakeListLLM(responses=[  # FAKE LLM (labelled)
+        "Thought: look it up\nAction: lookup_order\nAction Input: ORD-10001",
+        "Thought: done\nFinal Answer: 13.87 EUR",
+    ])  # fmt: skip
+    executor = AgentExecutor(
+        agent=classic_react_agent(llm, [lookup_order], prompt), tools=[lookup_order]
+    )
+    assert (
+        executor.invoke({"input": "amount of ORD-10001?"}, config={"callbacks": [h]})["output"]
+        == "13.87 EUR"
+    )
+    weave.flush()
+    user, call1, ans1, thought, inv, res, call2, ans2 = weave.store.timeline("s-exec")
+    assert [e.type for e in (user, call1, ans1, thought, inv, res, call2, ans2)] == [
+        EventType.USER_MESSAGE, EventType.MODEL_CALL, EventType.ASSISTANT_MESSAGE,
+        EventType.INTERNAL_THOUGHT, EventType.TOOL_INVOCATION, EventType.TOOL_RESULT,
+        EventType.MODEL_CALL, EventType.ASSISTANT_MESSAGE,
+    ]  # fmt: skip
+    assert call1.parents == (user.id,) and ans1.parents == (call1.id,)
+    assert thought.parents == (ans1.id,) and inv.parents == (thought.id,)
+    assert res.parents == (inv.id,) and call2.parents == (res.id,) and ans2.parents == (call2.id,)
+    assert "13.87" in res.content and h.failures == 0

@@ -23,7 +23,10 @@ def test_round_trip_keeps_every_message_field(weave_factory, backend):
         HumanMessage("refund ORD-10001", name="ana"),
         calls(call, content="looking it up"),
         ToolMessage('{"amount_eur": 12.5}', tool_call_id="c-1", artifact={"rows": 1}),
-        AIMessage("Refunded 12.5 EUR.", usage_metadata={"input_tokens": 9, "output_tokens": 4, "total_tokens": 13}),
+        AIMessage(
+            "Refunded 12.5 EUR.",
+            usage_metadata={"input_tokens": 9, "output_tokens": 4, "total_tokens": 13},
+        ),
         HumanMessage([{"type": "text", "text": "thanks"}]),
     ]
     h.add_messages(msgs)
@@ -54,7 +57,9 @@ def test_same_text_twice_is_kept_twice(weave_factory):
 @pytest.mark.filterwarnings("ignore::langchain_core._api.deprecation.LangChainDeprecationWarning")
 def test_runnable_with_message_history_and_handler_store_each_message_once(weave_factory, backend):
     weave = weave_factory(backend)
-    model = FakeToolCallingChatModel(messages=iter(["Hi Ana!", "You said your name is Ana."]))  # FAKE LLM
+    model = FakeToolCallingChatModel(
+        messages=iter(["Hi Ana!", "You said your name is Ana."])
+    )  # FAKE LLM
     prompt = ChatPromptTemplate.from_messages(
         [("system", "Be brief."), MessagesPlaceholder("history"), ("human", "{question}")]
     )

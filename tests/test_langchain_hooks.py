@@ -19,10 +19,11 @@ from .langchain_helpers import TOOLS, by_id, fake_model, user_turn
 pytestmark = pytest.mark.filterwarnings("ignore::langgraph.warnings.LangGraphDeprecatedSinceV10")
 
 
-def make_agent(weave, turns: int, budget: int, **kw):
+def make_agent(weave, turns: int, budget: int, prompt: str | None = None, **kw):
     model = fake_model(turns)  # FAKE LLM (labelled)
     hook = beeweave_context_hook(weave, budget_tokens=budget, **kw)
-    agent = create_react_agent(model, TOOLS, pre_model_hook=hook, checkpointer=InMemorySaver())
+    agent = create_react_agent(model, TOOLS, pre_model_hook=hook, checkpointer=InMemorySaver(),
+                               prompt=prompt)  # fmt: skip
     return agent, model, hook.hook
 
 
@@ -77,7 +78,7 @@ def test_hook_compacts_long_sessions(weave_factory):
 
 def test_with_handler_each_message_once_and_model_calls_link_the_assembly(weave_factory):
     weave = weave_factory()
-    agent, model, hook = make_agent(weave, 3, budget=800)
+    agent, model, hook = make_agent(weave, 3, budget=800, prompt="You handle refunds.")
     h = BeeWeaveCallbackHandler(weave)
     cfg = {"callbacks": [h], "configurable": {"thread_id": "t-both"}}
     for i in range(3):
@@ -86,6 +87,12 @@ def test_with_handler_each_message_once_and_model_calls_link_the_assembly(weave_
     tl = weave.store.timeline("t-both")
     assert sum(e.type == EventType.USER_MESSAGE for e in tl) == 3
     assert sum(e.type == EventType.ASSISTANT_MESSAGE for e in tl) == 9
+    # the agent's own system prompt (added around the hook's assembly) reaches the model
+    # once, and is kept with each model call, not pinned into the session's context
+    assert [m.content for m in model.received[-1]].count("You handle refunds.") == 1
+    assert not [e for e in tl if e.type == EventType.SYSTEM_PROMPT]
+    assert all(c.payload["system_outside_context"] == ["You handle refunds."]
+               for c in tl if c.type == EventType.MODEL_CALL)  # fmt: skip
     retrievals = {e.id for e in tl if e.type == EventType.RETRIEVAL}
     calls_ = [e for e in tl if e.type == EventType.MODEL_CALL]
     assert len(calls_) == 9

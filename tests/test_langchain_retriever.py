@@ -58,8 +58,8 @@ def test_documents_carry_provenance(weave_factory, backend):
     ids = seed(weave)
     docs = BeeWeaveRetriever(weave=weave, k=3, session_id="s-ret").invoke("JOB-7731 schedule")
     assert docs and all(isinstance(d, Document) for d in docs)
-    top = docs[0]
-    assert "JOB-7731" in top.page_content
+    # ranking is retrieval.py's business; here: a hit that is there carries its provenance
+    top = next(d for d in docs if "JOB-7731" in d.page_content)
     assert top.id == top.metadata["event_id"] and top.id in ids
     md = top.metadata
     assert md["session_id"] == "s-ret" and md["user_id"] == "u-ret"

@@ -10,6 +10,7 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
+from neo4j.exceptions import DriverError
 
 from beeweave_core.events import TYPE_LABELS, Edge, EdgeType, EventType
 from beeweave_core.stores import neo4j_cypher as q
@@ -319,23 +320,33 @@ def test_routing_uri_shared_driver_and_close(neo4j_uri, make):
     assert len(s.timeline("s1")) == 6
     with Neo4jEventStore.from_conn_string(neo4j_uri, tenant=s.tenant, auth=neo4j_auth()) as own:
         assert len(own.timeline("s1")) == 6
-    with pytest.raises(Exception):  # noqa: B017 - closed driver: any driver error
+    with pytest.raises(DriverError, match="closed"):  # from_conn_string closed its driver
         own.driver.verify_connectivity()
 
 
-def test_weave_open_neo4j_through_the_bus(weave_factory):
-    weave = weave_factory("neo4j")
-    assert type(weave.store).__name__ == "Neo4jEventStore"
-    u = weave.emit("user_message", "schedule the job at 02:00", session_id="w1",
-                   meta={"user_id": "ann"})  # fmt: skip
-    c = weave.emit("tool_invocation", {"cron": "0 2 * * *"}, session_id="w1", parents=[u])
-    r = weave.emit("tool_result", {"job_id": "JOB-7731"}, session_id="w1", parents=[c])
-    for i in range(200):
-        weave.emit("internal_thought", f"step {i}", session_id="w1", priority="high")
-    assert weave.flush(30)
-    tl = weave.store.timeline("w1")
-    assert [e.seq for e in tl] == list(range(203)) and tl[0].id == u
-    assert [e.id for e, _ in weave.store.ancestors(r)] == [c, u]
-    assert [x.session_id for x in weave.store.sessions(user_id="ann")] == ["w1"]
-    nxt = weave.store.edges(session_id="w1", types=[EdgeType.NEXT])
-    assert len(nxt) == 202
+def test_weave_open_routing_uri_through_the_bus(neo4j_uri, tmp_path):
+    from beeweave_core.weave import Weave
+
+    routing = "neo4j://" + neo4j_uri.split("://", 1)[1]
+    weave = Weave.open(routing, tenant=f"wb-{uuid.uuid4().hex[:8]}", auth=neo4j_auth(),
+                       spool_dir=tmp_path / "spool")  # fmt: skip
+    try:
+        assert isinstance(weave.store, Neo4jEventStore)
+        u = weave.emit("user_message", "schedule the job at 02:00", session_id="w1",
+                       meta={"user_id": "ann"})  # fmt: skip
+        c = weave.emit("tool_invocation", {"cron": "0 2 * * *"}, session_id="w1", parents=[u])
+        r = weave.emit("tool_result", {"job_id": "JOB-7731"}, session_id="w1", parents=[c])
+        for i in range(200):
+            weave.emit("internal_thought", f"step {i}", session_id="w1", priority="high")
+        assert weave.flush(30)
+        tl = weave.store.timeline("w1")
+        assert [e.seq for e in tl] == list(range(203)) and tl[0].id == u
+        assert [e.id for e, _ in weave.store.ancestors(r)] == [c, u]
+        assert [x.session_id for x in weave.store.sessions(user_id="ann")] == ["w1"]
+        assert len(weave.store.edges(session_id="w1", types=[EdgeType.NEXT])) == 202
+    finally:
+        weave.flush(10)
+        weave.store.purge_tenant()
+        weave.close()
+    with pytest.raises(DriverError, match="closed"):  # the weave closed the driver it owned
+        weave.store.driver.verify_connectivity()

@@ -148,38 +148,27 @@ class AssembledContext:
 # ---------------------------------------------------------------- text blocks
 @dataclass
 class _Block:
-    """A system message built line by line under a budget, counted exactly."""
+    """The recalled layer's system message: a header, then lines grouped by source."""
 
     counter: TokenCounter
     header: str
-    lines: list[str] = field(default_factory=list)
     groups: dict[str, list[str]] = field(default_factory=dict)
-    grouped: bool = False
 
-    def content(self, extra: tuple[str, str] | None = None) -> str:
-        if not self.grouped:
-            lines = self.lines + ([extra[1]] if extra else [])
-            return "\n".join([self.header, *lines]) if lines else ""
-        groups = {k: list(v) for k, v in self.groups.items()}
-        if extra:
-            groups.setdefault(extra[0], []).append(extra[1])
-        if not groups:
+    def content(self) -> str:
+        if not self.groups:
             return ""
         out = [self.header]
-        for g, lines in groups.items():
+        for g, lines in self.groups.items():
             out.append(g)
             out += lines
         return "\n".join(out)
 
-    def cost(self, extra: tuple[str, str] | None = None) -> int:
-        text = self.content(extra)
+    def cost(self) -> int:
+        text = self.content()
         return self.counter.count_message({"role": "system", "content": text}) if text else 0
 
     def add(self, group: str, line: str) -> None:
-        if self.grouped:
-            self.groups.setdefault(group, []).append(line)
-        else:
-            self.lines.append(line)
+        self.groups.setdefault(group, []).append(line)
 
     def message(self) -> dict[str, Any] | None:
         text = self.content()
@@ -244,7 +233,7 @@ def _fill(
     c = block.counter
 
     def exact(ch: list[Recallable]) -> int:
-        b = _Block(c, block.header, grouped=True)
+        b = _Block(c, block.header)
         for r in ch:
             b.add(r.group, r.line())
         return b.cost()
@@ -325,7 +314,7 @@ def assemble(plan: Plan) -> tuple[list[dict[str, Any]], dict[str, LayerReport], 
     b_rec += b_work - w_used
     reports["recalled"].budget = b_rec
     candidates = plan.recall(window_from, w_in)
-    rblock = _Block(c, RECALL_HEADER, grouped=True)
+    rblock = _Block(c, RECALL_HEADER)
     r_in: list[Recallable] = []
     r_out: list[Recallable] = []
     r_used = _fill(rblock, candidates, b_rec, r_in, r_out)
@@ -357,7 +346,7 @@ def assemble(plan: Plan) -> tuple[list[dict[str, Any]], dict[str, LayerReport], 
             dropped.append(window.pop(0))
         elif r_in:
             r_out.append(r_in.pop())
-            rblock = _Block(c, RECALL_HEADER, grouped=True)
+            rblock = _Block(c, RECALL_HEADER)
             for r in r_in:
                 rblock.add(r.group, r.line())
             rmsg = rblock.message()

@@ -554,12 +554,16 @@ class Neo4jEventStore(BaseEventStore):
             done = [{"id": r["id"], "tokens": n} for r, n in zip(rows, counts, strict=True)]
             self._write(_run, q.CYPHER_SET_TOKENS, {"tenant": self.tenant, "rows": done})
 
+    def _user_sessions(self, user_id: str, within: list[str] | None) -> list[str]:
+        """Sessions ``user_id`` took part in (any status), narrowed to ``within``."""
+        mine = [r["sid"] for r in self._read(q.CYPHER_GET_USER_SESSIONS, user_id=user_id)]
+        return mine if within is None else [s for s in within if s in mine]
+
     def _session_stats(
         self, session_ids: list[str] | None, *, user_id: str | None = None
     ) -> list[SessionStats]:
         if user_id is not None:
-            mine = [r["sid"] for r in self._read(q.CYPHER_GET_USER_SESSIONS, user_id=user_id)]
-            session_ids = mine if session_ids is None else [s for s in session_ids if s in mine]
+            session_ids = self._user_sessions(user_id, session_ids)
         self._count_tokens(session_ids)
         if session_ids is None:
             rows = self._read(q.CYPHER_GET_ALL_SESSION_STATS)
@@ -605,8 +609,7 @@ class Neo4jEventStore(BaseEventStore):
             return []
         session_ids = None if session_id is None else [session_id]
         if user_id is not None:
-            mine = [r["sid"] for r in self._read(q.CYPHER_GET_USER_SESSIONS, user_id=user_id)]
-            session_ids = mine if session_ids is None else [s for s in session_ids if s in mine]
+            session_ids = self._user_sessions(user_id, session_ids)
             if not session_ids:
                 return []
         lucene = f"+tenant:{_lucene_phrase(self.tenant)}^0 "

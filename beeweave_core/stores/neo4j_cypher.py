@@ -5,9 +5,12 @@ reviewer can read the whole graph model and every query in one place.  User data
 only ever travels as parameters.  Three things are not parameters, and none of them
 comes from user input:
 
-* event-type labels (``:Event:ToolResult``) and relationship types are set with
-  Cypher's dynamic ``$(...)`` / ``$any(...)`` forms, from values of the fixed
-  :data:`beeweave_core.events.TYPE_LABELS` map and the :class:`EdgeType` enum;
+* event-type labels (``:Event:ToolResult``) are set with Cypher's dynamic
+  ``SET e:$(label)`` from values of the fixed :data:`beeweave_core.events.TYPE_LABELS`
+  map; reads filter relationship types with ``[:$any($types)]`` from the
+  :class:`EdgeType` enum.  Writes spell each relationship type out: one statement
+  (or ``FOREACH``) per :class:`EdgeType`, generated below from the enum, because
+  ``MERGE`` of a dynamic type scans every relationship of the database;
 * the hop bound of a variable-length walk (Cypher does not accept a parameter
   there): :func:`bounded` writes a validated ``int`` in place of ``{MAX_HOPS}``;
 * schema statements (names, analyzer) are fixed text.
@@ -54,7 +57,7 @@ CYPHER_GET_SERVER_VERSION = (
 )
 
 SCHEMA_STATEMENTS: tuple[str, ...] = (
-    # one event per (tenant, id): MERGE on it makes redelivery harmless
+    # one event per (tenant, id): a redelivery can never become a second node
     "CREATE CONSTRAINT beeweave_event_id IF NOT EXISTS "
     "FOR (e:Event) REQUIRE (e.tenant, e.id) IS UNIQUE",
     # one event per session position: two writers can never fork a session

@@ -490,11 +490,8 @@ class SQLiteEventStore(BaseEventStore):
             where += " AND events.session_id = ?"
             params.append(session_id)
         if user_id is not None:
-            where += (
-                " AND events.session_id IN (SELECT session_id FROM events u "
-                "WHERE u.tenant = events.tenant AND u.user_id = ?)"
-            )
-            params.append(user_id)
+            where += " AND events.session_id IN (SELECT session_id FROM events WHERE tenant = ? AND user_id = ?)"
+            params += [self.tenant, user_id]
         if types is not None:
             tv = [EventType(t).value for t in types]
             if not tv:
