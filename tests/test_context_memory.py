@@ -221,10 +221,30 @@ def test_optional_llm_extractor_adds_what_rules_miss(weave_factory):
         messages=iter(['{"kind": "preference", "text": "The user likes short weekly summaries."}'])
     )
     weave.options["context"] = {"memory_llm": fake}
-    say(weave, "s", [{"role": "user", "content": "Short weekly summaries work best for me honestly"}])
+    say(
+        weave,
+        "s",
+        [{"role": "user", "content": "Short weekly summaries work best for me honestly"}],
+    )
     weave.context.update("s")
     by_llm = [m for m in memories(weave, "s") if m.payload.get("extractor") == "llm"]
     assert [m.content for m in by_llm] == ["The user likes short weekly summaries."]
     assert by_llm[0].payload["kind"] == "preference"
     src = [e.dst for e in weave.store.edges(event_id=by_llm[0].id, types=[EdgeType.DERIVED_FROM])]
     assert len(src) == 1 and weave.store.get(src)[0].type.value == "user_message"
+
+
+def test_a_reworded_change_keeps_what_it_overturned(weave_factory):
+    weave = weave_factory(index=False)
+    say(weave, "s", [
+        {"role": "user", "content": "Store results in SQLite."},
+        {"role": "user", "content": "Actually, drop SQLite: store the results as JSON Lines files."},
+        {"role": "user", "content": "Actually, drop SQLite: store the results as JSON Lines files, please."},
+        *chatter(2),
+    ])  # fmt: skip
+    weave.context.update("s")
+    (latest,) = [m for m in memories(weave, "s") if "JSON Lines" in m.content]
+    assert latest.payload["version"] == 2
+    assert latest.payload["overturned"][0]["text"] == "Store results in SQLite."
+    ctx = weave.assemble("s", "where?", budget_tokens=400)
+    assert "store results in sqlite" not in fold(ctx.text())

@@ -294,7 +294,16 @@ class MemoryWriter:
                  and v.event.payload.get("source_seq", -1) < ev.seq]  # fmt: skip
         said = next((s for s in L.sentences(text) if L.is_change(s)), text)
         own_slot = L.slot_terms(said)
-        views = [v for v in views if v.fold != L.fold(said)]
+        own_terms = set(L.terms(said))
+        negated = {L.fold(x) for x in L.overturned_terms(text)}
+
+        def agrees(v: MemoryView) -> bool:
+            """The same change said again (or reworded) is not overturned by itself."""
+            if L.jaccard(own_terms, v.terms) >= NEAR_DUPLICATE:
+                return True
+            return bool(negated & {L.fold(x) for x in L.overturned_terms(v.text)})
+
+        views = [v for v in views if not agrees(v)]
         targets: list[tuple[MemoryView, list[str]]] = []
         for x in L.overturned_terms(text):
             for v in views:
@@ -412,6 +421,10 @@ class MemoryWriter:
     def _new_version(self, ev: Event, c: Candidate, old: MemoryView, sources: list[str]) -> str:
         version = int(old.event.payload.get("version", 1)) + 1
         c.extra = {**c.extra, "version": version, "previous": old.id}
+        for key in ("overturned", "supersedes"):  # what the old version overturned still is
+            carried = [*(old.event.payload.get(key) or ()), *(c.extra.get(key) or ())]
+            if carried:
+                c.extra[key] = carried
         nid = self._write(ev, c, sources)
         self.store.invalidate([old.id], f"replaced by a newer version (#{ev.seq})", by=nid)
         self._forget(ev.session_id, old.id)
