@@ -225,9 +225,18 @@ class Neo4jEventStore(BaseEventStore):
                 f"{'.'.join(map(str, q.MIN_SERVER_VERSION))} or newer (dynamic labels, "
                 "ANY SHORTEST paths)"
             )
+        import neo4j.exceptions as nx
+
         for statement in q.SCHEMA_STATEMENTS:
-            self.driver.execute_query(statement, database_=self.database)
-        self.driver.execute_query(q.CYPHER_AWAIT_INDEXES, {"seconds": 300}, database_=self.database)
+            try:
+                self.driver.execute_query(statement, database_=self.database)
+            except nx.ClientError as exc:  # another process created it a moment ago
+                if not (exc.code or "").endswith("AlreadyExists"):
+                    raise
+        for name in q.AWAITED_INDEXES:
+            self.driver.execute_query(
+                q.CYPHER_AWAIT_INDEX, {"name": name, "seconds": 300}, database_=self.database
+            )
 
     # --------------------------------------------------------------- writes
     def _append(self, prepared: list[Prepared], *, keep_seq: bool = False) -> AppendResult:

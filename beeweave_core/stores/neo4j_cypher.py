@@ -75,7 +75,10 @@ SCHEMA_STATEMENTS: tuple[str, ...] = (
     f"OPTIONS {{indexConfig: {{`fulltext.analyzer`: '{FULLTEXT_ANALYZER}', "
     "`fulltext.eventually_consistent`: false}}",
 )
-CYPHER_AWAIT_INDEXES = "CALL db.awaitIndexes($seconds)"
+#: Indexes that populate in the background after creation; ``setup()`` waits for
+#: these (and only these: another component's index may take its time).
+AWAITED_INDEXES = ("beeweave_event_ts", "beeweave_event_user", FULLTEXT_INDEX)
+CYPHER_AWAIT_INDEX = "CALL db.awaitIndex($name, $seconds)"
 
 # ------------------------------------------------------------------ projections
 #: The stored event as a map (``e`` bound); the store turns it into an ``Event``.
