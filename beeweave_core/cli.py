@@ -188,6 +188,16 @@ def demo(
 _demo_extensions: list[Callable[[Weave, str, Console], None]] = []
 
 
+def _recall_demo(weave: Weave, session_id: str, console: Console) -> None:
+    """One recall question over the demo session, hits with paths and provenance."""
+    from .recall_demo import show_recall
+
+    show_recall(weave, session_id, console)
+
+
+_demo_extensions.append(_recall_demo)
+
+
 @app.command()
 def sessions(url: UrlOpt = None, tenant: TenantOpt = "default", auth: AuthOpt = None) -> None:
     """List stored sessions with counts by type, tokens and times."""
@@ -270,6 +280,53 @@ def import_cmd(
         except ValueError as exc:
             fail(str(exc))
         console.print(f"imported {res.inserted} events ({res.duplicates} already present)")
+
+
+@app.command()
+def reindex(
+    url: UrlOpt = None,
+    tenant: TenantOpt = "default",
+    auth: AuthOpt = None,
+    full: Annotated[
+        bool, typer.Option("--full", help="Re-embed everything (default: resume / fill gaps).")
+    ] = False,
+    prune: Annotated[
+        bool, typer.Option("--prune", help="Also drop vectors of deleted or purged events.")
+    ] = False,
+    keep_stale: Annotated[
+        bool, typer.Option("--keep-stale", help="Keep vectors of other embedding models.")
+    ] = False,
+) -> None:
+    """Bring the vector index up to date with the store (resumable; Ctrl-C is safe)."""
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeRemainingColumn
+
+    with opened(url, tenant, auth) as weave:
+        indexer = weave.indexer
+        if indexer is None:
+            fail("this weave has no vector index (opened with index=False)")
+        status = indexer.status()
+        console.print(f"index: {status['index']}  embeddings: {status['identity']}")
+        for ident, n in status["stale_identities"].items():
+            console.print(f"[yellow]vectors of another model:[/] {ident} ({n}); re-embedding")
+        columns = ("{task.description}", BarColumn(), MofNCompleteColumn(), TimeRemainingColumn())
+        with Progress(*columns, console=console) as bar:
+            task = bar.add_task("events", total=None)
+
+            def progress(done: int, total: int) -> None:
+                bar.update(task, completed=done, total=total)
+
+            try:
+                res = indexer.reindex(
+                    full=full, prune=prune, drop_stale=not keep_stale, progress=progress
+                )
+            except KeyboardInterrupt:
+                bar.stop()
+                fail("interrupted: progress is saved; run `beeweave reindex` again to resume")
+        console.print(
+            f"scanned {res.scanned} events in {res.sessions} sessions, embedded "
+            f"{res.embedded_events} ({res.chunks} vectors) in {res.seconds:.1f} s; dropped "
+            f"{res.dropped_identities} stale model(s), pruned {res.pruned}"
+        )
 
 
 def main() -> None:  # pragma: no cover - console entry point alias
@@ -420,3 +477,28 @@ def _context_demo(weave: Weave, session_id: str, console: Console) -> None:
 
 
 _demo_extensions.append(_context_demo)
+
+
+@bench_app.command("locomo")
+def bench_locomo(
+    data: Annotated[
+        Path, typer.Option("--data", help="Directory of LoCoMo conversation files (*.json).")
+    ],
+    limit: Annotated[
+        int | None, typer.Option(help="Only the first N questions per conversation.")
+    ] = None,
+    out: OutOpt = None,
+) -> None:
+    """Evidence recall@k / hit@k on LoCoMo: BM25, dense, naive RRF and BeeWeave, one run."""
+    from .bench import locomo
+    from .bench.report import report
+
+    if not data.is_dir():
+        fail(f"--data {data} is not a directory")
+    try:
+        rows, summary = locomo.run(data, limit=limit, progress=lambda m: console.print(f"[dim]{m}[/]"))
+    except ValueError as exc:
+        fail(str(exc))
+    notes = locomo.verdict(rows) + [f"{k}: {v}" for k, v in summary.items() if k != "conversations"]
+    report("locomo", rows, out=out, params={"data": str(data), "limit": limit, **summary},
+           notes=notes, console=Console(width=max(console.width, 150)))  # fmt: skip

@@ -217,19 +217,26 @@ class Indexer:
         for kind, ids in jobs:
             (to_index if kind == "index" else to_delete).extend(ids)
         try:
+            self._sync_text()
             if to_delete:
                 self.index.delete(to_delete)
             for i in range(0, len(to_index), self.batch_size):
                 if self._closing:
                     break
                 events = self.store.get(to_index[i : i + self.batch_size])
-                self._embed(events)
+                self._embed(events, only_missing=True)  # the gap check may have been first
         except Exception as exc:
             self._failed(exc)
         finally:
             with self._cond:
                 self._done += len(jobs)
                 self._cond.notify_all()
+
+    def _sync_text(self) -> None:
+        """Keep the store's full-text index current too (SQLite builds it off the write path)."""
+        sync = getattr(self.store, "sync_text_index", None)
+        if sync is not None:
+            sync()
 
     def _failed(self, exc: BaseException) -> None:
         self.errors += 1
@@ -273,7 +280,11 @@ class Indexer:
                 before[(sid, ev.seq)] = last
                 if ev.content.strip():
                     last = ev.content
-        return [replace(c, context=before.get((c.session_id, c.seq), "")) for c in chunks]
+        # only a text's first chunk is read with what came before it
+        return [
+            replace(c, context=before.get((c.session_id, c.seq), "")) if c.part == 0 else c
+            for c in chunks
+        ]
 
     # ------------------------------------------------------------ repairs
     def gap_check(

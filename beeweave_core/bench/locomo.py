@@ -13,7 +13,8 @@ Three systems run over the same turns in the same process:
 * ``bm25``   — ``bm25s`` over the turn texts (English stopwords), per conversation;
 * ``dense``  — all-MiniLM-L6-v2 (BeeWeave's default model), exact cosine, per conversation;
 * ``beeweave`` — ``weave.retrieve(question, user_id=conversation)``: the fused
-  retriever over the SQLite store and the Chroma index, with the graph path.
+  retriever over the SQLite store and the Chroma index, with the graph path;
+  ``bw-lexical`` / ``bw-semantic`` are its two main paths alone.
 
 A naive reciprocal-rank fusion of the two baselines is reported too, so the value
 of what BeeWeave adds beyond "BM25 + vectors" is visible.  The generated summaries,
@@ -226,6 +227,10 @@ def ingest(weave: Any, conv: Conversation) -> None:
         )
 
 
+#: bm25 / dense: the baselines; rrf: their naive fusion; beeweave: the fused retriever;
+#: bw-lexical / bw-semantic: BeeWeave's own two main paths alone (what fusion adds).
+SYSTEMS = ("bm25", "dense", "rrf", "beeweave", "bw-lexical", "bw-semantic")
+
 #: The bench asks about a conversation's whole history, after it ended, so it turns
 #: recency decay off (an agent's working memory keeps the default half-life).
 BENCH_OPTIONS: dict[str, Any] = {"half_life": None}
@@ -238,7 +243,7 @@ def run(
     workdir: Path | None = None,
     limit: int | None = None,
     progress: Callable[[str], None] | None = None,
-    systems: Sequence[str] = ("bm25", "dense", "rrf", "beeweave"),
+    systems: Sequence[str] = SYSTEMS,
 ) -> tuple[list[dict[str, Any]], dict[str, Any]]:
     """Run every system over every conversation in ``data``; returns (rows, summary)."""
     from ..embeddings import default_embeddings
@@ -281,6 +286,11 @@ def run(
                     rankers["rrf"] = _rrf([rankers["bm25"], rankers["dense"]], kmax)
                 if "beeweave" in systems:
                     rankers["beeweave"] = _beeweave(weave, conv, kmax, **BENCH_OPTIONS)
+                for path in ("lexical", "semantic"):
+                    if f"bw-{path}" in systems:
+                        rankers[f"bw-{path}"] = _beeweave(
+                            weave, conv, kmax, paths=[path], **BENCH_OPTIONS
+                        )
                 qs = conv.questions[:limit] if limit else conv.questions
                 say(f"{conv.name}: {len(qs)} questions")
                 for q in qs:
@@ -341,6 +351,13 @@ def verdict(rows: list[dict[str, Any]], ks: Sequence[int] = KS) -> list[str]:
             f"R@{k}: beeweave {bw[f'R@{k}']:.3f} vs best single path {best:.3f} "
             f"({'beats' if ok else 'does NOT beat'})"
         )
+    own = [s for s in ("bw-lexical", "bw-semantic") if s in allrows]
+    if own:
+        for k in ks:
+            best = max(allrows[s][f"R@{k}"] for s in own)
+            notes.append(
+                f"R@{k}: beeweave {bw[f'R@{k}']:.3f} vs its own best single path {best:.3f}"
+            )
     target = bw.get("R@10", 0.0)
     notes.append(f"target beeweave R@10 >= 0.70: {target:.3f} ({'met' if target >= 0.70 else 'NOT met'})")
     return notes

@@ -76,7 +76,7 @@ class ChunkPolicy:
     max_chars: int = 1200
     window: int = 900
     overlap: int = 150
-    max_windows: int = 8
+    max_windows: int = 4
     max_fact_chars: int = 1500
 
     def __post_init__(self) -> None:
@@ -100,11 +100,33 @@ def _unit(m: np.ndarray) -> np.ndarray:
     return m / np.clip(np.linalg.norm(m, axis=-1, keepdims=True), 1e-12, None)
 
 
+def embed_texts(embeddings: Any, texts: Sequence[str], *, group: int = 64) -> np.ndarray:
+    """``embed_documents`` in groups of similar length.
+
+    Local models pad a batch to its longest text, so one long tool output in a batch
+    of short messages makes every message cost as much as it; grouping by length
+    (each group within 2x) keeps short texts cheap.
+    """
+    order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
+    out: list[Any] = [None] * len(texts)
+    start = 0
+    while start < len(order):
+        end = start + 1
+        base = max(1, len(texts[order[start]]))
+        while end < len(order) and end - start < group and len(texts[order[end]]) <= 2 * base + 64:
+            end += 1
+        idx = order[start:end]
+        for i, v in zip(idx, embeddings.embed_documents([texts[i] for i in idx]), strict=True):
+            out[i] = v
+        start = end
+    return np.asarray(out, dtype=np.float32).reshape(len(texts), -1)
+
+
 def embed_chunks(embeddings: Any, chunks: Sequence[Chunk], recipe: str) -> list[list[float]]:
     """The stored vectors for ``chunks`` under ``recipe`` (one embedding call per text list)."""
     if not chunks:
         return []
-    own = _unit(np.asarray(embeddings.embed_documents([c.text for c in chunks]), dtype=np.float32))
+    own = _unit(embed_texts(embeddings, [c.text for c in chunks]))
     if recipe == "plain":
         return own.tolist()
     texts = [f"{c.context[:CONTEXT_CHARS]}\n{c.text}" if c.context else c.text for c in chunks]
@@ -113,8 +135,7 @@ def embed_chunks(embeddings: Any, chunks: Sequence[Chunk], recipe: str) -> list[
     need = [i for i, c in enumerate(chunks) if c.context]
     ctx = own.copy()
     if need:
-        got = embeddings.embed_documents([texts[i] for i in need])
-        ctx[need] = _unit(np.asarray(got, dtype=np.float32))
+        ctx[need] = _unit(embed_texts(embeddings, [texts[i] for i in need]))
     return (own + ctx).tolist()
 
 

@@ -102,7 +102,7 @@ class SQLiteEventStore(BaseEventStore):
         self._conn.execute("PRAGMA journal_mode=WAL")
         self._conn.execute("PRAGMA synchronous=NORMAL")
         self._conn.execute("PRAGMA foreign_keys=OFF")
-        # The FTS trigger segments text in Python (Chinese has no spaces to split on).
+        # The full-text index segments text in Python (Chinese has no spaces to split on).
         self._conn.create_function(q.FTS_TEXT_FUNCTION, 1, fts_text, deterministic=True)
         self.setup()
 
@@ -466,6 +466,23 @@ class SQLiteEventStore(BaseEventStore):
         rows = self._read(q.GET_ARTIFACT, (self.tenant, sha256))
         return rows[0][0] if rows else None
 
+    def sync_text_index(self, batch: int = 5_000) -> int:
+        """Add events stored since the last call to the full-text index; returns how many.
+
+        Segmenting and indexing text costs about twice the event write itself, so
+        ``append`` leaves it to this call: ``search_text`` makes it first (lexical
+        search always sees every stored event), and the vector indexer's thread
+        makes it after each stored batch, so a search rarely has anything to do.
+        """
+        done = 0
+        while self._read(q.FTS_PENDING, ())[0][0]:
+            with self._tx() as c:
+                n = c.execute(q.FTS_CATCH_UP, (batch,)).rowcount
+            done += max(n, 0)
+            if n <= 0:
+                break
+        return done
+
     def search_text(
         self,
         query: str,
@@ -485,6 +502,7 @@ class SQLiteEventStore(BaseEventStore):
         match = fts_query(query)
         if match is None or k <= 0:
             return []
+        self.sync_text_index()
         where, params = "", []
         if session_id is not None:
             where += " AND events.session_id = ?"

@@ -7,13 +7,6 @@ take parameters; no user data is ever formatted into SQL text.
 
 SCHEMA_VERSION = 3
 
-#: The text of the latest earlier event with content in the same session (capped).
-_FTS_CONTEXT = (
-    "COALESCE((SELECT substr(p.content, 1, 2000) FROM events p WHERE p.tenant = {e}.tenant "
-    "AND p.session_id = {e}.session_id AND p.seq < {e}.seq AND p.content != '' "
-    "ORDER BY p.seq DESC LIMIT 1), '')"
-)
-
 #: (version, statements) applied in order by ``setup()``; never edit a released one.
 MIGRATIONS: list[tuple[int, list[str]]] = [
     (
@@ -71,27 +64,37 @@ MIGRATIONS: list[tuple[int, list[str]]] = [
     (
         3,
         [
-            # Full-text index over segmented text (lexical.fts_text, registered on every
-            # connection as beeweave_fts_text); rowid = events.rowid.  ``body`` is the
-            # event's content, ``context`` the text of the event before it in its session
-            # (what a reply answers), searched at a lower weight (SEARCH_TEXT).
+            # Full-text index over segmented text; rowid = events.rowid.  ``body`` is
+            # the event's content, ``context`` the text of the event before it in its
+            # session (what a reply answers), searched at half weight (SEARCH_TEXT).
+            # Rows are added by FTS_CATCH_UP, off the write path (see search_text).
             "CREATE VIRTUAL TABLE IF NOT EXISTS events_fts USING fts5("
             "body, context, tokenize = 'porter unicode61 remove_diacritics 2')",
-            f"CREATE TRIGGER IF NOT EXISTS events_fts_insert AFTER INSERT ON events BEGIN "
-            f"INSERT INTO events_fts (rowid, body, context) VALUES (new.rowid, "
-            f"beeweave_fts_text(new.content), beeweave_fts_text({_FTS_CONTEXT.format(e='new')})); "
-            f"END",
             "CREATE TRIGGER IF NOT EXISTS events_fts_delete AFTER DELETE ON events BEGIN "
             "DELETE FROM events_fts WHERE rowid = old.rowid; END",
-            f"INSERT INTO events_fts (rowid, body, context) SELECT e.rowid, "
-            f"beeweave_fts_text(e.content), beeweave_fts_text({_FTS_CONTEXT.format(e='e')}) "
-            f"FROM events e WHERE e.rowid NOT IN (SELECT rowid FROM events_fts)",
         ],
     ),
 ]
 
-#: Python function the FTS trigger calls (see ``lexical.fts_text``).
+#: Python function that segments text for the FTS index (``lexical.fts_text``).
 FTS_TEXT_FUNCTION = "beeweave_fts_text"
+
+#: The full-text index trails the events table: rows above its highest rowid are
+#: not indexed yet (rowids only grow; a purged top row leaves the index with it).
+FTS_PENDING = (
+    "SELECT (SELECT COALESCE(MAX(rowid), 0) FROM events) "
+    "> (SELECT COALESCE(MAX(rowid), 0) FROM events_fts)"
+)
+#: Index the next ``?`` pending rows, with the text of the event before each one.
+FTS_CATCH_UP = """
+INSERT INTO events_fts (rowid, body, context)
+SELECT e.rowid, beeweave_fts_text(e.content), beeweave_fts_text(COALESCE((
+    SELECT substr(p.content, 1, 2000) FROM events p
+    WHERE p.tenant = e.tenant AND p.session_id = e.session_id AND p.seq < e.seq
+      AND p.content != '' ORDER BY p.seq DESC LIMIT 1), ''))
+FROM events e WHERE e.rowid > (SELECT COALESCE(MAX(rowid), 0) FROM events_fts)
+ORDER BY e.rowid LIMIT ?
+"""
 
 CREATE_META = "CREATE TABLE IF NOT EXISTS beeweave_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)"
 GET_VERSION = "SELECT value FROM beeweave_meta WHERE key = 'schema_version'"
