@@ -62,9 +62,9 @@ def _auth(auth: str | None) -> Any:
 
 
 @contextmanager
-def opened(url: str | None, tenant: str, auth: str | None = None) -> Iterator[Weave]:
+def opened(url: str | None, tenant: str, auth: str | None = None, **kw: Any) -> Iterator[Weave]:
     try:
-        weave = Weave.open(url, tenant=tenant, auth=_auth(auth))
+        weave = Weave.open(url, tenant=tenant, auth=_auth(auth), **kw)
     except ValueError as exc:
         fail(str(exc))
     except Exception as exc:  # unreachable server, unreadable file …
@@ -300,7 +300,8 @@ def reindex(
     """Bring the vector index up to date with the store (resumable; Ctrl-C is safe)."""
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeRemainingColumn
 
-    with opened(url, tenant, auth) as weave:
+    # no background gap check: this command does it, with a progress bar
+    with opened(url, tenant, auth, index_options={"backfill": False}) as weave:
         indexer = weave.indexer
         if indexer is None:
             fail("this weave has no vector index (opened with index=False)")

@@ -17,6 +17,7 @@ money): ``beeweave reindex`` re-embeds, resumably, with a progress bar.
 from __future__ import annotations
 
 import logging
+import os
 import threading
 import time
 from collections import deque
@@ -30,6 +31,8 @@ from .index.base import Chunk, EmbeddingIdentity, EmbeddingMismatch
 from .index.chunking import ChunkPolicy, chunk_events, embed_chunks, embed_query
 
 log = logging.getLogger("beeweave.indexer")
+#: ``BEEWEAVE_INDEX=off`` opens weaves without a vector index unless one is asked for.
+ENV_INDEX = "BEEWEAVE_INDEX"
 
 Progress = Callable[[int, int], None]
 #: How far back (in seq) to look for the text an event answers (past empty markers).
@@ -414,11 +417,15 @@ def attach_indexer(weave: Any) -> Indexer | None:
     """Hang an :class:`Indexer` on ``weave`` (its bus listener and closer), per its options.
 
     ``weave.options``: ``index`` (``None``/"auto", "chroma", "neo4j", a VectorIndex,
-    or ``False`` for none), ``embeddings`` (default: the offline MiniLM),
-    ``vector_url`` (Chroma directory or server URL), ``index_policy`` (ChunkPolicy).
+    or ``False`` for none; ``BEEWEAVE_INDEX=off`` makes ``None`` mean none),
+    ``embeddings`` (default: the offline MiniLM), ``vector_url`` (Chroma directory or
+    server URL), ``index_options``: ``policy`` (:class:`ChunkPolicy`), ``backfill``
+    (gap check on open, default True), ``batch_size``, ``retry_interval``.
     """
     opts = weave.options
     kind = opts.get("index")
+    if kind is None and os.environ.get(ENV_INDEX, "").lower() in ("0", "off", "false", "none"):
+        kind = False
     if kind is False:
         return None
     embeddings = opts.get("embeddings")
@@ -428,7 +435,11 @@ def attach_indexer(weave: Any) -> Indexer | None:
         embeddings = default_embeddings()
         opts["embeddings"] = embeddings
 
-    policy = opts.get("index_policy") or ChunkPolicy()
+    extra = dict(opts.get("index_options") or {})
+    unknown = set(extra) - {"policy", "backfill", "batch_size", "retry_interval"}
+    if unknown:
+        raise ValueError(f"unknown index option(s) {sorted(unknown)}")
+    policy = extra.get("policy") or ChunkPolicy()
 
     def factory() -> VectorIndex:
         return open_index(
@@ -445,7 +456,9 @@ def attach_indexer(weave: Any) -> Indexer | None:
         factory,
         embeddings,
         policy=policy,
-        backfill_on_open=opts.get("index_backfill", True),
+        batch_size=extra.get("batch_size", 64),
+        backfill_on_open=extra.get("backfill", True),
+        retry_interval=extra.get("retry_interval", 30.0),
     )
     weave.indexer = indexer
     weave.bus.listeners.append(indexer.on_stored)

@@ -155,7 +155,9 @@ class RetrievalConfig:
     ``decay_floor``); ``None`` disables recency decay.
     ``candidates``: how many results each path fetches before fusion.
     ``graph_seeds``/``graph_depth``/``neighbours``/``hop_decay``: how far the graph
-    path looks from the best hits and how much of a seed's score it passes on.
+    path looks from the best hits (4 causal hops reach the user question behind a
+    tool result: result → call → message → model call → question) and how much of
+    a seed's score it passes on.
     ``time_margin``: days added after a date the query names (people talk about
     things after they happen).
     ``index_wait``: seconds to wait for the vector indexer to catch up first.
@@ -181,7 +183,7 @@ class RetrievalConfig:
     candidates: int = 50
     recent_n: int = 10
     graph_seeds: int = 8
-    graph_depth: int = 2
+    graph_depth: int = 4
     neighbours: int = 1
     hop_decay: float = 0.5
     time_margin: float = 14.0
@@ -522,7 +524,9 @@ class Retriever:
         kept_by_text: dict[str, str] = {}
         for eid in order:
             ev = events[eid]
-            key = _norm_text(ev.content) if cfg.dedup and ev.content.strip() else None
+            if not ev.content.strip():
+                continue  # an empty marker (a model call) links the graph but answers nothing
+            key = _norm_text(ev.content) if cfg.dedup else None
             if key is not None and key in kept_by_text:
                 merged.setdefault(kept_by_text[key], []).append(eid)
                 continue

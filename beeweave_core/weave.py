@@ -82,6 +82,7 @@ class Weave:
         embeddings: Any = None,
         index: Any = None,
         vector_url: str | None = None,
+        index_options: Mapping[str, Any] | None = None,
         **bus_kw: Any,
     ) -> None:
         self.store = store
@@ -99,6 +100,7 @@ class Weave:
             "embeddings": embeddings,  # any LangChain Embeddings; None: offline MiniLM
             "index": index,  # None/"auto", "chroma", "neo4j", a VectorIndex, or False
             "vector_url": vector_url,  # Chroma directory or http://host:port
+            "index_options": dict(index_options or {}),  # policy, backfill, batch_size
         }
         #: Background vector indexer (``None`` with ``index=False``); see indexer.py.
         self.indexer: Any = None
@@ -120,12 +122,14 @@ class Weave:
         embeddings: Any = None,
         index: Any = None,
         vector_url: str | None = None,
+        index_options: Mapping[str, Any] | None = None,
         **bus_kw: Any,
     ) -> Weave:
         """Open (creating if needed) the store at ``url`` and start capture.
 
-        ``embeddings`` (any LangChain ``Embeddings``), ``index`` and ``vector_url``
-        configure semantic recall (see :func:`beeweave_core.indexer.attach_indexer`).
+        ``embeddings`` (any LangChain ``Embeddings``), ``index``, ``vector_url`` and
+        ``index_options`` configure semantic recall (see
+        :func:`beeweave_core.indexer.attach_indexer`).
         """
         url = url or default_url()
         store = open_store(
@@ -133,7 +137,7 @@ class Weave:
         )
         return cls(
             store, url=url, spool_dir=spool_dir, embeddings=embeddings, index=index,
-            vector_url=vector_url, **bus_kw,
+            vector_url=vector_url, index_options=index_options, **bus_kw,
         )  # fmt: skip
 
     # ------------------------------------------------------------ capture

@@ -6,6 +6,7 @@
 ``BeeWeaveChatMessageHistory``     history for ``RunnableWithMessageHistory``
 ``BeeWeaveRetriever``              ``BaseRetriever`` over fused recall, with provenance
 ``beeweave_context_hook``          LangGraph pre-model hook: assembled context + compaction
+``BeeWeaveContextMiddleware``      the same for ``langchain.agents.create_agent`` (middleware)
 ``BeeWeaveCheckpointer``           LangGraph checkpointer on the same store (+ async)
 ``BeeWeaveStore``                  LangGraph ``BaseStore`` backed by long-term memory
 ``BeeWeaveKeyValueStore``          LangChain ``BaseStore`` (key-value) on the same memory
@@ -28,6 +29,7 @@ _EXPORTS = {
     "BeeWeaveRetriever": "retriever",
     "beeweave_context_hook": "hooks",
     "BeeWeaveContextHook": "hooks",
+    "BeeWeaveContextMiddleware": "middleware",
     "BeeWeaveCheckpointer": "checkpoint",
     "AsyncBeeWeaveCheckpointer": "checkpoint",
     "BeeWeaveStore": "store",
@@ -42,6 +44,7 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
     from .history import BeeWeaveChatMessageHistory  # noqa: F401
     from .hooks import BeeWeaveContextHook, beeweave_context_hook  # noqa: F401
     from .memory import BeeWeaveMemory  # noqa: F401
+    from .middleware import BeeWeaveContextMiddleware  # noqa: F401
     from .retriever import BeeWeaveRetriever  # noqa: F401
     from .store import BeeWeaveKeyValueStore, BeeWeaveStore  # noqa: F401
 

@@ -124,11 +124,12 @@ class BeeWeaveContextHook:
         #: The last assembly, for inspection (tokens per layer, provenance, compaction).
         self.last: Any = None
 
-    def _session(self, config: RunnableConfig | None) -> str:
-        sid = self.session_id or ((config or {}).get("configurable") or {}).get("thread_id")
+    def session(self, thread_id: Any = None) -> str:
+        """The session to read and record: ``session_id`` if given, else the run's thread."""
+        sid = self.session_id or thread_id
         if not sid:
             raise ValueError(
-                "beeweave_context_hook needs a session: pass session_id= or run the graph "
+                "BeeWeave's context hook needs a session: pass session_id= or run the graph "
                 "with config={'configurable': {'thread_id': ...}}"
             )
         return str(sid)
@@ -145,20 +146,37 @@ class BeeWeaveContextHook:
             convert_to_messages(raw) if raw and not isinstance(raw[0], BaseMessage) else list(raw)
         )
 
-    def __call__(self, state: Any, config: RunnableConfig | None = None) -> dict[str, Any]:
-        sid = self._session(config)
-        messages = self._messages(state)
+    def record_messages(self, session_id: str, messages: Sequence[BaseMessage]) -> None:
+        """Record the messages not seen before (the weave's one recorder dedupes)."""
+        recorder_for(self.weave).record_history(
+            session_id, messages, meta=self._meta, source=self._source
+        )
+
+    def context(self, session_id: str, messages: Sequence[BaseMessage]) -> list[BaseMessage]:
+        """What the model should read instead of ``messages``: records the new ones,
+        compacts the session when due, and returns the assembly as messages.
+
+        The one step both harnesses share (the ``pre_model_hook`` here and
+        :class:`~beeweave_langchain.middleware.BeeWeaveContextMiddleware`), so they
+        cannot drift apart.
+        """
         if self.record:
-            recorder_for(self.weave).record_history(
-                sid, messages, meta=self._meta, source=self._source
-            )
+            self.record_messages(session_id, messages)
         ctx = self.weave.assemble(
-            sid, budget_tokens=self.budget_tokens, model=self.model,
+            session_id, budget_tokens=self.budget_tokens, model=self.model,
             window_tokens=self.window_tokens, compact=self.compact, user_id=self.user_id,
             **self.assemble_kw,
         )  # fmt: skip
         self.last = ctx
-        return {self.output_key: assembled_messages(ctx, self.weave.store)}
+        return assembled_messages(ctx, self.weave.store)
+
+    async def acontext(self, session_id: str, messages: Sequence[BaseMessage]) -> list[BaseMessage]:
+        """:meth:`context` off the event loop (assembly reads the store and counts tokens)."""
+        return await asyncio.to_thread(self.context, session_id, messages)
+
+    def __call__(self, state: Any, config: RunnableConfig | None = None) -> dict[str, Any]:
+        sid = self.session(((config or {}).get("configurable") or {}).get("thread_id"))
+        return {self.output_key: self.context(sid, self._messages(state))}
 
     async def acall(self, state: Any, config: RunnableConfig | None = None) -> dict[str, Any]:
         return await asyncio.to_thread(self.__call__, state, config)

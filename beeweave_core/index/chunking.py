@@ -181,17 +181,37 @@ def _windows(text: str, policy: ChunkPolicy) -> list[str]:
     return [w for w in out if w]
 
 
-def key_facts(text: str, *, limit: int) -> str:
-    """Every distinct id, code and number of ``text``, in order of first appearance."""
-    seen: dict[str, None] = {}
+def key_facts(text: str, *, limit: int, seen: str = "") -> str:
+    """The ids, codes and numbers of ``text`` a reader would ask about, within ``limit``.
+
+    A long output is mostly repetition (800 rows of ``ORD-1xxxx``), and the value a
+    user asks about later is often the odd one out (``TICKET-99812`` in row 400).
+    So tokens are grouped by shape (digits as ``9``): rare shapes are kept whole,
+    codes with letters before bare numbers; a crowded shape is summarised as its
+    first and last member and a count.  Tokens already in ``seen`` (the embedded
+    windows) are not repeated.
+    """
+    by_shape: dict[str, list[str]] = {}
     for m in _FACT.finditer(text):
         tok = m.group().strip(" ,.")
-        if len(tok) >= 2 and tok not in seen:
-            seen[tok] = None
+        if len(tok) < 2:
+            continue
+        members = by_shape.setdefault(re.sub(r"\d", "9", tok), [])
+        if tok not in members:
+            members.append(tok)
+    rare_codes, rare_numbers, crowds = [], [], []
+    for shape, members in by_shape.items():
+        if len(members) > 3:
+            crowds.append(f"{members[0]}…{members[-1]} ({len(members)} like {shape})")
+            continue
+        for tok in members:
+            if tok in seen:
+                continue
+            (rare_codes if re.search(r"[A-Za-z@]", tok) else rare_numbers).append(tok)
     out, size = [], 0
-    for tok in seen:
+    for tok in rare_codes + crowds + rare_numbers:
         if size + len(tok) + 1 > limit:
-            break
+            continue
         out.append(tok)
         size += len(tok) + 1
     return " ".join(out)
@@ -220,7 +240,7 @@ def chunk_event(
     if isinstance(name, str):
         label = f"{name}: "
     parts = [label + w if label and not w.startswith(label) else w for w in _windows(text, policy)]
-    facts = key_facts(text, limit=policy.max_fact_chars)
+    facts = key_facts(text, limit=policy.max_fact_chars, seen="\n".join(parts))
     if facts:
         parts.append(f"{label}key facts: {facts}")
     return [Chunk.of(event, t, i) for i, t in enumerate(parts)]
