@@ -497,7 +497,9 @@ def bench_locomo(
     if not data.is_dir():
         fail(f"--data {data} is not a directory")
     try:
-        rows, summary = locomo.run(data, limit=limit, progress=lambda m: console.print(f"[dim]{m}[/]"))
+        rows, summary = locomo.run(
+            data, limit=limit, progress=lambda m: console.print(f"[dim]{m}[/]")
+        )
     except ValueError as exc:
         fail(str(exc))
     notes = locomo.verdict(rows) + [f"{k}: {v}" for k, v in summary.items() if k != "conversations"]

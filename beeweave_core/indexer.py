@@ -98,6 +98,8 @@ class Indexer:
         self.errors = 0
         self.last_error: str | None = None
         self._backfill = backfill_on_open
+        if backfill_on_open:
+            self._submitted = 1  # the gap check on open counts as a job: sync() waits for it
         self._thread = threading.Thread(target=self._run, name="beeweave-indexer", daemon=True)
         self._thread.start()
 
@@ -181,6 +183,10 @@ class Indexer:
                     self.gap_check()
             except Exception as exc:
                 self._failed(exc)
+            finally:
+                with self._cond:
+                    self._done += 1
+                    self._cond.notify_all()
         while True:
             with self._cond:
                 while not self._queue and not self._closing:
@@ -428,6 +434,11 @@ def attach_indexer(weave: Any) -> Indexer | None:
         kind = False
     if kind is False:
         return None
+    missing = _missing_packages(weave.store, kind, opts)
+    if missing:
+        log.info("beeweave: semantic recall is off (not installed: %s); words, graph and "
+                 "recency still recall", ", ".join(missing))  # fmt: skip
+        return None
     embeddings = opts.get("embeddings")
     if embeddings is None:
         from .embeddings import default_embeddings
@@ -464,6 +475,22 @@ def attach_indexer(weave: Any) -> Indexer | None:
     weave.bus.listeners.append(indexer.on_stored)
     weave._closers.append(indexer.close)
     return indexer
+
+
+def _missing_packages(store: Any, kind: Any, opts: dict[str, Any]) -> list[str]:
+    """Packages the default index / embeddings need that are not installed."""
+    from importlib.util import find_spec
+
+    need: list[str] = []
+    uses_chroma = kind == "chroma" or (
+        kind in (None, "auto")
+        and (opts.get("vector_url") is not None or not type(store).__name__.startswith("Neo4j"))
+    )
+    if uses_chroma:
+        need += ["chromadb", "langchain_chroma"]
+    if opts.get("embeddings") is None:
+        need += ["onnxruntime", "tokenizers"]
+    return [n for n in need if find_spec(n) is None]
 
 
 def indexer_of(weave: Any) -> Indexer | None:

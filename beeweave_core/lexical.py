@@ -51,7 +51,7 @@ STOPWORDS = frozenset(
     he her hers him his how i if in into is it its me my of on or our ours she so than that
     the their theirs them then there these they this those to too was we were what when
     where which who whom whose why will with would you your yours about any some just also
-    very all again ever""".split()
+    very all again ever""".split()  # noqa: SIM905 - a word list reads best as words
 )
 
 _jieba_lock = threading.Lock()
@@ -73,12 +73,15 @@ def _load_jieba():  # type: ignore[no-untyped-def]
 
 
 def _han_words(run: str, *, for_index: bool) -> list[str]:
-    jieba = _load_jieba()
+    try:
+        jieba = _load_jieba()
+    except ImportError:  # without jieba: character bigrams, the same on both sides
+        return _bigrams(run)
     words = jieba.cut_for_search(run) if for_index else jieba.cut(run)
     return [w for w in (w.strip() for w in words) if w]
 
 
-def _kana_bigrams(run: str) -> list[str]:
+def _bigrams(run: str) -> list[str]:
     if len(run) < 2:
         return [run]
     return [run[i : i + 2] for i in range(len(run) - 1)]
@@ -90,8 +93,10 @@ def segment(text: str, *, for_index: bool = True) -> str:
         return ""
     out = text
     if _CJK.search(out):
-        out = _HAN_RUN.sub(lambda m: " " + " ".join(_han_words(m.group(), for_index=for_index)) + " ", out)
-        out = _KANA_RUN.sub(lambda m: " " + " ".join(_kana_bigrams(m.group())) + " ", out)
+        out = _HAN_RUN.sub(
+            lambda m: " " + " ".join(_han_words(m.group(), for_index=for_index)) + " ", out
+        )
+        out = _KANA_RUN.sub(lambda m: " " + " ".join(_bigrams(m.group())) + " ", out)
     out = _DIGIT_ALPHA.sub(" ", out)
     return out
 

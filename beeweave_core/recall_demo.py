@@ -45,6 +45,8 @@ def provenance_line(h: Hit) -> str:
 def show_recall(weave: Any, session_id: str, console: Console) -> None:
     """Ask one recall question about the demo session and print the hits."""
     console.print(f"\n[bold]Recall:[/] {DEMO_QUESTION!r}")
+    if weave.indexer is not None:
+        weave.indexer.sync(120)  # the script just ran: let the vectors catch up first
     hits = weave.retrieve(DEMO_QUESTION, session_id=session_id, k=6)
     console.print(hits_table(hits, "Recalled events"))
     if hits:

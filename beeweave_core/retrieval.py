@@ -188,7 +188,7 @@ class RetrievalConfig:
     hop_decay: float = 0.5
     time_margin: float = 14.0
     dedup: bool = True
-    index_wait: float = 5.0
+    index_wait: float = 1.0
 
     def __post_init__(self) -> None:
         if self.fusion not in ("rrf", "score"):
@@ -515,7 +515,9 @@ class Retriever:
                 via[eid] = seeds
 
         final = {
-            eid: s * cfg.type_weights.get(events[eid].type, 1.0) * self._decay(events[eid], cfg, c.now)
+            eid: s
+            * cfg.type_weights.get(events[eid].type, 1.0)
+            * self._decay(events[eid], cfg, c.now)
             for eid, s in fused.items()
         }
         order = sorted(final, key=lambda e: (-final[e], -events[e].ts))

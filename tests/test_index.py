@@ -23,9 +23,9 @@ import pytest
 from beeweave_core.embeddings import MiniLMEmbeddings, default_embeddings
 from beeweave_core.events import Event, EventType
 from beeweave_core.index import Chunk, EmbeddingIdentity, EmbeddingMismatch, IndexFilter
+from beeweave_core.index.base import IndexState
 from beeweave_core.index.chroma import ChromaVectorIndex
 from beeweave_core.index.chunking import ChunkPolicy, chunk_event, embed_chunks, embed_query
-from beeweave_core.index.base import IndexState
 from beeweave_core.weave import Weave
 
 from .conftest import neo4j_auth
@@ -252,7 +252,9 @@ def test_selective_indexing():
 
 
 def test_large_tool_output_keeps_numbers_and_ids():
-    rows = [{"order_id": f"ORD-{10_000 + i}", "amount": round(12.5 + i * 1.37, 2)} for i in range(800)]
+    rows = [
+        {"order_id": f"ORD-{10_000 + i}", "amount": round(12.5 + i * 1.37, 2)} for i in range(800)
+    ]
     rows[400]["note"] = "escalated as TICKET-99812 by ops@example.com"
     text = json.dumps(rows)
     result = Event(id="big", session_id="s", type=EventType.TOOL_RESULT, content=text,
@@ -328,7 +330,9 @@ def test_gap_check_indexes_what_the_graph_has(tmp_path):
         deadline = time.monotonic() + 120
         while w.indexer.index.load_state().sessions != done and time.monotonic() < deadline:
             time.sleep(0.2)
-        assert w.indexer.index.ids() == {e.id for s in range(3) for e in w.store.timeline(f"sess-{s}")}
+        assert w.indexer.index.ids() == {
+            e.id for s in range(3) for e in w.store.timeline(f"sess-{s}")
+        }
         assert w.indexer.index.load_state().sessions == {f"sess-{s}": 19 for s in range(3)}
         # later writes arrive through the bus listener
         w.emit("user_message", "a brand new message about kayaks", session_id="sess-0")
@@ -425,7 +429,9 @@ def test_weave_on_chroma_server(tmp_path, chroma_server):
         w.emit("user_message", "Lunch was a tasty ramen bowl.", session_id="s")
         w.flush()
         assert w.indexer.sync(60)
-        assert "chroma" in w.indexer.status()["index"].lower() and chroma_server in repr(w.indexer.index)
+        assert "chroma" in w.indexer.status()["index"].lower() and chroma_server in repr(
+            w.indexer.index
+        )
         hits = w.retrieve("how often do credentials change?", paths=["semantic"], k=1)
         assert "deploy key" in hits[0].event.content
     finally:
@@ -460,3 +466,21 @@ def test_env_switch_turns_the_index_off(tmp_path, monkeypatch):
     finally:
         w.close()
     assert not os.path.exists(tmp_path / "w.db.chroma")
+
+
+def test_in_memory_stores_keep_their_vectors_apart(tmp_path):
+    """``:memory:`` stores share chromadb's in-process client, never a collection."""
+    a = Weave.open("sqlite:///:memory:", tenant="same", spool_dir=tmp_path / "a")
+    b = Weave.open("sqlite:///:memory:", tenant="same", spool_dir=tmp_path / "b")
+    try:
+        a.emit("user_message", "alpha writes about saffron rice", session_id="s")
+        b.emit("user_message", "beta writes about plain toast", session_id="s")
+        a.flush(), b.flush()
+        assert a.indexer.sync(60) and b.indexer.sync(60)
+        assert a.indexer.errors == b.indexer.errors == 0  # both clients came up together
+        got = b.retrieve("saffron rice", paths=["semantic"], k=5)
+        assert [h.event.content for h in got] == ["beta writes about plain toast"]
+        assert a.indexer.index.count() == 1  # b never pruned a's vectors as "gone"
+    finally:
+        a.close()
+        b.close()

@@ -63,9 +63,32 @@ def test_numbers_and_codes_become_matchable_terms():
 
 
 HOSTILE = [
-    '"', '""', "'", "*", "NEAR(a b)", "a OR", "AND", "-", "^x", "col:value", "body:x",
-    "(((", ")", 'x" OR "1"="1', "\\", "\x00", "🙂", "   ", "", "a AND NOT b",
-    "context:secret", "{body}: x", "+tenant:other", "x~2", "/regex/", "[a TO z]",
+    '"',
+    '""',
+    "'",
+    "*",
+    "NEAR(a b)",
+    "a OR",
+    "AND",
+    "-",
+    "^x",
+    "col:value",
+    "body:x",
+    "(((",
+    ")",
+    'x" OR "1"="1',
+    "\\",
+    "\x00",
+    "🙂",
+    "   ",
+    "",
+    "a AND NOT b",
+    "context:secret",
+    "{body}: x",
+    "+tenant:other",
+    "x~2",
+    "/regex/",
+    "[a TO z]",
 ]
 
 

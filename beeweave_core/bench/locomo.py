@@ -138,7 +138,13 @@ def load_dir(data: Path) -> list[Conversation]:
     files = sorted(p for p in Path(data).glob("*.json"))
     if not files:
         raise ValueError(f"no LoCoMo conversation files (*.json) in {data}")
-    return [load_conversation(p) for p in files]
+    out = []
+    for p in files:
+        try:
+            out.append(load_conversation(p))
+        except (OSError, json.JSONDecodeError, KeyError, TypeError, ValueError) as exc:
+            raise ValueError(f"{p} is not a LoCoMo conversation file: {exc!r}") from exc
+    return out
 
 
 # ------------------------------------------------------------------ systems
@@ -359,5 +365,7 @@ def verdict(rows: list[dict[str, Any]], ks: Sequence[int] = KS) -> list[str]:
                 f"R@{k}: beeweave {bw[f'R@{k}']:.3f} vs its own best single path {best:.3f}"
             )
     target = bw.get("R@10", 0.0)
-    notes.append(f"target beeweave R@10 >= 0.70: {target:.3f} ({'met' if target >= 0.70 else 'NOT met'})")
+    notes.append(
+        f"target beeweave R@10 >= 0.70: {target:.3f} ({'met' if target >= 0.70 else 'NOT met'})"
+    )
     return notes

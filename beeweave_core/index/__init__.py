@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import uuid
 from pathlib import Path
 from typing import Any
 
@@ -44,6 +45,11 @@ def default_chroma_location(store: Any, url: str) -> str | None:
     return str(beeweave_home() / "chroma" / digest)
 
 
+def _store_key(store: Any, url: str) -> str:
+    path = getattr(store, "path", None)
+    return str(Path(path).resolve()) if isinstance(path, str) and path != ":memory:" else url
+
+
 def _is_neo4j(store: Any) -> bool:
     return type(store).__name__.startswith("Neo4j")
 
@@ -81,9 +87,17 @@ def open_index(
         location = vector_url if vector_url is not None else default_chroma_location(store, url)
         if location is not None and "://" not in str(location):
             location = str(Path(location).expanduser())
+        if vector_url is not None:
+            # a shared server or directory: keep this store's collections apart from others'
+            prefix = "bw-" + hashlib.sha1(_store_key(store, url).encode()).hexdigest()[:10]
+        elif location is None:
+            prefix = "bw-mem-" + uuid.uuid4().hex[:10]  # an in-memory store's own vectors
+        else:
+            prefix = "beeweave"  # the directory beside the store belongs to it alone
         return ChromaVectorIndex(
-            tenant=store.tenant, identity=identity, location=location, embeddings=embeddings
-        )
+            tenant=store.tenant, identity=identity, location=location, embeddings=embeddings,
+            prefix=prefix, temporary=location is None,
+        )  # fmt: skip
     if choice == "neo4j":
         if not _is_neo4j(store):
             raise ValueError("index='neo4j' needs a Neo4j store (neo4j:// or bolt:// URL)")

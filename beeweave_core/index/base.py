@@ -111,7 +111,9 @@ class IndexFilter:
             return False
         if self.agent_id is not None and meta.get("agent_id") != self.agent_id:
             return False
-        if self.types is not None and meta.get("type") not in {EventType(t).value for t in self.types}:
+        if self.types is not None and meta.get("type") not in {
+            EventType(t).value for t in self.types
+        }:
             return False
         ts = meta.get("ts")
         if self.since is not None and (ts is None or ts < self.since):
@@ -179,7 +181,9 @@ class VectorIndex(Protocol):
     def close(self) -> None: ...
 
 
-def check_vector(identity: EmbeddingIdentity, dimension: int | None, vector: Sequence[float]) -> None:
+def check_vector(
+    identity: EmbeddingIdentity, dimension: int | None, vector: Sequence[float]
+) -> None:
     """Refuse a vector whose size says it came from another model."""
     if dimension is not None and len(vector) != dimension:
         raise EmbeddingMismatch(

@@ -13,6 +13,7 @@ collection can be used as any LangChain ``VectorStore``.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import threading
@@ -49,8 +50,18 @@ def _settings() -> Any:
     return Settings(anonymized_telemetry=False, allow_reset=False)
 
 
+#: chromadb shares one "system" per location between clients and builds it without a
+#: lock: two threads creating clients at once can both fail.  Creation is serialised.
+_CLIENT_LOCK = threading.Lock()
+
+
 def make_client(location: str | os.PathLike[str] | None) -> Any:
     """A chromadb client for a directory, an ``http(s)://host:port`` URL, or ``None`` (memory)."""
+    with _CLIENT_LOCK:
+        return _make_client(location)
+
+
+def _make_client(location: str | os.PathLike[str] | None) -> Any:
     import chromadb
 
     if location is None:
@@ -67,7 +78,9 @@ def make_client(location: str | os.PathLike[str] | None) -> Any:
             settings=_settings(),
         )
     if parts.scheme and len(parts.scheme) > 1 and parts.scheme != "file":
-        raise ValueError(f"unsupported Chroma location {text!r}: use a directory or http://host:port")
+        raise ValueError(
+            f"unsupported Chroma location {text!r}: use a directory or http://host:port"
+        )
     path = Path(parts.path if parts.scheme == "file" else text).expanduser()
     path.mkdir(parents=True, exist_ok=True)
     return chromadb.PersistentClient(path=str(path), settings=_settings())
@@ -112,6 +125,8 @@ class ChromaVectorIndex:
         client: an existing chromadb client instead of ``location`` (not closed here).
         embeddings: optional LangChain ``Embeddings``, only so that
             :attr:`vectorstore` can also search by text.
+        prefix: start of the collection names (keeps stores sharing a server apart).
+        temporary: drop the collections on :meth:`close` (in-memory stores).
     """
 
     def __init__(
@@ -123,6 +138,7 @@ class ChromaVectorIndex:
         client: Any = None,
         embeddings: Any = None,
         prefix: str = "beeweave",
+        temporary: bool = False,
     ) -> None:
         from langchain_chroma import Chroma
 
@@ -132,6 +148,7 @@ class ChromaVectorIndex:
         self._owns_client = client is None
         self._client = client if client is not None else make_client(location)
         self._prefix = prefix
+        self._temporary = temporary
         self._lock = threading.RLock()
         self.collection_name = self._name_for(identity)
         self.vectorstore = Chroma(
@@ -286,7 +303,9 @@ class ChromaVectorIndex:
         for col in self._tenant_collections():
             meta = col.metadata or {}
             ident = EmbeddingIdentity(
-                str(meta.get(META_MODEL)), str(meta.get(META_VERSION)), str(meta.get(META_RECIPE, ""))
+                str(meta.get(META_MODEL)),
+                str(meta.get(META_VERSION)),
+                str(meta.get(META_RECIPE, "")),
             )
             if ident != self.identity:
                 n = col.count()
@@ -299,10 +318,8 @@ class ChromaVectorIndex:
             raise ValueError("drop_identity() is for other identities; use reset() for this one")
         name = self._name_for(identity)
         for n in (name, name + "-state"):
-            try:
+            with contextlib.suppress(Exception):  # already gone
                 self._client.delete_collection(n)
-            except Exception:  # already gone
-                pass
 
     def _state(self) -> Any:
         if self._state_collection is None:
@@ -328,13 +345,15 @@ class ChromaVectorIndex:
         with self._lock:
             self.vectorstore.reset_collection()
             self._dimension = None
-            try:
+            with contextlib.suppress(Exception):  # never created
                 self._client.delete_collection(self.collection_name + "-state")
-            except Exception:
-                pass
             self._state_collection = None
 
     def close(self) -> None:
+        if self._temporary:  # an in-memory store's vectors go with it
+            for name in (self.collection_name, self.collection_name + "-state"):
+                with contextlib.suppress(Exception):
+                    self._client.delete_collection(name)
         if self._owns_client:
             close = getattr(self._client, "close", None)
             if callable(close):

@@ -174,7 +174,10 @@ def _windows(text: str, policy: ChunkPolicy) -> list[str]:
     for s in starts:
         end = min(len(text), s + policy.window)
         # end at a line or sentence break near the window end when there is one
-        cut = max(text.rfind("\n", s + policy.window // 2, end), text.rfind(". ", s + policy.window // 2, end))
+        cut = max(
+            text.rfind("\n", s + policy.window // 2, end),
+            text.rfind(". ", s + policy.window // 2, end),
+        )
         if cut > 0 and end < len(text):
             end = cut + 1
         out.append(text[s:end].strip())

@@ -86,7 +86,9 @@ MATCH (c:{LABEL} {{tenant: $tenant}})
 WHERE c.identity = $identity AND ($event_ids IS NULL OR c.event_id IN $event_ids)
 RETURN DISTINCT c.event_id AS event_id
 """
-CYPHER_COUNT = f"MATCH (c:{LABEL} {{tenant: $tenant}}) WHERE c.identity = $identity RETURN count(c) AS n"
+CYPHER_COUNT = (
+    f"MATCH (c:{LABEL} {{tenant: $tenant}}) WHERE c.identity = $identity RETURN count(c) AS n"
+)
 CYPHER_IDENTITIES = f"""
 MATCH (c:{LABEL} {{tenant: $tenant}}) WHERE c.identity <> $identity
 RETURN c.embedding_model AS model, c.embedding_version AS version,

@@ -1,0 +1,367 @@
+"""Fused recall, run unchanged over both stores (SQLite + Chroma, Neo4j + its vector index).
+
+Everything is real: events go through the capture bus into the store, the offline
+MiniLM model embeds them, and ``weave.retrieve`` fuses the paths.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+
+from beeweave_core.events import EventType
+from beeweave_core.retrieval import PATHS, Filters, Hit, RetrievalConfig
+from beeweave_core.weave import Weave
+
+DAY = 86_400.0
+NOW = 1_750_000_000.0
+
+
+@pytest.fixture
+def open_weave(
+    backend: str, weave_factory: Callable[..., Weave], request: pytest.FixtureRequest
+) -> Callable[..., Weave]:
+    """A weave of this backend; Neo4j vector nodes are removed after the test."""
+
+    def make(**kw: Any) -> Weave:
+        w = weave_factory(backend, **kw)
+        if backend == "neo4j" and w.indexer is not None:
+            request.addfinalizer(lambda: w.indexer.index.purge_tenant())
+        return w
+
+    return make
+
+
+def agent_turn(w: Weave, sid: str, ts: float, question: str, tool: str, args: str,
+               output: str, answer: str, meta: dict[str, Any] | None = None) -> dict[str, str]:  # fmt: skip
+    """One captured agent turn with its causal chain, as the framework hooks emit it."""
+    meta = meta or {}
+    u = w.emit("user_message", question, session_id=sid, role="user", ts=ts, meta=meta)
+    c = w.emit("model_call", "", session_id=sid, parents=[u], ts=ts + 1, meta=meta)
+    a = w.emit("assistant_message", f"Let me call {tool}.", session_id=sid, parents=[c],
+               ts=ts + 2, meta=meta)  # fmt: skip
+    i = w.emit("tool_invocation", args, session_id=sid, parents=[a], payload={"name": tool},
+               ts=ts + 3, meta=meta)  # fmt: skip
+    r = w.emit("tool_result", output, session_id=sid, parents=[i], payload={"name": tool},
+               ts=ts + 4, meta=meta)  # fmt: skip
+    f = w.emit("assistant_message", answer, session_id=sid, parents=[r],
+               links={"REFERS_TO": [r]}, ts=ts + 5, meta=meta)  # fmt: skip
+    return {"user": u, "call": c, "assistant": a, "invocation": i, "result": r, "answer": f}
+
+
+def settle(w: Weave) -> None:
+    assert w.flush(60)
+    if w.indexer is not None:
+        assert w.indexer.sync(120)
+
+
+@pytest.fixture
+def scenario(open_weave: Callable[..., Weave]) -> tuple[Weave, dict[str, dict[str, str]]]:
+    w = open_weave()
+    alice = {"user_id": "alice", "agent_id": "travel", "tags": ["trip"]}
+    ids = {
+        "flight": agent_turn(
+            w, "s-alice-1", NOW - 3 * DAY,
+            "Find me a flight to Lisbon under 500 euros next Friday.",
+            "search_flights", '{"destination": "LIS", "max_price": 500}',
+            '{"flights": [{"code": "TP1350", "departs": "09:40", "price_eur": 420}]}',
+            "TP1350 departs 09:40 and costs 420 EUR.", alice,
+        ),
+        "hotel": agent_turn(
+            w, "s-alice-2", NOW - 1 * DAY,
+            "Book a quiet hotel near Alfama for two nights.",
+            "book_hotel", '{"area": "Alfama", "nights": 2}',
+            '{"booking": "HTL-88412", "hotel": "Casa do Fado", "total_eur": 310}',
+            "Booked Casa do Fado, reference HTL-88412, 310 EUR total.",
+            {**alice, "agent_id": "lodging", "tags": ["trip", "hotel"]},
+        ),
+        "bob": agent_turn(
+            w, "s-bob-1", NOW - 2 * DAY,
+            "What is the weather in Oslo tomorrow?",
+            "weather", '{"city": "Oslo"}', '{"forecast": "snow", "high_c": -3}',
+            "Snow tomorrow in Oslo, high of -3 C.", {"user_id": "bob", "agent_id": "travel"},
+        ),
+    }  # fmt: skip
+    w.emit("user_message", "Also, thanks for the help so far, really appreciated!",
+           session_id="s-alice-1", ts=NOW - 3 * DAY + 10, meta=alice)  # fmt: skip
+    settle(w)
+    return w, ids
+
+
+def top_ids(hits: list[Hit]) -> list[str]:
+    return [h.event.id for h in hits]
+
+
+# ----------------------------------------------------------------- basics
+def test_hits_carry_provenance_and_path_scores(scenario):
+    w, ids = scenario
+    hits = w.retrieve("booking reference HTL-88412", user_id="alice", now=NOW)
+    assert hits and hits[0].event.id in (ids["hotel"]["result"], ids["hotel"]["answer"])
+    scores = [h.score for h in hits]
+    assert scores == sorted(scores, reverse=True) and scores[-1] > 0
+    for h in hits:
+        p = h.provenance
+        assert (p.event_id, p.session_id, p.seq, p.ts, p.type) == (
+            h.event.id, h.event.session_id, h.event.seq, h.event.ts, h.event.type
+        )  # fmt: skip
+        assert h.paths and set(h.paths) <= set(PATHS) and set(h.ranks) == set(h.paths)
+        assert all(r >= 1 for r in h.ranks.values())
+    assert "lexical" in hits[0].paths
+    assert len(top_ids(hits)) == len(set(top_ids(hits)))
+
+
+def test_semantic_path_finds_other_words(scenario):
+    w, ids = scenario
+    hits = w.retrieve("which plane did we pick for the Portugal trip?", user_id="alice",
+                      now=NOW, paths=["semantic"], k=3)  # fmt: skip
+    assert ids["flight"]["answer"] in top_ids(hits) or ids["flight"]["result"] in top_ids(hits)
+    assert all(set(h.paths) == {"semantic"} for h in hits)
+
+
+def test_graph_path_brings_the_call_and_question_behind_a_result(scenario):
+    w, ids = scenario
+    hits = w.retrieve("TP1350", session_id="s-alice-1", k=10, now=NOW,
+                      paths=["lexical", "graph"])  # fmt: skip
+    by_id = {h.event.id: h for h in hits}
+    flight = ids["flight"]
+    assert flight["result"] in by_id or flight["answer"] in by_id
+    for behind in ("invocation", "user"):  # the tool call and the question that led to it
+        hit = by_id.get(flight[behind])
+        assert hit is not None, f"{behind} not reached through the graph"
+        assert "graph" in hit.paths and hit.provenance.via
+        assert set(hit.provenance.via) & {flight["result"], flight["answer"]}
+    assert flight["call"] not in by_id  # an empty model-call marker is a bridge, not an answer
+
+
+def test_recent_path_in_session(scenario):
+    w, ids = scenario
+    hits = w.retrieve("anything else?", session_id="s-alice-1", paths=["recent"], k=3, now=NOW)
+    assert hits and all(h.event.session_id == "s-alice-1" for h in hits)
+    assert hits[0].event.content.startswith("Also, thanks")  # the latest event first
+
+
+# ------------------------------------------------------------------ scope
+def test_scope_session_user_tenant(scenario):
+    w, ids = scenario
+    q = "flight hotel weather booking"
+    in_session = w.retrieve(q, session_id="s-alice-2", k=20, now=NOW)
+    assert in_session and {h.event.session_id for h in in_session} == {"s-alice-2"}
+    cross = w.retrieve(q, user_id="alice", k=20, now=NOW)
+    assert {h.event.session_id for h in cross} == {"s-alice-1", "s-alice-2"}
+    everything = w.retrieve(q, k=30, now=NOW)
+    assert "s-bob-1" in {h.event.session_id for h in everything}
+    with pytest.raises(ValueError):
+        w.retrieve(q, scope="session")
+
+
+def test_tenants_never_see_each_other(scenario, open_weave):
+    w, ids = scenario
+    other = open_weave()
+    other.emit("user_message", "Flight TP1350 to Lisbon is my secret", session_id="x", ts=NOW)
+    settle(other)
+    mine = w.retrieve("TP1350 Lisbon secret", k=20, now=NOW)
+    theirs = other.retrieve("TP1350 Lisbon secret", k=20, now=NOW)
+    assert all(h.event.tenant == w.tenant for h in mine)
+    assert [h.event.content for h in theirs] == ["Flight TP1350 to Lisbon is my secret"]
+
+
+# ---------------------------------------------------------------- filters
+def test_metadata_filters(scenario):
+    w, ids = scenario
+    q = "trip booking flight"
+    only = w.retrieve(q, k=20, now=NOW, filters={"types": ["tool_result"]})
+    assert only and {h.event.type for h in only} == {EventType.TOOL_RESULT}
+    hotel = w.retrieve(q, k=20, now=NOW, filters=Filters(tags=["hotel"]))
+    assert hotel and all("hotel" in h.event.tags for h in hotel)
+    lodging = w.retrieve(q, k=20, now=NOW, filters={"agent_id": "lodging"})
+    assert lodging and {h.event.session_id for h in lodging} == {"s-alice-2"}
+    bob = w.retrieve(q, k=20, now=NOW, filters={"user_id": "bob"})
+    assert bob and {h.event.user_id for h in bob} == {"bob"}
+    window = w.retrieve(q, k=20, now=NOW, filters={"since": NOW - 2.5 * DAY, "until": NOW})
+    assert window and all(NOW - 2.5 * DAY <= h.event.ts <= NOW for h in window)
+    # filters alone (no query words) still recall, newest first, through the metadata path
+    recent = w.retrieve("", k=3, now=NOW, filters={"types": ["assistant_message"]},
+                        paths=["metadata"])  # fmt: skip
+    assert len(recent) == 3 and all(h.event.type == EventType.ASSISTANT_MESSAGE for h in recent)
+    assert [h.event.ts for h in recent] == sorted((h.event.ts for h in recent), reverse=True)
+    assert recent[0].event.id == ids["hotel"]["answer"]
+
+
+def test_inactive_events_never_come_back(scenario):
+    w, ids = scenario
+    hotel = ids["hotel"]
+    w.store.invalidate([hotel["result"]], "booking cancelled")
+    w.store.soft_delete([hotel["answer"]], "user asked to forget")
+    w.store.purge(ids=[hotel["invocation"]])
+    gone = {hotel["result"], hotel["answer"], hotel["invocation"]}
+    for kw in (
+        {"user_id": "alice"},
+        {"session_id": "s-alice-2"},
+        {"session_id": "s-alice-2", "filters": {"types": ["tool_result", "assistant_message"]}},
+        {"session_id": "s-alice-2", "paths": ["recent", "graph", "lexical"]},
+        {},
+    ):
+        hits = w.retrieve("HTL-88412 Casa do Fado booking Alfama hotel", k=20, now=NOW, **kw)
+        assert hits and not gone & set(top_ids(hits)), kw
+    semantic = w.retrieve("hotel booking reference", session_id="s-alice-2", now=NOW,
+                          paths=["semantic"], k=20)  # fmt: skip
+    assert not gone & set(top_ids(semantic))
+
+
+# ---------------------------------------------------------- decay, dedup
+def test_recency_decay_with_half_life(open_weave):
+    w = open_weave()
+    text = "The deploy window is Friday at 18:00."
+    old = w.emit("user_message", text, session_id="old", ts=NOW - 14 * DAY)
+    new = w.emit("user_message", text, session_id="new", ts=NOW - 1 * DAY)
+    w.emit("user_message", "Unrelated chatter about lunch options.", session_id="x", ts=NOW)
+    settle(w)
+    opts = {"k": 5, "now": NOW, "dedup": False, "fusion": "score", "paths": ["lexical"]}
+    flat = {h.event.id: h.score for h in w.retrieve("deploy window", half_life=None, **opts)}
+    assert flat[old] == pytest.approx(flat[new])
+    cfg = RetrievalConfig(half_life=7 * DAY, decay_floor=0.2)
+    decayed = w.retrieve("deploy window", config=cfg, **opts)
+    assert top_ids(decayed)[:2] == [new, old]
+    got = {h.event.id: h.score for h in decayed}
+
+    def weight(age: float) -> float:
+        return 0.2 + 0.8 * 0.5 ** (age / (7 * DAY))
+
+    assert got[old] / got[new] == pytest.approx(weight(14 * DAY) / weight(1 * DAY), rel=1e-6)
+
+
+def test_duplicates_are_merged_with_provenance(open_weave):
+    w = open_weave()
+    a = w.emit("tool_result", "Quota: 1,000 requests per minute.", session_id="s", ts=NOW - 60)
+    b = w.emit("tool_result", "Quota:  1,000 requests per   minute.", session_id="s", ts=NOW)
+    settle(w)
+    hits = w.retrieve("request quota per minute", session_id="s", now=NOW)
+    assert len(hits) == 1 and {hits[0].event.id, *hits[0].provenance.duplicates} == {a, b}
+
+
+# --------------------------------------------------------- dates, Chinese
+def test_dates_named_in_the_query_are_preferred(open_weave):
+    w = open_weave()
+    march = 1_709_900_000.0  # 2024-03-08
+    june = 1_717_900_000.0  # 2024-06-09
+    w.emit("user_message", "Budget review: we agreed to cut cloud spend by 10%.",
+           session_id="march", ts=march, meta={"user_id": "u"})  # fmt: skip
+    w.emit("user_message", "Budget review: we agreed to hire two more engineers.",
+           session_id="june", ts=june, meta={"user_id": "u"})  # fmt: skip
+    settle(w)
+    hits = w.retrieve("What did we agree in the budget review in March 2024?", user_id="u",
+                      now=june + DAY, half_life=None)  # fmt: skip
+    assert hits[0].event.session_id == "march" and "temporal" in hits[0].paths
+    hits = w.retrieve("What did we agree in the budget review in June?", user_id="u",
+                      now=june + DAY, half_life=None)  # fmt: skip
+    assert hits[0].event.session_id == "june"
+
+
+def test_chinese_recall(open_weave):
+    """Chinese is found by its words (the lexical path); MiniLM itself is English-only."""
+    w = open_weave()
+    u = {"user_id": "u"}
+    for sid, texts in {
+        "zh-1": ["我们决定把批次大小改成两千行。", "好的，我记下了。"],
+        "zh-2": ["明天的会议改到下午三点。", "午饭吃面条吧。"],
+    }.items():
+        for i, text in enumerate(texts):
+            w.emit("user_message", text, session_id=sid, ts=NOW + i, meta=u)
+    settle(w)
+    hits = w.retrieve("批次大小是多少？", user_id="u", now=NOW, paths=["lexical"])
+    assert hits and hits[0].event.content.startswith("我们决定")
+    assert all(h.event.session_id == "zh-1" for h in hits)  # nothing from the other session
+    fused = w.retrieve("批次大小是多少？", user_id="u", now=NOW)
+    assert fused[0].event.content.startswith("我们决定")
+
+
+# ------------------------------------------------------------ API surface
+async def test_async_twin(scenario):
+    w, ids = scenario
+    hits = await w.aretrieve("HTL-88412", user_id="alice", now=NOW)
+    assert hits and hits == w.retrieve("HTL-88412", user_id="alice", now=NOW)
+
+
+def test_bad_arguments_are_clear_errors(scenario):
+    w, _ = scenario
+    with pytest.raises(ValueError, match="unknown path"):
+        w.retrieve("x", paths=["telepathy"])
+    with pytest.raises(ValueError, match="unknown filter"):
+        w.retrieve("x", filters={"colour": "red"})
+    with pytest.raises(TypeError):
+        w.retrieve(None)  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match="unknown retrieval option"):
+        w.retrieve("x", half_lives=3)
+    with pytest.raises(ValueError):
+        w.retrieve("x", fusion="borda")
+    assert w.retrieve("x", k=0) == []
+    assert isinstance(w.retrieve("!!! ??? ...", now=NOW), list)  # punctuation only: no crash
+
+
+def test_recall_without_a_vector_index(open_weave):
+    w = open_weave(index=False)
+    ids = agent_turn(w, "s", NOW, "Ship order ORD-5521 to Porto.", "ship", '{"order": "ORD-5521"}',
+                     '{"tracking": "PT-7788-X"}', "Shipped, tracking PT-7788-X.")  # fmt: skip
+    settle(w)
+    hits = w.retrieve("tracking number PT-7788-X", session_id="s", now=NOW)
+    assert hits[0].event.id in (ids["result"], ids["answer"])
+    assert all("semantic" not in h.paths for h in hits)
+
+
+# ------------------------------------------------------------ the benchmark
+def test_locomo_evidence_is_cleaned():
+    from beeweave_core.bench.locomo import parse_evidence
+
+    known = {"D8:6", "D9:17", "D11:26", "D1:2"}
+    assert parse_evidence(["D8:6; D9:17", "(D1:2)", "D:11:26", "D", "D99:1"], known) == (
+        ["D8:6", "D9:17", "D1:2", "D11:26"],
+        2,
+    )
+
+
+def test_locomo_bench_runs_every_system(tmp_path):
+    """The bench's plumbing on a tiny conversation in LoCoMo's format (not the dataset)."""
+    from beeweave_core.bench import locomo
+
+    conv = {
+        "speaker_a": "Ana", "speaker_b": "Ben",
+        "session_1_date_time": "1:56 pm on 8 May, 2023",
+        "session_1": [
+            {"speaker": "Ana", "dia_id": "D1:1", "text": "I adopted a grey kitten named Pixel!"},
+            {"speaker": "Ben", "dia_id": "D1:2", "text": "Congrats! How old is Pixel?"},
+            {"speaker": "Ana", "dia_id": "D1:3", "text": "Ten weeks, and very playful."},
+        ],
+        "session_2_date_time": "7:55 pm on 9 June, 2023",
+        "session_2": [
+            {"speaker": "Ben", "dia_id": "D2:1", "text": "I ran my first marathon in Porto."},
+            {"speaker": "Ana", "dia_id": "D2:2", "text": "Amazing, what was your time?",
+             "blip_caption": "a photo of a finish line"},
+            {"speaker": "Ben", "dia_id": "D2:3", "text": "Four hours and two minutes."},
+        ],
+        "qa": [
+            {"question": "What is the name of Ana's kitten?", "answer": "Pixel",
+             "evidence": ["D1:1"], "category": 4},
+            {"question": "When did Ben run a marathon?", "answer": "June 2023",
+             "evidence": ["D2:1"], "category": 2},
+            {"question": "How long did Ben's marathon take?", "answer": "4:02",
+             "evidence": ["D2:1; D2:3"], "category": 1},
+            {"question": "Is Ana a cat person?", "answer": "yes", "evidence": [], "category": 3},
+            {"question": "What did Ana say about dogs?", "answer": "n/a", "category": 5,
+             "evidence": ["D1:1"]},
+        ],
+        "session_1_summary": "NOT CONVERSATION: must never be ingested",
+    }  # fmt: skip
+    (tmp_path / "conv-test.json").write_text(json.dumps(conv), encoding="utf-8")
+    rows, summary = locomo.run(tmp_path, ks=(1, 3))
+    assert summary["turns"] == 6 and summary["questions"] == 3
+    assert summary["skipped_questions"] == 1  # no evidence left; category 5 is not asked
+    systems = {r["system"] for r in rows}
+    assert systems == set(locomo.SYSTEMS)
+    for r in rows:
+        assert 0.0 <= r["R@1"] <= r["R@3"] <= 1.0 and 0.0 <= r["hit@1"] <= r["hit@3"] <= 1.0
+        assert r["p50 ms"] <= r["p95 ms"]
+    fused = {r["category"]: r for r in rows if r["system"] == "beeweave"}
+    assert fused["all"]["n"] == 3 and fused["all"]["hit@3"] == 1.0
