@@ -15,7 +15,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from .bus import ContextBus
-from .events import EdgeType, EventType
+from .events import AppendResult, EdgeType, Event, EventType
 from .stores.base import EventStore
 
 NEO4J_SCHEMES = ("neo4j", "neo4j+s", "neo4j+ssc", "bolt", "bolt+s", "bolt+ssc")
@@ -62,6 +62,29 @@ def open_store(
         f"unsupported store URL {url!r}: expected sqlite:///path or one of "
         + ", ".join(f"{s}://" for s in NEO4J_SCHEMES)
     )
+
+
+class _IndexedStore:
+    """The weave's store for BeeWeave's own writers (summaries, memories).
+
+    They write synchronously, bypassing the capture queue; their appends are handed
+    to the vector indexer the same way captured batches are, so a new memory is
+    searchable by meaning at once, not only after the next gap check.
+    """
+
+    def __init__(self, weave: Weave) -> None:
+        self._weave = weave
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._weave.store, name)
+
+    def append(self, events: Sequence[Event]) -> AppendResult:
+        result = self._weave.store.append(events)
+        indexer = self._weave.indexer
+        if indexer is not None and result.ids:
+            new = set(result.ids)
+            indexer.on_stored([e for e in events if e.id in new])
+        return result
 
 
 class Weave:
@@ -171,6 +194,25 @@ class Weave:
 
     def stats(self) -> dict[str, Any]:
         return self.bus.stats()
+
+    @property
+    def writer(self) -> EventStore:
+        """The store, for components that write directly: appends also get indexed."""
+        return _IndexedStore(self)  # type: ignore[return-value]
+
+    def purge(self, *, session_id: str | None = None, ids: Sequence[str] | None = None) -> int:
+        """Delete for good from the graph *and* the vector index (``store.purge`` alone
+        leaves vectors behind until the next ``reindex --prune``)."""
+        self.flush()
+        if session_id is not None:
+            targets = [e.id for e in self.store.timeline(session_id, include_inactive=True)]
+        else:
+            targets = list(ids or [])
+        n = self.store.purge(session_id=session_id, ids=ids)
+        if self.indexer is not None and targets:
+            self.indexer.forget(targets)
+            self.indexer.sync()
+        return n
 
     # ------------------------------------------------------------ recall
     @property

@@ -64,7 +64,7 @@ class ContextEngine:
             or (LLMSummarizer(llm) if llm is not None else ExtractiveSummarizer())
         )
         self.weave = weave
-        self.store = weave.store
+        self.store = getattr(weave, "writer", weave.store)
         self.edit_policy = edit_policy or opts.get("edit_policy") or EditPolicy()
         self.presets = {**PRESETS, **(presets or opts.get("presets") or {})}
         self.memory = MemoryWriter(self.store, llm=memory_llm or opts.get("memory_llm"),

@@ -241,6 +241,8 @@ MATCH (e:Event {tenant: $tenant, id: id})
 WITH e, e.seq IS NOT NULL AS stored,
      [(e)-[:HAS_ARTIFACT]->(a) | a.sha256] AS shas,
      [(e)--(m:Event) WHERE m.seq IS NULL | m.id] AS placeholders
+// vector chunks of a purged event carry its text: they go with it
+CALL (e) { OPTIONAL MATCH (c:BeeweaveChunk)-[:CHUNK_OF]->(e) DETACH DELETE c }
 DETACH DELETE e
 RETURN stored, shas, placeholders
 """
@@ -283,7 +285,11 @@ MATCH (n:{label} {{tenant: $tenant}})
 WHERE n.{key} IS NOT NULL
 CALL (n) {{ DETACH DELETE n }} IN TRANSACTIONS OF 5000 ROWS
 """
-    for label, key in (("Event", "id"), ("Session", "id"), ("Artifact", "sha256"))
+    for label, key in (
+        ("Event", "id"), ("Session", "id"), ("Artifact", "sha256"),
+        # what the Neo4j vector index keeps per tenant (beeweave_core/index/neo4j_vector.py)
+        ("BeeweaveChunk", "id"), ("BeeweaveIndexState", "identity"),
+    )  # fmt: skip
 }
 
 # ------------------------------------------------------------------ reads
