@@ -171,7 +171,7 @@ def test_close_flushes(db, tmp_path):
 def test_atexit_flush_in_a_real_process(tmp_path):
     code = f"""
 from beeweave_core.weave import Weave
-w = Weave.open("sqlite:///{tmp_path / 'exit.db'}", spool_dir="{tmp_path / 'sp'}")
+w = Weave.open("sqlite:///{tmp_path / "exit.db"}", spool_dir="{tmp_path / "sp"}")
 for i in range(500):
     w.emit("user_message", f"m{{i}}", session_id="s")
 # no flush, no close: the interpreter exits and atexit must save the events
@@ -250,9 +250,10 @@ def test_odd_inputs_through_emit_are_stored_safely(db, tmp_path):
 
 def test_weave_tenants_are_isolated(tmp_path):
     url = f"sqlite:///{tmp_path / 'w.db'}"
-    with Weave.open(url, tenant="acme", spool_dir=tmp_path) as a, Weave.open(
-        url, tenant="globex", spool_dir=tmp_path
-    ) as b:
+    with (
+        Weave.open(url, tenant="acme", spool_dir=tmp_path) as a,
+        Weave.open(url, tenant="globex", spool_dir=tmp_path) as b,
+    ):
         a.emit("user_message", "acme secret", session_id="s")
         b.emit("user_message", "globex note", session_id="s")
         a.flush()

@@ -145,7 +145,10 @@ def test_every_edge_type(store):
     out = store.edges(event_id="s1-tr", types=[EdgeType.CAUSED_BY])
     assert [(e.src, e.dst) for e in out] == [("s1-tr", "s1-ti")]
     inc = store.edges(event_id="s1-tr", direction="in", types=[EdgeType.REFERS_TO, EdgeType.NEXT])
-    assert {(e.src, e.type) for e in inc} == {("s1-ans", EdgeType.REFERS_TO), ("s1-ti", EdgeType.NEXT)}
+    assert {(e.src, e.type) for e in inc} == {
+        ("s1-ans", EdgeType.REFERS_TO),
+        ("s1-ti", EdgeType.NEXT),
+    }
     with pytest.raises(ValueError):
         store.link([Edge(src="a", dst="b", type=EdgeType.NEXT)])
 
@@ -309,7 +312,9 @@ def test_hostile_text_is_stored_verbatim(store):
                  "$param {tenant: 'other'}", "a\\b\nc"]  # fmt: skip
     contents = ["MATCH (n) RETURN n; DROP TABLE events;", "\x00nul\x00inside", "",
                 "emoji 🐝 and 中文 and \u200b", "`backticks` 'quotes' \"dq\" $p {x}"]  # fmt: skip
-    events = [ev(i, sid="sid'); DELETE", content=c) for i, c in zip(nasty_ids, contents, strict=True)]
+    events = [
+        ev(i, sid="sid'); DELETE", content=c) for i, c in zip(nasty_ids, contents, strict=True)
+    ]
     store.append(events)
     got = store.timeline("sid'); DELETE")
     assert [g.id for g in got] == nasty_ids
@@ -343,7 +348,9 @@ def test_concurrent_appends_keep_one_gapless_order(backend, tmp_path):
     def work(w: int) -> None:
         try:
             for j in range(25):
-                stores[w % 4].append([ev(f"w{w}-{j}-{k}", content=f"{w}/{j}/{k}") for k in range(4)])
+                stores[w % 4].append(
+                    [ev(f"w{w}-{j}-{k}", content=f"{w}/{j}/{k}") for k in range(4)]
+                )
         except BaseException as exc:  # pragma: no cover - reported below
             errors.append(exc)
 

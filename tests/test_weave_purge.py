@@ -10,8 +10,11 @@ def test_purge_removes_vectors_too(weave_factory, backend):
     keep = weave.emit(EventType.USER_MESSAGE, "The warehouse loads orders every night at two",
                       session_id="keep")  # fmt: skip
     gone = [
-        weave.emit(EventType.USER_MESSAGE, f"My card number ends in 44{i} and expires soon",
-                   session_id="forget-me")  # fmt: skip
+        weave.emit(
+            EventType.USER_MESSAGE,
+            f"My card number ends in 44{i} and expires soon",
+            session_id="forget-me",
+        )  # fmt: skip
         for i in range(3)
     ]
     weave.flush()

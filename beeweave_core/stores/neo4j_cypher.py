@@ -286,9 +286,12 @@ WHERE n.{key} IS NOT NULL
 CALL (n) {{ DETACH DELETE n }} IN TRANSACTIONS OF 5000 ROWS
 """
     for label, key in (
-        ("Event", "id"), ("Session", "id"), ("Artifact", "sha256"),
+        ("Event", "id"),
+        ("Session", "id"),
+        ("Artifact", "sha256"),
         # what the Neo4j vector index keeps per tenant (beeweave_core/index/neo4j_vector.py)
-        ("BeeweaveChunk", "id"), ("BeeweaveIndexState", "identity"),
+        ("BeeweaveChunk", "id"),
+        ("BeeweaveIndexState", "identity"),
     )  # fmt: skip
 }
 
