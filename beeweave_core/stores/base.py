@@ -8,7 +8,8 @@ SQLite and Neo4j cannot drift apart on what they accept or how they store it.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
+from contextlib import contextmanager
 from typing import Any, NamedTuple, Protocol, runtime_checkable
 
 from ..events import AppendResult, Edge, EdgeType, Event, EventType, SessionStats, Status
@@ -25,6 +26,8 @@ from ..payloads import (
 
 #: Edge types walked by ``ancestors`` / ``descendants`` unless told otherwise.
 CAUSAL_EDGES: tuple[EdgeType, ...] = (EdgeType.CAUSED_BY, EdgeType.REFERS_TO)
+#: Deepest causal walk a store accepts (Neo4j writes the bound into the query text).
+MAX_WALK_DEPTH = 1_000
 MAX_ID_LEN = 512
 EXPORT_FORMAT = "beeweave.session/1"
 
@@ -172,6 +175,18 @@ class EventStore(Protocol):
     def close(self) -> None: ...
 
 
+def _walk_types(depth: int, edge_types: Sequence[EdgeType]) -> list[str]:
+    """Check a walk's arguments; the edge type names to follow (empty: nothing to walk)."""
+    if isinstance(depth, bool) or not isinstance(depth, int):
+        raise ValueError(f"depth must be an int, got {depth!r}")
+    if not 0 <= depth <= MAX_WALK_DEPTH:
+        raise ValueError(f"depth must be between 0 and {MAX_WALK_DEPTH}, got {depth}")
+    types = list(dict.fromkeys(EdgeType(t).value for t in edge_types))
+    if EdgeType.NEXT.value in types:
+        raise ValueError("walk along NEXT with timeline(), not ancestors()/descendants()")
+    return types if depth > 0 else []
+
+
 class BaseEventStore:
     """Shared behaviour; backends implement the ``_`` primitives."""
 
@@ -195,6 +210,51 @@ class BaseEventStore:
         result = self._append(prepared)
         result.duplicates += len(events) - len(prepared)
         return result
+
+    @classmethod
+    @contextmanager
+    def from_conn_string(cls, conn_string: str, **kw: Any) -> Iterator[Any]:
+        """``with Store.from_conn_string("agent.db" | "neo4j://host:7687", …) as store:``"""
+        store = cls(conn_string, **kw)
+        try:
+            yield store
+        finally:
+            store.close()  # type: ignore[attr-defined]
+
+    # ------------------------------------------------------------------ walks
+    def ancestors(
+        self,
+        event_id: str,
+        *,
+        depth: int = 3,
+        edge_types: Sequence[EdgeType] = CAUSAL_EDGES,
+        include_inactive: bool = False,
+    ) -> list[tuple[Event, int]]:
+        """What led to ``event_id``: events reached along outgoing causal edges.
+
+        Nearest first.  Hidden (deleted/invalidated) events are left out of the
+        answer but still walked through, so a cause behind them is still found.
+        """
+        types = _walk_types(depth, edge_types)
+        return self._walk(event_id, depth, types, include_inactive, forward=True) if types else []
+
+    def descendants(
+        self,
+        event_id: str,
+        *,
+        depth: int = 3,
+        edge_types: Sequence[EdgeType] = CAUSAL_EDGES,
+        include_inactive: bool = False,
+    ) -> list[tuple[Event, int]]:
+        """What ``event_id`` led to: events whose causal edges point at it."""
+        types = _walk_types(depth, edge_types)
+        return self._walk(event_id, depth, types, include_inactive, forward=False) if types else []
+
+    def _walk(
+        self, event_id: str, depth: int, types: list[str], include_inactive: bool, forward: bool
+    ) -> list[tuple[Event, int]]:
+        """Events within ``depth`` hops along ``types`` (validated), nearest first."""
+        raise NotImplementedError
 
     def _append(self, prepared: list[Prepared], *, keep_seq: bool = False) -> AppendResult:
         """Write prepared events in order; ``keep_seq`` (import) keeps seq and status."""

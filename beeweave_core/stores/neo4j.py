@@ -27,8 +27,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterable, Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 from .. import neo4j_tx
@@ -44,12 +43,9 @@ from ..events import (
 )
 from ..payloads import dumps
 from . import neo4j_cypher as q
-from .base import CAUSAL_EDGES, BaseEventStore, Prepared, StoreError
+from .base import BaseEventStore, Prepared, StoreError
 from .sqlite import TokenCount, default_token_count
 
-#: Deepest walk ``ancestors``/``descendants`` accept (the bound is written into the
-#: Cypher text, so it is checked here; see :func:`neo4j_cypher.bounded`).
-MAX_WALK_DEPTH = 1_000
 #: Events per write transaction; a bigger ``append`` is split (each chunk atomic).
 DEFAULT_WRITE_BATCH = 2_000
 #: ``tokens`` of an event whose content has not been counted yet (see _count_tokens).
@@ -176,16 +172,6 @@ class Neo4jEventStore(BaseEventStore):
         except BaseException:
             self.close()
             raise
-
-    @classmethod
-    @contextmanager
-    def from_conn_string(cls, url: str, **kw: Any) -> Iterator[Neo4jEventStore]:
-        """``with Neo4jEventStore.from_conn_string("neo4j://host:7687", auth=…) as s:``"""
-        store = cls(url, **kw)
-        try:
-            yield store
-        finally:
-            store.close()
 
     def for_tenant(self, tenant: str) -> Neo4jEventStore:
         """A view scoped to another tenant on the same driver (not closed by the view)."""
@@ -470,49 +456,14 @@ class Neo4jEventStore(BaseEventStore):
         return [_to_event(self.tenant, r["event"]) for r in rows]
 
     def _walk(
-        self,
-        template: str,
-        event_id: str,
-        depth: int,
-        edge_types: Sequence[EdgeType],
-        include_inactive: bool,
+        self, event_id: str, depth: int, types: list[str], include_inactive: bool, forward: bool
     ) -> list[tuple[Event, int]]:
-        if isinstance(depth, bool) or not isinstance(depth, int):
-            raise ValueError(f"depth must be an int, got {depth!r}")
-        if not 0 <= depth <= MAX_WALK_DEPTH:
-            raise ValueError(f"depth must be between 0 and {MAX_WALK_DEPTH}, got {depth}")
-        types = _edge_types(edge_types)
-        if EdgeType.NEXT.value in types:
-            raise ValueError("walk along NEXT with timeline(), not ancestors()/descendants()")
-        if not types or depth == 0:
-            return []
+        template = q.CYPHER_GET_ANCESTORS if forward else q.CYPHER_GET_DESCENDANTS
         rows = self._read(
             q.bounded(template, depth), id=event_id, types=types, all=include_inactive
         )
         pairs = [(_to_event(self.tenant, r["event"]), r["depth"]) for r in rows]
         return sorted(pairs, key=lambda p: (p[1], p[0].seq))
-
-    def ancestors(
-        self,
-        event_id: str,
-        *,
-        depth: int = 3,
-        edge_types: Sequence[EdgeType] = CAUSAL_EDGES,
-        include_inactive: bool = False,
-    ) -> list[tuple[Event, int]]:
-        """What led to ``event_id``: events reached along outgoing causal edges."""
-        return self._walk(q.CYPHER_GET_ANCESTORS, event_id, depth, edge_types, include_inactive)
-
-    def descendants(
-        self,
-        event_id: str,
-        *,
-        depth: int = 3,
-        edge_types: Sequence[EdgeType] = CAUSAL_EDGES,
-        include_inactive: bool = False,
-    ) -> list[tuple[Event, int]]:
-        """What ``event_id`` led to: events whose causal edges point at it."""
-        return self._walk(q.CYPHER_GET_DESCENDANTS, event_id, depth, edge_types, include_inactive)
 
     def edges(
         self,

@@ -21,7 +21,7 @@ from ..events import AppendResult, Edge, EdgeType, Event, EventType, SessionStat
 from ..lexical import fts_query, fts_text
 from ..payloads import dumps
 from . import sqlite_sql as q
-from .base import CAUSAL_EDGES, BaseEventStore, Prepared, StoreError
+from .base import BaseEventStore, Prepared, StoreError
 
 TokenCount = Callable[[list[str]], list[int]]
 
@@ -105,16 +105,6 @@ class SQLiteEventStore(BaseEventStore):
         # The full-text index segments text in Python (Chinese has no spaces to split on).
         self._conn.create_function(q.FTS_TEXT_FUNCTION, 1, fts_text, deterministic=True)
         self.setup()
-
-    @classmethod
-    @contextmanager
-    def from_conn_string(cls, conn_string: str, **kw: Any) -> Iterator[SQLiteEventStore]:
-        """``with SQLiteEventStore.from_conn_string("agent.db") as store: ...``"""
-        store = cls(conn_string, **kw)
-        try:
-            yield store
-        finally:
-            store.close()
 
     def for_tenant(self, tenant: str) -> SQLiteEventStore:
         """A view of the same file scoped to another tenant (shares the connection)."""
@@ -320,20 +310,8 @@ class SQLiteEventStore(BaseEventStore):
         return [_row_to_event(self.tenant, r) for r in rows]
 
     def _walk(
-        self,
-        event_id: str,
-        depth: int,
-        edge_types: Sequence[EdgeType],
-        include_inactive: bool,
-        forward: bool,
+        self, event_id: str, depth: int, types: list[str], include_inactive: bool, forward: bool
     ) -> list[tuple[Event, int]]:
-        if depth < 0:
-            raise ValueError("depth must be >= 0")
-        types = [EdgeType(t).value for t in edge_types]
-        if EdgeType.NEXT.value in types:
-            raise ValueError("walk along NEXT with timeline(), not ancestors()/descendants()")
-        if not types:
-            return []
         sql = q.WALK.format(
             dir_to="dst" if forward else "src",
             dir_from="src" if forward else "dst",
@@ -343,28 +321,6 @@ class SQLiteEventStore(BaseEventStore):
         dist = dict(rows)
         events = self.get(list(dist), include_inactive=include_inactive)
         return sorted(((e, dist[e.id]) for e in events), key=lambda p: (p[1], p[0].seq))
-
-    def ancestors(
-        self,
-        event_id: str,
-        *,
-        depth: int = 3,
-        edge_types: Sequence[EdgeType] = CAUSAL_EDGES,
-        include_inactive: bool = False,
-    ) -> list[tuple[Event, int]]:
-        """What led to ``event_id``: events reached along outgoing causal edges."""
-        return self._walk(event_id, depth, edge_types, include_inactive, forward=True)
-
-    def descendants(
-        self,
-        event_id: str,
-        *,
-        depth: int = 3,
-        edge_types: Sequence[EdgeType] = CAUSAL_EDGES,
-        include_inactive: bool = False,
-    ) -> list[tuple[Event, int]]:
-        """What ``event_id`` led to: events whose causal edges point at it."""
-        return self._walk(event_id, depth, edge_types, include_inactive, forward=False)
 
     def edges(
         self,
