@@ -16,6 +16,8 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
+from .errors import StoreError
+
 CREATE_META = "CREATE TABLE IF NOT EXISTS beeweave_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)"
 GET_VERSION = "SELECT value FROM beeweave_meta WHERE key = ?"
 SET_VERSION = (
@@ -62,8 +64,12 @@ class SideTables:
             self._owner = True
             self._conn.execute("PRAGMA journal_mode=WAL")
             self._conn.execute("PRAGMA synchronous=NORMAL")
+            self._prepare(self._conn)
         self._closed = False
         self.setup()
+
+    def _prepare(self, conn: sqlite3.Connection) -> None:
+        """Per-connection set-up before the schema is touched (functions, pragmas)."""
 
     @contextmanager
     def _tx(self) -> Iterator[sqlite3.Connection]:
@@ -93,7 +99,7 @@ class SideTables:
             row = c.execute(GET_VERSION, (q.SCHEMA_KEY,)).fetchone()
             current = int(row[0]) if row else 0
             if current > q.SCHEMA_VERSION:
-                raise RuntimeError(
+                raise StoreError(
                     f"{self.path} has {q.SCHEMA_KEY} {current}, newer than this BeeWeave "
                     f"({q.SCHEMA_VERSION}); upgrade beeweave"
                 )
@@ -102,6 +108,10 @@ class SideTables:
                     for stmt in statements:
                         c.execute(stmt)
             c.execute(SET_VERSION, (q.SCHEMA_KEY, str(q.SCHEMA_VERSION)))
+
+    @property
+    def schema_version(self) -> int:
+        return int(self._read(GET_VERSION, (self.sql.SCHEMA_KEY,))[0][0])
 
     def close(self) -> None:
         with self._lock:

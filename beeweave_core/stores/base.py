@@ -12,6 +12,8 @@ from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any, NamedTuple, Protocol, runtime_checkable
 
+from ..errors import NotFound as NotFound  # re-exported: stores raise these
+from ..errors import StoreError as StoreError
 from ..events import AppendResult, Edge, EdgeType, Event, EventType, SessionStats, Status
 from ..payloads import (
     DEFAULT_INLINE_LIMIT,
@@ -30,14 +32,6 @@ CAUSAL_EDGES: tuple[EdgeType, ...] = (EdgeType.CAUSED_BY, EdgeType.REFERS_TO)
 MAX_WALK_DEPTH = 1_000
 MAX_ID_LEN = 512
 EXPORT_FORMAT = "beeweave.session/1"
-
-
-class StoreError(RuntimeError):
-    """The store could not do what was asked (bad input is a ``ValueError``)."""
-
-
-class NotFound(StoreError, KeyError):
-    """The session or event does not exist for this tenant."""
 
 
 def _check_id(kind: str, value: Any) -> str:

@@ -12,16 +12,15 @@ import json
 import os
 import sqlite3
 import threading
-from collections.abc import Callable, Iterable, Iterator, Sequence
-from contextlib import contextmanager
-from pathlib import Path
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 from ..events import AppendResult, Edge, EdgeType, Event, EventType, SessionStats, Status
 from ..lexical import fts_query, fts_text
 from ..payloads import dumps
+from ..sqlite_db import SideTables
 from . import sqlite_sql as q
-from .base import BaseEventStore, Prepared, StoreError
+from .base import BaseEventStore, Prepared
 
 TokenCount = Callable[[list[str]], list[int]]
 
@@ -66,13 +65,15 @@ def default_token_count(texts: list[str]) -> list[int]:
     return count_batch(texts)
 
 
-class SQLiteEventStore(BaseEventStore):
+class SQLiteEventStore(SideTables, BaseEventStore):
     """Event graph in a SQLite file (``:memory:`` works too, for one process).
 
     Use :meth:`from_conn_string` as a context manager, or construct and ``close()``.
     One connection is shared behind a lock; the store is safe to use from many
     threads, and several processes may open the same file.
     """
+
+    sql = q
 
     def __init__(
         self,
@@ -83,28 +84,13 @@ class SQLiteEventStore(BaseEventStore):
         busy_timeout: float = 30.0,
         _shared: tuple[sqlite3.Connection, threading.RLock] | None = None,
     ) -> None:
-        if not isinstance(tenant, str) or not tenant:
-            raise ValueError("tenant must be a non-empty string")
-        self.tenant = tenant
-        self.path = str(path)
         self._token_count = token_count or default_token_count
-        if _shared is not None:
-            self._conn, self._lock = _shared
-            self._owner = False
-            return
-        if self.path != ":memory:":
-            Path(self.path).parent.mkdir(parents=True, exist_ok=True)
-        self._conn = sqlite3.connect(
-            self.path, check_same_thread=False, isolation_level=None, timeout=busy_timeout
-        )
-        self._lock = threading.RLock()
-        self._owner = True
-        self._conn.execute("PRAGMA journal_mode=WAL")
-        self._conn.execute("PRAGMA synchronous=NORMAL")
-        self._conn.execute("PRAGMA foreign_keys=OFF")
+        super().__init__(path, tenant=tenant, busy_timeout=busy_timeout, _shared=_shared)
+
+    def _prepare(self, conn: sqlite3.Connection) -> None:
+        conn.execute("PRAGMA foreign_keys=OFF")
         # The full-text index segments text in Python (Chinese has no spaces to split on).
-        self._conn.create_function(q.FTS_TEXT_FUNCTION, 1, fts_text, deterministic=True)
-        self.setup()
+        conn.create_function(q.FTS_TEXT_FUNCTION, 1, fts_text, deterministic=True)
 
     def for_tenant(self, tenant: str) -> SQLiteEventStore:
         """A view of the same file scoped to another tenant (shares the connection)."""
@@ -114,49 +100,6 @@ class SQLiteEventStore(BaseEventStore):
             token_count=self._token_count,
             _shared=(self._conn, self._lock),
         )
-
-    # ------------------------------------------------------------- plumbing
-    @contextmanager
-    def _tx(self) -> Iterator[sqlite3.Connection]:
-        with self._lock:
-            self._conn.execute("BEGIN IMMEDIATE")
-            try:
-                yield self._conn
-            except BaseException:
-                self._conn.execute("ROLLBACK")
-                raise
-            else:
-                self._conn.execute("COMMIT")
-
-    def _read(self, sql: str, params: Sequence[Any]) -> list[tuple[Any, ...]]:
-        with self._lock:
-            return self._conn.execute(sql, params).fetchall()
-
-    def setup(self) -> None:
-        """Create or migrate the schema; safe to call any number of times."""
-        with self._tx() as c:
-            c.execute(q.CREATE_META)
-            row = c.execute(q.GET_VERSION).fetchone()
-            current = int(row[0]) if row else 0
-            if current > q.SCHEMA_VERSION:
-                raise StoreError(
-                    f"{self.path} has schema v{current}, newer than this BeeWeave "
-                    f"(v{q.SCHEMA_VERSION}); upgrade beeweave"
-                )
-            for version, statements in q.MIGRATIONS:
-                if version > current:
-                    for sql in statements:
-                        c.execute(sql)
-            c.execute(q.SET_VERSION, (str(q.SCHEMA_VERSION),))
-
-    @property
-    def schema_version(self) -> int:
-        return int(self._read(q.GET_VERSION, ())[0][0])
-
-    def close(self) -> None:
-        if self._owner:
-            with self._lock:
-                self._conn.close()
 
     # --------------------------------------------------------------- writes
     def _append(self, prepared: list[Prepared], *, keep_seq: bool = False) -> AppendResult:

@@ -5,6 +5,8 @@ a reviewer can read the whole schema and every query in one place.  All statemen
 take parameters; no user data is ever formatted into SQL text.
 """
 
+#: Row of ``beeweave_meta`` holding this schema's version (see ``sqlite_db``).
+SCHEMA_KEY = "schema_version"
 SCHEMA_VERSION = 3
 
 #: (version, statements) applied in order by ``setup()``; never edit a released one.
@@ -96,12 +98,6 @@ FROM events e WHERE e.rowid > (SELECT COALESCE(MAX(rowid), 0) FROM events_fts)
 ORDER BY e.rowid LIMIT ?
 """
 
-CREATE_META = "CREATE TABLE IF NOT EXISTS beeweave_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)"
-GET_VERSION = "SELECT value FROM beeweave_meta WHERE key = 'schema_version'"
-SET_VERSION = (
-    "INSERT INTO beeweave_meta (key, value) VALUES ('schema_version', ?) "
-    "ON CONFLICT(key) DO UPDATE SET value = excluded.value"
-)
 
 EVENT_COLUMNS = (
     "id, session_id, seq, type, role, content, payload, ts, parents, links, meta, source, "
