@@ -235,6 +235,30 @@ class Hit:
     def event_id(self) -> str:
         return self.event.id
 
+    def metadata(self) -> dict[str, Any]:
+        """The hit's provenance as flat metadata, for framework documents and nodes."""
+        ev, prov = self.event, self.provenance
+        md: dict[str, Any] = {
+            "event_id": ev.id, "session_id": ev.session_id, "seq": ev.seq,
+            "type": ev.type.value, "role": ev.role, "ts": ev.ts, "time": ev.time.isoformat(),
+            "score": self.score, "source": "beeweave",
+        }  # fmt: skip
+        if prov.via:
+            md["via"] = list(prov.via)
+        if prov.duplicates:
+            md["duplicates"] = list(prov.duplicates)
+        for key in ("user_id", "agent_id", "tags"):
+            if ev.meta.get(key) is not None:
+                md[key] = ev.meta[key]
+        if isinstance(ev.payload.get("name"), str):
+            md["tool"] = ev.payload["name"]
+        art = ev.payload.get("$artifact")
+        if isinstance(art, Mapping):  # content is a preview; the full text is an artifact
+            md["artifact_sha256"] = art.get("sha256")
+        if ev.source.get("framework"):
+            md["framework"] = str(ev.source["framework"])
+        return md
+
     def __repr__(self) -> str:
         p = ", ".join(f"{k}={v:.3g}" for k, v in self.paths.items())
         return (

@@ -26,33 +26,9 @@ CALL_OPTIONS = frozenset({"k", "session_id", "user_id", "filters", "paths", "sco
 
 def hit_to_document(hit: Any) -> Document:
     """One retrieval hit → a ``Document`` carrying the hit's provenance."""
-    ev = hit.event
-    prov = hit.provenance
-    md: dict[str, Any] = {
-        "event_id": ev.id,
-        "session_id": ev.session_id,
-        "seq": ev.seq,
-        "type": ev.type.value,
-        "role": ev.role,
-        "ts": ev.ts,
-        "score": hit.score,
-        "paths": dict(hit.paths),
-        "source": "beeweave",
-    }
-    if prov.via:
-        md["via"] = list(prov.via)
-    if prov.duplicates:
-        md["duplicates"] = list(prov.duplicates)
-    for key in ("user_id", "agent_id", "tags"):
-        if ev.meta.get(key) is not None:
-            md[key] = ev.meta[key]
-    art = ev.payload.get("$artifact")
-    if isinstance(art, Mapping):  # content is a preview; the full text is an artifact
-        md["artifact_sha256"] = art.get("sha256")
-    name = ev.payload.get("name")
-    if isinstance(name, str):
-        md["tool"] = name
-    return Document(page_content=ev.content, metadata=md, id=ev.id)
+    md = hit.metadata()
+    md["paths"] = dict(hit.paths)
+    return Document(page_content=hit.event.content, metadata=md, id=hit.event.id)
 
 
 class BeeWeaveRetriever(BaseRetriever):

@@ -27,34 +27,10 @@ def hit_to_node(hit: Any) -> NodeWithScore:
     metadata filters expect: per-path scores become ``score_<path>`` keys.
     """
     ev = hit.event
-    prov = hit.provenance
-    meta: dict[str, Any] = {
-        "event_id": ev.id,
-        "session_id": ev.session_id,
-        "seq": ev.seq,
-        "event_type": ev.type.value,
-        "role": ev.role,
-        "ts": ev.ts,
-        "time": ev.time.isoformat(),
-        "score": hit.score,
-        "paths": sorted(hit.paths, key=lambda p: hit.ranks.get(p, 1 << 30)),
-        "source": "beeweave",
-    }
+    meta = hit.metadata()
+    meta["event_type"] = meta.pop("type")
+    meta["paths"] = sorted(hit.paths, key=lambda p: hit.ranks.get(p, 1 << 30))
     meta.update({f"score_{path}": score for path, score in hit.paths.items()})
-    if prov.via:
-        meta["via"] = list(prov.via)
-    if prov.duplicates:
-        meta["duplicates"] = list(prov.duplicates)
-    for key in ("user_id", "agent_id", "tags"):
-        if ev.meta.get(key) is not None:
-            meta[key] = ev.meta[key]
-    if isinstance(ev.payload.get("name"), str):
-        meta["tool"] = ev.payload["name"]
-    art = ev.payload.get("$artifact")
-    if isinstance(art, Mapping):  # content is a preview; the full text is an artifact
-        meta["artifact_sha256"] = art.get("sha256")
-    if ev.source.get("framework"):
-        meta["framework"] = str(ev.source["framework"])
     node = TextNode(
         id_=ev.id,
         text=ev.content,
