@@ -505,3 +505,7 @@ def bench_locomo(
     notes = locomo.verdict(rows) + [f"{k}: {v}" for k, v in summary.items() if k != "conversations"]
     report("locomo", rows, out=out, params={"data": str(data), "limit": limit, **summary},
            notes=notes, console=Console(width=max(console.width, 150)))  # fmt: skip
+
+
+if __name__ == "__main__":  # python -m beeweave_core.cli
+    app()
