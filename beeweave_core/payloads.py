@@ -71,7 +71,14 @@ def to_jsonable(value: Any, _depth: int = 0) -> Any:
     """Turn ``value`` into plain JSON following the table in the module docstring."""
     if _depth > _MAX_DEPTH:
         return {"$repr": "<nested too deep>", "$type": _qualname(value)}
-    if value is None or isinstance(value, bool):
+    kind = type(value)  # exact-type fast paths: most values are plain JSON already
+    if kind is str:
+        return clean_text(value)
+    if kind is int or kind is bool or value is None:
+        return value
+    if kind is dict:
+        return {_key(k): to_jsonable(v, _depth + 1) for k, v in value.items()} if value else {}
+    if isinstance(value, bool):
         return value
     if isinstance(value, Enum):
         return to_jsonable(value.value, _depth + 1)
