@@ -90,7 +90,10 @@ def reference_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A private copy of llama-index's tiktoken cache, holding exactly the two files."""
     src = _llama_cache_dir()
     if src is None:
-        pytest.skip("llama-index-core's tiktoken cache (the reference data) is not installed")
+        pytest.fail(
+            "llama-index-core's tiktoken cache (the reference data) is missing: "
+            'install the dev extras (pip install -e ".[dev]")'
+        )
     dst = tmp_path_factory.mktemp("tiktoken_reference_cache")
     for url in URLS.values():
         key = hashlib.sha1(url.encode()).hexdigest()
@@ -115,7 +118,7 @@ def test_reference_cache_is_keyed_by_sha1_of_the_url_tiktoken_downloads() -> Non
     """The llama-index files are what tiktoken would look up for its own URLs."""
     src = _llama_cache_dir()
     if src is None:
-        pytest.skip("llama-index-core not installed")
+        pytest.fail('llama-index-core is missing: install the dev extras (pip install -e ".[dev]")')
     from tiktoken.load import check_hash
 
     expected_sha256 = {name: spec.sha256 for name, spec in tokens._SPECS.items()}
@@ -750,8 +753,7 @@ def test_hf_truncate_keeps_original_text(hf_tokenizer_json: Path) -> None:
 
 def test_hf_vendored_wordpiece_tokenizer() -> None:
     path = REPO_ROOT / "beeweave_core" / "data" / "all-MiniLM-L6-v2" / "tokenizer.json"
-    if not path.is_file():
-        pytest.skip("vendored MiniLM tokenizer.json not present")
+    assert path.is_file(), "the vendored MiniLM tokenizer.json ships with beeweave_core"
     tok = HFTokenizer(path)
     assert tok.name == "hf:all-MiniLM-L6-v2"
     assert tok.encode("Hello world") == [7592, 2088]  # BERT uncased ids; no [CLS]/[SEP]
