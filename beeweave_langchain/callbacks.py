@@ -21,7 +21,7 @@ any error              ``error`` → the run it broke (once per exception)
 =====================  ===========================================================
 
 REFERS_TO edges (a tool call reusing a value from an earlier result) are added off
-the agent's thread by the recorder's linker (:mod:`beeweave_langchain.refs`).
+the agent's thread by the recorder's linker (:mod:`beeweave_core.refs`).
 
 Why it is safe in production: every callback only updates a few dicts keyed by
 ``run_id`` under a short lock and calls ``weave.emit`` (non-blocking), so one handler

@@ -20,6 +20,7 @@ from typing import Any
 from langchain_core.messages import BaseMessage
 
 from beeweave_core.events import EventType, event_id_for
+from beeweave_core.refs import ValueRefLinker
 from beeweave_core.weave import Weave
 
 from .messages import (
@@ -34,7 +35,6 @@ from .messages import (
     tool_calls_of,
     tool_result_key,
 )
-from .refs import ValueRefLinker
 
 MAX_SESSIONS = 1_024
 MAX_KEYS_PER_SESSION = 50_000

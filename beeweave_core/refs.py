@@ -19,9 +19,9 @@ from collections import OrderedDict
 from collections.abc import Iterator
 from typing import Any
 
-from beeweave_core.events import Edge, EdgeType, Event, EventType
+from .events import Edge, EdgeType, Event, EventType
 
-log = logging.getLogger("beeweave.langchain")
+log = logging.getLogger("beeweave.refs")
 
 MIN_STRING = 4
 MAX_STRING = 200
