@@ -3,11 +3,19 @@
 Framework-free; the LangChain/LangGraph and LlamaIndex packages translate into it.
 """
 
-from .bus import ContextBus
-from .events import AppendResult, Edge, EdgeType, Event, EventType, SessionStats, Status
-from .payloads import PayloadError
-from .stores.base import EventStore, NotFound, StoreError
-from .weave import Weave, beeweave_home, open_store
+from beeweave_core.bus import ContextBus
+from beeweave_core.events import (
+    AppendResult,
+    Edge,
+    EdgeType,
+    Event,
+    EventType,
+    SessionStats,
+    Status,
+)
+from beeweave_core.payloads import PayloadError
+from beeweave_core.store import EventStore, NotFound, StoreError
+from beeweave_core.weave import Weave, beeweave_home, open_store
 
 __all__ = [
     "AppendResult",

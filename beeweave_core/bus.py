@@ -26,9 +26,16 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from .events import HIGH_PRIORITY_TYPES, EdgeType, Event, EventType, event_id_for, new_event_id
-from .payloads import PayloadError, dumps, to_jsonable
-from .stores.base import EventStore
+from beeweave_core.events import (
+    HIGH_PRIORITY_TYPES,
+    EdgeType,
+    Event,
+    EventType,
+    event_id_for,
+    new_event_id,
+)
+from beeweave_core.payloads import PayloadError, dumps, to_jsonable
+from beeweave_core.store import EventStore
 
 log = logging.getLogger("beeweave.bus")
 

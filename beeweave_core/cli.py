@@ -17,9 +17,9 @@ from rich.console import Console
 from rich.table import Table
 from rich.tree import Tree
 
-from .events import Event
-from .stores.base import NotFound
-from .weave import Weave, default_url
+from beeweave_core.events import Event
+from beeweave_core.store import NotFound
+from beeweave_core.weave import Weave, default_url
 
 app = typer.Typer(
     help="BeeWeave: a memory that lasts for AI agents.",
@@ -146,7 +146,7 @@ def demo(
     session: Annotated[str | None, typer.Option(help="Session id (default: a new one).")] = None,
 ) -> None:
     """Run a scripted agent conversation offline and show what BeeWeave kept."""
-    from .demo import run_script
+    from beeweave_demo.script import run_script
 
     session_id = session or f"demo-{uuid.uuid4().hex[:8]}"
     with opened(url, tenant, auth) as weave:
@@ -190,7 +190,7 @@ _demo_extensions: list[Callable[[Weave, str, Console], None]] = []
 
 def _recall_demo(weave: Weave, session_id: str, console: Console) -> None:
     """One recall question over the demo session, hits with paths and provenance."""
-    from .recall_demo import show_recall
+    from beeweave_demo.recall import show_recall
 
     show_recall(weave, session_id, console)
 
@@ -347,8 +347,8 @@ def bench_capture(
     out: OutOpt = None,
 ) -> None:
     """emit() cost on the caller's thread vs a no-op call and queue.put_nowait."""
-    from .bench import capture
-    from .bench.report import report
+    from beeweave_bench import capture
+    from beeweave_bench.report import report
 
     if framework is not None:
         runner = _framework_capture.get(framework)
@@ -369,7 +369,7 @@ _framework_capture: dict[str, Callable[[int], tuple[list[dict[str, Any]], dict[s
 
 
 def _langchain_capture(n: int) -> tuple[list[dict[str, Any]], dict[str, Any]]:
-    from beeweave_langchain.bench import run
+    from beeweave_bench.langchain_capture import run
 
     return run(n)
 
@@ -378,7 +378,7 @@ _framework_capture["langchain"] = _langchain_capture
 
 
 def _llamaindex_capture(n: int) -> tuple[list[dict[str, Any]], dict[str, Any]]:
-    from beeweave_llamaindex.bench import run
+    from beeweave_bench.llamaindex_capture import run
 
     return run(n)
 
@@ -395,8 +395,8 @@ def bench_ingest(
     out: OutOpt = None,
 ) -> None:
     """Events/s batched vs one-by-one and ancestry p50/p95, every backend in one run."""
-    from .bench import ingest
-    from .bench.report import report
+    from beeweave_bench import ingest
+    from beeweave_bench.report import report
 
     backends = [b.strip() for b in backend.split(",") if b.strip()]
     try:
@@ -423,8 +423,8 @@ def bench_checkpoint(
     """put/get_tuple/list latency of BeeWeaveCheckpointer vs InMemorySaver and AsyncSqliteSaver."""
     import os
 
-    from .bench import checkpoint
-    from .bench.report import report
+    from beeweave_bench import checkpoint
+    from beeweave_bench.report import report
 
     uri = neo4j or os.environ.get("NEO4J_URI")
     try:
@@ -451,8 +451,8 @@ def bench_context(
     out: OutOpt = None,
 ) -> None:
     """Retention, stale rate and token share: BeeWeave vs full history, trim_messages, ChatMemoryBuffer."""
-    from .bench import context
-    from .bench.report import report
+    from beeweave_bench import context
+    from beeweave_bench.report import report
 
     try:
         rows, details, extra = context.run(scenarios)
@@ -472,7 +472,7 @@ def bench_context(
 
 def _context_demo(weave: Weave, session_id: str, console: Console) -> None:
     """Ends the demo with the assembled context for a late question (imported on use)."""
-    from .context.demo import show_assembled_context
+    from beeweave_demo.context import show_assembled_context
 
     show_assembled_context(weave, session_id, console)
 
@@ -491,8 +491,8 @@ def bench_locomo(
     out: OutOpt = None,
 ) -> None:
     """Evidence recall@k / hit@k on LoCoMo: BM25, dense, naive RRF and BeeWeave, one run."""
-    from .bench import locomo
-    from .bench.report import report
+    from beeweave_bench import locomo
+    from beeweave_bench.report import report
 
     if not data.is_dir():
         fail(f"--data {data} is not a directory")

@@ -19,7 +19,7 @@ from collections import OrderedDict
 from collections.abc import Iterator
 from typing import Any
 
-from .events import Edge, EdgeType, Event, EventType
+from beeweave_core.events import Edge, EdgeType, Event, EventType
 
 log = logging.getLogger("beeweave.refs")
 

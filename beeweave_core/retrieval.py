@@ -31,9 +31,9 @@ from dataclasses import dataclass, field, replace
 from datetime import datetime, timezone
 from typing import Any
 
-from .events import EdgeType, Event, EventType, Status
-from .index.base import IndexFilter
-from .timehints import TimeWindow, find_windows
+from beeweave_core.events import EdgeType, Event, EventType, Status
+from beeweave_core.index.base import IndexFilter
+from beeweave_core.text.timehints import TimeWindow, find_windows
 
 log = logging.getLogger("beeweave.retrieval")
 

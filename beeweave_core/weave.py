@@ -14,9 +14,9 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
-from .bus import ContextBus
-from .events import AppendResult, EdgeType, Event, EventType
-from .stores.base import EventStore
+from beeweave_core.bus import ContextBus
+from beeweave_core.events import AppendResult, EdgeType, Event, EventType
+from beeweave_core.store import EventStore
 
 NEO4J_SCHEMES = ("neo4j", "neo4j+s", "neo4j+ssc", "bolt", "bolt+s", "bolt+ssc")
 
@@ -51,11 +51,11 @@ def open_store(
         path = url[len("sqlite:///") :]
         if not path:
             raise ValueError(f"bad SQLite URL {url!r}: no file path")
-        from .stores.sqlite import SQLiteEventStore
+        from beeweave_core.backends.sqlite.events import SQLiteEventStore
 
         return SQLiteEventStore(path, tenant=tenant, **kw)
     if scheme in NEO4J_SCHEMES:
-        from .stores.neo4j import Neo4jEventStore
+        from beeweave_core.backends.neo4j.events import Neo4jEventStore
 
         return Neo4jEventStore(url, tenant=tenant, auth=auth, database=database, **kw)
     raise ValueError(
@@ -128,7 +128,7 @@ class Weave:
         #: Background vector indexer (``None`` with ``index=False``); see indexer.py.
         self.indexer: Any = None
         if index is not False:
-            from .indexer import attach_indexer
+            from beeweave_core.index.indexer import attach_indexer
 
             attach_indexer(self)
 
@@ -152,7 +152,7 @@ class Weave:
 
         ``embeddings`` (any LangChain ``Embeddings``), ``index``, ``vector_url`` and
         ``index_options`` configure semantic recall (see
-        :func:`beeweave_core.indexer.attach_indexer`).
+        :func:`beeweave_core.index.indexer.attach_indexer`).
         """
         url = url or default_url()
         store = open_store(
@@ -219,7 +219,7 @@ class Weave:
     def retriever(self) -> Any:
         """The fused retriever over this weave (built on first use; see ``retrieval.py``)."""
         if self._retriever is None:
-            from .retrieval import Retriever
+            from beeweave_core.retrieval import Retriever
 
             self._retriever = Retriever(self)
         return self._retriever
@@ -236,7 +236,7 @@ class Weave:
     def context(self) -> Any:
         """Assembly, compaction and long-term memory (built on first use; see ``context/``)."""
         if self._context is None:
-            from .context import ContextEngine
+            from beeweave_core.context import ContextEngine
 
             self._context = ContextEngine(self)
         return self._context

@@ -39,14 +39,14 @@ _EXPORTS = {
 __all__ = sorted(_EXPORTS)
 
 if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
-    from .callbacks import AsyncBeeWeaveCallbackHandler, BeeWeaveCallbackHandler  # noqa: F401
-    from .checkpoint import AsyncBeeWeaveCheckpointer, BeeWeaveCheckpointer  # noqa: F401
-    from .history import BeeWeaveChatMessageHistory  # noqa: F401
-    from .hooks import BeeWeaveContextHook, beeweave_context_hook  # noqa: F401
-    from .memory import BeeWeaveMemory  # noqa: F401
-    from .middleware import BeeWeaveContextMiddleware  # noqa: F401
-    from .retriever import BeeWeaveRetriever  # noqa: F401
-    from .store import BeeWeaveKeyValueStore, BeeWeaveStore  # noqa: F401
+    from beeweave_langchain.callbacks import AsyncBeeWeaveCallbackHandler, BeeWeaveCallbackHandler  # noqa: F401
+    from beeweave_langchain.checkpoint import AsyncBeeWeaveCheckpointer, BeeWeaveCheckpointer  # noqa: F401
+    from beeweave_langchain.history import BeeWeaveChatMessageHistory  # noqa: F401
+    from beeweave_langchain.hooks import BeeWeaveContextHook, beeweave_context_hook  # noqa: F401
+    from beeweave_langchain.memory import BeeWeaveMemory  # noqa: F401
+    from beeweave_langchain.middleware import BeeWeaveContextMiddleware  # noqa: F401
+    from beeweave_langchain.retriever import BeeWeaveRetriever  # noqa: F401
+    from beeweave_langchain.store import BeeWeaveKeyValueStore, BeeWeaveStore  # noqa: F401
 
 
 def __getattr__(name: str) -> Any:

@@ -43,9 +43,8 @@ from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
 
 from beeweave_core.events import EventType
 from beeweave_core.weave import Weave
-
-from .messages import STORED_ID_PREFIX, text_of
-from .recorder import Recorder, recorder_for
+from beeweave_langchain.messages import STORED_ID_PREFIX, text_of
+from beeweave_langchain.recorder import Recorder, recorder_for
 
 log = logging.getLogger("beeweave.langchain")
 

@@ -51,14 +51,15 @@ from langgraph.checkpoint.base import (
 )
 
 from beeweave_core.checkpoints import (
+    LIST_PAGE,
     BranchInfo,
     CheckpointRow,
     CheckpointStore,
     TreeNode,
     WriteRow,
     open_checkpoint_store,
+    version_text,
 )
-from beeweave_core.checkpoints.base import LIST_PAGE, version_text
 from beeweave_core.payloads import to_jsonable
 from beeweave_core.weave import Weave
 
@@ -152,7 +153,7 @@ class BeeWeaveCheckpointer(BaseCheckpointSaver[str]):
         self.delete_events = delete_events
         self._recorder: Any = None
         if record_messages and weave is not None:
-            from .recorder import recorder_for
+            from beeweave_langchain.recorder import recorder_for
 
             self._recorder = recorder_for(weave)
         self._woven: OrderedDict[tuple[str, str], tuple[int, str]] = OrderedDict()

@@ -17,9 +17,8 @@ from langchain_core.messages import BaseMessage
 
 from beeweave_core.events import EventType
 from beeweave_core.weave import Weave
-
-from .messages import CONVERSATION_TYPES, ROLE_BY_EVENT, event_to_message
-from .recorder import count_occurrence, recorder_for
+from beeweave_langchain.messages import CONVERSATION_TYPES, ROLE_BY_EVENT, event_to_message
+from beeweave_langchain.recorder import count_occurrence, recorder_for
 
 _COMPONENT = "chat_history"
 

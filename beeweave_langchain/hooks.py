@@ -26,9 +26,8 @@ from langchain_core.runnables import RunnableConfig, RunnableLambda
 from beeweave_core.events import Event, EventType
 from beeweave_core.tokens import DEFAULT_MODEL
 from beeweave_core.weave import Weave
-
-from .messages import STORED_ID_PREFIX, dict_to_message
-from .recorder import recorder_for
+from beeweave_langchain.messages import STORED_ID_PREFIX, dict_to_message
+from beeweave_langchain.recorder import recorder_for
 
 #: Key of ``additional_kwargs`` where assembled messages keep BeeWeave's accounts.
 BEEWEAVE_KWARG = "beeweave"

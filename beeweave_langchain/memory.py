@@ -22,9 +22,8 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, get_bu
 from pydantic import ConfigDict, Field, PrivateAttr
 
 from beeweave_core.tokens import DEFAULT_MODEL
-
-from .history import BeeWeaveChatMessageHistory
-from .messages import dicts_to_messages
+from beeweave_langchain.history import BeeWeaveChatMessageHistory
+from beeweave_langchain.messages import dicts_to_messages
 
 
 class BeeWeaveMemory(BaseMemory):

@@ -26,8 +26,7 @@ from langchain_core.messages import AIMessage, BaseMessage
 from langgraph.config import get_config
 
 from beeweave_core.weave import Weave
-
-from .hooks import BeeWeaveContextHook
+from beeweave_langchain.hooks import BeeWeaveContextHook
 
 log = logging.getLogger("beeweave.langchain")
 

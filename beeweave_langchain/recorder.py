@@ -22,8 +22,7 @@ from langchain_core.messages import BaseMessage
 from beeweave_core.events import EventType, event_id_for
 from beeweave_core.refs import ValueRefLinker
 from beeweave_core.weave import Weave
-
-from .messages import (
+from beeweave_langchain.messages import (
     EVENT_BY_ROLE,
     STORED_ID_PREFIX,
     digest,

@@ -46,8 +46,7 @@ from langgraph.store.base.embed import get_text_at_path, tokenize_path
 
 from beeweave_core.items import ItemRow, ItemStore
 from beeweave_core.weave import Weave
-
-from .checkpoint import open_weave
+from beeweave_langchain.checkpoint import open_weave
 
 __all__ = ["BeeWeaveKeyValueStore", "BeeWeaveStore"]
 

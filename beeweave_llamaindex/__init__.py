@@ -3,9 +3,14 @@
 Thin translators into :mod:`beeweave_core`; storage, ranking and token budgets live there.
 """
 
-from .instrumentation import BeeWeaveEventHandler, BeeWeaveSpanHandler, instrument, session_tags
-from .memory import BeeWeaveChatMemory, BeeWeaveMemoryBlock
-from .retriever import BeeWeaveRetriever
+from beeweave_llamaindex.instrumentation import (
+    BeeWeaveEventHandler,
+    BeeWeaveSpanHandler,
+    instrument,
+    session_tags,
+)
+from beeweave_llamaindex.memory import BeeWeaveChatMemory, BeeWeaveMemoryBlock
+from beeweave_llamaindex.retriever import BeeWeaveRetriever
 
 __all__ = [
     "BeeWeaveChatMemory",

@@ -47,9 +47,8 @@ from llama_index.core.workflow import Workflow
 from pydantic import ConfigDict, Field, PrivateAttr
 
 from beeweave_core.payloads import preview
-
-from .messages import is_known, remember, role_of, stored_as, text_of, to_dict
-from .writer import TurnWriter
+from beeweave_llamaindex.messages import is_known, remember, role_of, stored_as, text_of, to_dict
+from beeweave_llamaindex.writer import TurnWriter
 
 log = logging.getLogger("beeweave.llamaindex")
 

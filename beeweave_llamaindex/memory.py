@@ -32,8 +32,8 @@ from llama_index.core.base.llms.types import ChatMessage
 from llama_index.core.memory import BaseMemory, BaseMemoryBlock
 from pydantic import ConfigDict, Field, PrivateAttr
 
-from .instrumentation import current_run
-from .messages import (
+from beeweave_llamaindex.instrumentation import current_run
+from beeweave_llamaindex.messages import (
     event_to_dict,
     remember,
     role_of,
@@ -43,7 +43,7 @@ from .messages import (
     to_chat_messages,
     to_dict,
 )
-from .writer import TurnWriter
+from beeweave_llamaindex.writer import TurnWriter
 
 log = logging.getLogger("beeweave.llamaindex")
 DEFAULT_TOKEN_LIMIT = 3000  # ChatMemoryBuffer's default

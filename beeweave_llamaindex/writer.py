@@ -16,8 +16,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from beeweave_core.events import EventType, event_id_for
-
-from .messages import ToolCallDict, fingerprint
+from beeweave_llamaindex.messages import ToolCallDict, fingerprint
 
 FRAMEWORK = "llama_index"
 

@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from beeweave_core.stores.base import EventStore
+from beeweave_core.store import EventStore
 from beeweave_core.weave import Weave
 
 BACKENDS = ["sqlite", "neo4j"]
@@ -67,11 +67,11 @@ def _purge_tenant(store: EventStore) -> None:
 def make_store(backend: str, tmp_path: Path, tenant: str | None = None) -> EventStore:
     tenant = tenant or _tenant()
     if backend == "sqlite":
-        from beeweave_core.stores.sqlite import SQLiteEventStore
+        from beeweave_core.backends.sqlite.events import SQLiteEventStore
 
         return SQLiteEventStore(tmp_path / "events.db", tenant=tenant)
     if backend == "neo4j":
-        from beeweave_core.stores.neo4j import Neo4jEventStore
+        from beeweave_core.backends.neo4j.events import Neo4jEventStore
 
         return Neo4jEventStore(os.environ["NEO4J_URI"], tenant=tenant, auth=neo4j_auth())
     raise ValueError(backend)

@@ -12,9 +12,9 @@ from pathlib import Path
 
 import pytest
 
+from beeweave_core.backends.sqlite.events import SQLiteEventStore
 from beeweave_core.bus import ContextBus
 from beeweave_core.events import EventType
-from beeweave_core.stores.sqlite import SQLiteEventStore
 from beeweave_core.weave import Weave
 
 

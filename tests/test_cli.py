@@ -97,7 +97,7 @@ def test_demo_on_neo4j(neo4j_uri, tmp_path):
     tenant = f"cli-{os.getpid()}"
     out = run(tmp_path, "demo", "--url", neo4j_uri, "--tenant", tenant, *extra).stdout
     assert "Captured 39 events" in out and "CAUSED_BY" in out
-    from beeweave_core.stores.neo4j import Neo4jEventStore
+    from beeweave_core.backends.neo4j.events import Neo4jEventStore
 
     with Neo4jEventStore(neo4j_uri, tenant=tenant, auth=auth) as store:
         (stats,) = store.sessions()

@@ -122,7 +122,7 @@ def test_demo_ends_with_the_assembled_context(tmp_path, monkeypatch):
 
 
 def test_bench_context_runs_all_systems_on_a_tiny_scenario(tmp_path):
-    from beeweave_core.bench import context
+    from beeweave_bench import context
 
     turns = [{"role": "system", "content": "You help."},
              {"role": "user", "content": "The deploy window is Sunday 02:00-04:00 UTC."}]  # fmt: skip

@@ -11,8 +11,8 @@ from __future__ import annotations
 from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
 
 from beeweave_core.context import CompactionPolicy, LLMSummarizer
-from beeweave_core.context.language import fold
 from beeweave_core.events import EdgeType, EventType, Status
+from beeweave_core.text.language import fold
 
 from .context_helpers import chatter, say
 

@@ -6,8 +6,8 @@ from __future__ import annotations
 import time
 
 from beeweave_core.context import decay
-from beeweave_core.context.language import fold
 from beeweave_core.events import EdgeType, Status
+from beeweave_core.text.language import fold
 
 from .context_helpers import chatter, memories, say
 

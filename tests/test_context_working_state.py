@@ -6,9 +6,9 @@ from __future__ import annotations
 import json
 
 from beeweave_core.context import Editor, cut_tool_output, split_units
-from beeweave_core.context import language as L
 from beeweave_core.context.editing import OVERTURNED_MARK, remove_overturned
 from beeweave_core.events import Event, EventType
+from beeweave_core.text import language as L
 
 from .context_helpers import call, say
 

@@ -118,8 +118,8 @@ def make_index(kind: str, request: pytest.FixtureRequest, tmp_path: Path, tenant
     if kind == "chroma-http":
         url = request.getfixturevalue("chroma_server")
         return ChromaVectorIndex(tenant=tenant, identity=identity, location=url)
-    from beeweave_core.index.neo4j_vector import Neo4jVectorIndex
-    from beeweave_core.stores.neo4j import Neo4jEventStore
+    from beeweave_core.backends.neo4j.events import Neo4jEventStore
+    from beeweave_core.backends.neo4j.vectors import Neo4jVectorIndex
 
     uri = request.getfixturevalue("neo4j_uri")
     store = Neo4jEventStore(uri, tenant=tenant, auth=neo4j_auth())

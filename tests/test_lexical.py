@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
+from beeweave_core.backends.sqlite.events import SQLiteEventStore
 from beeweave_core.events import Event, EventType
-from beeweave_core.lexical import fts_query, fts_text, lucene_query, query_terms, tokens
-from beeweave_core.stores.sqlite import SQLiteEventStore
+from beeweave_core.text.lexical import fts_query, fts_text, lucene_query, query_terms, tokens
 
 from .conftest import make_store
 

@@ -313,7 +313,7 @@ def test_recall_without_a_vector_index(open_weave):
 
 # ------------------------------------------------------------ the benchmark
 def test_locomo_evidence_is_cleaned():
-    from beeweave_core.bench.locomo import parse_evidence
+    from beeweave_bench.locomo import parse_evidence
 
     known = {"D8:6", "D9:17", "D11:26", "D1:2"}
     assert parse_evidence(["D8:6; D9:17", "(D1:2)", "D:11:26", "D", "D99:1"], known) == (
@@ -324,7 +324,7 @@ def test_locomo_evidence_is_cleaned():
 
 def test_locomo_bench_runs_every_system(tmp_path):
     """The bench's plumbing on a tiny conversation in LoCoMo's format (not the dataset)."""
-    from beeweave_core.bench import locomo
+    from beeweave_bench import locomo
 
     conv = {
         "speaker_a": "Ana", "speaker_b": "Ben",

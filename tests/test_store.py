@@ -21,7 +21,7 @@ from langgraph.graph import END, START, StateGraph
 from langgraph.store.base import BaseStore, InvalidNamespaceError
 
 from beeweave_core.events import EdgeType, EventType, Status
-from beeweave_core.items.base import session_for
+from beeweave_core.items import session_for
 from beeweave_core.weave import Weave
 from beeweave_langchain.store import BeeWeaveKeyValueStore, BeeWeaveStore
 

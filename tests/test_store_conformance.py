@@ -14,7 +14,7 @@ from pydantic import BaseModel
 
 from beeweave_core.events import Edge, EdgeType, Event, EventType, Status
 from beeweave_core.payloads import decode_payload
-from beeweave_core.stores.base import NotFound
+from beeweave_core.store import NotFound
 
 from .conftest import make_store
 
@@ -409,8 +409,8 @@ def test_reads_are_fast_enough_to_be_usable(store):
 
 
 def test_sqlite_schema_version_and_file(tmp_path: Path):
-    from beeweave_core.stores import sqlite_sql
-    from beeweave_core.stores.sqlite import SQLiteEventStore
+    from beeweave_core.backends.sqlite import events_sql as sqlite_sql
+    from beeweave_core.backends.sqlite.events import SQLiteEventStore
 
     with SQLiteEventStore.from_conn_string(str(tmp_path / "f.db")) as s:
         assert s.schema_version == sqlite_sql.SCHEMA_VERSION
@@ -422,7 +422,7 @@ def test_sqlite_schema_version_and_file(tmp_path: Path):
     con.execute("UPDATE beeweave_meta SET value = '999' WHERE key = 'schema_version'")
     con.commit()
     con.close()
-    from beeweave_core.stores.base import StoreError
+    from beeweave_core.store import StoreError
 
     with pytest.raises(StoreError, match="newer"):
         SQLiteEventStore(tmp_path / "f.db")

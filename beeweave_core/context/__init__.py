@@ -6,14 +6,21 @@ budget_tokens=...)`` returns an :class:`AssembledContext` (messages as role/cont
 dicts, tokens per layer, provenance of every piece).
 """
 
-from .assembler import PRESETS, AssembledContext, LayerReport, LayerShares, Piece, infer_phase
-from .compactor import CompactionPolicy, CompactionReport, Compactor
-from .editing import Editor, EditPolicy, cut_tool_output
-from .engine import ContextEngine
-from .memory import HALF_LIFE_DAYS, KINDS, MemoryWriter, decay
-from .messages import Unit, record_messages, split_units
-from .summarizers import ExtractiveSummarizer, LLMSummarizer, Summarizer
-from .working_state import WorkingState, build_working_state
+from beeweave_core.context.assembler import (
+    PRESETS,
+    AssembledContext,
+    LayerReport,
+    LayerShares,
+    Piece,
+    infer_phase,
+)
+from beeweave_core.context.compactor import CompactionPolicy, CompactionReport, Compactor
+from beeweave_core.context.editing import Editor, EditPolicy, cut_tool_output
+from beeweave_core.context.engine import ContextEngine
+from beeweave_core.context.memory import HALF_LIFE_DAYS, KINDS, MemoryWriter, decay
+from beeweave_core.context.messages import Unit, record_messages, split_units
+from beeweave_core.context.summarizers import ExtractiveSummarizer, LLMSummarizer, Summarizer
+from beeweave_core.context.working_state import WorkingState, build_working_state
 
 __all__ = [
     "HALF_LIFE_DAYS",

@@ -22,11 +22,11 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..tokens import TokenCounter
-from . import language as L
-from .messages import Unit, message_text
-from .recall import Recallable
-from .working_state import PRIORITY, TITLES, Item, WorkingState
+from beeweave_core.context.messages import Unit, message_text
+from beeweave_core.context.recall import Recallable
+from beeweave_core.context.working_state import PRIORITY, TITLES, Item, WorkingState
+from beeweave_core.text import language as L
+from beeweave_core.tokens import TokenCounter
 
 LAYERS = ("system", "working", "recalled", "immediate")
 RECALL_HEADER = "Recalled by BeeWeave (earlier context, not the current turns; latest wins):"

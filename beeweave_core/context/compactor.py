@@ -27,13 +27,13 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..events import EdgeType, Event, EventType, event_id_for
-from ..stores.base import EventStore
-from ..tokens import TokenCounter
-from . import language as L
-from .editing import Editor, EditPolicy, SourceLine, seen_sentences
-from .messages import Unit, read_units, split_units
-from .summarizers import Summarizer
+from beeweave_core.context.editing import Editor, EditPolicy, SourceLine, seen_sentences
+from beeweave_core.context.messages import Unit, read_units, split_units
+from beeweave_core.context.summarizers import Summarizer
+from beeweave_core.events import EdgeType, Event, EventType, event_id_for
+from beeweave_core.store import EventStore
+from beeweave_core.text import language as L
+from beeweave_core.tokens import TokenCounter
 
 _SOURCE = {"framework": "beeweave", "component": "compactor"}
 _LINE = re.compile(r"^-?\s*#(?P<seq>\d+) (?P<role>user|assistant|tool|summary): (?P<text>.*)$")

@@ -15,9 +15,9 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..events import Event, EventType
-from . import language as L
-from .messages import Unit, tool_args, tool_name
+from beeweave_core.context.messages import Unit, tool_args, tool_name
+from beeweave_core.events import Event, EventType
+from beeweave_core.text import language as L
 
 #: Marker put where an overturned instruction was removed from a verbatim turn.
 OVERTURNED_MARK = "[superseded instruction omitted]"

@@ -16,17 +16,24 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
-from ..events import EventType
-from ..tokens import DEFAULT_MODEL, TokenCounter
-from . import language as L
-from .assembler import PRESETS, AssembledContext, LayerShares, Plan, assemble, infer_phase
-from .compactor import CompactionPolicy, CompactionReport, Compactor
-from .editing import Editor, EditPolicy
-from .memory import MemoryWriter
-from .messages import Unit, read_units
-from .recall import Recallable, RecallInputs, gather
-from .summarizers import ExtractiveSummarizer, LLMSummarizer, Summarizer
-from .working_state import Item, WorkingState, build_working_state
+from beeweave_core.context.assembler import (
+    PRESETS,
+    AssembledContext,
+    LayerShares,
+    Plan,
+    assemble,
+    infer_phase,
+)
+from beeweave_core.context.compactor import CompactionPolicy, CompactionReport, Compactor
+from beeweave_core.context.editing import Editor, EditPolicy
+from beeweave_core.context.memory import MemoryWriter
+from beeweave_core.context.messages import Unit, read_units
+from beeweave_core.context.recall import Recallable, RecallInputs, gather
+from beeweave_core.context.summarizers import ExtractiveSummarizer, LLMSummarizer, Summarizer
+from beeweave_core.context.working_state import Item, WorkingState, build_working_state
+from beeweave_core.events import EventType
+from beeweave_core.text import language as L
+from beeweave_core.tokens import DEFAULT_MODEL, TokenCounter
 
 log = logging.getLogger("beeweave.context")
 

@@ -29,11 +29,11 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..events import Edge, EdgeType, Event, EventType, event_id_for
-from ..stores.base import EventStore
-from . import language as L
-from .editing import EditPolicy, tool_digest
-from .messages import tool_args, tool_name
+from beeweave_core.context.editing import EditPolicy, tool_digest
+from beeweave_core.context.messages import tool_args, tool_name
+from beeweave_core.events import Edge, EdgeType, Event, EventType, event_id_for
+from beeweave_core.store import EventStore
+from beeweave_core.text import language as L
 
 KINDS = ("fact", "decision", "preference", "constraint", "artifact")
 HALF_LIFE_DAYS = {
@@ -269,7 +269,7 @@ class MemoryWriter:
         return written
 
     def _llm_candidates(self, text: str) -> list[Candidate]:
-        from .summarizers import call_llm
+        from beeweave_core.context.summarizers import call_llm
 
         out: list[Candidate] = []
         try:

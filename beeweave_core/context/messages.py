@@ -17,8 +17,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..events import Event, EventType
-from ..stores.base import EventStore
+from beeweave_core.events import Event, EventType
+from beeweave_core.store import EventStore
 
 #: Event types that are part of what was said (everything else is bookkeeping).
 CONVERSATION_TYPES = (
@@ -248,7 +248,7 @@ def record_messages(
     or an :class:`EventStore` (appended at once).  ``key_prefix`` makes ids
     deterministic, so recording the same transcript twice stores it once.
     """
-    from ..events import event_id_for, new_event_id
+    from beeweave_core.events import event_id_for, new_event_id
 
     store: EventStore | None = (
         target if hasattr(target, "append") and not hasattr(target, "emit") else None

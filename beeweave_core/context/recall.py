@@ -17,13 +17,13 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from .. import lexical
-from ..events import Event, EventType
-from . import language as L
-from .compactor import summary_lines
-from .editing import Editor
-from .memory import decay, expired
-from .messages import Unit
+from beeweave_core.context.compactor import summary_lines
+from beeweave_core.context.editing import Editor
+from beeweave_core.context.memory import decay, expired
+from beeweave_core.context.messages import Unit
+from beeweave_core.events import Event, EventType
+from beeweave_core.text import language as L
+from beeweave_core.text import lexical
 
 log = logging.getLogger("beeweave.context")
 

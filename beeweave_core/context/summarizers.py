@@ -13,8 +13,8 @@ import asyncio
 from collections.abc import Sequence
 from typing import Any, Protocol, runtime_checkable
 
-from . import language as L
-from .editing import SourceLine
+from beeweave_core.context.editing import SourceLine
+from beeweave_core.text import language as L
 
 
 @runtime_checkable

@@ -11,10 +11,10 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
-from ..events import Event, EventType
-from . import language as L
-from .memory import conflicts, expired
-from .messages import Unit
+from beeweave_core.context.memory import conflicts, expired
+from beeweave_core.context.messages import Unit
+from beeweave_core.events import Event, EventType
+from beeweave_core.text import language as L
 
 SECTIONS = (
     "goal",

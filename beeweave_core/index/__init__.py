@@ -8,7 +8,7 @@ import uuid
 from pathlib import Path
 from typing import Any
 
-from .base import (
+from beeweave_core.index.base import (
     Chunk,
     EmbeddingIdentity,
     EmbeddingMismatch,
@@ -16,7 +16,7 @@ from .base import (
     IndexState,
     VectorIndex,
 )
-from .chunking import ChunkPolicy, chunk_event, chunk_events
+from beeweave_core.index.chunking import ChunkPolicy, chunk_event, chunk_events
 
 __all__ = [
     "Chunk",
@@ -39,7 +39,7 @@ def default_chroma_location(store: Any, url: str) -> str | None:
     path = getattr(store, "path", None)
     if isinstance(path, str):
         return None if path == ":memory:" else f"{path}.chroma"
-    from ..weave import beeweave_home
+    from beeweave_core.weave import beeweave_home
 
     digest = hashlib.sha1(url.encode()).hexdigest()[:12]
     return str(beeweave_home() / "chroma" / digest)
@@ -82,7 +82,7 @@ def open_index(
     if choice == "auto":
         choice = "neo4j" if _is_neo4j(store) and vector_url is None else "chroma"
     if choice == "chroma":
-        from .chroma import ChromaVectorIndex
+        from beeweave_core.index.chroma import ChromaVectorIndex
 
         location = vector_url if vector_url is not None else default_chroma_location(store, url)
         if location is not None and "://" not in str(location):
@@ -101,7 +101,7 @@ def open_index(
     if choice == "neo4j":
         if not _is_neo4j(store):
             raise ValueError("index='neo4j' needs a Neo4j store (neo4j:// or bolt:// URL)")
-        from .neo4j_vector import Neo4jVectorIndex
+        from beeweave_core.backends.neo4j.vectors import Neo4jVectorIndex
 
         return Neo4jVectorIndex.for_store(store, identity=identity)
     raise ValueError(f"unknown index {kind!r}: expected 'chroma', 'neo4j', False or a VectorIndex")

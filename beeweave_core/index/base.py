@@ -19,7 +19,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
-from ..events import Event, EventType
+from beeweave_core.events import Event, EventType
 
 
 class EmbeddingMismatch(RuntimeError):
@@ -52,7 +52,7 @@ class EmbeddingIdentity:
 
     @classmethod
     def of(cls, embeddings: Any, recipe: str = "") -> EmbeddingIdentity:
-        from ..embeddings import embedding_identity
+        from beeweave_core.embeddings import embedding_identity
 
         name, version = embedding_identity(embeddings)
         return cls(name, version, recipe)

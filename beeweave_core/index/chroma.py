@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
-from .base import (
+from beeweave_core.index.base import (
     Chunk,
     EmbeddingIdentity,
     EmbeddingMismatch,

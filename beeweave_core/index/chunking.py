@@ -19,8 +19,8 @@ from typing import Any
 
 import numpy as np
 
-from ..events import Event, EventType
-from .base import Chunk
+from beeweave_core.events import Event, EventType
+from beeweave_core.index.base import Chunk
 
 #: Types worth a vector by default (model_call markers, checkpoints and recalled
 #: context echoes are left out).

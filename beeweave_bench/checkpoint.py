@@ -1,0 +1,214 @@
+"""Checkpointer latency: BeeWeave's saver beside LangGraph's own savers, in one run.
+
+Every saver gets the same workload through LangGraph's async API (what
+``graph.ainvoke`` uses): a thread of ``steps`` checkpoints whose ``messages`` channel
+grows by one message per step (as in a chat agent), then ``get_tuple`` of the
+latest and of random older checkpoints, ``list(limit=10)`` and ``put_writes``.
+Rounds rotate the savers' order so a noisy neighbour hurts them all alike.  LangGraph
+is imported lazily: ``beeweave_core`` itself does not depend on it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import random
+import tempfile
+import time
+import uuid
+from collections.abc import AsyncIterator, Callable
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+from beeweave_bench.report import median, percentile
+
+OPS = ("put", "get_tuple latest", "get_tuple by id", "list limit=10", "put_writes")
+BASELINE = "AsyncSqliteSaver"
+OURS = "BeeWeave sqlite"
+TARGET_RATIO = 1.2
+
+SaverFactory = Callable[[], AbstractAsyncContextManager[Any]]
+
+
+def _message(i: int) -> Any:
+    from langchain_core.messages import AIMessage, HumanMessage
+
+    text = f"step {i}: order ORD-{10_000 + i} costs {12.5 + i:.2f} EUR; " + "details " * 20
+    return (HumanMessage if i % 2 == 0 else AIMessage)(content=text, id=f"m-{i}")
+
+
+async def _workload(saver: Any, thread_id: str, steps: int, reads: int) -> dict[str, list[float]]:
+    """One thread through one saver; latencies in µs per operation."""
+    from langgraph.checkpoint.base import empty_checkpoint
+
+    clock = time.perf_counter_ns
+    out: dict[str, list[float]] = {op: [] for op in OPS}
+    config: dict[str, Any] = {"configurable": {"thread_id": thread_id, "checkpoint_ns": ""}}
+    versions: dict[str, Any] = {}
+    messages: list[Any] = []
+    ids: list[dict[str, Any]] = []
+    for i in range(steps):
+        messages = [*messages, _message(i)]
+        new = {ch: saver.get_next_version(versions.get(ch), None) for ch in ("messages", "step")}
+        versions.update(new)
+        cp = empty_checkpoint()
+        cp["channel_values"] = {"messages": messages, "step": i}
+        cp["channel_versions"] = dict(versions)
+        cp["versions_seen"] = {"agent": dict(versions)}
+        meta = {"source": "loop", "step": i, "parents": {}, "run_id": f"run-{thread_id}"}
+        t0 = clock()
+        config = await saver.aput(config, cp, meta, new)
+        out["put"].append((clock() - t0) / 1000)
+        ids.append(config)
+        t0 = clock()
+        await saver.aput_writes(config, [("messages", [_message(i + 1)])], f"task-{i}")
+        out["put_writes"].append((clock() - t0) / 1000)
+    latest = {"configurable": {"thread_id": thread_id, "checkpoint_ns": ""}}
+    rng = random.Random(7)
+    for _ in range(reads):
+        t0 = clock()
+        tup = await saver.aget_tuple(latest)
+        out["get_tuple latest"].append((clock() - t0) / 1000)
+        assert tup is not None and len(tup.checkpoint["channel_values"]["messages"]) == steps
+        t0 = clock()
+        tup = await saver.aget_tuple(rng.choice(ids))
+        out["get_tuple by id"].append((clock() - t0) / 1000)
+        assert tup is not None
+    for _ in range(max(1, reads // 4)):
+        t0 = clock()
+        got = [t async for t in saver.alist(latest, limit=10)]
+        out["list limit=10"].append((clock() - t0) / 1000)
+        assert len(got) == min(10, steps)
+    return out
+
+
+def _savers(tmp: Path, neo4j_uri: str | None, auth: Any, tenant: str) -> dict[str, SaverFactory]:
+    from langgraph.checkpoint.memory import InMemorySaver
+    from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
+
+    from beeweave_langchain.checkpoint import AsyncBeeWeaveCheckpointer
+
+    @asynccontextmanager
+    async def memory() -> AsyncIterator[Any]:
+        yield InMemorySaver()
+
+    @asynccontextmanager
+    async def async_sqlite() -> AsyncIterator[Any]:
+        async with AsyncSqliteSaver.from_conn_string(str(tmp / "langgraph.sqlite")) as s:
+            await s.setup()
+            yield s
+
+    def beeweave(url: str, *, index: bool = False, **kw: Any) -> SaverFactory:
+        options: dict[str, Any] = {"spool_dir": tmp / "spool"}
+        if not index:
+            options["index"] = False
+
+        @asynccontextmanager
+        async def factory() -> AsyncIterator[Any]:
+            async with AsyncBeeWeaveCheckpointer.from_conn_string(
+                url, tenant=tenant, auth=auth, weave_options=options, **kw
+            ) as s:
+                yield s
+
+        return factory
+
+    savers: dict[str, SaverFactory] = {
+        "InMemorySaver": memory,
+        BASELINE: async_sqlite,
+        # the checkpointer + the messages woven into the event graph (the target row)
+        OURS: beeweave(str(tmp / "beeweave.db")),
+        "BeeWeave sqlite, checkpoints only": beeweave(
+            str(tmp / "beeweave-plain.db"), record_messages=False
+        ),
+        # + the weave's background vector indexer embedding every message (MiniLM on
+        # this machine's CPU, competing with the graph for cores): the full default
+        "BeeWeave sqlite + vector indexing": beeweave(str(tmp / "beeweave-full.db"), index=True),
+    }
+    if neo4j_uri:
+        savers["BeeWeave neo4j"] = beeweave(neo4j_uri)
+        savers["Neo4jSaver (langchain-neo4j)"] = _neo4j_saver(neo4j_uri, auth)
+    return savers
+
+
+def _neo4j_saver(uri: str, auth: Any) -> SaverFactory:
+    @asynccontextmanager
+    async def factory() -> AsyncIterator[Any]:
+        import neo4j
+        from langchain_neo4j.checkpoint.aio import AsyncNeo4jSaver
+
+        driver = neo4j.AsyncGraphDatabase.driver(uri, auth=auth)
+        saver = AsyncNeo4jSaver(driver)
+        try:
+            await saver.setup()
+            yield saver
+        finally:
+            await driver.close()
+
+    return factory
+
+
+async def _cleanup(saver: Any, threads: list[str]) -> None:
+    for tid in threads:
+        await saver.adelete_thread(tid)
+    purge = getattr(getattr(saver, "store", None), "purge_tenant", None)
+    if callable(purge):
+        await asyncio.to_thread(purge)
+
+
+async def _run(
+    steps: int, rounds: int, reads: int, neo4j_uri: str | None, auth: Any
+) -> dict[str, dict[str, list[float]]]:
+    samples: dict[str, dict[str, list[float]]] = {}
+    tenant = f"bench-{uuid.uuid4().hex[:8]}"
+    with tempfile.TemporaryDirectory() as d:
+        factories = _savers(Path(d), neo4j_uri, auth, tenant)
+        names = list(factories)
+        for r in range(rounds):
+            order = names[r % len(names) :] + names[: r % len(names)]
+            for name in order:
+                async with factories[name]() as saver:
+                    tid = f"bench-{r}-{uuid.uuid4().hex[:6]}"
+                    try:
+                        got = await _workload(saver, tid, steps, reads)
+                    finally:
+                        if "neo4j" in name.lower():
+                            await _cleanup(saver, [tid])
+                for op, values in got.items():
+                    samples.setdefault(name, {}).setdefault(op, []).extend(values)
+    return samples
+
+
+def run(
+    *,
+    steps: int = 200,
+    rounds: int = 3,
+    reads: int = 200,
+    neo4j_uri: str | None = None,
+    auth: Any = None,
+) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+    """Rows (saver × operation: median/p95/mean µs, ratio to AsyncSqliteSaver) + summary."""
+    samples = asyncio.run(_run(steps, rounds, reads, neo4j_uri, auth))
+    base = {op: median(samples[BASELINE][op]) for op in OPS}
+    rows = []
+    for name, ops in samples.items():
+        for op in OPS:
+            s = ops[op]
+            rows.append(
+                {
+                    "system": name,
+                    "case": op,
+                    "n": len(s),
+                    "median_us": median(s),
+                    "p95_us": percentile(s, 95),
+                    "mean_us": sum(s) / len(s),
+                    "x_async_sqlite": median(s) / base[op],
+                }
+            )
+    ours = {r["case"]: r["x_async_sqlite"] for r in rows if r["system"] == OURS}
+    core = ("put", "get_tuple latest", "get_tuple by id", "list limit=10")
+    summary = {
+        "beeweave_sqlite_x_async_sqlite": {k: round(v, 3) for k, v in ours.items()},
+        "target_x": TARGET_RATIO,
+        "meets_target": all(ours[op] <= TARGET_RATIO for op in core),
+    }
+    return rows, summary

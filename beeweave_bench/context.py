@@ -1,0 +1,236 @@
+"""Context retention on long conversations: BeeWeave vs full history, ``trim_messages``
+and LlamaIndex ``ChatMemoryBuffer``, same scenarios, same budget, one run.
+
+Scenario format and scoring: ``bench/scenarios/README.md`` (shared data, not in the
+repo).  A probe is *retained* when every ``expect`` string occurs in the assembled
+text (case-insensitive, whitespace folded) and *stale* when a ``forbid`` string does.
+Stale rate is reported over the probes that have a ``forbid`` list (the only ones that
+can be stale).  Tokens are exact cl100k_base counts of the whole message list.
+
+BeeWeave sees the conversation as an agent run would: turns are captured one by one
+through the bus, and before each user turn's model call the context upkeep runs
+(memory catch-up, summary refresh, compaction when the trigger is passed).  A second
+BeeWeave row ("lazy") captures everything first and assembles once at the end, which
+exercises the catch-up path alone.
+"""
+
+from __future__ import annotations
+
+import json
+import tempfile
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+from beeweave_bench.report import median
+from beeweave_core.tokens import TokenCounter
+
+ENCODING = "cl100k_base"
+SYSTEMS = ("beeweave", "beeweave (lazy)", "full history", "trim_messages", "ChatMemoryBuffer")
+
+
+# ------------------------------------------------------------------ scenarios
+def load_scenarios(directory: str | Path) -> list[dict[str, Any]]:
+    """Every ``*.json`` scenario in ``directory`` (sorted), checked for the format."""
+    d = Path(directory)
+    if not d.is_dir():
+        raise ValueError(f"scenario directory {d} does not exist")
+    out = []
+    for path in sorted(d.glob("*.json")):
+        try:
+            data = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, ValueError) as exc:
+            raise ValueError(f"{path}: not readable JSON ({exc})") from exc
+        for key in ("id", "budget_tokens", "turns", "probes"):
+            if key not in data:
+                raise ValueError(f"{path}: missing {key!r}")
+        if not isinstance(data["turns"], list) or not data["turns"]:
+            raise ValueError(f"{path}: 'turns' must be a non-empty list")
+        for p in data["probes"]:
+            if not {"at", "query", "expect"} <= set(p):
+                raise ValueError(f"{path}: a probe needs at, query and expect")
+        out.append(data)
+    if not out:
+        raise ValueError(f"no *.json scenarios in {d}")
+    return out
+
+
+def openai_message(turn: dict[str, Any]) -> dict[str, Any]:
+    """A scenario turn as an OpenAI chat message (what the baselines are given)."""
+    m: dict[str, Any] = {"role": turn["role"], "content": turn.get("content") or ""}
+    if turn.get("tool_calls"):
+        m["tool_calls"] = [
+            {"id": c["id"], "type": "function",
+             "function": {"name": c["name"], "arguments": json.dumps(c.get("args", {}))}}
+            for c in turn["tool_calls"]
+        ]  # fmt: skip
+    if turn["role"] == "tool":
+        m["tool_call_id"] = turn.get("tool_call_id", "")
+    return m
+
+
+def score(text: str, probe: dict[str, Any]) -> tuple[bool, bool | None]:
+    """(retained, stale) of one probe against an assembled text."""
+    from beeweave_core.text.language import fold
+
+    t = fold(text)
+    retained = all(fold(e) in t for e in probe["expect"])
+    forbid = probe.get("forbid") or []
+    stale = any(fold(f) in t for f in forbid) if forbid else None
+    return retained, stale
+
+
+# ------------------------------------------------------------------ baselines
+def _full(
+    messages: list[dict[str, Any]], budget: int, counter: TokenCounter, query: str
+) -> list[dict[str, Any]]:
+    return messages
+
+
+def _trim(
+    messages: list[dict[str, Any]], budget: int, counter: TokenCounter, query: str
+) -> list[dict[str, Any]]:
+    from langchain_core.messages import (
+        convert_to_messages,
+        convert_to_openai_messages,
+        trim_messages,
+    )
+
+    def count(msgs: Sequence[Any]) -> int:
+        return counter.count_messages(convert_to_openai_messages(list(msgs)))
+
+    lc = convert_to_messages(messages)
+    kept = trim_messages(lc, max_tokens=budget, token_counter=count, strategy="last",
+                         include_system=True, start_on="human", allow_partial=False)  # fmt: skip
+    return convert_to_openai_messages(kept)
+
+
+def _buffer(
+    messages: list[dict[str, Any]], budget: int, counter: TokenCounter, query: str
+) -> list[dict[str, Any]]:
+    from llama_index.core.llms import ChatMessage
+    from llama_index.core.memory import ChatMemoryBuffer
+
+    history = []
+    for m in messages:
+        extra: dict[str, Any] = {}
+        if m.get("tool_calls"):
+            extra["tool_calls"] = m["tool_calls"]
+        if m.get("tool_call_id"):
+            extra["tool_call_id"] = m["tool_call_id"]
+        history.append(ChatMessage(role=m["role"], content=m["content"], additional_kwargs=extra))
+    memory = ChatMemoryBuffer.from_defaults(chat_history=history, token_limit=budget,
+                                            tokenizer_fn=counter.encode)  # fmt: skip
+    out = []
+    for cm in memory.get(input=query):
+        m = {"role": cm.role.value, "content": cm.content or ""}
+        m.update(
+            {k: v for k, v in cm.additional_kwargs.items() if k in ("tool_calls", "tool_call_id")}
+        )
+        out.append(m)
+    return out
+
+
+BASELINES: dict[str, Callable[..., list[dict[str, Any]]]] = {
+    "full history": _full,
+    "trim_messages": _trim,
+    "ChatMemoryBuffer": _buffer,
+}
+
+
+# ------------------------------------------------------------------- beeweave
+def _beeweave(
+    scn: dict[str, Any], counter: TokenCounter, tmp: str, *, lazy: bool
+) -> list[dict[str, Any]]:
+    from beeweave_core.context import record_messages
+    from beeweave_core.weave import Weave
+
+    sid = scn["id"]
+    budget = int(scn["budget_tokens"])
+    probes = sorted(enumerate(scn["probes"]), key=lambda p: p[1]["at"])
+    # one session per user here, so the semantic index (cross-session recall) is off
+    weave = Weave.open(f"sqlite:///{tmp}/{sid}-{'lazy' if lazy else 'live'}.db", spool_dir=tmp,
+                       tenant=f"bench-{sid}", index=False)  # fmt: skip
+    rows: list[dict[str, Any]] = []
+    try:
+        engine = weave.context
+        turns = scn["turns"]
+        nxt = 0
+        for i in range(len(turns) + 1):
+            while nxt < len(probes) and probes[nxt][1]["at"] == i:
+                idx, probe = probes[nxt]
+                t0 = time.perf_counter()
+                ctx = engine.assemble(sid, probe["query"], budget_tokens=budget, counter=counter)
+                ms = (time.perf_counter() - t0) * 1000
+                retained, stale = score(ctx.text(), probe)
+                full = counter.count_messages([openai_message(t) for t in turns[:i]])
+                rows.append({"probe": idx, "retained": retained, "stale": stale,
+                             "tokens": ctx.total_tokens, "full_tokens": full, "ms": ms,
+                             "layers": ctx.tokens_by_layer,
+                             "compaction": (ctx.compaction or {}).get("stats")})  # fmt: skip
+                nxt += 1
+            if i == len(turns):
+                break
+            record_messages(weave, sid, [turns[i]], user_id=f"user-{sid}", key_prefix=f"t{i}")
+            if not lazy and turns[i]["role"] == "user":
+                engine.compact(sid, window_tokens=budget, counter=counter)
+    finally:
+        weave.close()
+    return rows
+
+
+def run(directory: str | Path) -> tuple[list[dict[str, Any]], list[dict[str, Any]], dict[str, Any]]:
+    """(table rows per system, per-probe details, extra facts) over every scenario."""
+    scenarios = load_scenarios(directory)
+    counter = TokenCounter(encoding=ENCODING)
+    details: list[dict[str, Any]] = []
+    with tempfile.TemporaryDirectory() as tmp:
+        for scn in scenarios:
+            budget = int(scn["budget_tokens"])
+            base = {"scenario": scn["id"], "lang": scn.get("lang", "?"), "budget": budget}
+            for system, lazy in (("beeweave", False), ("beeweave (lazy)", True)):
+                for r in _beeweave(scn, counter, tmp, lazy=lazy):
+                    details.append({**base, "system": system, **r})
+            for idx, probe in enumerate(scn["probes"]):
+                msgs = [openai_message(t) for t in scn["turns"][: probe["at"]]]
+                full = counter.count_messages(msgs)
+                for system, fn in BASELINES.items():
+                    t0 = time.perf_counter()
+                    out = fn(msgs, budget, counter, probe["query"])
+                    ms = (time.perf_counter() - t0) * 1000
+                    from beeweave_core.context.messages import message_text
+
+                    retained, stale = score(message_text(out), probe)
+                    details.append({**base, "system": system, "probe": idx, "retained": retained,
+                                    "stale": stale, "tokens": counter.count_messages(out),
+                                    "full_tokens": full, "ms": ms})  # fmt: skip
+    rows = [_aggregate(system, [d for d in details if d["system"] == system]) for system in SYSTEMS]
+    comp = [d["compaction"] for d in details if d["system"] == "beeweave" and d.get("compaction")]
+    src = sum(c.get("source_tokens") or 0 for c in comp)
+    dst = sum(c.get("summary_tokens") or 0 for c in comp)
+    extra = {
+        "scenarios": [s["id"] for s in scenarios],
+        "probes": sum(len(s["probes"]) for s in scenarios),
+        "summary_compression_ratio": round(dst / src, 4) if src else None,
+        "summaries_rolled_back": sum(c.get("rolled_back") or 0 for c in comp),
+    }
+    return rows, details, extra
+
+
+def _aggregate(system: str, ds: list[dict[str, Any]]) -> dict[str, Any]:
+    forb = [d for d in ds if d["stale"] is not None]
+    return {
+        "system": system,
+        "probes": len(ds),
+        "retention": sum(d["retained"] for d in ds) / len(ds) if ds else float("nan"),
+        "stale_rate": sum(bool(d["stale"]) for d in forb) / len(forb) if forb else 0.0,
+        "tokens_share": sum(d["tokens"] / d["full_tokens"] for d in ds) / len(ds)
+        if ds
+        else float("nan"),
+        "within_budget": sum(d["tokens"] <= d["budget"] for d in ds) / len(ds)
+        if ds
+        else float("nan"),
+        "mean_tokens": sum(d["tokens"] for d in ds) / len(ds) if ds else float("nan"),
+        "p50_ms": median([d["ms"] for d in ds]),
+    }

@@ -1,0 +1,310 @@
+"""LangGraph checkpoints as nodes in Neo4j, beside the event graph.
+
+Does what ``langchain-neo4j``'s ``Neo4jSaver`` does — checkpoints chained by
+``PREVIOUS``, channel values stored once per version, pending writes, named branches
+with an active head — and what it leaves out: metadata filters in ``list``, full
+tuples (values and writes) from ``list``, ``delete_for_runs``, ``copy_thread``,
+``prune``, and tenant scoping on every node and query.  Each call is one managed
+transaction (``session.execute_write``: retried on transient errors, bookmarked so a
+read sees the write before it).  The driver is shared with the Neo4j event store
+when there is one; the store then does not close it.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Iterator, Mapping, Sequence
+from typing import Any
+
+from beeweave_core.backends.neo4j import checkpoints_cypher as q
+from beeweave_core.backends.neo4j import tx as neo4j_tx
+from beeweave_core.checkpoints import (
+    KEY_SEP,
+    LIST_PAGE,
+    BranchInfo,
+    BranchOps,
+    CheckpointRow,
+    Skeleton,
+    Typed,
+    WriteRow,
+    blob_key,
+    canonical,
+    check_name,
+    check_strategy,
+    delta_channels,
+    filter_pairs,
+    metadata_pairs,
+    plan_keep_latest,
+)
+
+
+def _bytes(value: Any) -> bytes | None:
+    return bytes(value) if value is not None else None
+
+
+class Neo4jCheckpointStore(neo4j_tx.TenantNodes, BranchOps):
+    """Checkpoints, blobs, pending writes and branches as tenant-scoped Neo4j nodes."""
+
+    schema = q.SCHEMA_STATEMENTS
+    purge = q.CYPHER_PURGE_TENANT
+
+    @classmethod
+    def from_uri(
+        cls, uri: str, *, auth: Any = None, database: str | None = None, tenant: str = "default"
+    ) -> Neo4jCheckpointStore:
+        """A store with its own driver (closed by :meth:`close`)."""
+        import neo4j
+
+        driver = neo4j.GraphDatabase.driver(uri, auth=auth)
+        try:
+            return cls(driver, tenant=tenant, database=database, owns_driver=True)
+        except BaseException:
+            driver.close()
+            raise
+
+    def _session(self, *, read: bool = False) -> Any:
+        return neo4j_tx.session(self.driver, self.database, read=read)
+
+    # --------------------------------------------------------------- writes
+    def put(self, row: CheckpointRow, blobs: Mapping[tuple[str, str], Typed | None]) -> None:
+        mtype, mblob = row.metadata_exact or (None, None)
+        run_id = row.metadata.get("run_id")
+        self._run(
+            q.CYPHER_PUT_CHECKPOINT,
+            thread_id=row.thread_id,
+            checkpoint_ns=row.checkpoint_ns,
+            checkpoint_id=row.checkpoint_id,
+            parent_checkpoint_id=row.parent_checkpoint_id,
+            type=row.checkpoint[0],
+            checkpoint=row.checkpoint[1],
+            metadata=canonical(row.metadata),
+            md_pairs=metadata_pairs(row.metadata),
+            metadata_type=mtype,
+            metadata_blob=mblob,
+            channel_versions=json.dumps(row.channel_versions),
+            cv_keys=[blob_key(ch, v) for ch, v in row.channel_versions.items()],
+            run_id=run_id if isinstance(run_id, str) else None,
+            created_at=time.time(),
+            blobs=[
+                {
+                    "key": blob_key(ch, ver),
+                    "channel": ch,
+                    "version": ver,
+                    "type": typed[0] if typed is not None else "empty",
+                    "blob": typed[1] if typed is not None else None,
+                }
+                for (ch, ver), typed in blobs.items()
+            ],
+        )
+
+    def put_writes(
+        self, thread_id: str, checkpoint_ns: str, checkpoint_id: str, writes: Sequence[WriteRow]
+    ) -> None:
+        if not writes:
+            return
+        self._run(
+            q.CYPHER_PUT_WRITES,
+            thread_id=thread_id,
+            checkpoint_ns=checkpoint_ns,
+            checkpoint_id=checkpoint_id,
+            writes=[
+                {"task_id": w.task_id, "idx": w.idx, "task_path": w.task_path,
+                 "channel": w.channel, "type": w.value[0], "value": w.value[1]}
+                for w in writes
+            ],
+        )  # fmt: skip
+
+    # ---------------------------------------------------------------- reads
+    @staticmethod
+    def _row(rec: Mapping[str, Any]) -> CheckpointRow:
+        writes = sorted(
+            (
+                WriteRow(w["task_id"], w["task_path"] or "", w["idx"], w["channel"],
+                         (w["type"], _bytes(w["value"])))
+                for w in rec["writes"]
+            ),
+            key=lambda w: (w.task_path, w.task_id, w.idx),
+        )  # fmt: skip
+        mtype = rec.get("metadata_type")
+        return CheckpointRow(
+            thread_id=rec["thread_id"],
+            checkpoint_ns=rec["checkpoint_ns"],
+            checkpoint_id=rec["checkpoint_id"],
+            parent_checkpoint_id=rec.get("parent_checkpoint_id"),
+            checkpoint=(rec["type"], _bytes(rec["checkpoint"])),
+            metadata=json.loads(rec["metadata"]),
+            channel_versions=json.loads(rec["channel_versions"]),
+            values={v["channel"]: (v["type"], _bytes(v["blob"])) for v in rec["values"]},
+            writes=writes,
+            metadata_exact=(mtype, _bytes(rec.get("metadata_blob"))) if mtype else None,
+        )
+
+    def get(
+        self, thread_id: str, checkpoint_ns: str, checkpoint_id: str | None
+    ) -> CheckpointRow | None:
+        params = {"thread_id": thread_id, "checkpoint_ns": checkpoint_ns}
+        if checkpoint_id:
+            recs = self._run(
+                q.CYPHER_GET_CHECKPOINT, read=True, checkpoint_id=checkpoint_id, **params
+            )
+        else:
+            recs = self._run(q.CYPHER_GET_LATEST_CHECKPOINT, read=True, **params)
+        return self._row(recs[0]["row"]) if recs else None
+
+    def list(
+        self,
+        *,
+        thread_id: str | None = None,
+        checkpoint_ns: str | None = None,
+        checkpoint_id: str | None = None,
+        filter: Mapping[str, Any] | None = None,
+        before: str | None = None,
+        limit: int | None = None,
+    ) -> Iterator[CheckpointRow]:
+        """Newest first, a page per round trip; metadata filters run inside Neo4j."""
+        must, null_keys = filter_pairs(filter or {})
+        query = q.CYPHER_LIST_THREAD if thread_id is not None else q.CYPHER_LIST_ALL
+        params: dict[str, Any] = {
+            "thread_id": thread_id, "checkpoint_ns": checkpoint_ns,
+            "checkpoint_id": checkpoint_id, "before": before, "must": must,
+            "null_keys": null_keys, "after_id": None, "after_thread": None, "after_ns": None,
+        }  # fmt: skip
+        left = limit if limit is not None else -1
+        while left != 0:
+            page = LIST_PAGE if left < 0 else min(left, LIST_PAGE)
+            recs = self._run(query, read=True, limit=page, **params)
+            rows = [self._row(r["row"]) for r in recs]
+            yield from rows
+            if len(rows) < page:
+                return
+            last = rows[-1]
+            params.update(
+                after_id=last.checkpoint_id,
+                after_thread=last.thread_id,
+                after_ns=last.checkpoint_ns,
+            )
+            if left > 0:
+                left -= len(rows)
+
+    # --------------------------------------------------------- housekeeping
+    def delete_thread(self, thread_id: str) -> None:
+        self._run(q.CYPHER_DELETE_THREAD, thread_id=thread_id)
+
+    def delete_for_runs(self, run_ids: Sequence[str]) -> None:
+        run_ids = [str(r) for r in run_ids]
+        if not run_ids:
+            return
+        recs = self._run(q.CYPHER_DELETE_FOR_RUNS, run_ids=run_ids)
+        for tid in recs[0]["threads"] if recs else ():
+            self._drop_orphan_blobs(tid)
+
+    def copy_thread(self, source_thread_id: str, target_thread_id: str) -> None:
+        self._run(q.CYPHER_COPY_THREAD, source=source_thread_id, target=target_thread_id)
+
+    def _skeleton(self, thread_id: str) -> tuple[list[Skeleton], list[tuple[str, str, bool]]]:
+        blobs = [
+            (r["ns"], r["key"], r["stored"])
+            for r in self._run(q.CYPHER_THREAD_BLOBS, read=True, thread_id=thread_id)
+        ]
+        stored = {(ns, key) for ns, key, ok in blobs if ok}
+        rows = []
+        for r in self._run(q.CYPHER_THREAD_SKELETON, read=True, thread_id=thread_id):
+            rows.append(
+                Skeleton(
+                    checkpoint_ns=r["ns"],
+                    checkpoint_id=r["id"],
+                    parent_checkpoint_id=r["parent"],
+                    delta_channels=tuple(delta_channels(json.loads(r["metadata"]))),
+                    stored_channels=frozenset(
+                        k.split(KEY_SEP, 1)[0] for k in r["keys"] if (r["ns"], k) in stored
+                    ),
+                )
+            )
+        return rows, blobs
+
+    def _drop_orphan_blobs(self, thread_id: str) -> None:
+        rows = self._run(q.CYPHER_THREAD_SKELETON, read=True, thread_id=thread_id)
+        live = {(r["ns"], k) for r in rows for k in r["keys"]}
+        blobs = self._run(q.CYPHER_THREAD_BLOBS, read=True, thread_id=thread_id)
+        orphans = [
+            {"ns": r["ns"], "key": r["key"]} for r in blobs if (r["ns"], r["key"]) not in live
+        ]
+        if orphans:
+            self._run(q.CYPHER_DELETE_BLOBS, thread_id=thread_id, keys=orphans)
+
+    def prune(self, thread_ids: Sequence[str], *, strategy: str = "keep_latest") -> None:
+        check_strategy(strategy)
+        for tid in thread_ids:
+            if strategy == "delete":
+                self.delete_thread(tid)
+                continue
+            skeleton, _ = self._skeleton(tid)
+            keep = plan_keep_latest(skeleton)
+            drop = [
+                {"ns": s.checkpoint_ns, "id": s.checkpoint_id}
+                for s in skeleton
+                if (s.checkpoint_ns, s.checkpoint_id) not in keep
+            ]
+            if drop:
+                self._run(q.CYPHER_DELETE_CHECKPOINTS, thread_id=tid, ids=drop)
+                self._drop_orphan_blobs(tid)
+
+    # ------------------------------------------------------------- branches
+    def list_branches(self, thread_id: str, checkpoint_ns: str = "") -> list[BranchInfo]:
+        params = {"thread_id": thread_id, "checkpoint_ns": checkpoint_ns}
+        rows = self._run(q.CYPHER_LIST_BRANCHES, read=True, **params)
+        if rows:
+            return [
+                BranchInfo(
+                    r["name"], r["head"], r["fork_point"], bool(r["active"]), r["created_at"]
+                )
+                for r in rows
+            ]
+        rec = self._run(q.CYPHER_LATEST_ID, read=True, **params)[0]
+        if rec["latest"] is None:
+            return []
+        return [BranchInfo("main", rec["latest"], None, True, rec["first_ts"])]
+
+    def fork(self, thread_id: str, checkpoint_ns: str, checkpoint_id: str, name: str) -> BranchInfo:
+        check_name("branch name", name)
+        params = {"tenant": self.tenant, "thread_id": thread_id, "checkpoint_ns": checkpoint_ns}
+        now = time.time()
+
+        def work(tx: Any) -> None:
+            found = tx.run(q.CYPHER_CHECKPOINT_EXISTS, checkpoint_id=checkpoint_id, **params)
+            if not found.single()["found"]:
+                raise ValueError(f"no checkpoint {checkpoint_id!r} in thread {thread_id!r}")
+            existing = {r["name"] for r in tx.run(q.CYPHER_LIST_BRANCHES, **params)}
+            if not existing:
+                latest = tx.run(q.CYPHER_LATEST_ID, **params).single()
+                tx.run(
+                    q.CYPHER_CREATE_BRANCH, name="main", head=latest["latest"], fork_point=None,
+                    created_at=latest["first_ts"], **params,
+                ).consume()  # fmt: skip
+                existing = {"main"}
+            if name in existing:
+                raise ValueError(f"branch {name!r} already exists in thread {thread_id!r}")
+            tx.run(
+                q.CYPHER_CREATE_BRANCH, name=name, head=checkpoint_id, fork_point=checkpoint_id,
+                created_at=now, **params,
+            ).consume()  # fmt: skip
+            tx.run(q.CYPHER_SET_ACTIVE_BRANCH, name=name, **params).consume()
+
+        with self._session() as session:
+            session.execute_write(work)
+        return BranchInfo(name, checkpoint_id, checkpoint_id, True, now)
+
+    def _set_active_branch(self, thread_id: str, checkpoint_ns: str, name: str) -> None:
+        self._run(
+            q.CYPHER_SET_ACTIVE_BRANCH, thread_id=thread_id, checkpoint_ns=checkpoint_ns, name=name
+        )
+
+    def _delete_branch(self, thread_id: str, checkpoint_ns: str, name: str) -> None:
+        self._run(
+            q.CYPHER_DELETE_BRANCH, thread_id=thread_id, checkpoint_ns=checkpoint_ns, name=name
+        )
+
+    def _tree_rows(self, thread_id: str, checkpoint_ns: str) -> list[tuple[str, str | None]]:
+        rows = self._run(q.CYPHER_TREE, read=True, thread_id=thread_id, checkpoint_ns=checkpoint_ns)
+        return [(r["id"], r["parent"]) for r in rows]

@@ -1,0 +1,589 @@
+"""The production home of the event graph: Neo4j (server, cluster or Aura).
+
+Events are ``(:Event:<Type>)`` nodes, the session order is a materialised ``NEXT``
+chain, causal and reference links are typed relationships, and big values are
+``(:Artifact)`` nodes (the model is spelt out in :mod:`.neo4j_cypher`).
+
+Writes are one managed write transaction per ``append`` (``execute_write``, so the
+driver retries deadlocks and leader changes), batched with ``UNWIND``.  The
+session's ``seq`` comes from a ``(:Session)`` node locked inside that transaction:
+writers to one session queue on the lock, so the order never forks and never has
+gaps, and a uniqueness constraint on (tenant, session_id, seq) makes a fork
+impossible even for a writer that does not take the lock.  Under that lock the
+store looks up which ids are already stored (redeliveries: counted, not
+rewritten) and ``CREATE``s the rest, which costs less than ``MERGE`` per event; the
+uniqueness constraint on (tenant, id) catches the one race the lock cannot (the
+same id sent to two sessions at once), and the append is retried, finding it
+stored.  Edges and placeholders use ``MERGE``.  Reads are managed read transactions
+(routed to readers on a cluster); every session shares the driver's bookmark
+manager (:mod:`beeweave_core.backends.neo4j.tx`), so a read always sees the writes made
+before it, also on a cluster.
+
+Needs Neo4j 5.26 LTS or newer (dynamic labels and ``ANY SHORTEST``); community
+edition is enough.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+from beeweave_core.backends.neo4j import events_cypher as q
+from beeweave_core.backends.neo4j import tx as neo4j_tx
+from beeweave_core.backends.sqlite.events import TokenCount, default_token_count
+from beeweave_core.events import (
+    TYPE_LABELS,
+    AppendResult,
+    Edge,
+    EdgeType,
+    Event,
+    EventType,
+    SessionStats,
+    Status,
+)
+from beeweave_core.payloads import dumps
+from beeweave_core.store import BaseEventStore, Prepared, StoreError
+
+#: Events per write transaction; a bigger ``append`` is split (each chunk atomic).
+DEFAULT_WRITE_BATCH = 2_000
+#: ``tokens`` of an event whose content has not been counted yet (see _count_tokens).
+TOKENS_UNCOUNTED = -1
+
+_LUCENE_SPECIAL = re.compile(r'([+\-!(){}\[\]^"~*?:\\/&|])')
+_LUCENE_OPERATOR = re.compile(r"\b(AND|OR|NOT|TO)\b")
+
+
+def lucene_escape(text: str) -> str:
+    """Make any text a plain list of words for Lucene's query parser.
+
+    Every syntax character is backslash-escaped and the operator words
+    (AND/OR/NOT/TO) are lower-cased, so user text can neither change the query's
+    structure nor name another field.
+    """
+    return _LUCENE_OPERATOR.sub(lambda m: m.group(1).lower(), _LUCENE_SPECIAL.sub(r"\\\1", text))
+
+
+def _lucene_phrase(value: str) -> str:
+    return '"' + value.replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+
+def _scalar(value: Any) -> Any:
+    """A meta value as a Neo4j property (maps/lists become their JSON text)."""
+    if value is None or isinstance(value, (str, int, float, bool)):
+        return value
+    return dumps(value)
+
+
+def _to_event(tenant: str, m: dict[str, Any]) -> Event:
+    return Event.model_construct(
+        id=m["id"],
+        tenant=tenant,
+        session_id=m["session_id"],
+        seq=m["seq"],
+        type=EventType(m["type"]),
+        role=m["role"],
+        content=m["content"] if m["content"] is not None else "",
+        payload=json.loads(m["payload"]),
+        ts=m["ts"],
+        parents=tuple(json.loads(m["parents"])),
+        links={EdgeType(k): tuple(v) for k, v in json.loads(m["links"]).items()},
+        meta=json.loads(m["meta"]),
+        source=json.loads(m["source"]),
+        status=Status(m["status"]),
+        status_reason=m["status_reason"],
+    )
+
+
+def _artifact_refs(payload: dict[str, Any]) -> list[str]:
+    """SHA-256s of the artifacts an event's payload points to."""
+    refs = (payload.get("$artifact"), payload.get("$payload_artifact"))
+    return [r["sha256"] for r in refs if isinstance(r, dict) and "sha256" in r]
+
+
+def _edge_types(types: Iterable[EdgeType | str]) -> list[str]:
+    """Relationship types as fixed enum values (never user text)."""
+    return [EdgeType(t).value for t in types]
+
+
+def _run(tx: Any, query: str, params: dict[str, Any]) -> Any:
+    """One statement as a transaction function (returns its summary)."""
+    return tx.run(query, params).consume()
+
+
+def _merge_edges(tx: Any, tenant: str, edges: Sequence[Edge]) -> int:
+    """MERGE typed edges (one statement per type); returns how many were new."""
+    by_type: dict[EdgeType, list[dict[str, str]]] = {}
+    for e in edges:
+        meta = dumps(e.meta) if e.meta else "{}"
+        by_type.setdefault(e.type, []).append({"src": e.src, "dst": e.dst, "meta": meta})
+    created = 0
+    for etype, rows in by_type.items():
+        summary = tx.run(q.CYPHER_MERGE_EDGES[etype], tenant=tenant, edges=rows).consume()
+        created += summary.counters.relationships_created
+    return created
+
+
+class Neo4jEventStore(BaseEventStore):
+    """Event graph in Neo4j; one object per tenant, sharing one driver.
+
+    ``url`` is any Neo4j URI (``bolt://``, ``neo4j://`` for routing, ``+s``/``+ssc``
+    for TLS, Aura).  Pass ``driver=`` to reuse a driver you own (it is then not
+    closed by :meth:`close`).  Other BeeWeave parts reuse :attr:`driver` and
+    :attr:`database` (checkpoints, the vector index).
+    """
+
+    def __init__(
+        self,
+        url: str | None = None,
+        *,
+        tenant: str = "default",
+        auth: Any = None,
+        database: str | None = None,
+        driver: Any = None,
+        token_count: TokenCount | None = None,
+        write_batch: int = DEFAULT_WRITE_BATCH,
+        setup: bool = True,
+        **driver_kw: Any,
+    ) -> None:
+        if not isinstance(tenant, str) or not tenant:
+            raise ValueError("tenant must be a non-empty string")
+        if driver is None and not url:
+            raise ValueError("Neo4jEventStore needs a url (bolt://…, neo4j://…) or a driver")
+        self.tenant = tenant
+        self.url = url
+        self.database = database
+        self.write_batch = int(write_batch)
+        self._token_count = token_count or default_token_count
+        if driver is not None:
+            self.driver = driver
+            self._owner = False
+        else:
+            import neo4j
+
+            if isinstance(auth, str):
+                auth = None if auth.lower() == "none" else tuple(auth.split(":", 1))
+            self.driver = neo4j.GraphDatabase.driver(url, auth=auth, **driver_kw)
+            self._owner = True
+        try:
+            if setup:
+                self.setup()
+        except BaseException:
+            self.close()
+            raise
+
+    def for_tenant(self, tenant: str) -> Neo4jEventStore:
+        """A view scoped to another tenant on the same driver (not closed by the view)."""
+        return Neo4jEventStore(
+            self.url,
+            tenant=tenant,
+            database=self.database,
+            driver=self.driver,
+            token_count=self._token_count,
+            write_batch=self.write_batch,
+            setup=False,
+        )
+
+    def close(self) -> None:
+        if self._owner:
+            self.driver.close()
+
+    # ------------------------------------------------------------- plumbing
+    def _read(self, query: str, **params: Any) -> list[Any]:
+        return neo4j_tx.run(
+            self.driver, self.database, query, {"tenant": self.tenant, **params}, read=True
+        )
+
+    def _write(self, work: Any, *args: Any) -> Any:
+        """Run ``work(tx, *args)`` in a managed write transaction (retried on
+        transient errors, so ``work`` must not keep state between attempts)."""
+        with neo4j_tx.session(self.driver, self.database) as session:
+            return session.execute_write(work, *args)
+
+    def setup(self) -> None:
+        """Create constraints and indexes if missing; safe to call any number of times."""
+        (rec,) = self._read(q.CYPHER_GET_SERVER_VERSION)
+        version = tuple(int(x) for x in re.findall(r"\d+", rec["version"])[:2])
+        if version < q.MIN_SERVER_VERSION:
+            raise StoreError(
+                f"Neo4j {rec['version']} is too old: BeeWeave needs "
+                f"{'.'.join(map(str, q.MIN_SERVER_VERSION))} or newer (dynamic labels, "
+                "ANY SHORTEST paths)"
+            )
+        import neo4j.exceptions as nx
+
+        for statement in q.SCHEMA_STATEMENTS:
+            try:
+                self.driver.execute_query(statement, database_=self.database)
+            except nx.ClientError as exc:  # another process created it a moment ago
+                if not (exc.code or "").endswith("AlreadyExists"):
+                    raise
+        for name in q.AWAITED_INDEXES:
+            self.driver.execute_query(
+                q.CYPHER_AWAIT_INDEX, {"name": name, "seconds": 300}, database_=self.database
+            )
+
+    # --------------------------------------------------------------- writes
+    def _append(self, prepared: list[Prepared], *, keep_seq: bool = False) -> AppendResult:
+        import neo4j.exceptions as nx
+
+        result = AppendResult()
+        step = max(1, self.write_batch)
+        for i in range(0, len(prepared), step):
+            chunk = prepared[i : i + step]
+            for attempt in range(3):
+                try:
+                    part = self._write(self._append_tx, chunk, keep_seq)
+                    break
+                except nx.ConstraintError as exc:
+                    # import: a stored seq is taken.  append: another session's
+                    # writer stored one of these ids first; the retry counts it as
+                    # a duplicate (seq is never the cause: it is allocated under lock)
+                    if keep_seq or attempt == 2:
+                        raise ValueError(
+                            f"events conflict with stored ones: {exc.message}"
+                        ) from exc
+            result.inserted += part.inserted
+            result.duplicates += part.duplicates
+            result.ids += part.ids
+        return result
+
+    def _append_tx(self, tx: Any, prepared: list[Prepared], keep_seq: bool) -> AppendResult:
+        t = self.tenant
+        sids = sorted({p.event.session_id for p in prepared})
+        ids = [p.event.id for p in prepared]
+        begin = tx.run(q.CYPHER_BEGIN_APPEND, tenant=t, session_ids=sids, ids=ids).single()
+        last = {x["sid"]: x["last_seq"] for x in begin["sessions"]}
+        prev = {x["sid"]: x["tail"] for x in begin["sessions"]}
+        found = {x["id"]: x["stored"] for x in begin["found"]}
+        artifacts: dict[str, dict[str, Any]] = {}
+        new_rows: list[dict[str, Any]] = []
+        placeholder_rows: list[dict[str, Any]] = []
+        result = AppendResult()
+        for p in prepared:
+            for sha, body in p.artifacts.items():
+                artifacts.setdefault(sha, {"sha256": sha, "chars": len(body), "body": body})
+            ev = p.event
+            if found.get(ev.id):
+                result.duplicates += 1
+                continue
+            sid = ev.session_id
+            if keep_seq:
+                seq, before = ev.seq, None  # NEXT by seq neighbours, below
+                last[sid] = max(last[sid], seq)
+            else:
+                seq = last[sid] = last[sid] + 1
+                before, prev[sid] = prev[sid], ev.id
+            row = self._row(p, seq, before)
+            (placeholder_rows if ev.id in found else new_rows).append(row)
+            result.ids.append(ev.id)
+        if artifacts:
+            tx.run(q.CYPHER_MERGE_ARTIFACTS, tenant=t, artifacts=list(artifacts.values()))
+        if not result.ids:
+            return result
+        sessions = [{"id": s, "last_seq": n} for s, n in last.items()]
+        # new events first: a placeholder's predecessor may be one of them (and a
+        # new event's predecessor or edge target that is a placeholder exists already)
+        if new_rows:
+            tx.run(q.CYPHER_CREATE_EVENTS, tenant=t, rows=new_rows, sessions=sessions).consume()
+        else:
+            tx.run(q.CYPHER_SET_LAST_SEQ, tenant=t, sessions=sessions).consume()
+        if placeholder_rows:
+            tx.run(q.CYPHER_FILL_PLACEHOLDERS, tenant=t, rows=placeholder_rows).consume()
+        refs = [
+            {"id": r["props"]["id"], "shas": r["artifacts"]}
+            for r in new_rows + placeholder_rows
+            if r["artifacts"]
+        ]
+        if refs:
+            tx.run(q.CYPHER_LINK_ARTIFACTS, tenant=t, rows=refs).consume()
+        if keep_seq:
+            tx.run(q.CYPHER_CREATE_NEXT, tenant=t, ids=result.ids).consume()
+        result.inserted = len(result.ids)
+        return result
+
+    def _row(self, p: Prepared, seq: int, prev: str | None) -> dict[str, Any]:
+        ev = p.event
+        links = {k.value: list(v) for k, v in ev.links.items()}
+        targets: dict[str, dict[str, None]] = {}
+        for e in ev.edges():  # dict: each target once per type, in order
+            targets.setdefault(e.type.value, {})[e.dst] = None
+        return {
+            "label": TYPE_LABELS[ev.type],
+            "prev": prev,
+            "edges": {k: list(v) for k, v in targets.items()},
+            "artifacts": _artifact_refs(ev.payload),
+            "props": {
+                "tenant": self.tenant,
+                "id": ev.id,
+                "session_id": ev.session_id,
+                "seq": seq,
+                "type": ev.type.value,
+                "role": ev.role,
+                "content": ev.content,
+                "payload": p.payload_json,
+                "ts": float(ev.ts),
+                "parents": json.dumps(list(ev.parents)),
+                "links": json.dumps(links) if links else "{}",
+                "meta": p.meta_json,
+                "source": p.source_json,
+                "user_id": _scalar(ev.meta.get("user_id")),
+                "agent_id": _scalar(ev.meta.get("agent_id")),
+                "tokens": TOKENS_UNCOUNTED,
+                "status": ev.status.value,
+                "status_reason": ev.status_reason,
+            },
+        }
+
+    def link(self, edges: Sequence[Edge]) -> int:
+        """Add edges (REFERS_TO found later, SUMMARIZES, …); existing ones are kept."""
+        if any(e.type == EdgeType.NEXT for e in edges):
+            raise ValueError("NEXT edges follow the session order and cannot be set")
+        if not edges:
+            return 0
+        return self._write(_merge_edges, self.tenant, list(edges))
+
+    def _set_status(self, ids: Sequence[str], status: Status, reason: str) -> int:
+        if not isinstance(reason, str):
+            raise ValueError("reason must be a string")
+        ids = list(dict.fromkeys(ids))
+        if not ids:
+            return 0
+
+        def work(tx: Any) -> int:
+            rec = tx.run(
+                q.CYPHER_SET_STATUS, tenant=self.tenant, ids=ids, status=status.value,
+                reason=reason,
+            ).single()  # fmt: skip
+            return rec["n"] if rec else 0
+
+        return self._write(work)
+
+    def soft_delete(self, ids: Sequence[str], reason: str) -> int:
+        """Hide events from every read (kept in the graph; ``include_inactive`` shows them)."""
+        return self._set_status(ids, Status.DELETED, reason)
+
+    def invalidate(self, ids: Sequence[str], reason: str, *, by: str | None = None) -> int:
+        """Mark events as no longer true; ``by`` records a SUPERSEDES edge from the new one."""
+        n = self._set_status(ids, Status.INVALIDATED, reason)
+        if by:
+            self.link([Edge(src=by, dst=i, type=EdgeType.SUPERSEDES) for i in ids])
+        return n
+
+    def purge(self, *, session_id: str | None = None, ids: Sequence[str] | None = None) -> int:
+        """Delete for good (GDPR-style): events, their relationships, artifacts and
+        placeholders nothing points to any more, and emptied sessions."""
+        if (session_id is None) == (ids is None):
+            raise ValueError("purge() takes exactly one of session_id= or ids=")
+        wanted = list(dict.fromkeys(ids or []))
+        if ids is not None and not wanted:
+            return 0
+
+        def work(tx: Any) -> int:
+            t = self.tenant
+            if session_id is not None:
+                targets = [
+                    r["id"]
+                    for r in tx.run(q.CYPHER_GET_SESSION_EVENT_IDS, tenant=t, session_id=session_id)
+                ]
+                sids = [session_id]
+            else:
+                targets = wanted
+                sids = sorted(
+                    r["sid"] for r in tx.run(q.CYPHER_GET_SESSIONS_OF_IDS, tenant=t, ids=targets)
+                )
+            tx.run(q.CYPHER_LOCK_EXISTING_SESSIONS, tenant=t, session_ids=sids).consume()
+            n, shas, placeholders = 0, set(), set()
+            for r in tx.run(q.CYPHER_PURGE_EVENTS, tenant=t, ids=targets):
+                n += bool(r["stored"])
+                shas.update(r["shas"])
+                placeholders.update(r["placeholders"])
+            tx.run(q.CYPHER_DELETE_ORPHAN_ARTIFACTS, tenant=t, shas=sorted(shas)).consume()
+            tx.run(
+                q.CYPHER_DELETE_ORPHAN_PLACEHOLDERS, tenant=t, ids=sorted(placeholders)
+            ).consume()
+            tx.run(q.CYPHER_RESET_SESSIONS, tenant=t, session_ids=sids).consume()
+            return n
+
+        return self._write(work)
+
+    def purge_tenant(self) -> None:
+        """Remove every node of this tenant (events, sessions, artifacts, placeholders)."""
+        with neo4j_tx.session(self.driver, self.database) as session:
+            for statement in q.CYPHER_PURGE_TENANT.values():
+                session.run(statement, tenant=self.tenant).consume()
+
+    # ---------------------------------------------------------------- reads
+    def get(self, ids: Sequence[str], *, include_inactive: bool = False) -> list[Event]:
+        """Events by id, in the order asked; unknown ids are left out."""
+        ids = list(dict.fromkeys(ids))
+        if not ids:
+            return []
+        found = {
+            ev.id: ev
+            for ev in (
+                _to_event(self.tenant, r["event"])
+                for r in self._read(q.CYPHER_GET_EVENTS, ids=ids, all=include_inactive)
+            )
+        }
+        return [found[i] for i in ids if i in found]
+
+    def timeline(
+        self,
+        session_id: str,
+        *,
+        last: int | None = None,
+        seq_from: int | None = None,
+        seq_to: int | None = None,
+        since: float | None = None,
+        until: float | None = None,
+        types: Iterable[EventType] | None = None,
+        include_inactive: bool = False,
+    ) -> list[Event]:
+        """A session in order; ``last=N`` gives the latest N (still oldest first)."""
+        params: dict[str, Any] = {
+            "session_id": session_id, "seq_from": seq_from, "seq_to": seq_to, "since": since,
+            "until": until, "all": include_inactive,
+            "types": None if types is None else [EventType(t).value for t in types],
+        }  # fmt: skip
+        if last is not None:
+            if int(last) <= 0:
+                return []
+            rows = self._read(q.CYPHER_GET_TIMELINE_LAST, last=int(last), **params)[::-1]
+        else:
+            rows = self._read(q.CYPHER_GET_TIMELINE, **params)
+        return [_to_event(self.tenant, r["event"]) for r in rows]
+
+    def _walk(
+        self, event_id: str, depth: int, types: list[str], include_inactive: bool, forward: bool
+    ) -> list[tuple[Event, int]]:
+        template = q.CYPHER_GET_ANCESTORS if forward else q.CYPHER_GET_DESCENDANTS
+        rows = self._read(
+            q.bounded(template, depth), id=event_id, types=types, all=include_inactive
+        )
+        pairs = [(_to_event(self.tenant, r["event"]), r["depth"]) for r in rows]
+        return sorted(pairs, key=lambda p: (p[1], p[0].seq))
+
+    def edges(
+        self,
+        *,
+        event_id: str | None = None,
+        session_id: str | None = None,
+        types: Iterable[EdgeType] | None = None,
+        direction: str = "out",
+    ) -> list[Edge]:
+        """Edges of one event (``direction`` out/in/both) or of a whole session."""
+        if (event_id is None) == (session_id is None):
+            raise ValueError("edges() takes exactly one of event_id= or session_id=")
+        if direction not in ("out", "in", "both"):
+            raise ValueError("direction must be 'out', 'in' or 'both'")
+        wanted = _edge_types(EdgeType if types is None else types)
+        if not wanted:
+            return []
+        if session_id is not None:
+            rows = self._read(q.CYPHER_GET_SESSION_EDGES, session_id=session_id, types=wanted)
+        else:
+            rows = []
+            if direction in ("out", "both"):
+                rows += self._read(q.CYPHER_GET_EDGES_OUT, id=event_id, types=wanted)
+            if direction in ("in", "both"):
+                rows += self._read(q.CYPHER_GET_EDGES_IN, id=event_id, types=wanted)
+        return [
+            Edge(src=r["src"], dst=r["dst"], type=EdgeType(r["type"]),
+                 meta=json.loads(r["meta"]) if r["meta"] else {})
+            for r in rows
+        ]  # fmt: skip
+
+    def _count_tokens(self, session_ids: list[str] | None) -> None:
+        """Fill in exact token counts that ``append`` left for later.
+
+        Counting costs ~70 µs per KB of text, as much as the whole write, so (as in
+        the SQLite store) the write path leaves it to the first read that needs it.
+        """
+        while True:
+            if session_ids is None:
+                rows = self._read(q.CYPHER_GET_UNCOUNTED_ALL, limit=2_000)
+            else:
+                rows = self._read(
+                    q.CYPHER_GET_UNCOUNTED_OF_SESSIONS, session_ids=session_ids, limit=2_000
+                )
+            if not rows:
+                return
+            counts = self._token_count([r["content"] or "" for r in rows])
+            done = [{"id": r["id"], "tokens": n} for r, n in zip(rows, counts, strict=True)]
+            self._write(_run, q.CYPHER_SET_TOKENS, {"tenant": self.tenant, "rows": done})
+
+    def _user_sessions(self, user_id: str, within: list[str] | None) -> list[str]:
+        """Sessions ``user_id`` took part in (any status), narrowed to ``within``."""
+        mine = [r["sid"] for r in self._read(q.CYPHER_GET_USER_SESSIONS, user_id=user_id)]
+        return mine if within is None else [s for s in within if s in mine]
+
+    def _session_stats(
+        self, session_ids: list[str] | None, *, user_id: str | None = None
+    ) -> list[SessionStats]:
+        if user_id is not None:
+            session_ids = self._user_sessions(user_id, session_ids)
+        self._count_tokens(session_ids)
+        if session_ids is None:
+            rows = self._read(q.CYPHER_GET_ALL_SESSION_STATS)
+        else:
+            rows = self._read(q.CYPHER_GET_SESSION_STATS, session_ids=session_ids)
+        stats = [
+            SessionStats(
+                session_id=r["sid"], events=sum(n for _, n in r["counts"]),
+                counts={t: n for t, n in r["counts"]}, first_ts=r["first"], last_ts=r["last"],
+                last_seq=r["last_seq"], tokens=r["tokens"] or 0,
+                user_ids=sorted({str(u) for u in r["user_ids"] if u is not None}),
+            )
+            for r in rows
+        ]  # fmt: skip
+        return sorted(stats, key=lambda s: s.last_ts or 0.0, reverse=True)
+
+    def get_artifact(self, sha256: str) -> str | None:
+        """The full text behind a preview (``payload["$artifact"]["sha256"]``)."""
+        rows = self._read(q.CYPHER_GET_ARTIFACT, sha256=sha256)
+        return rows[0]["body"] if rows else None
+
+    def search_text(
+        self,
+        query: str,
+        *,
+        k: int = 10,
+        session_id: str | None = None,
+        user_id: str | None = None,
+        types: Iterable[EventType] | None = None,
+        since: float | None = None,
+        until: float | None = None,
+    ) -> list[tuple[Event, float]]:
+        """Active events matching ``query``'s words (Chinese too), best BM25 first.
+
+        ``user_id`` means the sessions that user took part in (as ``sessions()``).
+        Any text is safe: it is escaped for Lucene and sent as a parameter.
+        """
+        words = lucene_escape(query or "").strip()
+        if not words or k <= 0:
+            return []
+        type_values = None if types is None else [EventType(t).value for t in types]
+        if type_values == []:
+            return []
+        session_ids = None if session_id is None else [session_id]
+        if user_id is not None:
+            session_ids = self._user_sessions(user_id, session_ids)
+            if not session_ids:
+                return []
+        lucene = f"+tenant:{_lucene_phrase(self.tenant)}^0 "
+        if session_id is not None:
+            lucene += f"+session_id:{_lucene_phrase(session_id)}^0 "
+        lucene += f"+content:({words})"
+        params = {
+            "index": q.FULLTEXT_INDEX, "search": lucene, "k": int(k), "session_ids": session_ids,
+            "types": type_values, "since": since, "until": until,
+        }  # fmt: skip
+        limit = max(4 * int(k), 50)
+        while True:
+            rows = self._read(q.CYPHER_SEARCH_TEXT, limit=limit, **params)
+            hits = [(r["event"], r["score"]) for r in rows if r["event"] is not None]
+            if len(hits) >= k or not rows or rows[0]["raw"] < limit:
+                return [(_to_event(self.tenant, e), float(s)) for e, s in hits]
+            limit *= 4

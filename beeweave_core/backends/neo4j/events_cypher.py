@@ -1,0 +1,443 @@
+"""Every Cypher statement of the Neo4j store, as named, parameterised constants.
+
+Kept apart from the store logic (the ``langchain-neo4j`` checkpoint convention) so a
+reviewer can read the whole graph model and every query in one place.  User data
+only ever travels as parameters.  Three things are not parameters, and none of them
+comes from user input:
+
+* event-type labels (``:Event:ToolResult``) are set with Cypher's dynamic
+  ``SET e:$(label)`` from values of the fixed :data:`beeweave_core.events.TYPE_LABELS`
+  map; reads filter relationship types with ``[:$any($types)]`` from the
+  :class:`EdgeType` enum.  Writes spell each relationship type out: one statement
+  (or ``FOREACH``) per :class:`EdgeType`, generated below from the enum, because
+  ``MERGE`` of a dynamic type scans every relationship of the database;
+* the hop bound of a variable-length walk (Cypher does not accept a parameter
+  there): :func:`bounded` writes a validated ``int`` in place of ``{MAX_HOPS}``;
+* schema statements (names, analyzer) are fixed text.
+
+Graph model (Neo4j 5.26 LTS or newer, community edition is enough)::
+
+    (:Event:<TypeLabel> {tenant, id, session_id, seq, type, role, content, payload,
+                         ts, parents, links, meta, source, user_id, agent_id,
+                         tokens, status, status_reason})
+    (:Event)-[:NEXT]->(:Event)              session order, materialised at write
+    (:Event)-[:CAUSED_BY|REFERS_TO|SUMMARIZES|DERIVED_FROM|SUPERSEDES {meta}]->(:Event)
+    (:Event)-[:HAS_ARTIFACT]->(:Artifact {tenant, sha256, chars, body})
+    (:Session {tenant, id, last_seq})       seq allocator, locked by each writer
+
+``payload``, ``meta``, ``source``, ``parents`` and ``links`` hold canonical JSON
+text (Neo4j properties cannot be maps).  An edge may point at an event that is not
+stored (yet): its target is a *placeholder* ``(:Event {tenant, id})`` without
+``seq``; storing the event later fills the same node in.  Reads skip placeholders.
+"""
+
+from __future__ import annotations
+
+from beeweave_core.events import EdgeType
+
+#: Full-text analyzer: Lucene's CJKAnalyzer indexes Chinese/Japanese/Korean as
+#: overlapping bigrams (``数据管道`` → 数据 据管 管道, so ``管道`` does not hit
+#: ``管理道路``) and other scripts like the standard analyzer (lower-cased words;
+#: English stop words are dropped).  ``standard-no-stop-words`` splits Chinese into
+#: single characters, which ranks ``管理道路`` above ``数据管道`` for ``管道``.
+FULLTEXT_ANALYZER = "cjk"
+FULLTEXT_INDEX = "beeweave_event_text"
+#: Properties in the full-text index: content is searched; tenant and session_id
+#: are there only so a query can be narrowed inside Lucene (see SEARCH_TEXT).
+FULLTEXT_PROPERTIES = ("content", "tenant", "session_id")
+
+#: Smallest server that has dynamic labels/types (``$(...)``, ``$any(...)``) and
+#: ``ANY SHORTEST`` path selection.
+MIN_SERVER_VERSION = (5, 26)
+
+# ------------------------------------------------------------------ schema
+CYPHER_GET_SERVER_VERSION = (
+    "CALL dbms.components() YIELD name, versions, edition "
+    "WHERE name = 'Neo4j Kernel' RETURN versions[0] AS version, edition"
+)
+
+SCHEMA_STATEMENTS: tuple[str, ...] = (
+    # one event per (tenant, id): a redelivery can never become a second node
+    "CREATE CONSTRAINT beeweave_event_id IF NOT EXISTS "
+    "FOR (e:Event) REQUIRE (e.tenant, e.id) IS UNIQUE",
+    # one event per session position: two writers can never fork a session
+    # (placeholders have no seq and are not covered); also the timeline index
+    "CREATE CONSTRAINT beeweave_event_seq IF NOT EXISTS "
+    "FOR (e:Event) REQUIRE (e.tenant, e.session_id, e.seq) IS UNIQUE",
+    "CREATE CONSTRAINT beeweave_session_id IF NOT EXISTS "
+    "FOR (s:Session) REQUIRE (s.tenant, s.id) IS UNIQUE",
+    "CREATE CONSTRAINT beeweave_artifact_sha IF NOT EXISTS "
+    "FOR (a:Artifact) REQUIRE (a.tenant, a.sha256) IS UNIQUE",
+    "CREATE INDEX beeweave_event_ts IF NOT EXISTS FOR (e:Event) ON (e.tenant, e.ts)",
+    "CREATE INDEX beeweave_event_user IF NOT EXISTS FOR (e:Event) ON (e.tenant, e.user_id)",
+    f"CREATE FULLTEXT INDEX {FULLTEXT_INDEX} IF NOT EXISTS FOR (e:Event) "
+    f"ON EACH [{', '.join('e.' + p for p in FULLTEXT_PROPERTIES)}] "
+    f"OPTIONS {{indexConfig: {{`fulltext.analyzer`: '{FULLTEXT_ANALYZER}', "
+    "`fulltext.eventually_consistent`: false}}",
+)
+#: Indexes that populate in the background after creation; ``setup()`` waits for
+#: these (and only these: another component's index may take its time).
+AWAITED_INDEXES = ("beeweave_event_ts", "beeweave_event_user", FULLTEXT_INDEX)
+CYPHER_AWAIT_INDEX = "CALL db.awaitIndex($name, $seconds)"
+
+# ------------------------------------------------------------------ projections
+#: The stored event as a map (``e`` bound); the store turns it into an ``Event``.
+EVENT_MAP = (
+    "e {.id, .session_id, .seq, .type, .role, .content, .payload, .ts, .parents, "
+    ".links, .meta, .source, .status, .status_reason}"
+)
+#: A stored (not placeholder) event that reads show: ``$all`` lets hidden ones through.
+_VISIBLE = "e.seq IS NOT NULL AND ($all OR e.status = 'active')"
+
+# ------------------------------------------------------------------ writes
+#: Start of every append (one round trip): lock each session the batch writes to
+#: (sorted ids, so writers never deadlock), creating it on first use, and read
+#: ``last_seq`` and the id of the event there (the new events' NEXT predecessor)
+#: only once the lock is held; then, still under the lock, which of the batch's
+#: ids exist: stored events (redeliveries) or placeholders (to fill in).
+CYPHER_BEGIN_APPEND = """
+CALL () {
+  UNWIND $session_ids AS sid
+  MERGE (s:Session {tenant: $tenant, id: sid})
+  ON CREATE SET s.last_seq = -1
+  SET s._lock = true
+  REMOVE s._lock
+  WITH sid, s
+  OPTIONAL MATCH (t:Event {tenant: $tenant, session_id: sid, seq: s.last_seq})
+  RETURN collect({sid: sid, last_seq: s.last_seq, tail: t.id}) AS sessions
+}
+CALL () {
+  UNWIND $ids AS id
+  MATCH (e:Event {tenant: $tenant, id: id})
+  RETURN collect({id: e.id, stored: e.seq IS NOT NULL}) AS found
+}
+RETURN sessions, found
+"""
+_SET_LAST_SEQ = """
+UNWIND $sessions AS x
+MATCH (s:Session {tenant: $tenant, id: x.id})
+SET s.last_seq = x.last_seq
+"""
+CYPHER_SET_LAST_SEQ = _SET_LAST_SEQ
+CYPHER_MERGE_ARTIFACTS = """
+UNWIND $artifacts AS a
+MERGE (x:Artifact {tenant: $tenant, sha256: a.sha256})
+ON CREATE SET x.chars = a.chars, x.body = a.body
+ON MATCH SET x.chars = coalesce(x.chars, a.chars), x.body = coalesce(x.body, a.body)
+"""
+
+
+def _edge_foreach(verb: str) -> str:
+    """One FOREACH per edge type (static types: see CYPHER_MERGE_EDGES); a target
+    not stored yet becomes a placeholder.  ``r.edges`` maps type → target ids."""
+    return "\n".join(
+        f"FOREACH (d IN coalesce(r.edges.{t.value}, []) | "
+        f"MERGE (b:Event {{tenant: $tenant, id: d}}) {verb} (e)-[:{t.value}]->(b))"
+        for t in EdgeType
+        if t is not EdgeType.NEXT
+    )
+
+
+#: New events (``r.props`` holds tenant and id too) with their type label, their
+#: typed edges, the NEXT edge from their predecessor ``r.prev`` (the session's
+#: tail or the previous row), and the sessions' new ``last_seq`` — one round trip.
+#: ``CREATE``, not ``MERGE``: the store checked under the session lock that the ids
+#: are new (the (tenant, id) constraint refuses a concurrent writer of the same id
+#: in another session), and a new node has no edges yet.  The ``collect`` makes
+#: every node exist before any edge is drawn, so an edge to an event later in the
+#: same batch finds it instead of making a placeholder.
+CYPHER_CREATE_EVENTS = f"""
+CALL () {{
+UNWIND $rows AS r
+CREATE (e:Event)
+SET e = r.props, e:$(r.label)
+WITH collect({{e: e, r: r}}) AS made
+UNWIND made AS m
+WITH m.e AS e, m.r AS r
+{_edge_foreach("CREATE")}
+WITH e, r WHERE r.prev IS NOT NULL
+MATCH (p:Event {{tenant: $tenant, id: r.prev}})
+CREATE (p)-[:NEXT]->(e)
+}}
+CALL () {{{_SET_LAST_SEQ}}}
+"""
+#: Fill in placeholders (ids some edge pointed at before the event arrived); they
+#: may have edges already, so MERGE.
+CYPHER_FILL_PLACEHOLDERS = f"""
+UNWIND $rows AS r
+MATCH (e:Event {{tenant: $tenant, id: r.props.id}})
+SET e += r.props, e:$(r.label)
+{_edge_foreach("MERGE")}
+WITH e, r WHERE r.prev IS NOT NULL
+MATCH (p:Event {{tenant: $tenant, id: r.prev}})
+MERGE (p)-[:NEXT]->(e)
+"""
+CYPHER_LINK_ARTIFACTS = """
+UNWIND $rows AS r
+MATCH (e:Event {tenant: $tenant, id: r.id})
+UNWIND r.shas AS sha
+MATCH (a:Artifact {tenant: $tenant, sha256: sha})
+MERGE (e)-[:HAS_ARTIFACT]->(a)
+"""
+#: Typed edges, one statement per type: Neo4j 5.26 plans ``MERGE`` of a dynamic
+#: type ``[:$(t)]`` as a scan of every relationship in the database, a static type
+#: as an expand between the two nodes.  A missing end becomes a placeholder;
+#: ``relationships_created`` of the summary counts the new edges.
+CYPHER_MERGE_EDGES = {
+    t: f"""
+UNWIND $edges AS r
+MERGE (a:Event {{tenant: $tenant, id: r.src}})
+MERGE (b:Event {{tenant: $tenant, id: r.dst}})
+MERGE (a)-[x:{t.value}]->(b)
+ON CREATE SET x.meta = r.meta
+"""
+    for t in EdgeType
+    if t is not EdgeType.NEXT
+}
+#: Import keeps stored seqs, which may leave or fill holes: NEXT from the event at
+#: seq-1 and to the one at seq+1, found by the (tenant, session_id, seq) index.
+CYPHER_CREATE_NEXT = """
+UNWIND $ids AS id
+MATCH (e:Event {tenant: $tenant, id: id})
+CALL (e) {
+  MATCH (p:Event {tenant: $tenant, session_id: e.session_id, seq: e.seq - 1})
+  MERGE (p)-[:NEXT]->(e)
+}
+CALL (e) {
+  MATCH (n:Event {tenant: $tenant, session_id: e.session_id, seq: e.seq + 1})
+  MERGE (e)-[:NEXT]->(n)
+}
+"""
+CYPHER_SET_STATUS = """
+UNWIND $ids AS id
+MATCH (e:Event {tenant: $tenant, id: id})
+WHERE e.seq IS NOT NULL AND e.status = 'active'
+SET e.status = $status, e.status_reason = $reason
+RETURN count(e) AS n
+"""
+
+# ------------------------------------------------------------------ purge
+CYPHER_GET_SESSION_EVENT_IDS = """
+MATCH (e:Event {tenant: $tenant, session_id: $session_id})
+WHERE e.seq IS NOT NULL
+RETURN e.id AS id
+"""
+CYPHER_GET_SESSIONS_OF_IDS = """
+UNWIND $ids AS id
+MATCH (e:Event {tenant: $tenant, id: id})
+WHERE e.session_id IS NOT NULL
+RETURN DISTINCT e.session_id AS sid
+"""
+CYPHER_LOCK_EXISTING_SESSIONS = """
+UNWIND $session_ids AS sid
+MATCH (s:Session {tenant: $tenant, id: sid})
+SET s._lock = true
+REMOVE s._lock
+"""
+#: Delete events with their relationships; report what may be left orphaned.
+CYPHER_PURGE_EVENTS = """
+UNWIND $ids AS id
+MATCH (e:Event {tenant: $tenant, id: id})
+WITH e, e.seq IS NOT NULL AS stored,
+     [(e)-[:HAS_ARTIFACT]->(a) | a.sha256] AS shas,
+     [(e)--(m:Event) WHERE m.seq IS NULL | m.id] AS placeholders
+// vector chunks of a purged event carry its text: they go with it
+CALL (e) { OPTIONAL MATCH (c:BeeweaveChunk)-[:CHUNK_OF]->(e) DETACH DELETE c }
+DETACH DELETE e
+RETURN stored, shas, placeholders
+"""
+CYPHER_DELETE_ORPHAN_ARTIFACTS = """
+UNWIND $shas AS sha
+MATCH (a:Artifact {tenant: $tenant, sha256: sha})
+WHERE NOT EXISTS { (a)<-[:HAS_ARTIFACT]-() }
+DELETE a
+"""
+CYPHER_DELETE_ORPHAN_PLACEHOLDERS = """
+UNWIND $ids AS id
+MATCH (e:Event {tenant: $tenant, id: id})
+WHERE e.seq IS NULL AND NOT EXISTS { (e)--() }
+DELETE e
+"""
+#: After a purge the next seq follows the highest one left (as SQLite's MAX(seq));
+#: a session with no events left loses its node.
+CYPHER_RESET_SESSIONS = """
+UNWIND $session_ids AS sid
+MATCH (s:Session {tenant: $tenant, id: sid})
+CALL (sid) {
+  OPTIONAL MATCH (e:Event {tenant: $tenant, session_id: sid})
+  WHERE e.seq IS NOT NULL
+  RETURN max(e.seq) AS top
+}
+CALL (s, top) {
+  WITH s, top WHERE top IS NULL
+  DELETE s
+}
+CALL (s, top) {
+  WITH s, top WHERE top IS NOT NULL
+  SET s.last_seq = top
+}
+"""
+#: Everything of one tenant, in batches (runs as an auto-commit transaction); the
+#: ``IS NOT NULL`` lets each label's (tenant, key) uniqueness index find the nodes.
+CYPHER_PURGE_TENANT = {
+    label: f"""
+MATCH (n:{label} {{tenant: $tenant}})
+WHERE n.{key} IS NOT NULL
+CALL (n) {{ DETACH DELETE n }} IN TRANSACTIONS OF 5000 ROWS
+"""
+    for label, key in (
+        ("Event", "id"),
+        ("Session", "id"),
+        ("Artifact", "sha256"),
+        # what the Neo4j vector index keeps per tenant (beeweave_core/index/neo4j_vector.py)
+        ("BeeweaveChunk", "id"),
+        ("BeeweaveIndexState", "identity"),
+    )  # fmt: skip
+}
+
+# ------------------------------------------------------------------ reads
+CYPHER_GET_EVENTS = f"""
+UNWIND $ids AS id
+MATCH (e:Event {{tenant: $tenant, id: id}})
+WHERE {_VISIBLE}
+RETURN {EVENT_MAP} AS event
+"""
+_TIMELINE = f"""
+MATCH (e:Event {{tenant: $tenant, session_id: $session_id}})
+WHERE {_VISIBLE}
+  AND ($seq_from IS NULL OR e.seq >= $seq_from)
+  AND ($seq_to IS NULL OR e.seq <= $seq_to)
+  AND ($since IS NULL OR e.ts >= $since)
+  AND ($until IS NULL OR e.ts <= $until)
+  AND ($types IS NULL OR e.type IN $types)
+RETURN {EVENT_MAP} AS event
+"""
+CYPHER_GET_TIMELINE = _TIMELINE + "ORDER BY e.seq"
+#: The latest ``$last`` (newest first; the store reverses them).
+CYPHER_GET_TIMELINE_LAST = _TIMELINE + "ORDER BY e.seq DESC LIMIT $last"
+
+#: Nearest distance to every event reachable along ``$types`` within ``{MAX_HOPS}``
+#: hops.  ``ANY SHORTEST`` is a breadth-first search, so a dense DAG does not
+#: explode into all its paths; the ``CALL`` keeps the planner expanding from ``s``
+#: (without it, a near-empty database gets a plan that scans every node as a
+#: possible end).  Hidden events are walked through, not returned.
+CYPHER_GET_ANCESTORS = f"""
+MATCH (s:Event {{tenant: $tenant, id: $id}})
+CALL (s) {{
+  MATCH p = ANY SHORTEST (s)-[:$any($types)]->{{1,{{MAX_HOPS}}}}(e)
+  RETURN e, length(p) AS depth
+}}
+WITH e, depth
+WHERE {_VISIBLE}
+RETURN {EVENT_MAP} AS event, depth
+"""
+CYPHER_GET_DESCENDANTS = f"""
+MATCH (s:Event {{tenant: $tenant, id: $id}})
+CALL (s) {{
+  MATCH p = ANY SHORTEST (s)<-[:$any($types)]-{{1,{{MAX_HOPS}}}}(e)
+  RETURN e, length(p) AS depth
+}}
+WITH e, depth
+WHERE {_VISIBLE}
+RETURN {EVENT_MAP} AS event, depth
+"""
+
+_EDGE_ROW = "a.id AS src, type(r) AS type, b.id AS dst, r.meta AS meta ORDER BY src, type, dst"
+CYPHER_GET_EDGES_OUT = f"""
+MATCH (a:Event {{tenant: $tenant, id: $id}})-[r:$any($types)]->(b:Event)
+RETURN {_EDGE_ROW}
+"""
+CYPHER_GET_EDGES_IN = f"""
+MATCH (a:Event)-[r:$any($types)]->(b:Event {{tenant: $tenant, id: $id}})
+RETURN {_EDGE_ROW}
+"""
+CYPHER_GET_SESSION_EDGES = f"""
+MATCH (a:Event {{tenant: $tenant, session_id: $session_id}})-[r:$any($types)]->(b:Event)
+WHERE a.seq IS NOT NULL
+RETURN {_EDGE_ROW}
+"""
+
+_STATS_TAIL = """
+WITH e.session_id AS sid, e.type AS type, count(*) AS n, min(e.ts) AS first,
+     max(e.ts) AS last, max(e.seq) AS top, sum(e.tokens) AS tokens,
+     collect(DISTINCT e.user_id) AS users
+WITH sid, collect([type, n]) AS counts, min(first) AS first, max(last) AS last,
+     max(top) AS last_seq, sum(tokens) AS tokens, collect(users) AS users
+RETURN sid, counts, first, last, last_seq, tokens,
+       reduce(acc = [], u IN users | acc + u) AS user_ids
+"""
+CYPHER_GET_ALL_SESSION_STATS = (
+    """
+MATCH (e:Event {tenant: $tenant})
+WHERE e.session_id IS NOT NULL AND e.seq IS NOT NULL AND e.status = 'active'
+"""
+    + _STATS_TAIL
+)
+CYPHER_GET_SESSION_STATS = (
+    """
+UNWIND $session_ids AS sid
+MATCH (e:Event {tenant: $tenant, session_id: sid})
+WHERE e.seq IS NOT NULL AND e.status = 'active'
+"""
+    + _STATS_TAIL
+)
+#: Sessions a user took part in (any status, like SQLite's ``sessions(user_id=)``).
+CYPHER_GET_USER_SESSIONS = """
+MATCH (e:Event {tenant: $tenant, user_id: $user_id})
+WHERE e.session_id IS NOT NULL
+RETURN DISTINCT e.session_id AS sid
+"""
+#: Token counts are left for later by writes (``tokens = -1``) and filled in by
+#: the first read that needs them (counting costs as much as the whole write).
+CYPHER_GET_UNCOUNTED_ALL = """
+MATCH (e:Event {tenant: $tenant})
+WHERE e.id IS NOT NULL AND e.tokens < 0
+RETURN e.id AS id, e.content AS content
+LIMIT $limit
+"""
+CYPHER_GET_UNCOUNTED_OF_SESSIONS = """
+UNWIND $session_ids AS sid
+MATCH (e:Event {tenant: $tenant, session_id: sid})
+WHERE e.seq IS NOT NULL AND e.tokens < 0
+RETURN e.id AS id, e.content AS content
+LIMIT $limit
+"""
+CYPHER_SET_TOKENS = """
+UNWIND $rows AS r
+MATCH (e:Event {tenant: $tenant, id: r.id})
+SET e.tokens = r.tokens
+"""
+CYPHER_GET_ARTIFACT = """
+MATCH (a:Artifact {tenant: $tenant, sha256: $sha256})
+RETURN a.body AS body
+"""
+
+#: BM25 hits from the full-text index, filtered exactly in Cypher.  ``$search``
+#: narrows to the tenant inside Lucene (zero-weight clause) and field-qualifies the
+#: escaped user words to ``content``; ``raw`` (hits before filtering) tells the
+#: store whether a larger ``$limit`` could find more.  A score of 0 means only the
+#: zero-weight clauses matched (all words were stop words).
+CYPHER_SEARCH_TEXT = f"""
+CALL db.index.fulltext.queryNodes($index, $search, {{limit: $limit}}) YIELD node, score
+WITH collect({{e: node, s: score}}) AS hits
+WITH size(hits) AS raw, [h IN hits WHERE h.s > 0 AND h.e.tenant = $tenant
+     AND h.e.seq IS NOT NULL AND h.e.status = 'active'
+     AND ($session_ids IS NULL OR h.e.session_id IN $session_ids)
+     AND ($types IS NULL OR h.e.type IN $types)
+     AND ($since IS NULL OR h.e.ts >= $since)
+     AND ($until IS NULL OR h.e.ts <= $until)][..$k] AS top
+UNWIND (CASE WHEN size(top) = 0 THEN [null] ELSE top END) AS h
+WITH raw, h.e AS e, h.s AS score
+RETURN raw, {EVENT_MAP} AS event, score
+"""
+
+
+def bounded(template: str, max_hops: int) -> str:
+    """``template`` with its ``{MAX_HOPS}`` bound set to a validated int.
+
+    Cypher takes no parameter in a quantifier (``{1,$n}`` is a syntax error), so the
+    bound is written into the text; only an ``int`` checked here can get there.
+    """
+    if isinstance(max_hops, bool) or not isinstance(max_hops, int) or max_hops < 1:
+        raise ValueError(f"max_hops must be a positive int, got {max_hops!r}")
+    return template.replace("{MAX_HOPS}", str(max_hops))

@@ -1,0 +1,120 @@
+"""Plumbing for the tables that live in the event store's SQLite file beside the events.
+
+Checkpoints and store items each keep their own connection to the file (WAL: their
+writes never block the event bus's reads), their own lock, and their own schema
+version in the shared ``beeweave_meta`` table; this base class holds that once.
+"""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+import threading
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+from beeweave_core.errors import StoreError
+
+CREATE_META = "CREATE TABLE IF NOT EXISTS beeweave_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)"
+GET_VERSION = "SELECT value FROM beeweave_meta WHERE key = ?"
+SET_VERSION = (
+    "INSERT INTO beeweave_meta (key, value) VALUES (?, ?) "
+    "ON CONFLICT(key) DO UPDATE SET value = excluded.value"
+)
+
+
+class ClosedError(RuntimeError):
+    """The tables' connection was closed."""
+
+
+class SideTables:
+    """A connection, a lock and a migrated schema (``sql``: SCHEMA_KEY/VERSION, MIGRATIONS).
+
+    ``_shared`` (connection, lock) lets tables beside an in-memory event store use
+    its connection: each ``:memory:`` connection is a database of its own.
+    """
+
+    sql: ModuleType
+
+    def __init__(
+        self,
+        path: str | os.PathLike[str],
+        *,
+        tenant: str = "default",
+        busy_timeout: float = 30.0,
+        _shared: tuple[sqlite3.Connection, threading.RLock] | None = None,
+    ) -> None:
+        if not isinstance(tenant, str) or not tenant:
+            raise ValueError(f"tenant must be a non-empty string, got {tenant!r}")
+        self.tenant = tenant
+        self.path = str(path)
+        if _shared is not None:
+            self._conn, self._lock = _shared
+            self._owner = False
+        else:
+            if self.path != ":memory:":
+                Path(self.path).parent.mkdir(parents=True, exist_ok=True)
+            self._conn = sqlite3.connect(
+                self.path, check_same_thread=False, isolation_level=None, timeout=busy_timeout
+            )
+            self._lock = threading.RLock()
+            self._owner = True
+            self._conn.execute("PRAGMA journal_mode=WAL")
+            self._conn.execute("PRAGMA synchronous=NORMAL")
+            self._prepare(self._conn)
+        self._closed = False
+        self.setup()
+
+    def _prepare(self, conn: sqlite3.Connection) -> None:
+        """Per-connection set-up before the schema is touched (functions, pragmas)."""
+
+    @contextmanager
+    def _tx(self) -> Iterator[sqlite3.Connection]:
+        with self._lock:
+            if self._closed:
+                raise ClosedError(f"{type(self).__name__} is closed")
+            self._conn.execute("BEGIN IMMEDIATE")
+            try:
+                yield self._conn
+            except BaseException:
+                self._conn.execute("ROLLBACK")
+                raise
+            else:
+                self._conn.execute("COMMIT")
+
+    def _read(self, sql: str, params: Sequence[Any]) -> list[tuple[Any, ...]]:
+        with self._lock:
+            if self._closed:
+                raise ClosedError(f"{type(self).__name__} is closed")
+            return self._conn.execute(sql, params).fetchall()
+
+    def setup(self) -> None:
+        """Create or migrate the tables; safe to call any number of times."""
+        q = self.sql
+        with self._tx() as c:
+            c.execute(CREATE_META)
+            row = c.execute(GET_VERSION, (q.SCHEMA_KEY,)).fetchone()
+            current = int(row[0]) if row else 0
+            if current > q.SCHEMA_VERSION:
+                raise StoreError(
+                    f"{self.path} has {q.SCHEMA_KEY} {current}, newer than this BeeWeave "
+                    f"({q.SCHEMA_VERSION}); upgrade beeweave"
+                )
+            for version, statements in q.MIGRATIONS:
+                if version > current:
+                    for stmt in statements:
+                        c.execute(stmt)
+            c.execute(SET_VERSION, (q.SCHEMA_KEY, str(q.SCHEMA_VERSION)))
+
+    @property
+    def schema_version(self) -> int:
+        return int(self._read(GET_VERSION, (self.sql.SCHEMA_KEY,))[0][0])
+
+    def close(self) -> None:
+        with self._lock:
+            if self._owner and not self._closed:
+                self._conn.close()
+            self._closed = True

@@ -1,0 +1,434 @@
+"""The embedded default: the whole event graph in one SQLite file.
+
+Zero setup, one file, WAL mode so readers never wait for the writer.  The session
+order (``seq``) is allocated inside the write transaction, so several threads or
+processes appending to one session never fork or leave gaps.  NEXT edges are not
+stored: they are implied by consecutive ``seq`` and derived on read.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sqlite3
+import threading
+from collections.abc import Callable, Iterable, Sequence
+from typing import Any
+
+from beeweave_core.backends.sqlite import events_sql as q
+from beeweave_core.backends.sqlite.db import SideTables
+from beeweave_core.events import (
+    AppendResult,
+    Edge,
+    EdgeType,
+    Event,
+    EventType,
+    SessionStats,
+    Status,
+)
+from beeweave_core.payloads import dumps
+from beeweave_core.store import BaseEventStore, Prepared
+from beeweave_core.text.lexical import fts_query, fts_text
+
+TokenCount = Callable[[list[str]], list[int]]
+
+
+def _marks(n: int) -> str:
+    return ",".join("?" * n)
+
+
+def _row_to_event(tenant: str, row: Sequence[Any]) -> Event:
+    (eid, sid, seq, etype, role, content, payload, ts, parents, links, meta, source, st, sr) = row
+    return Event.model_construct(
+        id=eid,
+        tenant=tenant,
+        session_id=sid,
+        seq=seq,
+        type=EventType(etype),
+        role=role,
+        content=content,
+        payload=json.loads(payload),
+        ts=ts,
+        parents=tuple(json.loads(parents)),
+        links={EdgeType(k): tuple(v) for k, v in json.loads(links).items()},
+        meta=json.loads(meta),
+        source=json.loads(source),
+        status=Status(st),
+        status_reason=sr,
+    )
+
+
+def _json_list(values: Sequence[str]) -> str:
+    return json.dumps(list(values)) if values else "[]"
+
+
+def _json_links(links: dict[EdgeType, tuple[str, ...]]) -> str:
+    return json.dumps({k.value: list(v) for k, v in links.items()}) if links else "{}"
+
+
+def default_token_count(texts: list[str]) -> list[int]:
+    """Exact cl100k_base counts (offline); used for session token stats."""
+    from beeweave_core.tokens import count_batch
+
+    return count_batch(texts)
+
+
+class SQLiteEventStore(SideTables, BaseEventStore):
+    """Event graph in a SQLite file (``:memory:`` works too, for one process).
+
+    Use :meth:`from_conn_string` as a context manager, or construct and ``close()``.
+    One connection is shared behind a lock; the store is safe to use from many
+    threads, and several processes may open the same file.
+    """
+
+    sql = q
+
+    def __init__(
+        self,
+        path: str | os.PathLike[str],
+        *,
+        tenant: str = "default",
+        token_count: TokenCount | None = None,
+        busy_timeout: float = 30.0,
+        _shared: tuple[sqlite3.Connection, threading.RLock] | None = None,
+    ) -> None:
+        self._token_count = token_count or default_token_count
+        super().__init__(path, tenant=tenant, busy_timeout=busy_timeout, _shared=_shared)
+
+    def _prepare(self, conn: sqlite3.Connection) -> None:
+        conn.execute("PRAGMA foreign_keys=OFF")
+        # The full-text index segments text in Python (Chinese has no spaces to split on).
+        conn.create_function(q.FTS_TEXT_FUNCTION, 1, fts_text, deterministic=True)
+
+    def for_tenant(self, tenant: str) -> SQLiteEventStore:
+        """A view of the same file scoped to another tenant (shares the connection)."""
+        return SQLiteEventStore(
+            self.path,
+            tenant=tenant,
+            token_count=self._token_count,
+            _shared=(self._conn, self._lock),
+        )
+
+    # --------------------------------------------------------------- writes
+    def _append(self, prepared: list[Prepared], *, keep_seq: bool = False) -> AppendResult:
+        result = AppendResult()
+        with self._tx() as c:
+            existing: set[str] = set()
+            ids = [p.event.id for p in prepared]
+            for i in range(0, len(ids), 500):
+                chunk = ids[i : i + 500]
+                sql = q.EXISTING_IDS.format(ids=_marks(len(chunk)))
+                existing.update(r[0] for r in c.execute(sql, (self.tenant, *chunk)))
+            next_seq: dict[str, int] = {}
+            rows, edge_rows, artifact_rows = [], [], []
+            for p in prepared:
+                ev = p.event
+                artifact_rows += [(self.tenant, sha, len(b), b) for sha, b in p.artifacts.items()]
+                if ev.id in existing:
+                    result.duplicates += 1
+                    continue
+                if keep_seq:
+                    seq = ev.seq
+                else:
+                    if ev.session_id not in next_seq:
+                        next_seq[ev.session_id] = (
+                            c.execute(q.MAX_SEQ, (self.tenant, ev.session_id)).fetchone()[0] + 1
+                        )
+                    seq = next_seq[ev.session_id]
+                    next_seq[ev.session_id] = seq + 1
+                rows.append(
+                    (
+                        self.tenant, ev.id, ev.session_id, seq, ev.type.value, ev.role,
+                        ev.content, p.payload_json, ev.ts, _json_list(ev.parents),
+                        _json_links(ev.links), p.meta_json, p.source_json,
+                        ev.meta.get("user_id"), ev.meta.get("agent_id"), q.TOKENS_UNCOUNTED,
+                        ev.status.value, ev.status_reason,
+                    )
+                )  # fmt: skip
+                edge_rows.extend(
+                    (self.tenant, e.src, e.type.value, e.dst, "{}") for e in ev.edges()
+                )
+                result.ids.append(ev.id)
+            try:
+                c.executemany(q.INSERT_EVENT, rows)
+            except sqlite3.IntegrityError as exc:
+                raise ValueError(f"import conflicts with stored events: {exc}") from exc
+            c.executemany(q.INSERT_EDGE, edge_rows)
+            c.executemany(q.INSERT_ARTIFACT, artifact_rows)
+        result.inserted = len(rows)
+        return result
+
+    def link(self, edges: Sequence[Edge]) -> int:
+        """Add edges (REFERS_TO found later, SUMMARIZES, …); existing ones are kept."""
+        rows = []
+        for e in edges:
+            if e.type == EdgeType.NEXT:
+                raise ValueError("NEXT edges follow the session order and cannot be set")
+            rows.append((self.tenant, e.src, e.type.value, e.dst, dumps(e.meta)))
+        with self._tx() as c:
+            before = c.total_changes
+            c.executemany(q.INSERT_EDGE, rows)
+            return c.total_changes - before
+
+    def _set_status(self, ids: Sequence[str], status: Status, reason: str) -> int:
+        if not isinstance(reason, str):
+            raise ValueError("reason must be a string")
+        if not ids:
+            return 0
+        with self._tx() as c:
+            sql = q.SET_STATUS.format(ids=_marks(len(ids)))
+            return c.execute(sql, (status.value, reason, self.tenant, *ids)).rowcount
+
+    def soft_delete(self, ids: Sequence[str], reason: str) -> int:
+        """Hide events from every read (kept on disk; ``include_inactive`` shows them)."""
+        return self._set_status(list(ids), Status.DELETED, reason)
+
+    def invalidate(self, ids: Sequence[str], reason: str, *, by: str | None = None) -> int:
+        """Mark events as no longer true; ``by`` records a SUPERSEDES edge from the new one."""
+        n = self._set_status(list(ids), Status.INVALIDATED, reason)
+        if by:
+            self.link([Edge(src=by, dst=i, type=EdgeType.SUPERSEDES) for i in ids])
+        return n
+
+    def purge(self, *, session_id: str | None = None, ids: Sequence[str] | None = None) -> int:
+        """Delete for good (GDPR-style): events, their edges, artifacts no one points to."""
+        if (session_id is None) == (ids is None):
+            raise ValueError("purge() takes exactly one of session_id= or ids=")
+        t = self.tenant
+        with self._tx() as c:
+            if session_id is not None:
+                c.execute(q.PURGE_SESSION_EDGES, (t, t, session_id, t, session_id))
+                n = c.execute(q.PURGE_SESSION, (t, session_id)).rowcount
+            else:
+                ids = list(ids or [])
+                if not ids:
+                    return 0
+                m = _marks(len(ids))
+                c.execute(q.PURGE_IDS_EDGES.format(ids=m), (t, *ids, *ids))
+                n = c.execute(q.PURGE_IDS.format(ids=m), (t, *ids)).rowcount
+            c.execute(q.PURGE_ORPHAN_ARTIFACTS, (t,))
+        return n
+
+    # ---------------------------------------------------------------- reads
+    def get(self, ids: Sequence[str], *, include_inactive: bool = False) -> list[Event]:
+        """Events by id, in the order asked; unknown ids are left out."""
+        ids = list(ids)
+        found: dict[str, Event] = {}
+        for i in range(0, len(ids), 500):
+            chunk = ids[i : i + 500]
+            sql = q.GET_EVENTS.format(ids=_marks(len(chunk)))
+            for row in self._read(sql, (self.tenant, *chunk)):
+                ev = _row_to_event(self.tenant, row)
+                if include_inactive or ev.status == Status.ACTIVE:
+                    found[ev.id] = ev
+        return [found[i] for i in dict.fromkeys(ids) if i in found]
+
+    def timeline(
+        self,
+        session_id: str,
+        *,
+        last: int | None = None,
+        seq_from: int | None = None,
+        seq_to: int | None = None,
+        since: float | None = None,
+        until: float | None = None,
+        types: Iterable[EventType] | None = None,
+        include_inactive: bool = False,
+    ) -> list[Event]:
+        """A session in order; ``last=N`` gives the latest N (still oldest first)."""
+        sql, params = q.TIMELINE, [self.tenant, session_id]
+        for clause, value in (
+            (" AND seq >= ?", seq_from),
+            (" AND seq <= ?", seq_to),
+            (" AND ts >= ?", since),
+            (" AND ts <= ?", until),
+        ):
+            if value is not None:
+                sql += clause
+                params.append(value)
+        if types is not None:
+            tv = [EventType(t).value for t in types]
+            sql += f" AND type IN ({_marks(len(tv))})"
+            params.extend(tv)
+        if not include_inactive:
+            sql += " AND status = 'active'"
+        if last is not None:
+            sql += " ORDER BY seq DESC LIMIT ?"
+            params.append(int(last))
+            rows = self._read(sql, params)[::-1]
+        else:
+            rows = self._read(sql + " ORDER BY seq", params)
+        return [_row_to_event(self.tenant, r) for r in rows]
+
+    def _walk(
+        self, event_id: str, depth: int, types: list[str], include_inactive: bool, forward: bool
+    ) -> list[tuple[Event, int]]:
+        sql = q.WALK.format(
+            dir_to="dst" if forward else "src",
+            dir_from="src" if forward else "dst",
+            types=_marks(len(types)),
+        )
+        rows = self._read(sql, (event_id, self.tenant, depth, *types))
+        dist = dict(rows)
+        events = self.get(list(dist), include_inactive=include_inactive)
+        return sorted(((e, dist[e.id]) for e in events), key=lambda p: (p[1], p[0].seq))
+
+    def edges(
+        self,
+        *,
+        event_id: str | None = None,
+        session_id: str | None = None,
+        types: Iterable[EdgeType] | None = None,
+        direction: str = "out",
+    ) -> list[Edge]:
+        """Edges of one event (``direction`` out/in/both) or of a whole session."""
+        if (event_id is None) == (session_id is None):
+            raise ValueError("edges() takes exactly one of event_id= or session_id=")
+        if direction not in ("out", "in", "both"):
+            raise ValueError("direction must be 'out', 'in' or 'both'")
+        wanted = {EdgeType(t) for t in types} if types is not None else set(EdgeType)
+        rows: list[tuple[Any, ...]] = []
+        next_pairs: list[tuple[str, str]] = []
+        if session_id is not None:
+            rows = self._read(q.EDGES_OF_SESSION, (self.tenant, session_id))
+            if EdgeType.NEXT in wanted:
+                next_pairs = self._read(q.NEXT_OF_SESSION, (self.tenant, session_id))  # type: ignore[assignment]
+        else:
+            for d, sql, side in (
+                ("out", q.EDGES_OF_EVENT_OUT, "a"),
+                ("in", q.EDGES_OF_EVENT_IN, "b"),
+            ):
+                if direction in (d, "both"):
+                    rows += self._read(sql, (self.tenant, event_id))
+                    if EdgeType.NEXT in wanted:
+                        next_pairs += self._read(
+                            q.NEXT_OF_EVENT.format(side=side), (self.tenant, event_id)
+                        )  # type: ignore[arg-type]
+        out = [
+            Edge(src=s, dst=d, type=EdgeType(t), meta=json.loads(m))
+            for s, t, d, m in rows
+            if EdgeType(t) in wanted
+        ]
+        out += [Edge(src=a, dst=b, type=EdgeType.NEXT) for a, b in next_pairs]
+        return out
+
+    def _count_tokens(self, session_ids: list[str] | None) -> None:
+        """Fill in exact token counts left for later by ``append``.
+
+        Counting costs ~40 µs per KB of text, as much as the whole write, so the
+        write path leaves it to the first read that needs it.
+        """
+        sql, params = q.UNCOUNTED_TOKENS, [self.tenant]
+        if session_ids is not None:
+            sql += f" AND session_id IN ({_marks(len(session_ids))})"
+            params += session_ids
+        while True:
+            rows = self._read(sql + " LIMIT 2000", params)
+            if not rows:
+                return
+            counts = self._token_count([r[1] for r in rows])
+            with self._tx() as c:
+                c.executemany(
+                    q.SET_TOKENS,
+                    [(n, self.tenant, r[0]) for r, n in zip(rows, counts, strict=True)],
+                )
+
+    def _session_stats(
+        self, session_ids: list[str] | None, *, user_id: str | None = None
+    ) -> list[SessionStats]:
+        self._count_tokens(session_ids)
+        where, params = "", [self.tenant]
+        if session_ids is not None:
+            where += f" AND session_id IN ({_marks(len(session_ids))})"
+            params += session_ids
+        if user_id is not None:
+            where += (
+                " AND session_id IN (SELECT session_id FROM events WHERE tenant = ? "
+                "AND user_id = ?)"
+            )
+            params += [self.tenant, user_id]
+        acc: dict[str, dict[str, Any]] = {}
+        for sid, etype, n, first, last, mseq, tok, users in self._read(
+            q.SESSION_STATS.format(where=where), params
+        ):
+            s = acc.setdefault(
+                sid, {"counts": {}, "first": first, "last": last, "seq": mseq, "tok": 0, "u": set()}
+            )
+            s["counts"][etype] = n
+            s["first"], s["last"] = min(s["first"], first), max(s["last"], last)
+            s["seq"], s["tok"] = max(s["seq"], mseq), s["tok"] + (tok or 0)
+            s["u"].update(u for u in (users or "").split(",") if u)
+        stats = [
+            SessionStats(
+                session_id=sid, events=sum(s["counts"].values()), counts=s["counts"],
+                first_ts=s["first"], last_ts=s["last"], last_seq=s["seq"], tokens=s["tok"],
+                user_ids=sorted(s["u"]),
+            )
+            for sid, s in acc.items()
+        ]  # fmt: skip
+        return sorted(stats, key=lambda s: s.last_ts or 0.0, reverse=True)
+
+    def get_artifact(self, sha256: str) -> str | None:
+        """The full text behind a preview (``payload["$artifact"]["sha256"]``)."""
+        rows = self._read(q.GET_ARTIFACT, (self.tenant, sha256))
+        return rows[0][0] if rows else None
+
+    def sync_text_index(self, batch: int = 5_000) -> int:
+        """Add events stored since the last call to the full-text index; returns how many.
+
+        Segmenting and indexing text costs about twice the event write itself, so
+        ``append`` leaves it to this call: ``search_text`` makes it first (lexical
+        search always sees every stored event), and the vector indexer's thread
+        makes it after each stored batch, so a search rarely has anything to do.
+        """
+        done = 0
+        while self._read(q.FTS_PENDING, ())[0][0]:
+            with self._tx() as c:
+                n = c.execute(q.FTS_CATCH_UP, (batch,)).rowcount
+            done += max(n, 0)
+            if n <= 0:
+                break
+        return done
+
+    def search_text(
+        self,
+        query: str,
+        *,
+        k: int = 10,
+        session_id: str | None = None,
+        user_id: str | None = None,
+        types: Iterable[EventType] | None = None,
+        since: float | None = None,
+        until: float | None = None,
+    ) -> list[tuple[Event, float]]:
+        """Active events matching ``query``'s words, numbers or codes, best BM25 first.
+
+        ``user_id`` means the sessions that user took part in (as ``sessions()``).
+        Any text is safe: it is turned into quoted FTS terms, never passed as syntax.
+        """
+        match = fts_query(query)
+        if match is None or k <= 0:
+            return []
+        self.sync_text_index()
+        where, params = "", []
+        if session_id is not None:
+            where += " AND events.session_id = ?"
+            params.append(session_id)
+        if user_id is not None:
+            where += " AND events.session_id IN (SELECT session_id FROM events WHERE tenant = ? AND user_id = ?)"
+            params += [self.tenant, user_id]
+        if types is not None:
+            tv = [EventType(t).value for t in types]
+            if not tv:
+                return []
+            where += f" AND events.type IN ({_marks(len(tv))})"
+            params.extend(tv)
+        if since is not None:
+            where += " AND events.ts >= ?"
+            params.append(since)
+        if until is not None:
+            where += " AND events.ts <= ?"
+            params.append(until)
+        sql = q.SEARCH_TEXT.format(where=where)
+        rows = self._read(sql, (match, self.tenant, *params, int(k)))
+        return [(_row_to_event(self.tenant, r[:-1]), float(r[-1])) for r in rows]

@@ -1,0 +1,68 @@
+"""The item index in the embedded SQLite file (same file as the events)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from typing import Any
+
+from beeweave_core.backends.sqlite import items_sql as q
+from beeweave_core.backends.sqlite.db import SideTables
+from beeweave_core.items import NS_SEP, ItemRow, decode_value, encode_value, ns_from_path
+
+_NO_LIMIT = -1
+
+
+def _row(rec: Sequence[Any]) -> ItemRow:
+    path, key, value, eid, created, updated, expires, ttl = rec
+    return ItemRow(
+        ns_from_path(path), key, decode_value(value), eid, created, updated, expires, ttl
+    )
+
+
+class SQLiteItemIndex(SideTables):
+    """Current-version pointers of a tenant's store items, in a SQLite table."""
+
+    sql = q
+
+    def _exec(self, sql: str, params: Sequence[Any]) -> list[tuple[Any, ...]]:
+        if sql.lstrip().upper().startswith("SELECT"):
+            return self._read(sql, params)
+        with self._tx() as c:
+            return c.execute(sql, params).fetchall()
+
+    def get(self, path: str, key: str, *, now: float) -> ItemRow | None:
+        recs = self._exec(q.GET_ITEM, (self.tenant, path, key, now))
+        return _row(recs[0]) if recs else None
+
+    def upsert(self, row: ItemRow) -> None:
+        self._exec(
+            q.UPSERT_ITEM,
+            (
+                self.tenant, row.path, row.key, encode_value(row.value), row.event_id,
+                row.created_at, row.updated_at, row.expires_at, row.ttl_minutes,
+            ),
+        )  # fmt: skip
+
+    def remove(self, path: str, key: str) -> None:
+        self._exec(q.DELETE_ITEM, (self.tenant, path, key))
+
+    def touch(self, path: str, key: str, expires_at: float) -> None:
+        self._exec(q.TOUCH_ITEM, (expires_at, self.tenant, path, key))
+
+    def scan(
+        self, prefix: str | None, *, now: float, limit: int | None = None
+    ) -> Iterator[ItemRow]:
+        """Live items under ``prefix`` (None: all), newest update first."""
+        if prefix is None:
+            sql, params = q.SCAN_ALL, [self.tenant, now]
+        else:
+            sql = q.SCAN_PREFIX
+            params = [self.tenant, prefix, prefix + NS_SEP, prefix + chr(ord(NS_SEP) + 1), now]
+        for rec in self._exec(sql + q.SCAN_ORDER, (*params, _NO_LIMIT if limit is None else limit)):
+            yield _row(rec)
+
+    def paths(self, *, now: float) -> list[str]:
+        return [r[0] for r in self._exec(q.PATHS, (self.tenant, now))]
+
+    def expired(self, *, now: float) -> list[ItemRow]:
+        return [_row(r) for r in self._exec(q.EXPIRED, (self.tenant, now))]

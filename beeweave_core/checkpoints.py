@@ -1,0 +1,300 @@
+"""The CheckpointStore seam: what a LangGraph checkpointer needs from a backend.
+
+The core knows nothing about LangGraph's serializer: channel values, the checkpoint
+body and pending writes arrive as *typed bytes* ``(type_tag, data)`` produced by the
+saver's serde, and leave the same way.  Metadata is plain JSON, because ``list``
+filters on it.  Both backends (one SQLite file beside the events, or Neo4j nodes
+beside the event graph) implement this protocol and share the pruning plan below,
+so they cannot disagree on what ``prune`` keeps.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol, runtime_checkable
+
+#: A value serialised by the saver's serde: ``(type tag, bytes)``.
+Typed = tuple[str, bytes]
+
+#: Metadata filter keys: the ``SqliteSaver`` rule (dots walk into nested objects).
+_FILTER_KEY = re.compile(r"^[a-zA-Z0-9_.-]+$")
+#: Separator between a channel and its version in blob keys (never in either).
+KEY_SEP = "\x1f"
+#: Page size of ``list``: rows are fetched in pages so no lock is held across yields.
+LIST_PAGE = 64
+
+
+class CheckpointStoreError(RuntimeError):
+    """The checkpoint store could not do what was asked (bad input is a ``ValueError``)."""
+
+
+@dataclass(frozen=True, slots=True)
+class WriteRow:
+    """One pending write: what a task wrote to a channel before the next checkpoint."""
+
+    task_id: str
+    task_path: str
+    idx: int
+    channel: str
+    value: Typed
+
+
+@dataclass(frozen=True, slots=True)
+class CheckpointRow:
+    """A stored checkpoint as the saver hands it over and gets it back.
+
+    ``checkpoint`` is the checkpoint body *without* ``channel_values``; each channel
+    value is a blob keyed by ``(channel, version)`` so an unchanged channel is not
+    written again.  On read, ``values`` holds the blobs of this checkpoint's
+    versions and ``writes`` its pending writes in ``writes_sort_key`` order.
+    """
+
+    thread_id: str
+    checkpoint_ns: str
+    checkpoint_id: str
+    parent_checkpoint_id: str | None
+    checkpoint: Typed
+    metadata: dict[str, Any]
+    channel_versions: dict[str, str]
+    values: dict[str, Typed] = field(default_factory=dict)
+    writes: list[WriteRow] = field(default_factory=list)
+    #: Exact serde form of metadata whose JSON form was lossy (None: JSON is exact).
+    metadata_exact: Typed | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class BranchInfo:
+    """A named line of a thread's checkpoint tree (``langchain-neo4j`` branches)."""
+
+    name: str
+    head_checkpoint_id: str | None
+    fork_point_id: str | None
+    active: bool
+    created_at: float
+
+
+@dataclass(frozen=True, slots=True)
+class TreeNode:
+    """One checkpoint of a thread's tree: its parent and the branches whose head it is."""
+
+    checkpoint_id: str
+    parent_checkpoint_id: str | None
+    heads: tuple[str, ...] = ()
+
+
+@runtime_checkable
+class CheckpointStore(Protocol):
+    """Storage for LangGraph checkpoints, scoped to one tenant like every store."""
+
+    tenant: str
+
+    def setup(self) -> None: ...
+    def put(self, row: CheckpointRow, blobs: Mapping[tuple[str, str], Typed | None]) -> None: ...
+    def get(
+        self, thread_id: str, checkpoint_ns: str, checkpoint_id: str | None
+    ) -> CheckpointRow | None: ...
+    def list(
+        self,
+        *,
+        thread_id: str | None = None,
+        checkpoint_ns: str | None = None,
+        checkpoint_id: str | None = None,
+        filter: Mapping[str, Any] | None = None,
+        before: str | None = None,
+        limit: int | None = None,
+    ) -> Iterator[CheckpointRow]: ...
+    def put_writes(
+        self, thread_id: str, checkpoint_ns: str, checkpoint_id: str, writes: Sequence[WriteRow]
+    ) -> None: ...
+    def delete_thread(self, thread_id: str) -> None: ...
+    def delete_for_runs(self, run_ids: Sequence[str]) -> None: ...
+    def copy_thread(self, source_thread_id: str, target_thread_id: str) -> None: ...
+    def prune(self, thread_ids: Sequence[str], *, strategy: str = "keep_latest") -> None: ...
+    def fork(
+        self, thread_id: str, checkpoint_ns: str, checkpoint_id: str, name: str
+    ) -> BranchInfo: ...
+    def switch_branch(self, thread_id: str, checkpoint_ns: str, name: str) -> BranchInfo: ...
+    def list_branches(self, thread_id: str, checkpoint_ns: str = "") -> list[BranchInfo]: ...
+    def delete_branch(self, thread_id: str, checkpoint_ns: str, name: str) -> None: ...
+    def tree(self, thread_id: str, checkpoint_ns: str = "") -> list[TreeNode]: ...
+    def close(self) -> None: ...
+
+
+# ----------------------------------------------------------------- shared helpers
+def check_filter(filter: Mapping[str, Any] | None) -> dict[str, Any]:
+    """Validate metadata filter keys (they reach a JSON path) and return a plain dict."""
+    if not filter:
+        return {}
+    for key in filter:
+        if not isinstance(key, str) or not _FILTER_KEY.match(key):
+            raise ValueError(
+                f"invalid filter key {key!r}: use letters, digits, '_', '-' and '.' only"
+            )
+    return dict(filter)
+
+
+def canonical(value: Any) -> str:
+    """The one JSON text of a metadata value that both backends compare against."""
+    return json.dumps(value, ensure_ascii=False, sort_keys=True, separators=(",", ":"))
+
+
+def metadata_pairs(metadata: Mapping[str, Any], prefix: str = "") -> list[str]:
+    """``path<US>json`` for every key path of ``metadata`` (nested objects walked).
+
+    Graph stores cannot look inside a JSON string, so a checkpoint carries these
+    pairs and a filter ``{"a.b": 1}`` becomes "``a.b<US>1`` is one of them".
+    """
+    out: list[str] = []
+    for k, v in metadata.items():
+        path = f"{prefix}{k}"
+        out.append(f"{path}{KEY_SEP}{canonical(v)}")
+        if isinstance(v, dict) and v:
+            out.extend(metadata_pairs(v, prefix=f"{path}."))
+    return out
+
+
+def filter_pairs(filter: Mapping[str, Any]) -> tuple[list[str], list[str]]:
+    """A filter as (pairs that must be present, key prefixes that must be absent-or-null)."""
+    must, null_keys = [], []
+    for k, v in check_filter(filter).items():
+        if v is None:
+            null_keys.append(f"{k}{KEY_SEP}")
+        else:
+            must.append(f"{k}{KEY_SEP}{canonical(v)}")
+    return must, null_keys
+
+
+def blob_key(channel: str, version: str) -> str:
+    return f"{channel}{KEY_SEP}{version}"
+
+
+def version_text(version: Any) -> str:
+    """Channel versions may be int, float or str; blobs are keyed by their text."""
+    return version if isinstance(version, str) else repr(version)
+
+
+def delta_channels(metadata: Mapping[str, Any]) -> list[str]:
+    """Channels a ``DeltaChannel`` rebuilds from ancestors (LangGraph's own counter key)."""
+    counters = metadata.get("counters_since_delta_snapshot")
+    return list(counters) if isinstance(counters, dict) else []
+
+
+@dataclass(frozen=True, slots=True)
+class Skeleton:
+    """What pruning needs of one checkpoint: its place in the tree and its channels."""
+
+    checkpoint_ns: str
+    checkpoint_id: str
+    parent_checkpoint_id: str | None
+    delta_channels: tuple[str, ...]
+    stored_channels: frozenset[str]
+
+
+def plan_keep_latest(rows: Iterable[Skeleton]) -> set[tuple[str, str]]:
+    """The ``(ns, checkpoint_id)`` pairs ``prune(strategy="keep_latest")`` must keep.
+
+    The newest checkpoint of each namespace, plus — for each ``DeltaChannel`` it
+    rebuilds from ancestors — every ancestor up to the nearest one that stores a
+    value (snapshot) for that channel.  Without those, LangGraph would silently
+    rebuild the channel as empty (see ``BaseCheckpointSaver.prune``).
+    """
+    by_ns: dict[str, dict[str, Skeleton]] = {}
+    for r in rows:
+        by_ns.setdefault(r.checkpoint_ns, {})[r.checkpoint_id] = r
+    keep: set[tuple[str, str]] = set()
+    for ns, nodes in by_ns.items():
+        latest = nodes[max(nodes)]
+        keep.add((ns, latest.checkpoint_id))
+        needed = set(latest.delta_channels) - latest.stored_channels
+        cursor = latest.parent_checkpoint_id
+        while needed and cursor is not None and cursor in nodes:
+            node = nodes[cursor]
+            keep.add((ns, node.checkpoint_id))
+            needed -= node.stored_channels
+            cursor = node.parent_checkpoint_id
+    return keep
+
+
+def check_strategy(strategy: str) -> None:
+    if strategy not in ("keep_latest", "delete"):
+        raise ValueError(f"unknown prune strategy {strategy!r}: use 'keep_latest' or 'delete'")
+
+
+def check_name(kind: str, value: Any) -> str:
+    if not isinstance(value, str) or not value:
+        raise ValueError(f"{kind} must be a non-empty string, got {value!r}")
+    return value
+
+
+class BranchOps:
+    """Branch rules both backends share; they supply the four primitives below."""
+
+    def list_branches(self, thread_id: str, checkpoint_ns: str = "") -> list[BranchInfo]:
+        raise NotImplementedError
+
+    def _set_active_branch(self, thread_id: str, checkpoint_ns: str, name: str) -> None:
+        raise NotImplementedError
+
+    def _delete_branch(self, thread_id: str, checkpoint_ns: str, name: str) -> None:
+        raise NotImplementedError
+
+    def _tree_rows(self, thread_id: str, checkpoint_ns: str) -> list[tuple[str, str | None]]:
+        raise NotImplementedError
+
+    def _branch(self, thread_id: str, checkpoint_ns: str, name: str) -> BranchInfo:
+        branches = {b.name: b for b in self.list_branches(thread_id, checkpoint_ns)}
+        if name not in branches:
+            raise ValueError(f"no branch {name!r} in thread {thread_id!r}; have {sorted(branches)}")
+        return branches[name]
+
+    def switch_branch(self, thread_id: str, checkpoint_ns: str, name: str) -> BranchInfo:
+        """Make ``name`` active: the thread's next step continues from its head."""
+        b = self._branch(thread_id, checkpoint_ns, name)
+        self._set_active_branch(thread_id, checkpoint_ns, name)
+        return BranchInfo(b.name, b.head_checkpoint_id, b.fork_point_id, True, b.created_at)
+
+    def delete_branch(self, thread_id: str, checkpoint_ns: str, name: str) -> None:
+        """Forget a branch pointer (its checkpoints stay: other branches may share them)."""
+        if self._branch(thread_id, checkpoint_ns, name).active:
+            raise ValueError(f"branch {name!r} is active; switch to another branch first")
+        self._delete_branch(thread_id, checkpoint_ns, name)
+
+    def tree(self, thread_id: str, checkpoint_ns: str = "") -> list[TreeNode]:
+        """Every checkpoint of the thread with its parent, oldest first, heads marked."""
+        heads: dict[str, list[str]] = {}
+        for b in self.list_branches(thread_id, checkpoint_ns):
+            if b.head_checkpoint_id:
+                heads.setdefault(b.head_checkpoint_id, []).append(b.name)
+        return [
+            TreeNode(cid, parent, tuple(heads.get(cid, ())))
+            for cid, parent in self._tree_rows(thread_id, checkpoint_ns)
+        ]
+
+
+def open_checkpoint_store(weave: Any) -> CheckpointStore:
+    """The checkpoint store beside ``weave``'s event store (same file / same database)."""
+    from beeweave_core.backends.sqlite.events import SQLiteEventStore
+
+    events = weave.store
+    if isinstance(events, SQLiteEventStore):
+        from beeweave_core.backends.sqlite.checkpoints import SQLiteCheckpointStore
+
+        if events.path == ":memory:":  # one in-memory database per connection: share it
+            return SQLiteCheckpointStore(
+                ":memory:", tenant=events.tenant, _shared=(events._conn, events._lock)
+            )
+        return SQLiteCheckpointStore(events.path, tenant=events.tenant)
+    driver = getattr(events, "driver", None)
+    if driver is not None:
+        from beeweave_core.backends.neo4j.checkpoints import Neo4jCheckpointStore
+
+        return Neo4jCheckpointStore(
+            driver, tenant=events.tenant, database=getattr(events, "database", None)
+        )
+    raise TypeError(
+        f"no checkpoint store for event store {type(events).__name__}: "
+        "expected SQLiteEventStore or a Neo4j store exposing .driver"
+    )

@@ -1,0 +1,357 @@
+"""The EventStore seam: one protocol, one shared write-path, several backends.
+
+A backend only implements the ``_``-prefixed primitives of :class:`BaseEventStore`;
+validation, the size policy, export/import and the async twins live here once, so
+SQLite and Neo4j cannot drift apart on what they accept or how they store it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Iterable, Iterator, Sequence
+from contextlib import contextmanager
+from typing import Any, NamedTuple, Protocol, runtime_checkable
+
+from beeweave_core.errors import NotFound as NotFound  # re-exported: stores raise these
+from beeweave_core.errors import StoreError as StoreError
+from beeweave_core.events import (
+    AppendResult,
+    Edge,
+    EdgeType,
+    Event,
+    EventType,
+    SessionStats,
+    Status,
+)
+from beeweave_core.payloads import (
+    DEFAULT_INLINE_LIMIT,
+    DEFAULT_PREVIEW_CHARS,
+    PayloadError,
+    clean_text,
+    dumps,
+    preview,
+    sha256_text,
+    to_jsonable,
+)
+
+#: Edge types walked by ``ancestors`` / ``descendants`` unless told otherwise.
+CAUSAL_EDGES: tuple[EdgeType, ...] = (EdgeType.CAUSED_BY, EdgeType.REFERS_TO)
+#: Deepest causal walk a store accepts (Neo4j writes the bound into the query text).
+MAX_WALK_DEPTH = 1_000
+MAX_ID_LEN = 512
+EXPORT_FORMAT = "beeweave.session/1"
+
+
+def _check_id(kind: str, value: Any) -> str:
+    if not isinstance(value, str) or not value.strip():
+        raise ValueError(f"{kind} must be a non-empty string, got {value!r}")
+    if len(value) > MAX_ID_LEN:
+        raise ValueError(f"{kind} is {len(value)} chars; the limit is {MAX_ID_LEN}")
+    if clean_text(value) != value:
+        raise ValueError(f"{kind} contains lone surrogates: {value!r}")
+    return value
+
+
+class Prepared(NamedTuple):
+    """An event in its stored form, with its JSON columns already serialised once."""
+
+    event: Event
+    artifacts: dict[str, str]
+    payload_json: str
+    meta_json: str
+    source_json: str
+
+
+def prepare_event(
+    event: Event,
+    tenant: str,
+    *,
+    inline_limit: int = DEFAULT_INLINE_LIMIT,
+    preview_chars: int = DEFAULT_PREVIEW_CHARS,
+) -> Prepared:
+    """Validate ``event`` and bring it to its stored form.
+
+    The stored event has the store's tenant, UTF-8-safe text, a canonical payload,
+    and big content/payload moved out to artifacts ``{sha256: full_text}`` that
+    must be written with it.
+    """
+    _check_id("event id", event.id)
+    _check_id("session_id", event.session_id)
+    for p in event.parents:
+        _check_id("parent id", p)
+    artifacts: dict[str, str] = {}
+    content = clean_text(event.content)
+    try:
+        payload = to_jsonable(event.payload)
+        meta = to_jsonable(event.meta)
+        source = to_jsonable(event.source)
+        payload_text = dumps(payload)
+    except (TypeError, ValueError) as exc:  # pragma: no cover - to_jsonable is total
+        raise PayloadError(f"event {event.id}: payload cannot be stored: {exc}") from exc
+    if len(content) > inline_limit:
+        sha = sha256_text(content)
+        artifacts[sha] = content
+        payload = {**payload, "$artifact": {"sha256": sha, "chars": len(content), "of": "content"}}
+        content = preview(content, preview_chars)
+    if len(payload_text) > inline_limit:
+        sha = sha256_text(payload_text)
+        artifacts[sha] = payload_text
+        keep = {k: v for k, v in payload.items() if k == "$artifact"}
+        payload = {
+            **keep,
+            "$payload_artifact": {"sha256": sha, "chars": len(payload_text), "of": "payload"},
+            "$preview": preview(payload_text, preview_chars),
+        }
+    if artifacts:
+        payload_text = dumps(payload)
+    stored = event.model_copy(
+        update={
+            "tenant": tenant,
+            "content": content,
+            "payload": payload,
+            "meta": meta,
+            "source": source,
+            "role": clean_text(event.role) if event.role else event.role,
+            "status": Status.ACTIVE,
+            "status_reason": None,
+        }
+    )
+    return Prepared(stored, artifacts, payload_text, dumps(meta), dumps(source))
+
+
+@runtime_checkable
+class EventStore(Protocol):
+    """What every event-graph backend offers.  All reads are scoped to ``tenant``."""
+
+    tenant: str
+
+    def setup(self) -> None: ...
+    def for_tenant(self, tenant: str) -> EventStore: ...
+    def append(self, events: Sequence[Event]) -> AppendResult: ...
+    def get(self, ids: Sequence[str], *, include_inactive: bool = False) -> list[Event]: ...
+    def timeline(
+        self,
+        session_id: str,
+        *,
+        last: int | None = None,
+        seq_from: int | None = None,
+        seq_to: int | None = None,
+        since: float | None = None,
+        until: float | None = None,
+        types: Iterable[EventType] | None = None,
+        include_inactive: bool = False,
+    ) -> list[Event]: ...
+    def ancestors(
+        self,
+        event_id: str,
+        *,
+        depth: int = 3,
+        edge_types: Sequence[EdgeType] = CAUSAL_EDGES,
+        include_inactive: bool = False,
+    ) -> list[tuple[Event, int]]: ...
+    def descendants(
+        self,
+        event_id: str,
+        *,
+        depth: int = 3,
+        edge_types: Sequence[EdgeType] = CAUSAL_EDGES,
+        include_inactive: bool = False,
+    ) -> list[tuple[Event, int]]: ...
+    def link(self, edges: Sequence[Edge]) -> int: ...
+    def edges(
+        self,
+        *,
+        event_id: str | None = None,
+        session_id: str | None = None,
+        types: Iterable[EdgeType] | None = None,
+        direction: str = "out",
+    ) -> list[Edge]: ...
+    def sessions(self, *, user_id: str | None = None) -> list[SessionStats]: ...
+    def session_stats(self, session_id: str) -> SessionStats: ...
+    def soft_delete(self, ids: Sequence[str], reason: str) -> int: ...
+    def invalidate(self, ids: Sequence[str], reason: str, *, by: str | None = None) -> int: ...
+    def purge(self, *, session_id: str | None = None, ids: Sequence[str] | None = None) -> int: ...
+    def get_artifact(self, sha256: str) -> str | None: ...
+    def search_text(
+        self,
+        query: str,
+        *,
+        k: int = 10,
+        session_id: str | None = None,
+        user_id: str | None = None,
+        types: Iterable[EventType] | None = None,
+        since: float | None = None,
+        until: float | None = None,
+    ) -> list[tuple[Event, float]]: ...
+    def export_session(self, session_id: str) -> dict[str, Any]: ...
+    def import_session(self, data: dict[str, Any]) -> AppendResult: ...
+    def close(self) -> None: ...
+
+
+def _walk_types(depth: int, edge_types: Sequence[EdgeType]) -> list[str]:
+    """Check a walk's arguments; the edge type names to follow (empty: nothing to walk)."""
+    if isinstance(depth, bool) or not isinstance(depth, int):
+        raise ValueError(f"depth must be an int, got {depth!r}")
+    if not 0 <= depth <= MAX_WALK_DEPTH:
+        raise ValueError(f"depth must be between 0 and {MAX_WALK_DEPTH}, got {depth}")
+    types = list(dict.fromkeys(EdgeType(t).value for t in edge_types))
+    if EdgeType.NEXT.value in types:
+        raise ValueError("walk along NEXT with timeline(), not ancestors()/descendants()")
+    return types if depth > 0 else []
+
+
+class BaseEventStore:
+    """Shared behaviour; backends implement the ``_`` primitives."""
+
+    tenant: str
+    inline_limit: int = DEFAULT_INLINE_LIMIT
+
+    # ----------------------------------------------------------------- writes
+    def append(self, events: Sequence[Event]) -> AppendResult:
+        """Store ``events`` in order; ids already stored are counted, not rewritten."""
+        prepared: list[Prepared] = []
+        seen: set[str] = set()
+        for ev in events:
+            if not isinstance(ev, Event):
+                raise TypeError(f"append() takes Event objects, got {type(ev).__name__}")
+            if ev.id in seen:
+                continue
+            seen.add(ev.id)
+            prepared.append(prepare_event(ev, self.tenant, inline_limit=self.inline_limit))
+        if not prepared:
+            return AppendResult(duplicates=len(events))
+        result = self._append(prepared)
+        result.duplicates += len(events) - len(prepared)
+        return result
+
+    @classmethod
+    @contextmanager
+    def from_conn_string(cls, conn_string: str, **kw: Any) -> Iterator[Any]:
+        """``with Store.from_conn_string("agent.db" | "neo4j://host:7687", …) as store:``"""
+        store = cls(conn_string, **kw)
+        try:
+            yield store
+        finally:
+            store.close()  # type: ignore[attr-defined]
+
+    # ------------------------------------------------------------------ walks
+    def ancestors(
+        self,
+        event_id: str,
+        *,
+        depth: int = 3,
+        edge_types: Sequence[EdgeType] = CAUSAL_EDGES,
+        include_inactive: bool = False,
+    ) -> list[tuple[Event, int]]:
+        """What led to ``event_id``: events reached along outgoing causal edges.
+
+        Nearest first.  Hidden (deleted/invalidated) events are left out of the
+        answer but still walked through, so a cause behind them is still found.
+        """
+        types = _walk_types(depth, edge_types)
+        return self._walk(event_id, depth, types, include_inactive, forward=True) if types else []
+
+    def descendants(
+        self,
+        event_id: str,
+        *,
+        depth: int = 3,
+        edge_types: Sequence[EdgeType] = CAUSAL_EDGES,
+        include_inactive: bool = False,
+    ) -> list[tuple[Event, int]]:
+        """What ``event_id`` led to: events whose causal edges point at it."""
+        types = _walk_types(depth, edge_types)
+        return self._walk(event_id, depth, types, include_inactive, forward=False) if types else []
+
+    def _walk(
+        self, event_id: str, depth: int, types: list[str], include_inactive: bool, forward: bool
+    ) -> list[tuple[Event, int]]:
+        """Events within ``depth`` hops along ``types`` (validated), nearest first."""
+        raise NotImplementedError
+
+    def _append(self, prepared: list[Prepared], *, keep_seq: bool = False) -> AppendResult:
+        """Write prepared events in order; ``keep_seq`` (import) keeps seq and status."""
+        raise NotImplementedError
+
+    def session_stats(self, session_id: str) -> SessionStats:
+        for s in self._session_stats([session_id]):
+            return s
+        raise NotFound(f"no session {session_id!r} for tenant {self.tenant!r}")
+
+    def sessions(self, *, user_id: str | None = None) -> list[SessionStats]:
+        return self._session_stats(None, user_id=user_id)
+
+    def _session_stats(
+        self, session_ids: list[str] | None, *, user_id: str | None = None
+    ) -> list[SessionStats]:
+        raise NotImplementedError
+
+    # ---------------------------------------------------------- export/import
+    def export_session(self, session_id: str) -> dict[str, Any]:
+        """Everything needed to rebuild a session: events (any status), edges, artifacts."""
+        events = self.timeline(session_id, include_inactive=True)
+        if not events:
+            raise NotFound(f"no session {session_id!r} for tenant {self.tenant!r}")
+        declared = {(e.src, e.type, e.dst) for ev in events for e in ev.edges()}
+        extra = [
+            e.model_dump(mode="json")
+            for e in self.edges(session_id=session_id)
+            if e.type != EdgeType.NEXT and (e.src, e.type, e.dst) not in declared
+        ]
+        shas = sorted(
+            {
+                a["sha256"]
+                for ev in events
+                for a in (ev.payload.get("$artifact"), ev.payload.get("$payload_artifact"))
+                if isinstance(a, dict)
+            }
+        )
+        return {
+            "format": EXPORT_FORMAT,
+            "tenant": self.tenant,
+            "session_id": session_id,
+            "events": [ev.to_record() for ev in events],
+            "edges": extra,
+            "artifacts": {sha: self.get_artifact(sha) for sha in shas},
+        }
+
+    def import_session(self, data: dict[str, Any]) -> AppendResult:
+        """Load an export into this tenant, keeping ids, seq, status and edges."""
+        if data.get("format") != EXPORT_FORMAT:
+            raise ValueError(f"not a BeeWeave session export (format={data.get('format')!r})")
+        artifacts = {k: v for k, v in data.get("artifacts", {}).items() if v is not None}
+        prepared = []
+        for rec in data["events"]:
+            ev = Event.from_record({**rec, "tenant": self.tenant})
+            p = prepare_event(ev, self.tenant, inline_limit=self.inline_limit)
+            kept = p.event.model_copy(
+                update={"status": ev.status, "status_reason": ev.status_reason}
+            )
+            prepared.append(p._replace(event=kept, artifacts={}))
+        if prepared:
+            prepared[0] = prepared[0]._replace(artifacts=artifacts)
+        result = self._append(prepared, keep_seq=True)
+        self.link([Edge.model_validate(e) for e in data.get("edges", [])])
+        return result
+
+    # ------------------------------------------------------------ async twins
+    async def aappend(self, events: Sequence[Event]) -> AppendResult:
+        return await asyncio.to_thread(self.append, events)
+
+    async def aget(self, ids: Sequence[str], **kw: Any) -> list[Event]:
+        return await asyncio.to_thread(self.get, ids, **kw)  # type: ignore[attr-defined]
+
+    async def atimeline(self, session_id: str, **kw: Any) -> list[Event]:
+        return await asyncio.to_thread(self.timeline, session_id, **kw)  # type: ignore[attr-defined]
+
+    async def aancestors(self, event_id: str, **kw: Any) -> list[tuple[Event, int]]:
+        return await asyncio.to_thread(self.ancestors, event_id, **kw)  # type: ignore[attr-defined]
+
+    async def adescendants(self, event_id: str, **kw: Any) -> list[tuple[Event, int]]:
+        return await asyncio.to_thread(self.descendants, event_id, **kw)  # type: ignore[attr-defined]
+
+    def __enter__(self) -> BaseEventStore:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()  # type: ignore[attr-defined]

@@ -1,0 +1,1 @@
+"""beeweave_core/text"""
