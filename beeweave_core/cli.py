@@ -466,6 +466,13 @@ def bench_context(
         "stale_rate is over probes with a forbid list; tokens are exact cl100k_base counts",
         f"summary compression ratio (summary/source tokens): {extra['summary_compression_ratio']}",
     ]
+    sib = next((r for r in rows if r["system"] == "beeweave" and r["kind"] == "sibling"), None)
+    if sib is not None:  # a knowledge-update set: stricter staleness, look-alikes all kept
+        met = bee["retention"] >= 0.97 and bee["stale_rate"] <= 0.02 and sib["retention"] == 1.0
+        notes.append(
+            "target (updates): retention >= 0.97, stale <= 0.02, every sibling kept: "
+            + ("MET" if met else "NOT MET")
+        )
     report("context", rows, out=out, params={"scenarios": str(scenarios), **extra, "details": details},
            notes=notes)  # fmt: skip
 
