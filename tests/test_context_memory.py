@@ -141,7 +141,9 @@ def test_a_restated_instruction_with_a_new_value_supersedes_the_old(weave_factor
     old = next(m for m in mems if "19" in m.content)
     new = next(m for m in mems if "25" in m.content)
     assert old.status != Status.ACTIVE and new.status == Status.ACTIVE
-    assert old.id in [e.dst for e in weave.store.edges(event_id=new.id, types=[EdgeType.SUPERSEDES])]
+    assert old.id in [
+        e.dst for e in weave.store.edges(event_id=new.id, types=[EdgeType.SUPERSEDES])
+    ]
     ctx = weave.assemble("s", "rate limit?", budget_tokens=500)
     assert "25 requests" in ctx.text() and "19 requests" not in ctx.text()
     # measurements of a series are not contradictions

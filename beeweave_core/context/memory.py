@@ -31,7 +31,13 @@ from typing import Any
 
 from beeweave_core.context.editing import EditPolicy, tool_digest
 from beeweave_core.context.messages import tool_args, tool_name
-from beeweave_core.context.supersession import Judge, Similarity, SlotIndex, llm_judge
+from beeweave_core.context.supersession import (
+    Judge,
+    Similarity,
+    SlotIndex,
+    default_similarity,
+    llm_judge,
+)
 from beeweave_core.events import Edge, EdgeType, Event, EventType, event_id_for
 from beeweave_core.store import EventStore
 from beeweave_core.text import language as L
@@ -161,7 +167,7 @@ class MemoryWriter:
         self.clock = clock
         #: asked about ambiguous look-alike settings; by default the LLM, when one is set
         self.judge = judge if judge is not None else (llm_judge(llm) if llm is not None else None)
-        self.similarity = similarity
+        self.similarity = similarity or (default_similarity() if self.judge else None)
         self._lock = threading.RLock()
         self._cursor: dict[str, int] = {}
         self._views: dict[str, list[MemoryView]] = {}

@@ -33,7 +33,7 @@ Similarity = Callable[[str, str], float]
 
 #: Extra words an unlinked new statement may carry beyond the old slot (they are its
 #: value); chosen by cross-validation over conversations (``beeweave bench supersession``).
-MAX_UNLINKED_EXTRA = 1
+MAX_UNLINKED_EXTRA = 2
 #: Ambiguous pairs closer than this go to the judge (when one is configured).
 JUDGE_FLOOR = 0.6
 
@@ -136,19 +136,17 @@ class SlotIndex:
             return "distinct"
         if old.slot == new.slot:
             return "same"
-        if old.slot < new.slot and not new.linked:
-            extra = new.slot - old.slot
-            return "same" if len(extra) <= self.max_unlinked_extra else "ambiguous"
-        if new.slot < old.slot and not old.linked:
-            extra = old.slot - new.slot
-            return "same" if len(extra) <= self.max_unlinked_extra else "ambiguous"
+        for named, unlinked in ((old, new), (new, old)):
+            if not unlinked.linked and named.slot <= unlinked.terms:
+                extra = unlinked.slot - named.slot  # the value, in an unlinked statement
+                return "same" if len(extra) <= self.max_unlinked_extra else "ambiguous"
         return "ambiguous" if old.slot & new.slot else "distinct"
 
     def _judged(self, old_text: str, new_text: str, old: Setting, new: Setting) -> bool:
         if self.judge is None:
             return False
         a, b = " ".join(sorted(old.slot)), " ".join(sorted(new.slot))
-        sim = self.similarity(a, b) if self.similarity else L.jaccard(old.slot, new.slot)
+        sim = self.similarity(a, b) if self.similarity else L.overlap(old.slot, new.slot)[1]
         if sim < self.judge_floor:
             return False
         try:
@@ -202,11 +200,26 @@ def llm_judge(llm: object) -> Judge:
     return judge
 
 
-def embedding_similarity(embed: Callable[[list[str]], object]) -> Similarity:
-    """A :data:`Similarity` from an ``embed_array``-like function (unit vectors)."""
+def default_similarity() -> Similarity:
+    """Cosine of the offline MiniLM embeddings, loaded on first use; word overlap when
+    the model is not available.  Only consulted to decide whether to ask the judge."""
+    model: list[object] = []
 
     def sim(a: str, b: str) -> float:
-        va, vb = embed([a, b])  # type: ignore[misc]
-        return float(sum(x * y for x, y in zip(va, vb, strict=True)))
+        if not model:
+            try:
+                from beeweave_core.embeddings import default_embeddings
+
+                model.append(default_embeddings())
+            except Exception:  # no model files: the lexical fallback decides
+                model.append(None)
+        emb = model[0]
+        if emb is None:
+            return L.overlap(a.split(), b.split())[1]
+        try:
+            va, vb = emb.embed_array([a, b])  # type: ignore[attr-defined]
+        except Exception:
+            return L.overlap(a.split(), b.split())[1]
+        return float(va @ vb)
 
     return sim

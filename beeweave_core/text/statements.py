@@ -28,7 +28,8 @@ _VALUE_SPANS = re.compile(
     r"|[#@][\w][\w./-]*"  # tags, channels, handles
     # numbers, ranges, times and money, with one unit word
     r"|(?<![A-Za-z0-9_])[$€£¥]?\d[\d,.:]*(?:[kKmM%]\b)?(?:\s*(?:-|–|~|to|到|至)\s*[$€£¥]?\d[\d,.:]*(?:[kKmM%]\b)?)?"
-    r"(?:\s?(?:(?![A-Za-z]+ed\b)[A-Za-z]+|[个次条行秒分钟小时天周月年元人份名题]{1,2}))?"
+    r"(?:\s?(?:(?![A-Za-z]+ed\b|(?:is|are|was|were|be|the|a|an|and|or|for|to|at|in|on|of|per|by|with|"
+    r"not|but|instead|now)\b)[A-Za-z]+|[个次条行秒分钟小时天周月年元人份名题]{1,2}))?"
 )
 #: "Sample 3 …", "Room 204 …": a number right after the opening noun names *which* one.
 _NAMED_BY_NUMBER = re.compile(r"^\s*([A-Za-z]+)\s+(\d+)\b")
@@ -57,43 +58,25 @@ _FRAME_ZH = frozenset(
     用 使用 采用 不要 不用 别 不再 现在 以后 今后 吧 了 就 那 那么 还是 我们 一下 为 是
     等于 改 换 设 定 请 好 好的 嗯 也 再 都 这个 那个 而 不是 而是 最好 要 得""".split()  # noqa: SIM905
 )
-_EN_COPULA = frozenset(
-    ["is", "are", "was", "were", "be", "becomes", "become", "equals", "stays", "remains", "="]
-)
+_EN_COPULA = frozenset(["is", "are", "be", "becomes", "become", "equals", "stays", "remains", "="])
 _EN_USE = frozenset(["use", "using", "pick", "choose", "take", "prefer"])
 _EN_FOR = frozenset({"for", "as"})
 _EN_TO = frozenset({"to", "at"})
 _ZH_SEP = frozenset(
-    [
-        "是",
-        "为",
-        "用",
-        "使用",
-        "采用",
-        "改成",
-        "换成",
-        "改为",
-        "改用",
-        "设为",
-        "设成",
-        "定为",
-        "调整为",
-        "变更为",
-        "更换为",
-        "等于",
-        "应为",
-    ]
+    """是 为 用 使用 采用 改成 换成 改为 改用 改到 调到 调成 调整到 设为 设成 设在 定为 定在
+    调整为 变更为 更换为 等于 应为""".split()  # noqa: SIM905
 )
 _SUBJECTLESS = frozenset(
     """the a an this that these those my our your their his her its we i you they he she
     it there here what which who how why when where""".split()  # noqa: SIM905
 )
 _NEGATION = re.compile(
-    r"^(?:not|never|no longer|instead of|rather than|but not|and not)\b"
+    r"^(?:not|never|no longer|instead of|rather than|but not|and not|don't|do not|stop)\b"
     r"|^(?:不要再?用?|不用再?|别再?用?|不再用?|而不是|不是)",
     re.I,
 )
 _INLINE_NEGATION = re.compile(r"\b(?:instead of|rather than)\b|而不是|而非", re.I)
+_PAST = re.compile(r"\b(?:was|were|had|did)\b", re.I)
 _CLAUSE = re.compile(r"(?<!\d)[,;]\s+|(?<=\d),\s+(?=\D)|[，；。]|\s+—\s+")
 
 
@@ -120,10 +103,21 @@ class Setting:
     negated: frozenset[str]  # value atoms rejected ("not Z", "不要用Z")
     residue: frozenset[str]  # content words that are neither slot nor value nor framing
     linked: bool  # a copula / use-for / set-to link joined slot and value
+    narrative: bool = False  # a report of the past ("the fan was noisy"), not a setting
 
     @property
     def is_setting(self) -> bool:
-        return bool(self.slot) and bool(self.values or self.negated)
+        """Names a setting and gives it a value; an unlinked statement ("make the sauce
+        base tomato") may carry its value among its words."""
+        if self.narrative or not self.slot:
+            return False
+        return bool(self.values or self.negated or not self.linked)
+
+    @property
+    def terms(self) -> frozenset[str]:
+        """Slot words plus the words inside values: what a slot is looked for in."""
+        inside = {w for v in self.values for w in v.split()}
+        return self.slot | self.words | frozenset(inside)
 
 
 def _mask(text: str) -> tuple[str, list[str]]:
@@ -216,7 +210,8 @@ def _parse_clause(clause: str) -> tuple[set[str], set[str], set[str], bool]:
     val_words, atoms = _content(split[1], values)
     if not atoms:  # a plain word is the value: "the source schema is public"
         atoms, val_words = val_words, set()
-    return slot, atoms | slot_atoms, val_words, True
+    # a value before the link names *which* one ("the dessert for table 9 is …")
+    return slot | slot_atoms, atoms, val_words, True
 
 
 def settings(sentence: str) -> list[Setting]:
@@ -249,6 +244,7 @@ def _setting(group: list[tuple[str, bool]]) -> Setting | None:
     words: set[str] = set()
     residue: set[str] = set()
     linked = False
+    narrative = any(_PAST.search(t) for t, neg in group if not neg)
     for text, neg in group:
         s, atoms, rest, link = _parse_clause(text)
         words |= s | rest | {a for a in atoms if a.isalpha()}
@@ -267,7 +263,7 @@ def _setting(group: list[tuple[str, bool]]) -> Setting | None:
         slot = set().union(*(_parse_clause(t)[0] for t, _ in group))
         negated -= slot
     return Setting(text, frozenset(slot), frozenset(words | slot), frozenset(values),
-                   frozenset(negated - values), frozenset(residue), linked)  # fmt: skip
+                   frozenset(negated - values), frozenset(residue), linked, narrative)  # fmt: skip
 
 
 def _attach_lead_ins(found: list[Setting]) -> list[Setting]:
@@ -277,7 +273,7 @@ def _attach_lead_ins(found: list[Setting]) -> list[Setting]:
         if out and not s.slot and (s.values or s.negated) and out[-1].slot and not out[-1].values:
             p = out.pop()
             s = Setting(f"{p.text}: {s.text}", p.slot, p.words | s.words, s.values,
-                        s.negated, p.residue | s.residue, True)  # fmt: skip
+                        s.negated, p.residue | s.residue, True, p.narrative)  # fmt: skip
         out.append(s)
     return [s for s in out if s.slot or s.negated]
 
@@ -330,7 +326,10 @@ def is_command(sentence: str) -> bool:
 
 def _linked(t: str) -> bool:
     """Gives a value to a named setting ("set the X to V", "make the oven timer 10 min")."""
-    return any(s.values and (s.linked and s.slot or len(s.slot) >= 2) for s in settings(t))
+    multiword = not L.has_cjk(t)  # Chinese slots count characters, not words
+    return any(
+        s.values and (s.linked and s.slot or multiword and len(s.slot) >= 2) for s in settings(t)
+    )
 
 
 def is_statement(sentence: str) -> bool:
