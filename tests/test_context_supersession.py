@@ -46,6 +46,11 @@ def _run(statements: list[str], **kw: object) -> tuple[SlotIndex, dict[str, list
         # a plain (lower-case) word as the value, announced without a link word
         ("The sauce base is cream.", "Let's make the sauce base tomato."),
         ("Cache the pip downloads for 3 days.", "Cache the pip downloads for 7 days."),
+        # the value named first, the setting after ("X will be the Y")
+        ("The release captain is Priya Nair.", "Marco Rossi will be the release captain."),
+        # from … to …, and a negated clause before the new value
+        ("The lint step runs 2 workers.", "Change the lint step from 2 to 6 workers."),
+        ("The pot size is 8 litres.", "The pot size should no longer be 8; make it 12."),
     ],
 )
 def test_a_new_value_for_the_same_setting_supersedes(old: str, new: str) -> None:
@@ -101,6 +106,8 @@ def test_a_series_of_measurements_is_not_a_setting_changed() -> None:
         ("烤箱温度是180度。", "其实烤箱温度应该是200度。"),
         ("配菜是薯条。", "配菜换成土豆泥吧。"),  # a Chinese word as the value
         ("流水线超时是30分钟。", "流水线超时是45分钟。"),  # plain restatement
+        ("缓存保留天数是3天。", "缓存保留天数从3天改成7天。"),
+        ("喷头数量是4个。", "喷头数量不要4个了，改成6个。"),
     ],
 )
 def test_chinese_new_value_supersedes(old: str, new: str) -> None:

@@ -51,7 +51,8 @@ _FRAME_EN = frozenset(
     currently today then please ok okay so well also just still need needs want wants
     i we you our my your let's pick choose chose take prefer bump raise lower increase
     decrease reduce up down over correction correct fine sure right yes no not never
-    don't do does did can could may might here there going""".split()  # noqa: SIM905
+    don't do does did can could may might here there going moving switching changing
+    setting making bumping re ll ve d""".split()  # noqa: SIM905
 )
 _FRAME_ZH = frozenset(
     """其实 应该 应当 方案 调整 换成 改成 改为 改用 设为 设成 定为 调整为 变更为 更换为
@@ -66,6 +67,7 @@ _ZH_SEP = frozenset(
     """是 为 用 使用 采用 改成 换成 改为 改用 改到 调到 调成 调整到 设为 设成 设在 定为 定在
     调整为 变更为 更换为 等于 应为""".split()  # noqa: SIM905
 )
+_DETERMINERS = frozenset(["the", "a", "an", "our", "my", "your", "this", "that", "its", "their", "his", "her"])
 _SUBJECTLESS = frozenset(
     """the a an this that these those my our your their his her its we i you they he she
     it there here what which who how why when where""".split()  # noqa: SIM905
@@ -75,7 +77,13 @@ _NEGATION = re.compile(
     r"|^(?:不要再?用?|不用再?|别再?用?|不再用?|而不是|不是)",
     re.I,
 )
-_INLINE_NEGATION = re.compile(r"\b(?:instead of|rather than)\b|而不是|而非", re.I)
+_INLINE_NEGATION = re.compile(
+    r"\b(?:instead of|rather than|no longer|not)\b|而不是|而非|不要再?用?|不用再?|别再?用|不再用?", re.I
+)
+#: "from 3 to 7", "从3次改成7次": the value after *from* is the one being left.
+_FROM_TO = re.compile(
+    r"\bfrom\s+(?P<old>[^,;]+?)\s+(?=to\b)|从(?P<zold>[^，。；]+?)(?=改成|改为|换成|调到|改到|到)", re.I
+)
 _PAST = re.compile(r"\b(?:was|were|had|did)\b", re.I)
 _CLAUSE = re.compile(r"(?<!\d)[,;]\s+|(?<=\d),\s+(?=\D)|[，；。]|\s+—\s+")
 
@@ -190,7 +198,10 @@ def _split(toks: list[str]) -> tuple[list[str], list[str]] | None:
         if t in (":", "：") and not any(not _function(w) for w in low[:i]):
             return _split(toks[i + 1 :])  # "Change of plan: …" only frames what follows
         if t in _EN_COPULA or t in _ZH_SEP or t in (":", "："):
-            return toks[:i], toks[i + 1 :]
+            left, right = toks[:i], toks[i + 1 :]
+            if left and right and low[0] not in _DETERMINERS and right[0].casefold() == "the":
+                return right, left  # "Teams is the interview platform": the role is the slot
+            return left, right
     if low and low[0] not in _SUBJECTLESS:  # "set S to V", "keep S at V"
         for j in range(1, len(low)):
             if low[j] in _EN_TO:
@@ -208,6 +219,8 @@ def _parse_clause(clause: str) -> tuple[set[str], set[str], set[str], bool]:
         return slot, atoms, set(), False
     slot, slot_atoms = _content(split[0], values)
     val_words, atoms = _content(split[1], values)
+    if not slot and slot_atoms and val_words and not atoms:  # "Zoom will be the platform"
+        slot, val_words, atoms, slot_atoms = val_words, set(), slot_atoms, set()
     if not atoms:  # a plain word is the value: "the source schema is public"
         atoms, val_words = val_words, set()
     # a value before the link names *which* one ("the dessert for table 9 is …")
@@ -221,6 +234,11 @@ def settings(sentence: str) -> list[Setting]:
         clause = raw.strip()
         if not clause:
             continue
+        left = _FROM_TO.search(clause)
+        extra = []
+        if left is not None:
+            extra = [(left.group("old") or left.group("zold") or "", True)]
+            clause = clause[: left.start()] + clause[left.end() :]
         neg = _NEGATION.search(clause)
         inline = _INLINE_NEGATION.search(clause)
         if neg is None and inline is not None:  # "use X instead of Y for Z"
@@ -228,6 +246,7 @@ def settings(sentence: str) -> list[Setting]:
             parts = [(head, False), (tail, True)]
         else:
             parts = [(clause[neg.end() :] if neg else clause, neg is not None)]
+        parts += extra
         for text, negated in parts:
             if negated and groups:
                 groups[-1].append((text, True))
@@ -273,7 +292,7 @@ def _attach_lead_ins(found: list[Setting]) -> list[Setting]:
         if out and not s.slot and (s.values or s.negated) and out[-1].slot and not out[-1].values:
             p = out.pop()
             s = Setting(f"{p.text}: {s.text}", p.slot, p.words | s.words, s.values,
-                        s.negated, p.residue | s.residue, True, p.narrative)  # fmt: skip
+                        p.negated | s.negated, p.residue | s.residue, True, p.narrative)  # fmt: skip
         out.append(s)
     return [s for s in out if s.slot or s.negated]
 
