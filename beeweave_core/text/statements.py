@@ -302,6 +302,8 @@ _EN_AUX = frozenset(
     """is are was were do does did can could should would will shall may might have has
     had am isn't aren't don't doesn't didn't""".split()  # noqa: SIM905
 )
+#: At most this many content words (values aside) in a subject-less one-off request.
+_COMMAND_WORDS = 2
 _ZH_REQUEST = re.compile(r"^(?:请|麻烦|帮我|帮忙|给我|先|再)|一下")
 _ZH_DURABLE = re.compile(r"必须|务必|一律|始终|总是|永远|以后|今后|不要|不能|不得|禁止|只能")
 
@@ -340,7 +342,10 @@ def is_command(sentence: str) -> bool:
     low = {w.casefold() for w in words}
     if low & _EN_COPULA:  # "Redshift is the target" has a subject and a verb
         return False
-    return not _linked(t)
+    # a rule names a kind of thing and how to treat it ("fill missing values with the
+    # column mean"); a one-off request is short ("restart the runner", "check X")
+    content = {_stem(w) for w in words if not _function(w)}
+    return len(content) <= _COMMAND_WORDS and not _linked(t)
 
 
 def _linked(t: str) -> bool:
