@@ -477,6 +477,33 @@ def bench_context(
            notes=notes)  # fmt: skip
 
 
+@bench_app.command("supersession")
+def bench_supersession(
+    scenarios: Annotated[
+        Path, typer.Option(help="Directory of knowledge-update scenario JSON files.")
+    ],
+    folds: Annotated[int, typer.Option(help="Folds over conversations.")] = 3,
+    out: OutOpt = None,
+) -> None:
+    """Supersession alone: its threshold chosen on some conversations, scored on the others."""
+    from beeweave_bench.report import report
+    from beeweave_bench.supersession import cross_validate
+
+    try:
+        result = cross_validate(scenarios, folds=folds)
+    except ValueError as exc:
+        fail(str(exc))
+    rows = [{"system": "slot index (held out)", "kind": "all",
+             "accuracy": result["held_out_accuracy"]}]  # fmt: skip
+    rows += [{"system": "slot index (held out)", "kind": k, "accuracy": v}
+             for k, v in result["held_out_by_kind"].items()]  # fmt: skip
+    notes = [f"fold {f['fold']}: chose max_unlinked_extra={f['chosen']} "
+             f"(train accuracy {f['train_accuracy']})" for f in result["folds"]]  # fmt: skip
+    notes.append("a probe is right when its value is in force and its overturned wording is not")
+    report("supersession", rows, out=out, params={"scenarios": str(scenarios), **result},
+           notes=notes)  # fmt: skip
+
+
 def _context_demo(weave: Weave, session_id: str, console: Console) -> None:
     """Ends the demo with the assembled context for a late question (imported on use)."""
     from beeweave_demo.context import show_assembled_context

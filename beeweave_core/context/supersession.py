@@ -111,7 +111,7 @@ class SlotIndex:
     def _decide(self, new: Setting, text: str) -> list[str]:
         same: list[tuple[int, str]] = []
         for entry in self._candidates(new):
-            for old in entry.settings:
+            for old in (s for s in entry.settings if s.is_setting):
                 verdict = self.relation(old, new)
                 if verdict == "ambiguous" and self._judged(entry.text, text, old, new):
                     verdict = "same"

@@ -67,7 +67,9 @@ _ZH_SEP = frozenset(
     """是 为 用 使用 采用 改成 换成 改为 改用 改到 调到 调成 调整到 设为 设成 设在 定为 定在
     调整为 变更为 更换为 等于 应为""".split()  # noqa: SIM905
 )
-_DETERMINERS = frozenset(["the", "a", "an", "our", "my", "your", "this", "that", "its", "their", "his", "her"])
+_DETERMINERS = frozenset(
+    ["the", "a", "an", "our", "my", "your", "this", "that", "its", "their", "his", "her"]
+)
 _SUBJECTLESS = frozenset(
     """the a an this that these those my our your their his her its we i you they he she
     it there here what which who how why when where""".split()  # noqa: SIM905
@@ -78,11 +80,13 @@ _NEGATION = re.compile(
     re.I,
 )
 _INLINE_NEGATION = re.compile(
-    r"\b(?:instead of|rather than|no longer|not)\b|而不是|而非|不要再?用?|不用再?|别再?用|不再用?", re.I
+    r"\b(?:instead of|rather than|no longer|not)\b|而不是|而非|不要再?用?|不用再?|别再?用|不再用?",
+    re.I,
 )
 #: "from 3 to 7", "从3次改成7次": the value after *from* is the one being left.
 _FROM_TO = re.compile(
-    r"\bfrom\s+(?P<old>[^,;]+?)\s+(?=to\b)|从(?P<zold>[^，。；]+?)(?=改成|改为|换成|调到|改到|到)", re.I
+    r"\bfrom\s+(?P<old>[^,;]+?)\s+(?=to\b)|从(?P<zold>[^，。；]+?)(?=改成|改为|换成|调到|改到|到)",
+    re.I,
 )
 _PAST = re.compile(r"\b(?:was|were|had|did)\b", re.I)
 _CLAUSE = re.compile(r"(?<!\d)[,;]\s+|(?<=\d),\s+(?=\D)|[，；。]|\s+—\s+")
@@ -256,6 +260,17 @@ def settings(sentence: str) -> list[Setting]:
     return _attach_lead_ins([s for s in out if s is not None])
 
 
+def _narrative(clause: str) -> bool:
+    """A report of what happened: a past auxiliary, or a past-tense verb in a clause that
+    does not open with a verb of setting ("Hiring managers liked the new scorecard")."""
+    if _PAST.search(clause):
+        return True
+    words = re.findall(r"[A-Za-z']+", clause)
+    if not words or words[0].casefold() in _FRAME_EN or _split(_tokens(_mask(clause)[0])):
+        return False
+    return any(len(w) > 4 and w.casefold().endswith("ed") for w in words[1:])
+
+
 def _setting(group: list[tuple[str, bool]]) -> Setting | None:
     slot: set[str] = set()
     values: set[str] = set()
@@ -263,7 +278,7 @@ def _setting(group: list[tuple[str, bool]]) -> Setting | None:
     words: set[str] = set()
     residue: set[str] = set()
     linked = False
-    narrative = any(_PAST.search(t) for t, neg in group if not neg)
+    narrative = any(_narrative(t) for t, neg in group if not neg)
     for text, neg in group:
         s, atoms, rest, link = _parse_clause(text)
         words |= s | rest | {a for a in atoms if a.isalpha()}
