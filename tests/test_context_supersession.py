@@ -91,6 +91,19 @@ def test_look_alike_settings_stay_distinct() -> None:
         assert sibling in index
 
 
+def test_the_index_observes_stored_events_one_at_a_time() -> None:
+    from beeweave_core.events import Event, EventType
+
+    def turn(seq: int, text: str) -> Event:
+        return Event(id=f"e{seq}", session_id="s", type=EventType.USER_MESSAGE, content=text,
+                     seq=seq)  # fmt: skip
+
+    index = SlotIndex()
+    assert index.observe_event(turn(1, "The nightly build starts at 02:00.")) == []
+    assert index.observe_event(turn(2, "Start the nightly build at 03:30.")) == ["e1"]
+    assert "e1" not in index and "e2" in index and len(index) == 1
+
+
 def test_a_series_of_measurements_is_not_a_setting_changed() -> None:
     stmts = [f"Batch {i} finished in {30 + i} seconds." for i in range(4)]
     _, gone = _run(stmts)

@@ -22,6 +22,7 @@ import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
+from beeweave_core.events import Event
 from beeweave_core.text import language as L
 from beeweave_core.text.statements import Setting, settings
 
@@ -76,6 +77,10 @@ class SlotIndex:
         if found:
             self.add(Entry(event_id, seq, text, found))
         return gone
+
+    def observe_event(self, event: Event) -> list[str]:
+        """:meth:`observe` for a stored event (a user turn or a memory), by its id and seq."""
+        return self.observe(event.id, event.content or "", event.seq)
 
     def add(self, entry: Entry) -> None:
         self.forget(entry.id)
