@@ -35,6 +35,10 @@ MAX_FILE_CHARS = 100_000
 MAX_PATH_CHARS = 512
 SNIPPET_LINES = 4
 COMMANDS = ("view", "create", "str_replace", "insert", "delete", "rename")
+TOOL_DESCRIPTION = (
+    "Memory files under /memories that persist across sessions: commands view, create, "
+    "str_replace, insert, delete, rename. Check /memories before starting a task."
+)
 
 
 class PathError(ValueError):
@@ -246,8 +250,11 @@ def _numbered(path: str, text: str, view_range: Sequence[int] | None) -> str:
     lines = text.split("\n")
     first, last = 1, len(lines)
     if view_range is not None:
-        if len(view_range) != 2 or view_range[0] < 1 or view_range[0] > len(lines) or (
-            view_range[1] != -1 and not view_range[0] <= view_range[1] <= len(lines)
+        if (
+            len(view_range) != 2
+            or view_range[0] < 1
+            or view_range[0] > len(lines)
+            or (view_range[1] != -1 and not view_range[0] <= view_range[1] <= len(lines))
         ):
             return (f"Error: Invalid `view_range` parameter: {list(view_range)}. Lines are "
                     f"numbered 1 to {len(lines)}; use [first, last] or [first, -1]")  # fmt: skip
@@ -287,4 +294,12 @@ def _listing(path: str, under: Mapping[str, Event]) -> str:
             f"hidden items and node_modules:\n{rows}")  # fmt: skip
 
 
-__all__ = ["COMMANDS", "ROOT", "MemoryCommand", "MemoryFiles", "PathError", "check_path"]
+__all__ = [
+    "COMMANDS",
+    "ROOT",
+    "TOOL_DESCRIPTION",
+    "MemoryCommand",
+    "MemoryFiles",
+    "PathError",
+    "check_path",
+]

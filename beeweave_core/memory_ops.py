@@ -43,6 +43,9 @@ NAMESPACE_PREFIX = "memory:"
 #: A memory is a statement, not a document (files go through ``memory_files``).
 MAX_MEMORY_CHARS = 4000
 DEFAULT_BUDGET_TOKENS = 400
+#: Seconds a recall waits for the vector index to embed recent memories: an agent that
+#: just remembered something expects to find it (read your writes).
+RECALL_INDEX_WAIT = 15.0
 _SCOPE_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
 _SOURCE = {"framework": "beeweave", "component": "memory_tools"}
 
@@ -225,7 +228,7 @@ class MemoryOps:
         ns = namespace(self.user_id, SHARED_SCOPE if shared else (scope or self.scope))
         sources = self.sources_for(source_ids, session_id)
         active = self._active(ns)
-        same = next((m for m in active if L.fold(m.content) == L.fold(text)), None)
+        same = next((m for m in active if _said(m.content) == _said(text)), None)
         if same is not None:
             if sources:
                 self.writer.link(_derived(same.id, sources))
@@ -321,7 +324,7 @@ class MemoryOps:
         for ns in self.readable(scope):
             hits += self.weave.retrieve(
                 query, session_id=ns, scope="session", k=k, filters={"types": ["memory"]},
-                paths=("semantic", "lexical", "temporal"),
+                paths=("semantic", "lexical", "temporal"), index_wait=RECALL_INDEX_WAIT,
             )  # fmt: skip
         hits.sort(key=lambda h: -h.score)
         events = [h.event for h in hits[:k]]
@@ -439,6 +442,11 @@ def _statement(text: str) -> str:
         raise MemoryOpError(f"memory text is {len(text):,} chars; the limit is "
                             f"{MAX_MEMORY_CHARS:,} (keep one statement per memory)")  # fmt: skip
     return text
+
+
+def _said(text: str) -> str:
+    """What a statement says, for spotting a repeat: case, spacing, end punctuation aside."""
+    return L.fold(text).rstrip(" .!;。！；")
 
 
 def _kind(kind: str) -> str:

@@ -10,6 +10,7 @@
 ``BeeWeaveCheckpointer``           LangGraph checkpointer on the same store (+ async)
 ``BeeWeaveStore``                  LangGraph ``BaseStore`` backed by long-term memory
 ``BeeWeaveKeyValueStore``          LangChain ``BaseStore`` (key-value) on the same memory
+``memory_tools``                   remember / recall / update / forget / list tools (+ files)
 =================================  ==========================================================
 
 Names are imported on first use, so ``import beeweave_langchain`` stays cheap and a
@@ -34,6 +35,7 @@ _EXPORTS = {
     "AsyncBeeWeaveCheckpointer": "checkpoint",
     "BeeWeaveStore": "store",
     "BeeWeaveKeyValueStore": "store",
+    "memory_tools": "tools",
 }
 
 __all__ = sorted(_EXPORTS)
@@ -47,6 +49,7 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
     from beeweave_langchain.middleware import BeeWeaveContextMiddleware  # noqa: F401
     from beeweave_langchain.retriever import BeeWeaveRetriever  # noqa: F401
     from beeweave_langchain.store import BeeWeaveKeyValueStore, BeeWeaveStore  # noqa: F401
+    from beeweave_langchain.tools import memory_tools  # noqa: F401
 
 
 def __getattr__(name: str) -> Any:

@@ -1,4 +1,5 @@
-"""BeeWeave for LlamaIndex: instrumentation capture, a drop-in memory, a memory block, a retriever.
+"""BeeWeave for LlamaIndex: instrumentation capture, a drop-in memory, a memory block, a retriever,
+memory tools.
 
 Thin translators into :mod:`beeweave_core`; storage, ranking and token budgets live there.
 """
@@ -11,6 +12,7 @@ from beeweave_llamaindex.instrumentation import (
 )
 from beeweave_llamaindex.memory import BeeWeaveChatMemory, BeeWeaveMemoryBlock
 from beeweave_llamaindex.retriever import BeeWeaveRetriever
+from beeweave_llamaindex.tools import memory_tools
 
 __all__ = [
     "BeeWeaveChatMemory",
@@ -19,5 +21,6 @@ __all__ = [
     "BeeWeaveRetriever",
     "BeeWeaveSpanHandler",
     "instrument",
+    "memory_tools",
     "session_tags",
 ]

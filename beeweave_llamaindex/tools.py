@@ -1,0 +1,57 @@
+"""Memory tools for LlamaIndex agents: thin ``FunctionTool`` s over
+:mod:`beeweave_core.memory_ops` (and, optionally, the ``memory`` file command set).
+
+``session_id`` names the conversation the agent runs in, so a new memory can point at
+the user turn it came from (pass the session given to ``instrument``).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from llama_index.core.tools import FunctionTool
+
+from beeweave_core.memory_files import TOOL_DESCRIPTION, MemoryCommand, MemoryFiles
+from beeweave_core.memory_ops import DEFAULT_SCOPE, TOOL_SPECS, MemoryOps, ToolSpec
+from beeweave_core.tokens import DEFAULT_MODEL
+
+
+def _op_tool(ops: MemoryOps, spec: ToolSpec, session_id: str | None) -> FunctionTool:
+    def run(**kwargs: Any) -> str:
+        return ops.call(spec.name, kwargs, session_id=session_id)
+
+    return FunctionTool.from_defaults(
+        fn=run, name=spec.name, description=spec.description, fn_schema=spec.args
+    )
+
+
+def memory_tools(
+    weave: Any,
+    *,
+    user_id: str | None = None,
+    agent_id: str | None = None,
+    scope: str = DEFAULT_SCOPE,
+    session_id: str | None = None,
+    budget_tokens: int = 400,
+    model: str | None = DEFAULT_MODEL,
+    files: bool = False,
+) -> list[FunctionTool]:
+    """``remember``, ``recall``, ``update_memory``, ``forget`` and ``list_memories`` as
+    LlamaIndex tools (plus the ``memory`` file tool with ``files=True``); the arguments
+    mean what they mean for :func:`beeweave_langchain.memory_tools`."""
+    ops = MemoryOps(weave, user_id=user_id, agent_id=agent_id, scope=scope,
+                    budget_tokens=budget_tokens, model=model)  # fmt: skip
+    tools = [_op_tool(ops, spec, session_id) for spec in TOOL_SPECS]
+    if files:
+        handler = MemoryFiles(ops)
+
+        def memory(**kwargs: Any) -> str:
+            return handler.execute(kwargs, session_id=session_id)
+
+        tools.append(FunctionTool.from_defaults(fn=memory, name="memory",
+                                                description=TOOL_DESCRIPTION,
+                                                fn_schema=MemoryCommand))  # fmt: skip
+    return tools
+
+
+__all__ = ["memory_tools"]
