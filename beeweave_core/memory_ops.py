@@ -347,7 +347,7 @@ class MemoryOps:
         found.sort(key=lambda m: -m.ts)
         if not found:
             return OpResult("no memories", [])
-        return self._render(f"{min(limit, len(found))} of {len(found)} memories:", found[:limit])
+        return self._render(f"{len(found)} memories, newest first:", found[:limit])
 
     def readable(self, scope: str | None = None) -> list[str]:
         """The namespaces a read covers: the scope asked for, and the shared one."""
@@ -388,25 +388,25 @@ class MemoryOps:
         return [turns[-1].id] if turns else []
 
     def _render(self, header: str, events: Sequence[Event]) -> OpResult:
-        """One line per memory, citing its id, cut to the token budget."""
+        """One line per memory, citing its id, the whole within the token budget."""
+        footer = f"({len(events)} more not shown: token budget)"
+        budget = self.budget_tokens - self.counter.count_text(footer) - 1
         lines = [header]
         used = self.counter.count_text(header)
-        shown_ids: list[str] = []
         for m in events:
             line = _line(m)
             cost = self.counter.count_text(line) + 1
-            if used + cost > self.budget_tokens:
-                room = self.budget_tokens - used - 12
-                if not shown_ids and room > 8:  # always show something of the best one
+            if used + cost > budget:
+                room = budget - used - 2
+                if len(lines) == 1 and room > 8:  # always show something of the best one
                     lines.append(self.counter.truncate_to_tokens(line, room) + " …")
-                    shown_ids.append(m.id)
                 break
             lines.append(line)
             used += cost
-            shown_ids.append(m.id)
-        if len(shown_ids) < len(events):
-            lines.append(f"({len(events) - len(shown_ids)} more not shown: token budget)")
-        return OpResult("\n".join(lines), shown_ids)
+        ids = [m.id for m in events[: len(lines) - 1]]
+        if len(ids) < len(events):
+            lines.append(f"({len(events) - len(ids)} more not shown: token budget)")
+        return OpResult("\n".join(lines), ids)
 
 
 @dataclass

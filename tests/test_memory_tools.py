@@ -170,13 +170,17 @@ def test_ops_supersede_forget_list_and_budget(weave: Any) -> None:
     assert ops.call("remember", {"text": "x", "scope": "../etc"}).startswith("error: bad scope")
     other = MemoryOps(weave, user_id="mallory")
     assert other.call("forget", {"memory_id": changed.ids[0], "reason": "mine now"}).startswith(
-        "error: no memory")  # another user's memory is not theirs to touch
-    for i in range(12):
-        ops.remember(f"Vendor number {i} ships from warehouse W{i * 7} on weekdays.")
+        "error: no memory"
+    )  # another user's memory is not theirs to touch
+    vendors = ["Alder", "Birch", "Cedar", "Dogwood", "Elm", "Fir", "Ginkgo", "Hazel", "Ironwood",
+               "Juniper", "Kauri", "Larch"]  # fmt: skip
+    for i, name in enumerate(vendors):
+        ops.remember(f"{name} Supplies ships from warehouse W{i * 7} on weekdays.")
     listed = ops.list(limit=100)
     assert ops.counter.count_text(listed.text) <= 60
     assert "more not shown: token budget" in listed.text
-    assert len(IDS.findall(listed.text)) == len(listed.ids) < 13
+    assert listed.text.startswith("13 memories")
+    assert IDS.findall(listed.text) == listed.ids and 0 < len(listed.ids) < 13
     assert ops.forget(changed.ids[0], "moved to managed Postgres").ids == changed.ids[:1]
     assert changed.ids[0] not in ops.list(limit=100, kind="decision").text
 
