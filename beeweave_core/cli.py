@@ -477,6 +477,43 @@ def main() -> None:  # pragma: no cover - console entry point alias
     app()
 
 
+@app.command("mcp")
+def mcp_server(
+    url: UrlOpt = None,
+    tenant: TenantOpt = "default",
+    auth: AuthOpt = None,
+    user: Annotated[str | None, typer.Option("--user", help="User whose memory is served.")] = None,
+    agent: Annotated[
+        str | None, typer.Option("--agent", help="agent_id recorded on writes.")
+    ] = None,
+    scope: Annotated[str, typer.Option("--scope", help="Memory namespace.")] = "default",
+    transport: Annotated[str, typer.Option("--transport", help="stdio or http.")] = "stdio",
+    host: Annotated[str, typer.Option("--host", help="HTTP address to bind.")] = "127.0.0.1",
+    port: Annotated[int, typer.Option("--port", help="HTTP port.")] = 8765,
+    token: Annotated[
+        str | None,
+        typer.Option(
+            "--token",
+            envvar="BEEWEAVE_MCP_TOKEN",
+            help="Bearer token for HTTP (generated when binding beyond localhost).",
+        ),
+    ] = None,
+) -> None:
+    """Serve memory tools, memory files and assembled context over MCP (stdio or HTTP)."""
+    try:
+        from beeweave_mcp.server import ServerOptions, serve
+    except ImportError as exc:
+        fail(f"the MCP server needs the mcp extra (pip install 'beeweave[mcp]'): {exc}")
+    err = Console(stderr=True)  # on stdio, stdout is the protocol
+    with opened(url, tenant, auth) as weave:
+        try:
+            opts = ServerOptions(user_id=user, agent_id=agent, scope=scope)
+            serve(weave, opts, transport=transport, host=host, port=port, token=token,
+                  announce=lambda m: err.print(m, highlight=False, soft_wrap=True))  # fmt: skip
+        except ValueError as exc:
+            fail(str(exc))
+
+
 # -------------------------------------------------------------------- benchmarks
 OutOpt = Annotated[Path | None, typer.Option("--out", help="JSON file to write.")]
 
