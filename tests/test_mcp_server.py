@@ -1,0 +1,196 @@
+"""``beeweave mcp`` driven by the official ``mcp`` SDK client: over stdio and over
+streamable HTTP, each in a real subprocess on a real SQLite file.  A remote (non-loopback)
+binding needs the bearer token the server prints; a request without it is refused."""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+from mcp import Client, StdioServerParameters
+from mcp.client.streamable_http import streamable_http_client
+
+from beeweave_core import Weave
+from beeweave_core.events import EventType
+from beeweave_core.memory_ops import namespace
+from beeweave_mcp.http import TokenGuard, is_loopback
+
+REPO = Path(__file__).resolve().parents[1]
+PREF = "Tomás wants every invoice total shown in Chilean pesos."
+
+
+def _env(tmp_path: Path) -> dict[str, str]:
+    return {"PYTHONPATH": str(REPO), "BEEWEAVE_HOME": str(tmp_path / "home"),
+            "BEEWEAVE_INDEX": "off"}  # fmt: skip
+
+
+def _seed(db: Path) -> None:
+    """A conversation of user tomas, for get_context to assemble."""
+    with Weave.open(f"sqlite:///{db}", tenant="acme", spool_dir=db.parent / "sp", index=False) as w:
+        w.emit("user_message", "Please draft the March invoice for the Santiago client.",
+               session_id="chat-1", meta={"user_id": "tomas"})  # fmt: skip
+        w.emit("assistant_message", "Drafting it now.", session_id="chat-1",
+               role="assistant", meta={"user_id": "tomas"})  # fmt: skip
+        assert w.flush()
+
+
+def _args(db: Path, *extra: str) -> list[str]:
+    return ["-m", "beeweave_core.cli", "mcp", "--url", f"sqlite:///{db}", "--tenant", "acme",
+            "--user", "tomas", "--agent", "desk", *extra]  # fmt: skip
+
+
+async def _exercise(client: Client) -> None:
+    """List tools, remember, recall, get_context: the same checks on every transport."""
+    names = {t.name for t in (await client.list_tools()).tools}
+    assert {"remember", "recall", "update_memory", "forget", "list_memories", "memory",
+            "get_context"} <= names  # fmt: skip
+    stored = await client.call_tool("remember", {"text": PREF, "kind": "preference"})
+    text = stored.content[0].text
+    assert text.startswith("remembered "), text
+    mid = text.split()[1]
+    recalled = (await client.call_tool("recall", {"query": "invoice pesos"})).content[0].text
+    assert f"[{mid}]" in recalled and PREF in recalled
+    bad = (await client.call_tool("recall", {"query": "  "})).content[0].text
+    assert bad == "error: recall needs a non-empty query"
+    raw = (await client.call_tool("get_context", {"session_id": "chat-1",
+           "query": "which currency for the invoice?", "budget_tokens": 600})).content[0].text  # fmt: skip
+    ctx = json.loads(raw)
+    assert ctx["total_tokens"] <= 600
+    seen = "\n".join(m["content"] for m in ctx["messages"])
+    assert "March invoice for the Santiago client" in seen and PREF in seen
+    memories = await client.read_resource("beeweave://memories")
+    assert mid in memories.contents[0].text
+
+
+def _check_stored(db: Path) -> None:
+    with Weave.open(f"sqlite:///{db}", tenant="acme", spool_dir=db.parent / "sp", index=False) as w:
+        mems = w.store.timeline(namespace("tomas", "default"), types=(EventType.MEMORY,))
+        assert [(m.content, m.agent_id, m.user_id) for m in mems] == [(PREF, "desk", "tomas")]
+
+
+async def test_stdio(tmp_path: Path) -> None:
+    db = tmp_path / "w.db"
+    _seed(db)
+    params = StdioServerParameters(command=sys.executable, args=_args(db), env=_env(tmp_path),
+                                   cwd=str(tmp_path))  # fmt: skip
+    async with Client(params, read_timeout_seconds=60) as client:
+        await _exercise(client)
+    _check_stored(db)
+
+
+def _free_port(host: str) -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind((host, 0))
+        return int(s.getsockname()[1])
+
+
+@pytest.fixture
+def http_server(tmp_path: Path) -> Iterator[Any]:
+    """Start ``beeweave mcp --transport http`` on a host; yields (url, token or None)."""
+    procs: list[subprocess.Popen[str]] = []
+
+    def start(host: str) -> tuple[str, str | None]:
+        port = _free_port(host)
+        proc = subprocess.Popen(
+            [sys.executable, *_args(tmp_path / "w.db", "--transport", "http", "--host", host,
+                                    "--port", str(port))],
+            env={**os.environ, **_env(tmp_path)}, stderr=subprocess.PIPE, text=True,
+        )  # fmt: skip
+        procs.append(proc)
+        token = None
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            try:
+                socket.create_connection((host, port), timeout=0.5).close()
+                break
+            except OSError:
+                assert proc.poll() is None, proc.stderr.read() if proc.stderr else ""
+                time.sleep(0.2)
+        if not is_loopback(host):
+            assert proc.stderr is not None
+            lines = [proc.stderr.readline() for _ in range(2)]
+            token = lines[1].rsplit(": ", 1)[1].strip()
+        return f"http://{host}:{port}/mcp", token
+
+    yield start
+    for p in procs:
+        p.terminate()
+        p.wait(timeout=20)
+
+
+async def test_http_on_localhost(tmp_path: Path, http_server: Any) -> None:
+    _seed(tmp_path / "w.db")
+    url, token = http_server("127.0.0.1")
+    assert token is None
+    async with Client(streamable_http_client(url), read_timeout_seconds=60) as client:
+        await _exercise(client)
+    _check_stored(tmp_path / "w.db")
+
+
+def _outward_address() -> str | None:
+    """A non-loopback IPv4 address of this machine, if it has one (no packet is sent)."""
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
+        try:
+            s.connect(("192.0.2.254", 9))
+            addr = str(s.getsockname()[0])
+        except OSError:
+            return None
+    return None if is_loopback(addr) or addr == "0.0.0.0" else addr
+
+
+async def test_remote_binding_needs_the_printed_token(tmp_path: Path, http_server: Any) -> None:
+    addr = _outward_address()
+    if addr is None:  # no outward interface here: the guard itself is tested below
+        await _guard_refuses_remote_without_token()
+        return
+    _seed(tmp_path / "w.db")
+    url, token = http_server(addr)
+    assert token and len(token) >= 32
+    body = {"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {}}
+    headers = {"Accept": "application/json, text/event-stream"}
+    async with httpx.AsyncClient(timeout=10) as http:
+        assert (await http.post(url, json=body, headers=headers)).status_code == 401
+        wrong = {**headers, "Authorization": "Bearer not-the-token"}
+        assert (await http.post(url, json=body, headers=wrong)).status_code == 401
+    import httpx2
+
+    authed = httpx2.AsyncClient(headers={"Authorization": f"Bearer {token}"}, timeout=30)
+    async with Client(streamable_http_client(url, http_client=authed)) as client:
+        assert "recall" in {t.name for t in (await client.list_tools()).tools}
+
+
+async def _guard_refuses_remote_without_token() -> None:
+    sent: list[dict[str, Any]] = []
+
+    async def app(scope: Any, receive: Any, send: Any) -> None:
+        sent.append({"type": "reached"})
+
+    async def send(msg: dict[str, Any]) -> None:
+        sent.append(msg)
+
+    remote = {"type": "http", "client": ("203.0.113.7", 51000), "headers": []}
+    await TokenGuard(app, None)(remote, None, send)
+    assert sent[0]["status"] == 403 and {"type": "reached"} not in sent
+    sent.clear()
+    await TokenGuard(app, "s3cret")(remote, None, send)
+    assert sent[0]["status"] == 401
+    sent.clear()
+    authed = {**remote, "headers": [(b"authorization", b"Bearer s3cret")]}
+    await TokenGuard(app, "s3cret")(authed, None, send)
+    assert sent == [{"type": "reached"}]
+    sent.clear()
+    await TokenGuard(app, None)({**remote, "client": ("127.0.0.1", 5)}, None, send)
+    assert sent == [{"type": "reached"}]
+
+
+async def test_token_guard_on_the_app() -> None:
+    await _guard_refuses_remote_without_token()
