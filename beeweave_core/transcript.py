@@ -33,7 +33,7 @@ import time
 import uuid
 import weakref
 from collections import OrderedDict
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -114,16 +114,16 @@ class ToolCall:
         return {"id": self.id, "name": self.name, "args": self.args}
 
 
-@dataclass(frozen=True)
+@dataclass(slots=True)
 class Message:
     """A chat message in BeeWeave's neutral form: what an integration converts into.
 
     ``id`` is the framework's own id of the message (it keys the event); ``stored`` the
     event a message was rebuilt from (BeeWeave handed it out: not new) and
     ``assembled`` marks such a message — with ``stored`` ``None`` for a synthetic
-    block that stands for no event.  ``payload`` is what the event keeps besides the
-    text so the framework can rebuild the message exactly; ``value`` a tool's
-    structured output (stored in canonical form instead of ``content``).
+    block that stands for no event.  ``payload`` (and ``extras``) is what the event
+    keeps besides the text so the framework can rebuild the message exactly; ``value``
+    a tool's structured output (stored in canonical form instead of ``content``).
     """
 
     role: str
@@ -136,9 +136,12 @@ class Message:
     assembled: bool = False
     payload: Mapping[str, object] = field(default_factory=dict)
     value: object = None
+    #: More of ``payload``, computed only if the message becomes a new event (a prompt
+    #: re-sends the whole conversation; most of it is known already).
+    extras: Callable[[], Mapping[str, object]] | None = None
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "role", canonical_role(self.role))
+        self.role = canonical_role(self.role)
 
     def event_payload(self) -> dict[str, object]:
         """The event payload: tool wiring first, the framework's extras on top."""
@@ -150,6 +153,8 @@ class Message:
             if self.name:
                 out["name"] = self.name
         out.update(self.payload)
+        if self.extras is not None:
+            out.update(self.extras())
         return out
 
 
@@ -376,9 +381,12 @@ class Transcript:
         ``key`` overrides the scheme when the caller has a stronger identity (a run
         id); ``parents`` overrides the rules (a model call the answer came from).
         """
-        out = self.record(session_id, [message], scope=scope, key=key, parents=parents,
-                          occurrences=occurrences, meta=meta, source=source)  # fmt: skip
-        return out[0] or ""
+        occ = occurrences if occurrences is not None else Occurrences()
+        with self.lock:
+            th = self._thread(session_id, scope)
+            walk = _Walk(None, list(th.results))
+            eid = self._one(th, session_id, message, walk, occ, scope, key, parents, meta, source)
+        return eid or ""
 
     def record(
         self,

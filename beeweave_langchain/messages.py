@@ -10,6 +10,7 @@ writer knows it is not new).
 
 from __future__ import annotations
 
+import functools
 import json
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
@@ -72,7 +73,7 @@ def to_message(message: BaseMessage, role: str | None = None) -> Message:
         role=r, content=text_of(message), tool_calls=calls, tool_call_id=tcid or None,
         name=message.name, id=None if assembled else mid,
         stored=stored_event_id(message) if assembled else None, assembled=assembled,
-        payload=message_payload(message),
+        extras=functools.partial(message_payload, message),
     )  # fmt: skip
 
 

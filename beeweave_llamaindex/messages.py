@@ -107,19 +107,17 @@ def to_dict(message: ChatMessage) -> dict[str, Any]:
     return out
 
 
-def to_message(message: ChatMessage | Mapping[str, Any]) -> Message:
-    """A ``ChatMessage`` (or a BeeWeave message dict) in the transcript writer's neutral
-    form; an unknown role is a ``ValueError``."""
-    d = to_dict(message) if isinstance(message, ChatMessage) else message
-    tcid = d.get("tool_call_id")
+def to_message(message: ChatMessage) -> Message:
+    """A ``ChatMessage`` in the transcript writer's neutral form (an unknown role is a
+    ``ValueError``)."""
+    d = to_dict(message)
     calls = tuple(
         ToolCall(str(tc["id"]) if tc["id"] is not None else None, str(tc["name"]), tc["args"])
-        for tc in (_one_tool_call(c) for c in d.get("tool_calls") or ())
-        if tc is not None
+        for tc in d.get("tool_calls") or ()
     )
     return Message(
-        role=str(d.get("role") or ""), content=d.get("content") or "", tool_calls=calls,
-        tool_call_id=str(tcid) if tcid is not None else None, name=d.get("name"),
+        role=d["role"], content=d["content"], tool_calls=calls,
+        tool_call_id=d.get("tool_call_id"), name=d.get("name"),
     )  # fmt: skip
 
 
