@@ -27,7 +27,7 @@ from pydantic import BaseModel, Field, ValidationError
 
 from beeweave_core.errors import shown
 from beeweave_core.events import Event, EventType
-from beeweave_core.memory_ops import MemoryOpError, MemoryOps, namespace
+from beeweave_core.memory_ops import MemoryOpError, MemoryOps, checked_text, namespace
 
 ROOT = "/memories"
 #: A memory file is a note, not a data dump; bigger writes are refused.
@@ -238,12 +238,7 @@ class MemoryFiles:
 def _file_text(text: str | None) -> str:
     if text is None:
         raise PathError("Error: file_text is required")
-    if "\x00" in text:
-        raise PathError("Error: file text contains a NUL character")
-    if len(text) > MAX_FILE_CHARS:
-        raise PathError(f"Error: file would be {len(text):,} characters; the limit is "
-                        f"{MAX_FILE_CHARS:,}")  # fmt: skip
-    return text
+    return checked_text(text, MAX_FILE_CHARS, "file text")
 
 
 def _numbered(path: str, text: str, view_range: Sequence[int] | None) -> str:

@@ -28,6 +28,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from pydantic import BaseModel, Field, ValidationError
+from typing_extensions import TypedDict
 
 from beeweave_core.context.memory import HALF_LIFE_DAYS, KINDS
 from beeweave_core.context.supersession import SlotIndex
@@ -48,6 +49,17 @@ DEFAULT_BUDGET_TOKENS = 400
 RECALL_INDEX_WAIT = 15.0
 _SCOPE_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
 _SOURCE = {"framework": "beeweave", "component": "memory_tools"}
+
+
+class OpsOptions(TypedDict, total=False):
+    """Keyword options of :class:`MemoryOps` (for the framework tool factories)."""
+
+    user_id: str | None
+    agent_id: str | None
+    scope: str
+    budget_tokens: int
+    model: str | None
+
 
 Kind = Literal["fact", "decision", "preference", "constraint", "artifact"]
 
@@ -432,16 +444,19 @@ def _line(m: Event) -> str:
     return f"- [{m.id}] ({'; '.join(bits)}) {label}{text}"
 
 
+def checked_text(text: str, limit: int, what: str) -> str:
+    """``text`` if it can be stored as ``what``: no NUL, at most ``limit`` characters."""
+    if "\x00" in text:
+        raise MemoryOpError(f"{what} contains a NUL character")
+    if len(text) > limit:
+        raise MemoryOpError(f"{what} is {len(text):,} characters; the limit is {limit:,}")
+    return text
+
+
 def _statement(text: str) -> str:
     if not isinstance(text, str) or not text.strip():
         raise MemoryOpError("a memory needs non-empty text")
-    text = text.strip()
-    if "\x00" in text:
-        raise MemoryOpError("memory text contains a NUL character")
-    if len(text) > MAX_MEMORY_CHARS:
-        raise MemoryOpError(f"memory text is {len(text):,} chars; the limit is "
-                            f"{MAX_MEMORY_CHARS:,} (keep one statement per memory)")  # fmt: skip
-    return text
+    return checked_text(text.strip(), MAX_MEMORY_CHARS, "memory text (one statement per memory)")
 
 
 def _said(text: str) -> str:
@@ -473,6 +488,7 @@ __all__ = [
     "MemoryOpError",
     "MemoryOps",
     "OpResult",
+    "OpsOptions",
     "RecallArgs",
     "RememberArgs",
     "ToolSpec",

@@ -12,10 +12,10 @@ from typing import Any
 
 from langchain_core.runnables import RunnableConfig
 from langchain_core.tools import BaseTool, StructuredTool
+from typing_extensions import Unpack
 
 from beeweave_core.memory_files import TOOL_DESCRIPTION, MemoryCommand, MemoryFiles
-from beeweave_core.memory_ops import DEFAULT_SCOPE, TOOL_SPECS, MemoryOps, ToolSpec
-from beeweave_core.tokens import DEFAULT_MODEL
+from beeweave_core.memory_ops import TOOL_SPECS, MemoryOps, OpsOptions, ToolSpec
 
 
 def _session(config: RunnableConfig | None, fixed: str | None) -> str | None:
@@ -46,15 +46,7 @@ def _files_tool(files: MemoryFiles, session_id: str | None) -> BaseTool:
 
 
 def memory_tools(
-    weave: Any,
-    *,
-    user_id: str | None = None,
-    agent_id: str | None = None,
-    scope: str = DEFAULT_SCOPE,
-    session_id: str | None = None,
-    budget_tokens: int = 400,
-    model: str | None = DEFAULT_MODEL,
-    files: bool = False,
+    weave: Any, *, session_id: str | None = None, files: bool = False, **options: Unpack[OpsOptions]
 ) -> list[BaseTool]:
     """``remember``, ``recall``, ``update_memory``, ``forget`` and ``list_memories`` as
     LangChain tools (plus the ``memory`` file tool with ``files=True``).
@@ -63,8 +55,7 @@ def memory_tools(
     scope); ``agent_id`` records who wrote each memory; ``budget_tokens`` bounds each
     result, counted with ``model``'s tokenizer.
     """
-    ops = MemoryOps(weave, user_id=user_id, agent_id=agent_id, scope=scope,
-                    budget_tokens=budget_tokens, model=model)  # fmt: skip
+    ops = MemoryOps(weave, **options)
     tools = [_op_tool(ops, spec, session_id) for spec in TOOL_SPECS]
     if files:
         tools.append(_files_tool(MemoryFiles(ops), session_id))

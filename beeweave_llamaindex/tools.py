@@ -10,10 +10,10 @@ from __future__ import annotations
 from typing import Any
 
 from llama_index.core.tools import FunctionTool
+from typing_extensions import Unpack
 
 from beeweave_core.memory_files import TOOL_DESCRIPTION, MemoryCommand, MemoryFiles
-from beeweave_core.memory_ops import DEFAULT_SCOPE, TOOL_SPECS, MemoryOps, ToolSpec
-from beeweave_core.tokens import DEFAULT_MODEL
+from beeweave_core.memory_ops import TOOL_SPECS, MemoryOps, OpsOptions, ToolSpec
 
 
 def _op_tool(ops: MemoryOps, spec: ToolSpec, session_id: str | None) -> FunctionTool:
@@ -26,21 +26,12 @@ def _op_tool(ops: MemoryOps, spec: ToolSpec, session_id: str | None) -> Function
 
 
 def memory_tools(
-    weave: Any,
-    *,
-    user_id: str | None = None,
-    agent_id: str | None = None,
-    scope: str = DEFAULT_SCOPE,
-    session_id: str | None = None,
-    budget_tokens: int = 400,
-    model: str | None = DEFAULT_MODEL,
-    files: bool = False,
+    weave: Any, *, session_id: str | None = None, files: bool = False, **options: Unpack[OpsOptions]
 ) -> list[FunctionTool]:
     """``remember``, ``recall``, ``update_memory``, ``forget`` and ``list_memories`` as
     LlamaIndex tools (plus the ``memory`` file tool with ``files=True``); the arguments
     mean what they mean for :func:`beeweave_langchain.memory_tools`."""
-    ops = MemoryOps(weave, user_id=user_id, agent_id=agent_id, scope=scope,
-                    budget_tokens=budget_tokens, model=model)  # fmt: skip
+    ops = MemoryOps(weave, **options)
     tools = [_op_tool(ops, spec, session_id) for spec in TOOL_SPECS]
     if files:
         handler = MemoryFiles(ops)
