@@ -160,3 +160,30 @@ def test_bad_commands_are_one_line_errors(mem: MemoryFiles) -> None:
     assert run(mem, "rename", old_path="/memories/d", new_path="/memories/d/e").startswith(
         "Error: cannot move /memories/d inside itself")  # fmt: skip
     assert check_path("/memories/notes/") == "/memories/notes"
+
+
+@pytest.mark.parametrize("backend", ["sqlite", "neo4j"])
+def test_ops_and_files_on_both_backends(backend: str, weave_factory: Any) -> None:
+    """The same operations on the embedded store and on the real Neo4j server (lexical
+    recall: full-text search of each backend; no vector index)."""
+    w = weave_factory(backend, index=False)
+    ops = MemoryOps(w, user_id="dev", agent_id="ci")
+    first = ops.remember("The nightly build publishes to the artifacts-eu bucket.")
+    new = ops.update(first.ids[0], "The nightly build publishes to the artifacts-us bucket.")
+    assert "artifacts-us" in ops.recall("nightly build bucket").text
+    assert "artifacts-eu" not in ops.recall("nightly build bucket").text
+    (old,) = w.store.get(first.ids, include_inactive=True)
+    assert old.status == Status.INVALIDATED
+    assert [
+        e.dst for e in w.store.edges(event_id=new.ids[0], types=[EdgeType.SUPERSEDES])
+    ] == first.ids
+    files = MemoryFiles(ops)
+    assert files.execute(
+        {"command": "create", "path": "/memories/x.md", "file_text": "one"}
+    ).startswith("File created")
+    files.execute(
+        {"command": "str_replace", "path": "/memories/x.md", "old_str": "one", "new_str": "two"}
+    )
+    assert files.execute({"command": "view", "path": "/memories/x.md"}).endswith("     1\ttwo")
+    assert ops.forget(new.ids[0], "bucket retired").ids == new.ids[:1]
+    assert "artifacts" not in ops.list().text
