@@ -69,12 +69,18 @@ async def _exercise(client: Client) -> None:
     assert "March invoice for the Santiago client" in seen and PREF in seen
     memories = await client.read_resource("beeweave://memories")
     assert mid in memories.contents[0].text
+    made = await client.call_tool("memory", {"command": "create", "path": "/memories/clients.md",
+                                             "file_text": "Santiago client: net 30"})  # fmt: skip
+    assert made.content[0].text == "File created successfully at: /memories/clients.md"
+    refused = await client.call_tool("memory", {"command": "view", "path": "/memories/../x"})
+    assert refused.content[0].text.startswith("Error:")
 
 
 def _check_stored(db: Path) -> None:
     with Weave.open(f"sqlite:///{db}", tenant="acme", spool_dir=db.parent / "sp", index=False) as w:
         mems = w.store.timeline(namespace("tomas", "default"), types=(EventType.MEMORY,))
-        assert [(m.content, m.agent_id, m.user_id) for m in mems] == [(PREF, "desk", "tomas")]
+        assert [(m.content, m.agent_id, m.user_id) for m in mems] == [
+            (PREF, "desk", "tomas"), ("Santiago client: net 30", "desk", "tomas")]  # fmt: skip
 
 
 async def test_stdio(tmp_path: Path) -> None:

@@ -193,3 +193,16 @@ def test_scopes_and_the_shared_namespace(weave: Any) -> None:
     assert "accounts@" not in travel.list().text  # another scope is not read
     assert note.ids[0] in billing.list().text  # the shared namespace is read by everyone
     assert "by travel" in billing.recall("Oslo trip").text
+
+
+def test_file_tool_in_both_frameworks(weave: Any) -> None:
+    lc = {t.name: t for t in lc_memory_tools(weave, user_id="priya", files=True)}
+    li = {t.metadata.name: t for t in li_memory_tools(weave, user_id="priya", files=True)}
+    assert set(lc) == set(li) == {"remember", "recall", "update_memory", "forget",
+                                  "list_memories", "memory"}  # fmt: skip
+    made = lc["memory"].invoke({"command": "create", "path": "/memories/trips.md",
+                                "file_text": "Porto in June"})  # fmt: skip
+    assert made == "File created successfully at: /memories/trips.md"
+    seen = li["memory"].call(command="view", path="/memories/trips.md")
+    assert str(seen).endswith("     1\tPorto in June")
+    assert lc["memory"].invoke({"command": "delete", "path": "/tmp/x"}).startswith("Error:")
