@@ -272,29 +272,3 @@ class BranchOps:
             TreeNode(cid, parent, tuple(heads.get(cid, ())))
             for cid, parent in self._tree_rows(thread_id, checkpoint_ns)
         ]
-
-
-def open_checkpoint_store(weave: Any) -> CheckpointStore:
-    """The checkpoint store beside ``weave``'s event store (same file / same database)."""
-    from beeweave_core.backends.sqlite.events import SQLiteEventStore
-
-    events = weave.store
-    if isinstance(events, SQLiteEventStore):
-        from beeweave_core.backends.sqlite.checkpoints import SQLiteCheckpointStore
-
-        if events.path == ":memory:":  # one in-memory database per connection: share it
-            return SQLiteCheckpointStore(
-                ":memory:", tenant=events.tenant, _shared=(events._conn, events._lock)
-            )
-        return SQLiteCheckpointStore(events.path, tenant=events.tenant)
-    driver = getattr(events, "driver", None)
-    if driver is not None:
-        from beeweave_core.backends.neo4j.checkpoints import Neo4jCheckpointStore
-
-        return Neo4jCheckpointStore(
-            driver, tenant=events.tenant, database=getattr(events, "database", None)
-        )
-    raise TypeError(
-        f"no checkpoint store for event store {type(events).__name__}: "
-        "expected SQLiteEventStore or a Neo4j store exposing .driver"
-    )

@@ -10,13 +10,14 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, NoReturn
 
 import typer
 from rich.console import Console
 from rich.table import Table
 from rich.tree import Tree
 
+from beeweave_core.backends.neo4j.auth import Credentials, auth_from_env
 from beeweave_core.events import Event
 from beeweave_core.store import NotFound
 from beeweave_core.weave import Weave, default_url
@@ -40,25 +41,25 @@ UrlOpt = Annotated[
 ]
 TenantOpt = Annotated[str, typer.Option("--tenant", help="Tenant to read and write.")]
 AuthOpt = Annotated[
-    str | None, typer.Option("--auth", help="Neo4j credentials as user:password (or NEO4J_AUTH).")
+    str | None,
+    typer.Option(
+        "--auth", help="Neo4j credentials as user:password or user/password (or NEO4J_AUTH)."
+    ),
 ]
 
 
-def fail(message: str) -> None:
+def fail(message: str) -> NoReturn:
     """One clear line on stderr and a non-zero exit: what a shell user expects."""
     Console(stderr=True).print(f"[bold red]error:[/] {message}", highlight=False)
     raise typer.Exit(code=1)
 
 
-def _auth(auth: str | None) -> Any:
-    import os
-
-    raw = auth or os.environ.get("NEO4J_AUTH")
-    if not raw or raw.lower() == "none":
-        user, pwd = os.environ.get("NEO4J_USER"), os.environ.get("NEO4J_PASSWORD")
-        return (user, pwd) if user and pwd else None
-    user, _, pwd = raw.partition(":") if ":" in raw else raw.partition("/")
-    return (user, pwd)
+def _auth(auth: str | None) -> Credentials | None:
+    """``--auth``, else the environment; parsed as every other part of BeeWeave parses it."""
+    try:
+        return auth_from_env(auth)
+    except ValueError as exc:
+        fail(str(exc))
 
 
 @contextmanager

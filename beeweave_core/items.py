@@ -164,7 +164,7 @@ class ItemStore:
     def __init__(self, weave: Any, index: ItemIndex | None = None) -> None:
         self.weave = weave
         self.events = weave.store
-        self.index = index if index is not None else open_item_index(weave)
+        self.index = index if index is not None else weave.backend.items()
         self._lock = threading.Lock()
 
     # ------------------------------------------------------------- writes
@@ -316,25 +316,3 @@ class ItemStore:
         if max_depth is not None:
             spaces = list({ns[:max_depth] for ns in spaces})
         return sorted(set(spaces))[offset : offset + limit]
-
-
-def open_item_index(weave: Any) -> ItemIndex:
-    """The item index beside ``weave``'s events (same SQLite file / Neo4j database)."""
-    from beeweave_core.backends.sqlite.events import SQLiteEventStore
-
-    events = weave.store
-    if isinstance(events, SQLiteEventStore):
-        from beeweave_core.backends.sqlite.items import SQLiteItemIndex
-
-        shared = (events._conn, events._lock) if events.path == ":memory:" else None
-        index: ItemIndex = SQLiteItemIndex(events.path, tenant=events.tenant, _shared=shared)
-    elif getattr(events, "driver", None) is not None:
-        from beeweave_core.backends.neo4j.items import Neo4jItemIndex
-
-        index = Neo4jItemIndex(
-            events.driver, tenant=events.tenant, database=getattr(events, "database", None)
-        )
-    else:
-        raise TypeError(f"no item index for event store {type(events).__name__}")
-    weave._closers.append(index.close)
-    return index

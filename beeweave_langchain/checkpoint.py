@@ -57,7 +57,6 @@ from beeweave_core.checkpoints import (
     CheckpointStore,
     TreeNode,
     WriteRow,
-    open_checkpoint_store,
     version_text,
 )
 from beeweave_core.payloads import to_jsonable
@@ -145,8 +144,7 @@ class BeeWeaveCheckpointer(BaseCheckpointSaver[str]):
         if store is None:
             if weave is None:
                 raise ValueError("BeeWeaveCheckpointer needs weave= (or store=)")
-            store = open_checkpoint_store(weave)
-            weave._closers.append(store.close)
+            store = weave.backend.checkpoints()  # closed with the weave's backend
         self.weave = weave
         self.store = store
         self.messages_channel = messages_channel
@@ -217,7 +215,7 @@ class BeeWeaveCheckpointer(BaseCheckpointSaver[str]):
     def close(self) -> None:
         """Close the store (and the weave, when ``from_conn_string`` opened it)."""
         if self._owned_weave is not None:
-            self._owned_weave.close()  # also closes the store: it is in weave._closers
+            self._owned_weave.close()  # also closes the store: its backend opened it
         else:
             self.store.close()
 

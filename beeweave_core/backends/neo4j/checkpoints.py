@@ -19,6 +19,7 @@ from typing import Any
 
 from beeweave_core.backends.neo4j import checkpoints_cypher as q
 from beeweave_core.backends.neo4j import tx as neo4j_tx
+from beeweave_core.backends.neo4j.auth import AuthSpec, driver_auth
 from beeweave_core.checkpoints import (
     KEY_SEP,
     LIST_PAGE,
@@ -51,12 +52,17 @@ class Neo4jCheckpointStore(neo4j_tx.TenantNodes, BranchOps):
 
     @classmethod
     def from_uri(
-        cls, uri: str, *, auth: Any = None, database: str | None = None, tenant: str = "default"
+        cls,
+        uri: str,
+        *,
+        auth: AuthSpec = None,
+        database: str | None = None,
+        tenant: str = "default",
     ) -> Neo4jCheckpointStore:
         """A store with its own driver (closed by :meth:`close`)."""
         import neo4j
 
-        driver = neo4j.GraphDatabase.driver(uri, auth=auth)
+        driver = neo4j.GraphDatabase.driver(uri, auth=driver_auth(auth))
         try:
             return cls(driver, tenant=tenant, database=database, owns_driver=True)
         except BaseException:

@@ -52,7 +52,7 @@ def _filter_value(value: Any) -> Any:
 class SQLiteCheckpointStore(SideTables, BranchOps):
     """Checkpoints, blobs, pending writes and branches in a SQLite file.
 
-    ``path`` is usually the event store's file.  ``_shared`` (connection, lock) lets
+    ``path`` is usually the event store's file.  ``connection`` (the backend's) lets
     an in-memory event store and its checkpoints share one ``:memory:`` database.
     """
 
