@@ -40,7 +40,7 @@ def run(
 
 #: Per live driver: the (database, statements) already ensured.  Weakly keyed, so a
 #: closed and collected driver's entry goes with it (an ``id()`` could be reused).
-_SCHEMA_DONE: weakref.WeakKeyDictionary[Any, set[tuple[str | None, tuple[str, ...]]]] = (
+SCHEMA_DONE: weakref.WeakKeyDictionary[Any, set[tuple[str | None, tuple[str, ...]]]] = (
     weakref.WeakKeyDictionary()
 )
 _SCHEMA_LOCK = threading.Lock()
@@ -50,12 +50,12 @@ def ensure_schema(driver: Any, database: str | None, statements: tuple[str, ...]
     """Run idempotent ``CREATE … IF NOT EXISTS`` statements once per driver and process."""
     key = (database, statements)
     with _SCHEMA_LOCK:
-        if key in _SCHEMA_DONE.get(driver, ()):
+        if key in SCHEMA_DONE.get(driver, ()):
             return
     for stmt in statements:
         driver.execute_query(stmt, database_=database)
     with _SCHEMA_LOCK:
-        _SCHEMA_DONE.setdefault(driver, set()).add(key)
+        SCHEMA_DONE.setdefault(driver, set()).add(key)
 
 
 class TenantNodes:
