@@ -50,6 +50,7 @@ from langgraph.checkpoint.base import (
     get_checkpoint_metadata,
 )
 
+from beeweave_core.backends import store_url
 from beeweave_core.checkpoints import (
     LIST_PAGE,
     BranchInfo,
@@ -68,13 +69,6 @@ __all__ = ["AsyncBeeWeaveCheckpointer", "BeeWeaveCheckpointer"]
 
 #: Threads whose woven-message prefix is remembered (beyond this, a rescan is idempotent).
 _MAX_WOVEN_THREADS = 4_096
-
-
-def store_url(conn_string: str | None) -> str | None:
-    """A ``SqliteSaver``-style path (``"agent.db"``, ``":memory:"``) or a BeeWeave URL."""
-    if conn_string is None or "://" in conn_string:
-        return conn_string
-    return f"sqlite:///{conn_string}"
 
 
 def open_weave(

@@ -30,7 +30,7 @@ NEO4J_SCHEMES = ("neo4j", "neo4j+s", "neo4j+ssc", "bolt", "bolt+s", "bolt+ssc")
 #: Vector index kinds a weave may name; ``auto`` lets the backend choose.
 VECTOR_KINDS = ("auto", "chroma", "neo4j")
 
-__all__ = ["NEO4J_SCHEMES", "VECTOR_KINDS", "Backend", "open_backend", "sqlite_path"]
+__all__ = ["NEO4J_SCHEMES", "VECTOR_KINDS", "Backend", "open_backend", "sqlite_path", "store_url"]
 
 
 @runtime_checkable
@@ -85,6 +85,13 @@ def sqlite_path(url: str) -> str:
     if not path:
         raise ValueError(f"bad SQLite URL {url!r}: no file path")
     return path
+
+
+def store_url(conn_string: str | None) -> str | None:
+    """A ``SqliteSaver``-style path (``"agent.db"``, ``":memory:"``) or a BeeWeave URL, as a URL."""
+    if conn_string is None or "://" in conn_string:
+        return conn_string
+    return SQLITE_PREFIX + conn_string
 
 
 def _check_neo4j_url(url: str) -> None:
