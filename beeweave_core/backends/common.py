@@ -8,6 +8,7 @@ in order are the same for all, and live here.
 
 from __future__ import annotations
 
+from abc import ABC, abstractmethod
 from collections.abc import Callable
 from typing import TYPE_CHECKING, ClassVar, Protocol, TypeVar
 
@@ -30,7 +31,7 @@ class _Closeable(Protocol):
 _Part = TypeVar("_Part", bound=_Closeable)
 
 
-class BackendBase:
+class BackendBase(ABC):
     """The shared half of a backend: vector choice, opened parts, ordered close.
 
     ``native_vectors`` names the backend's own vector index kind; ``"chroma"`` means
@@ -51,22 +52,24 @@ class BackendBase:
         return self._events
 
     # ---------------------------------------------------------- what subclasses give
+    @abstractmethod
     def _open_checkpoints(self) -> CheckpointStore:
-        raise NotImplementedError
+        """A new checkpoint store beside the events (same file / database)."""
 
+    @abstractmethod
     def _open_items(self) -> ItemIndex:
-        raise NotImplementedError
+        """A new item index beside the events (same file / database)."""
 
     def _open_native_vectors(self, identity: EmbeddingIdentity) -> VectorIndex:
         raise NotImplementedError(f"{type(self).__name__} has no vector index of its own")
 
+    @abstractmethod
     def chroma_location(self) -> str | None:
         """Where this backend's own Chroma lives (a directory; None: in memory)."""
-        raise NotImplementedError
 
+    @abstractmethod
     def vector_key(self) -> str:
         """What names this store on a shared Chroma (server or directory given by URL)."""
-        raise NotImplementedError
 
     # ------------------------------------------------------------ parts beside events
     def _track(self, open_part: Callable[[], _Part]) -> _Part:
