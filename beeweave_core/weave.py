@@ -17,7 +17,7 @@ from beeweave_core.backends import Backend, open_backend
 from beeweave_core.backends.neo4j.auth import AuthSpec
 from beeweave_core.bus import ContextBus
 from beeweave_core.events import AppendResult, EdgeType, Event, EventType
-from beeweave_core.home import beeweave_home, default_url
+from beeweave_core.paths import beeweave_home, default_url
 from beeweave_core.store import EventStore
 
 __all__ = ["Weave", "beeweave_home", "default_url", "open_store"]

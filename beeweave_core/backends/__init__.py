@@ -16,7 +16,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 from urllib.parse import urlsplit
 
-from beeweave_core.home import default_url
+from beeweave_core.paths import default_url
 
 if TYPE_CHECKING:
     from beeweave_core.backends.neo4j.auth import AuthSpec

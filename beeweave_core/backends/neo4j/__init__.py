@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 from beeweave_core.backends.common import BackendBase
 from beeweave_core.backends.neo4j.auth import AuthSpec
-from beeweave_core.home import beeweave_home
+from beeweave_core.paths import beeweave_home
 
 if TYPE_CHECKING:
     from beeweave_core.backends.neo4j.checkpoints import Neo4jCheckpointStore

@@ -1,7 +1,7 @@
-"""Where embedded data lives: one root, read by the backends, the bus spool and the weave.
+"""Where embedded data lives by default.
 
-Kept apart from ``weave.py`` so the backends (which place the default SQLite file and
-Chroma directories under it) need not import the weave that opens them.
+A module of its own so that the parts a weave is built from (the vector index, the
+spool) can find the data directory without importing ``weave.py``, which imports them.
 """
 
 from __future__ import annotations
@@ -16,5 +16,8 @@ def beeweave_home() -> Path:
 
 
 def default_url() -> str:
-    """The embedded default store: one SQLite file under :func:`beeweave_home`."""
+    """The store ``Weave.open()`` uses when given no URL: one SQLite file in the home."""
     return f"sqlite:///{beeweave_home() / 'beeweave.db'}"
+
+
+__all__ = ["beeweave_home", "default_url"]
