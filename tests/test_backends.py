@@ -246,3 +246,12 @@ def test_schema_cache_forgets_a_collected_driver(neo4j_uri: str) -> None:
     del driver
     gc.collect()
     assert len(neo4j_tx.SCHEMA_DONE) == before - 1
+
+
+def test_driver_tokens_and_pairs_pass_through_unparsed() -> None:
+    import neo4j
+
+    token = neo4j.basic_auth("svc", "a:b/c")
+    assert driver_auth(token) is token
+    assert driver_auth(("svc", "a:b/c")) == ("svc", "a:b/c")
+    assert driver_auth(None) is None

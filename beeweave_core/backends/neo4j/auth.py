@@ -9,15 +9,21 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, TypeAlias
+from typing import Protocol, TypeAlias, runtime_checkable
 
-if TYPE_CHECKING:
-    import neo4j
+
+@runtime_checkable
+class DriverAuth(Protocol):
+    """A driver auth token (``neo4j.basic_auth(…)``, ``neo4j.bearer_auth(…)`` …)."""
+
+    scheme: str | None
+    principal: str | None
+
 
 #: A user name and password, as the driver takes them.
 Credentials: TypeAlias = tuple[str, str]
-#: What a store accepts: text (parsed here), credentials, a driver ``Auth``, or None.
-AuthSpec: TypeAlias = "str | Credentials | neo4j.Auth | None"
+#: What a store accepts: text (parsed here), credentials, a driver auth token, or None.
+AuthSpec: TypeAlias = str | Credentials | DriverAuth | None
 
 ENV_AUTH = "NEO4J_AUTH"
 ENV_USER = "NEO4J_USER"
@@ -55,6 +61,6 @@ def auth_from_env(
     return (user, password) if user and password else None
 
 
-def driver_auth(auth: AuthSpec) -> Credentials | neo4j.Auth | None:
+def driver_auth(auth: AuthSpec) -> Credentials | DriverAuth | None:
     """What the driver takes: text is parsed by :func:`parse_auth`, the rest passes through."""
     return parse_auth(auth) if isinstance(auth, str) else auth
