@@ -245,7 +245,7 @@ def test_schema_cache_forgets_a_collected_driver(neo4j_uri: str) -> None:
     driver.close()
     del driver
     gc.collect()
-    assert len(neo4j_tx.SCHEMA_DONE) == before - 1
+    assert len(neo4j_tx.SCHEMA_DONE) <= before - 1  # (other dead drivers may go too)
 
 
 def test_driver_tokens_and_pairs_pass_through_unparsed() -> None:
