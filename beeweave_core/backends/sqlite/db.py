@@ -50,6 +50,8 @@ class SharedConnection:
         )
         conn.execute("PRAGMA journal_mode=WAL")
         conn.execute("PRAGMA synchronous=NORMAL")
+        # deleted rows are overwritten, not left in free pages: a purge is a purge
+        conn.execute("PRAGMA secure_delete=ON")
         return cls(conn, threading.RLock())
 
     def close(self) -> None:
