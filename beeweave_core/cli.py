@@ -610,7 +610,41 @@ def bench_context(
         "stale_rate is over probes with a forbid list; tokens are exact cl100k_base counts",
         f"summary compression ratio (summary/source tokens): {extra['summary_compression_ratio']}",
     ]
+    sib = next((r for r in rows if r["system"] == "beeweave" and r["kind"] == "sibling"), None)
+    if sib is not None:  # a knowledge-update set: stricter staleness, look-alikes all kept
+        met = bee["retention"] >= 0.97 and bee["stale_rate"] <= 0.02 and sib["retention"] == 1.0
+        notes.append(
+            "target (updates): retention >= 0.97, stale <= 0.02, every sibling kept: "
+            + ("MET" if met else "NOT MET")
+        )
     report("context", rows, out=out, params={"scenarios": str(scenarios), **extra, "details": details},
+           notes=notes)  # fmt: skip
+
+
+@bench_app.command("supersession")
+def bench_supersession(
+    scenarios: Annotated[
+        Path, typer.Option(help="Directory of knowledge-update scenario JSON files.")
+    ],
+    folds: Annotated[int, typer.Option(help="Folds over conversations.")] = 3,
+    out: OutOpt = None,
+) -> None:
+    """Supersession alone: its threshold chosen on some conversations, scored on the others."""
+    from beeweave_bench.report import report
+    from beeweave_bench.supersession import cross_validate
+
+    try:
+        result = cross_validate(scenarios, folds=folds)
+    except ValueError as exc:
+        fail(str(exc))
+    rows = [{"system": "slot index (held out)", "kind": "all",
+             "accuracy": result["held_out_accuracy"]}]  # fmt: skip
+    rows += [{"system": "slot index (held out)", "kind": k, "accuracy": v}
+             for k, v in result["held_out_by_kind"].items()]  # fmt: skip
+    notes = [f"fold {f['fold']}: chose max_unlinked_extra={f['chosen']} "
+             f"(train accuracy {f['train_accuracy']})" for f in result["folds"]]  # fmt: skip
+    notes.append("a probe is right when its value is in force and its overturned wording is not")
+    report("supersession", rows, out=out, params={"scenarios": str(scenarios), **result},
            notes=notes)  # fmt: skip
 
 
