@@ -32,6 +32,7 @@ from typing import Any
 from beeweave_core.context.editing import EditPolicy, tool_digest
 from beeweave_core.context.messages import tool_args, tool_name
 from beeweave_core.events import Edge, EdgeType, Event, EventType, event_id_for
+from beeweave_core.llm import TextLLM, as_text_llm
 from beeweave_core.store import EventStore
 from beeweave_core.text import language as L
 
@@ -147,12 +148,12 @@ class MemoryWriter:
         self,
         store: EventStore,
         *,
-        llm: Any = None,
+        llm: TextLLM | Callable[[str], str] | None = None,
         policy: EditPolicy | None = None,
         clock: Callable[[], float] = time.time,
     ) -> None:
         self.store = store
-        self.llm = llm
+        self.llm = as_text_llm(llm) if llm is not None else None
         self.policy = policy or EditPolicy()
         self.clock = clock
         self._lock = threading.RLock()
@@ -259,7 +260,7 @@ class MemoryWriter:
                 continue
             cands.append(Candidate(classify(s, "user"), s, "user"))
         if use_llm and self.llm is not None:
-            cands += self._llm_candidates(text)
+            cands += self._llm_candidates(self.llm, text)
         written: list[str] = []
         if L.is_change(text):
             written += self._apply_change(ev, text, cands)
@@ -268,12 +269,10 @@ class MemoryWriter:
                 written.append(i)
         return written
 
-    def _llm_candidates(self, text: str) -> list[Candidate]:
-        from beeweave_core.context.summarizers import call_llm
-
+    def _llm_candidates(self, llm: TextLLM, text: str) -> list[Candidate]:
         out: list[Candidate] = []
         try:
-            reply = call_llm(self.llm, MEMORY_EXTRACT_PROMPT, text)
+            reply = llm.complete(MEMORY_EXTRACT_PROMPT, text)
         except Exception:  # the optional LLM failing must not lose the rule memories
             return out
         for line in reply.splitlines():
