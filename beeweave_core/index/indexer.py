@@ -26,6 +26,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from beeweave_core.events import Event, Status
+from beeweave_core.extras import EXTRA_MODULES, install_hint
 from beeweave_core.index import IndexFilter, IndexState, VectorIndex, open_index
 from beeweave_core.index.base import Chunk, EmbeddingIdentity, EmbeddingMismatch
 from beeweave_core.index.chunking import ChunkPolicy, chunk_events, embed_chunks, embed_query
@@ -436,8 +437,8 @@ def attach_indexer(weave: Any) -> Indexer | None:
         return None
     missing = _missing_packages(weave.store, kind, opts)
     if missing:
-        log.info("beeweave: semantic recall is off (not installed: %s); words, graph and "
-                 "recency still recall", ", ".join(missing))  # fmt: skip
+        log.info("beeweave: semantic recall is off (not installed: %s; %s); words, graph "
+                 "and recency still recall", ", ".join(missing), install_hint(["chroma"]))  # fmt: skip
         return None
     embeddings = opts.get("embeddings")
     if embeddings is None:
@@ -487,7 +488,7 @@ def _missing_packages(store: Any, kind: Any, opts: dict[str, Any]) -> list[str]:
         and (opts.get("vector_url") is not None or not type(store).__name__.startswith("Neo4j"))
     )
     if uses_chroma:
-        need += ["chromadb", "langchain_chroma"]
+        need += EXTRA_MODULES["chroma"]
     if opts.get("embeddings") is None:
         need += ["onnxruntime", "tokenizers"]
     return [n for n in need if find_spec(n) is None]
