@@ -149,7 +149,7 @@ def test_core_imports_writes_recalls_and_assembles_without_frameworks(core_venv,
     assert "19 days" in out["context"]
     # semantic recall is off, and the log line says why and what to install
     assert (
-        'semantic recall is off (not installed: chromadb, langchain_chroma; pip install "beeweave[chroma]")'
+        'semantic recall is off (not installed: chromadb; pip install "beeweave[chroma]")'
         in done.stderr
     )
     # every extra the CLI can name exists in the distribution's metadata

@@ -26,7 +26,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from beeweave_core.events import Event, Status
-from beeweave_core.extras import EXTRA_MODULES, install_hint
+from beeweave_core.extras import install_hint
 from beeweave_core.index import IndexFilter, IndexState, VectorIndex, open_index
 from beeweave_core.index.base import Chunk, EmbeddingIdentity, EmbeddingMismatch, IndexBusy
 from beeweave_core.index.chunking import ChunkPolicy, chunk_events, embed_chunks, embed_query
@@ -496,7 +496,7 @@ def _missing_packages(store: Any, kind: Any, opts: dict[str, Any]) -> list[str]:
         and (opts.get("vector_url") is not None or not type(store).__name__.startswith("Neo4j"))
     )
     if uses_chroma:
-        need += EXTRA_MODULES["chroma"]
+        need.append("chromadb")  # langchain-chroma only serves the optional .vectorstore view
     if opts.get("embeddings") is None:
         need += ["onnxruntime", "tokenizers"]
     return [n for n in need if find_spec(n) is None]
