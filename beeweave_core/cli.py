@@ -24,6 +24,7 @@ from beeweave_core.checkpoints import CheckpointStore
 from beeweave_core.errors import StoreError, shown
 from beeweave_core.events import Event
 from beeweave_core.exports import export_thread, import_thread, parse_export
+from beeweave_core.extras import install_hint, missing_modules
 from beeweave_core.store import NotFound
 from beeweave_core.weave import Weave, default_url
 
@@ -58,6 +59,13 @@ def fail(message: str) -> NoReturn:
     line = Text.assemble(("error:", "bold red"), " ", " ".join(str(message).split()))
     Console(stderr=True).print(line, highlight=False, soft_wrap=True)
     raise typer.Exit(code=1)
+
+
+def require_extras(command: str, *extras: str) -> None:
+    """A command whose optional packages are missing fails with the pip line that fixes it."""
+    missing = missing_modules(extras)
+    if missing:
+        fail(f"{command} needs {', '.join(missing)} (not installed): {install_hint(extras)}")
 
 
 def _auth(auth: str | None) -> Credentials | None:
@@ -500,6 +508,7 @@ def bench_capture(
             fail(
                 f"unknown framework {framework!r}; known: {', '.join(_framework_capture) or 'none'}"
             )
+        require_extras(f"bench capture --framework {framework}", framework)
         rows, summary = runner(n)
     else:
         rows, summary = capture.run(n)
@@ -508,7 +517,7 @@ def bench_capture(
            notes=[f"{k}: {v}" for k, v in summary.items()])  # fmt: skip
 
 
-#: Framework packages register their capture benchmarks here.
+#: Framework capture benchmarks, by the name of the extra that installs the framework.
 _framework_capture: dict[str, Callable[[int], tuple[list[dict[str, Any]], dict[str, Any]]]] = {}
 
 
@@ -543,6 +552,8 @@ def bench_ingest(
     from beeweave_bench.report import report
 
     backends = [b.strip() for b in backend.split(",") if b.strip()]
+    if "neo4j" in backends:
+        require_extras("bench ingest --backend neo4j", "neo4j")
     try:
         rows = ingest.run(backends, n=events, single=single, auth=_auth(auth))
     except ValueError as exc:
@@ -567,16 +578,14 @@ def bench_checkpoint(
     """put/get_tuple/list latency of BeeWeaveCheckpointer vs InMemorySaver and AsyncSqliteSaver."""
     import os
 
+    uri = neo4j or os.environ.get("NEO4J_URI")
+    require_extras("bench checkpoint", "langgraph", "bench", *(["neo4j"] if uri else []))
     from beeweave_bench import checkpoint
     from beeweave_bench.report import report
 
-    uri = neo4j or os.environ.get("NEO4J_URI")
-    try:
-        rows, summary = checkpoint.run(
-            steps=steps, rounds=rounds, reads=reads, neo4j_uri=uri, auth=_auth(auth)
-        )
-    except ImportError as exc:
-        fail(f"bench checkpoint needs the langgraph extras: {exc}")
+    rows, summary = checkpoint.run(
+        steps=steps, rounds=rounds, reads=reads, neo4j_uri=uri, auth=_auth(auth)
+    )
     notes = [
         f"target: BeeWeave sqlite <= {checkpoint.TARGET_RATIO}x AsyncSqliteSaver "
         "(median; put, get_tuple, list)",
@@ -595,6 +604,7 @@ def bench_context(
     out: OutOpt = None,
 ) -> None:
     """Retention, stale rate and token share: BeeWeave vs full history, trim_messages, ChatMemoryBuffer."""
+    require_extras("bench context", "langchain", "llamaindex")
     from beeweave_bench import context
     from beeweave_bench.report import report
 
@@ -669,6 +679,7 @@ def bench_locomo(
     out: OutOpt = None,
 ) -> None:
     """Evidence recall@k / hit@k on LoCoMo: BM25, dense, naive RRF and BeeWeave, one run."""
+    require_extras("bench locomo", "chroma", "bench")
     from beeweave_bench import locomo
     from beeweave_bench.report import report
 

@@ -26,6 +26,7 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 from beeweave_core.events import Event, Status
+from beeweave_core.extras import install_hint
 from beeweave_core.index import IndexFilter, IndexState, VectorIndex, open_index
 from beeweave_core.index.base import Chunk, EmbeddingIdentity, EmbeddingMismatch, IndexBusy
 from beeweave_core.index.chunking import ChunkPolicy, chunk_events, embed_chunks, embed_query
@@ -447,8 +448,8 @@ def attach_indexer(weave: Any) -> Indexer | None:
         return None
     missing = _missing_packages(weave.backend, kind, opts)
     if missing:
-        log.info("beeweave: semantic recall is off (not installed: %s); words, graph and "
-                 "recency still recall", ", ".join(missing))  # fmt: skip
+        log.info("beeweave: semantic recall is off (not installed: %s; %s); words, graph "
+                 "and recency still recall", ", ".join(missing), install_hint(["chroma"]))  # fmt: skip
         return None
     embeddings = opts.get("embeddings")
     if embeddings is None:
