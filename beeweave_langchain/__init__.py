@@ -10,6 +10,7 @@
 ``BeeWeaveCheckpointer``           LangGraph checkpointer on the same store (+ async)
 ``BeeWeaveStore``                  LangGraph ``BaseStore`` backed by long-term memory
 ``BeeWeaveKeyValueStore``          LangChain ``BaseStore`` (key-value) on the same memory
+``LangChainLLM``                   a chat model as the LLM of summaries / memory extraction
 ``memory_tools``                   remember / recall / update / forget / list tools (+ files)
 =================================  ==========================================================
 
@@ -35,6 +36,7 @@ _EXPORTS = {
     "AsyncBeeWeaveCheckpointer": "checkpoint",
     "BeeWeaveStore": "store",
     "BeeWeaveKeyValueStore": "store",
+    "LangChainLLM": "llm",
     "memory_tools": "tools",
 }
 
@@ -45,6 +47,7 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
     from beeweave_langchain.checkpoint import AsyncBeeWeaveCheckpointer, BeeWeaveCheckpointer  # noqa: F401
     from beeweave_langchain.history import BeeWeaveChatMessageHistory  # noqa: F401
     from beeweave_langchain.hooks import BeeWeaveContextHook, beeweave_context_hook  # noqa: F401
+    from beeweave_langchain.llm import LangChainLLM  # noqa: F401
     from beeweave_langchain.memory import BeeWeaveMemory  # noqa: F401
     from beeweave_langchain.middleware import BeeWeaveContextMiddleware  # noqa: F401
     from beeweave_langchain.retriever import BeeWeaveRetriever  # noqa: F401

@@ -1,5 +1,6 @@
-"""BeeWeave for LlamaIndex: instrumentation capture, a drop-in memory, a memory block, a retriever,
-memory tools.
+"""BeeWeave for LlamaIndex: instrumentation capture, a drop-in memory, a memory block, a
+retriever, memory tools, and ``LlamaIndexLLM`` (a LlamaIndex LLM as the LLM of summaries / memory
+extraction).
 
 Thin translators into :mod:`beeweave_core`; storage, ranking and token budgets live there.
 """
@@ -10,6 +11,7 @@ from beeweave_llamaindex.instrumentation import (
     instrument,
     session_tags,
 )
+from beeweave_llamaindex.llm import LlamaIndexLLM
 from beeweave_llamaindex.memory import BeeWeaveChatMemory, BeeWeaveMemoryBlock
 from beeweave_llamaindex.retriever import BeeWeaveRetriever
 from beeweave_llamaindex.tools import memory_tools
@@ -20,6 +22,7 @@ __all__ = [
     "BeeWeaveMemoryBlock",
     "BeeWeaveRetriever",
     "BeeWeaveSpanHandler",
+    "LlamaIndexLLM",
     "instrument",
     "memory_tools",
     "session_tags",
