@@ -509,10 +509,9 @@ def mcp_server(
     ] = None,
 ) -> None:
     """Serve memory tools, memory files and assembled context over MCP (stdio or HTTP)."""
-    try:
-        from beeweave_mcp.server import ServerOptions, serve
-    except ImportError as exc:
-        fail(f"the MCP server needs the mcp extra (pip install 'beeweave[mcp]'): {exc}")
+    require_extras("mcp", "mcp")
+    from beeweave_mcp.server import ServerOptions, serve
+
     err = Console(stderr=True)  # on stdio, stdout is the protocol
     with opened(url, tenant, auth) as weave:
         try:

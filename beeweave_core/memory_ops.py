@@ -25,10 +25,9 @@ import re
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any, Literal, TypedDict
 
 from pydantic import BaseModel, Field, ValidationError
-from typing_extensions import TypedDict
 
 from beeweave_core.context.memory import HALF_LIFE_DAYS, KINDS
 from beeweave_core.context.supersession import SlotIndex
