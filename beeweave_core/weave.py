@@ -7,7 +7,6 @@
 
 from __future__ import annotations
 
-import hashlib
 import os
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
@@ -16,6 +15,7 @@ from urllib.parse import urlsplit
 
 from beeweave_core.bus import ContextBus
 from beeweave_core.events import AppendResult, EdgeType, Event, EventType
+from beeweave_core.ids import check_tenant
 from beeweave_core.store import EventStore
 
 NEO4J_SCHEMES = ("neo4j", "neo4j+s", "neo4j+ssc", "bolt", "bolt+s", "bolt+ssc")
@@ -110,10 +110,10 @@ class Weave:
     ) -> None:
         self.store = store
         self.url = url
-        self.tenant = store.tenant
-        digest = hashlib.sha1(f"{url}\x1f{store.tenant}".encode()).hexdigest()[:12]
+        self.tenant = check_tenant(store.tenant)
         spool = Path(spool_dir) if spool_dir else beeweave_home() / "spool"
-        self.bus = ContextBus(store, spool_dir=spool, name=f"{store.tenant}-{digest}", **bus_kw)
+        # the bus names its files by a hash of (url, tenant): no raw id reaches a path
+        self.bus = ContextBus(store, spool_dir=spool, name=url, **bus_kw)
         self._closed = False
         #: Called (newest first) on close(): indexes and engines register here.
         self._closers: list[Callable[[], None]] = []
@@ -155,6 +155,7 @@ class Weave:
         :func:`beeweave_core.index.indexer.attach_indexer`).
         """
         url = url or default_url()
+        check_tenant(tenant)
         store = open_store(
             url, tenant=tenant, auth=auth, database=database, **(store_options or {})
         )
@@ -200,15 +201,43 @@ class Weave:
         """The store, for components that write directly: appends also get indexed."""
         return _IndexedStore(self)  # type: ignore[return-value]
 
-    def purge(self, *, session_id: str | None = None, ids: Sequence[str] | None = None) -> int:
-        """Delete for good from the graph *and* the vector index (``store.purge`` alone
-        leaves vectors behind until the next ``reindex --prune``)."""
+    def purge(
+        self,
+        *,
+        session_id: str | None = None,
+        ids: Sequence[str] | None = None,
+        user_id: str | None = None,
+    ) -> int:
+        """Delete for good: from the graph, the vector index, and what is still pending.
+
+        ``session_id``: one session; ``ids``: these events; ``user_id``: every session
+        holding an event of that user.  Pending copies go too: events waiting in
+        memory, in the spool (also spools a killed process left), in the overflow
+        file, and dead-letter entries, so nothing purged comes back at the next
+        start.  Pending copies are dropped first, so when the store is down this
+        raises and can simply be called again.  Returns the events removed (stored
+        ones plus pending ones).
+        """
+        if session_id is None and ids is None and user_id is None:
+            raise ValueError("purge needs session_id=, ids= or user_id=")
         self.flush()
-        if session_id is not None:
-            targets = [e.id for e in self.store.timeline(session_id, include_inactive=True)]
-        else:
-            targets = list(ids or [])
-        n = self.store.purge(session_id=session_id, ids=ids)
+        sessions = [session_id] if session_id is not None else []
+        if user_id is not None:
+            sessions += [s.session_id for s in self.store.sessions(user_id=user_id)]
+        wanted_sessions, wanted_ids = set(sessions), set(ids or ())
+
+        def match(eid: str | None, sid: str | None, uid: str | None) -> bool:
+            return eid in wanted_ids or sid in wanted_sessions or (
+                user_id is not None and uid == user_id
+            )
+
+        n = self.bus.forget(match)
+        targets = list(wanted_ids)
+        for sid in dict.fromkeys(sessions):
+            targets += [e.id for e in self.store.timeline(sid, include_inactive=True)]
+            n += self.store.purge(session_id=sid)
+        if ids:
+            n += self.store.purge(ids=list(ids))
         if self.indexer is not None and targets:
             self.indexer.forget(targets)
             self.indexer.sync()
