@@ -32,7 +32,7 @@ import threading
 import time
 import weakref
 from collections import deque
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import IO, Any
 
 from beeweave_core import shutdown
@@ -56,6 +56,7 @@ from beeweave_core.spool import (
     chunks,
     encode,
     filter_file,
+    keys_of,
     line_matches,
 )
 from beeweave_core.store import EventStore
@@ -72,7 +73,7 @@ _STRIKES = 3
 _N, _ID, _TYPE, _CONTENT, _SID, _ROLE, _PAYLOAD, _PARENTS, _LINKS, _META, _SOURCE, _TS, _CK, _HI = (
     range(14)
 )
-Built = tuple[int, Event]
+Built = tuple[int, dict[str, Any]]  # (n, the event in its JSON record form)
 
 
 def _as_str(value: Any) -> Any:
@@ -112,10 +113,16 @@ def is_outage(exc: BaseException) -> bool:
     return isinstance(exc, (OSError, sqlite3.OperationalError, StoreError, RuntimeError))
 
 
+def _first_line(exc: BaseException) -> str:
+    return str(exc).strip().splitlines()[0][:300] if str(exc).strip() else ""
+
+
 def _raw(item: Any) -> Any:
     """A JSON form of whatever was refused, however broken its parts are."""
     if isinstance(item, Event):
         return item.to_record()
+    if isinstance(item, dict):
+        return item
     try:
         return to_jsonable(list(item))
     except Exception:
@@ -191,7 +198,7 @@ class ContextBus:
         self._cond = threading.Condition(threading.RLock())  # RLock: SIGTERM may re-enter
         self._pause = threading.RLock()  # held by each writer step; purge takes it
         self._spool_lock = threading.Lock()  # spool offsets, _ready, _marks, _disk
-        self._ready: deque[tuple[list[Event], int]] = deque()
+        self._ready: deque[tuple[list[dict[str, Any]], int]] = deque()
         self._marks: deque[tuple[int, int]] = deque()  # (spool offset, every n <= is done)
         self._stored_off = 0
         self._disk = False  # the store thread replays from the spool file, not from memory
@@ -279,7 +286,7 @@ class ContextBus:
     def _overflow(self, item: tuple[Any, ...]) -> None:
         """Memory bound reached for high priority: keep it on disk instead of dropping it."""
         try:
-            line = encode(item[_N], self._build(item).to_record())
+            line = encode(item[_N], self._record(item))
         except Exception as exc:
             self._rejects.append((item[_N], f"{type(exc).__name__}: {exc}", item))
             return
@@ -287,7 +294,7 @@ class ContextBus:
             if self._overflow_f is None:
                 from beeweave_core.private import open_private
 
-                self._overflow_f = open_private(self.overflow_path, "ab")
+                self._overflow_f = open_private(self.overflow_path, "ab", buffering=0)
             self._overflow_f.write(line)
             self._overflowing = True
         self._stats["overflowed"] += 1
@@ -429,8 +436,8 @@ class ContextBus:
             else:
                 del self._pending_low[ck]
         with self._spool_lock:
-            for events, _ in self._ready:
-                dropped += sum(1 for e in events if match(e.id, e.session_id, e.user_id))
+            for records, _ in self._ready:
+                dropped += sum(1 for r in records if match(*keys_of(r)))
         return dropped
 
     # ------------------------------------------------------------ journal thread
@@ -487,7 +494,7 @@ class ContextBus:
         try:
             if len(it) == 2:  # pre-built event (submit)
                 self._close_groups(batch, session_id=it[1].session_id)
-                batch.append((it[0], it[1]))
+                batch.append((it[0], it[1].to_record()))
             elif it[_HI]:
                 self._close_groups(batch, session_id=it[_SID])
                 self._add_built(batch, it)
@@ -534,11 +541,17 @@ class ContextBus:
 
     def _add_built(self, batch: list[Built], it: tuple[Any, ...]) -> None:
         try:
-            batch.append((it[_N], self._build(it)))
-        except Exception as exc:  # a payload whose model_dump raises, a bad link type …
+            batch.append((it[_N], self._record(it)))
+        except Exception as exc:  # a payload whose model_dump raises …
             self._refuse(it, f"{type(exc).__name__}: {exc}")
 
-    def _build(self, it: tuple[Any, ...]) -> Event:
+    def _record(self, it: tuple[Any, ...]) -> dict[str, Any]:
+        """The event's JSON record, in canonical form, without building a model yet.
+
+        This is all the journal does per event, so it stays fast (the window in which
+        an event is only in memory); the store thread validates it into an
+        :class:`Event` (a record it cannot validate is refused there, alone).
+        """
         content = it[_CONTENT]
         payload = dict(it[_PAYLOAD] or {})
         if content is None:
@@ -550,34 +563,37 @@ class ContextBus:
                 if isinstance(content, bytes)
                 else dumps(to_jsonable(content))
             )
-        links = {EdgeType(k): tuple(v) for k, v in (it[_LINKS] or {}).items()}
-        # canonical JSON now, so the spool and dead-letter files keep every value intact
-        return Event(
-            id=it[_ID], tenant=self.tenant, session_id=it[_SID], type=EventType(it[_TYPE]),
-            role=it[_ROLE], content=content, payload=to_jsonable(payload), ts=it[_TS],
-            parents=tuple(it[_PARENTS] or ()), links=links, meta=to_jsonable(dict(it[_META] or {})),
-            source=to_jsonable(dict(it[_SOURCE] or {})),
-        )  # fmt: skip
+        links = it[_LINKS]
+        return {
+            "id": it[_ID], "tenant": self.tenant, "session_id": it[_SID], "seq": -1,
+            "type": it[_TYPE], "role": it[_ROLE], "content": content,
+            "payload": to_jsonable(payload), "ts": it[_TS], "parents": list(it[_PARENTS] or ()),
+            "links": {_as_str(k.value if isinstance(k, EdgeType) else k): list(v)
+                      for k, v in links.items()} if links else {},
+            "meta": to_jsonable(dict(it[_META] or {})),
+            "source": to_jsonable(dict(it[_SOURCE] or {})), "status": "active",
+            "status_reason": None,
+        }  # fmt: skip
 
     def _persist(self, batch: list[Built]) -> None:
-        """Append built events to the spool and hand them to the store thread."""
+        """Append records to the spool and hand them to the store thread."""
         if not batch:
             return
         parts: list[bytes] = []
-        events: list[Event] = []
-        for n, ev in batch:
+        records: list[dict[str, Any]] = []
+        for n, rec in batch:
             try:
-                parts.append(encode(n, ev.to_record()))
-                events.append(ev)
+                parts.append(encode(n, rec))
+                records.append(rec)
             except Exception as exc:
-                self._refuse(ev, f"{type(exc).__name__}: {exc}")
+                self._refuse(rec, f"{type(exc).__name__}: {exc}")
         with self._spool_lock:
             end = self._spool.append(b"".join(parts))
             if self._disk:
-                self._stats["spooled"] += len(events)
+                self._stats["spooled"] += len(records)
             else:
-                self._ready.append((events, end))
-        self._stats["journaled"] += len(events)
+                self._ready.append((records, end))
+        self._stats["journaled"] += len(records)
         self._swake.set()
 
     def _drain_overflow(self) -> None:
@@ -594,7 +610,7 @@ class ContextBus:
                     os.replace(self.overflow_path, draining)
                 self._overflowing = False
         for lines, _ in chunks(draining, self.batch_size):
-            self._persist([(rec["n"], ev) for rec, ev in self._parse(lines)])
+            self._persist([(line["n"], line["event"]) for line in self._parse(lines)])
         draining.unlink(missing_ok=True)
 
     def _commit(self, done: int) -> None:
@@ -637,8 +653,8 @@ class ContextBus:
             self._replay_own()
             return
         while self._ready and time.monotonic() <= self._stop_at:
-            events, end = self._ready[0]
-            if not self._store(events):
+            records, end = self._ready[0]
+            if not self._store(self._events(records)):
                 with self._spool_lock:
                     self._stats["spooled"] += sum(len(e) for e, _ in self._ready)
                     self._ready.clear()
@@ -653,7 +669,8 @@ class ContextBus:
         """Publish what is stored; cut the spool back when the store has all of it."""
         done = -1
         with self._spool_lock:
-            while self._marks and self._marks[0][0] <= self._stored_off:
+            # spools of dead processes hold older events: nothing newer counts as stored first
+            while not self._orphans and self._marks and self._marks[0][0] <= self._stored_off:
                 done = self._marks.popleft()[1]
             if not self._ready and not self._marks and self._stored_off >= self._spool.end > 0:
                 self._spool.reset()
@@ -668,7 +685,7 @@ class ContextBus:
         with self._spool_lock:
             start, end = self._stored_off, self._spool.end
         for lines, pos in chunks(self._spool.path, self.batch_size, start, end):
-            events = [ev for _, ev in self._parse(lines)]
+            events = self._events(line["event"] for line in self._parse(lines))
             if not self._store(events):
                 return
             self._stats["replayed"] += len(events)
@@ -687,7 +704,7 @@ class ContextBus:
         while self._orphans:
             path, handle = self._orphans[0]
             for lines, pos in chunks(path, self.batch_size, self._orphan_off):
-                events = [ev for _, ev in self._parse(lines)]
+                events = self._events(line["event"] for line in self._parse(lines))
                 if not self._store(events):
                     return False
                 self._stats["replayed"] += len(events)
@@ -700,13 +717,27 @@ class ContextBus:
             log.info("beeweave: replayed events a stopped process left in %s", path.name)
         return True
 
-    def _parse(self, lines: list[bytes]) -> Iterator[tuple[dict[str, Any], Event]]:
+    def _parse(self, lines: list[bytes]) -> Iterator[dict[str, Any]]:
         for line in lines:
             try:
                 rec = json.loads(line)
-                yield rec, Event.from_record(rec["event"])
-            except Exception as exc:  # a damaged line: keep it, with why, and go on
-                self._refuse((line.decode("utf-8", "replace"),), f"unreadable spool line: {exc}")
+                if isinstance(rec, dict) and isinstance(rec.get("event"), dict):
+                    yield rec
+                    continue
+                problem = "not a spool record"
+            except ValueError as exc:
+                problem = str(exc)
+            self._refuse((line.decode("utf-8", "replace"),), f"unreadable spool line: {problem}")
+
+    def _events(self, records: Iterable[dict[str, Any]]) -> list[Event]:
+        """Validate records into events; one that does not validate is refused alone."""
+        out: list[Event] = []
+        for rec in records:
+            try:
+                out.append(Event.from_record(rec))
+            except Exception as exc:  # ts="yesterday" from a spool, an unknown edge type …
+                self._refuse(rec, f"{type(exc).__name__}: {_first_line(exc)}")
+        return out
 
     def _store(self, events: list[Event]) -> bool:
         """Hand ``events`` to the store; False when it is not answering (retry later)."""
@@ -769,16 +800,20 @@ class ContextBus:
     def _refuse(self, item: Any, reason: str) -> None:
         """Keep what was refused, with why, so nothing is lost silently."""
         self._stats["refused"] += 1
-        ev = item if isinstance(item, Event) else None
-        tup = item if isinstance(item, tuple) and len(item) == 14 else None
-        meta = ev.meta if ev else (tup[_META] if tup and isinstance(tup[_META], Mapping) else {})
-        sid = ev.session_id if ev else (tup[_SID] if tup else None)
-        user = meta.get("user_id") if isinstance(meta, Mapping) else None
+        if isinstance(item, Event):
+            item = item.to_record()
+        if isinstance(item, dict):
+            eid, sid, user = keys_of(item)
+        elif isinstance(item, tuple) and len(item) == 14:
+            meta = item[_META] if isinstance(item[_META], Mapping) else {}
+            eid, sid, user = item[_ID], item[_SID], meta.get("user_id")
+        else:
+            eid = sid = user = None
         log.error("beeweave: event refused (%s); kept in %s", reason[:200], self.dead_letter_path)
         try:
             self._dead.add({
                 "at": time.time(), "error": reason,
-                "id": ev.id if ev else (tup[_ID] if tup else None),
+                "id": eid if isinstance(eid, str) else None,
                 "session_id": sid if isinstance(sid, str) else None,
                 "user_id": user if isinstance(user, str) else None, "item": _raw(item),
             })  # fmt: skip

@@ -9,6 +9,7 @@ only what BeeWeave itself creates is tightened.
 
 from __future__ import annotations
 
+import contextlib
 import os
 from pathlib import Path
 from typing import IO, Any
@@ -44,14 +45,14 @@ def touch_private(path: str | os.PathLike[str]) -> Path:
     return p
 
 
-def open_private(path: str | os.PathLike[str], mode: str = "a") -> IO[Any]:
+def open_private(path: str | os.PathLike[str], mode: str = "a", buffering: int = -1) -> IO[Any]:
     """Open a file for writing (``"a"``, ``"w"``, ``"ab"``, ``"wb"``), ``0600`` if new."""
     flags = os.O_WRONLY | os.O_CREAT | (os.O_APPEND if mode.startswith("a") else os.O_TRUNC)
     fd = os.open(path, flags, FILE_MODE)
     try:
         os.fchmod(fd, FILE_MODE)
         if "b" in mode:
-            return os.fdopen(fd, mode)
+            return os.fdopen(fd, mode, buffering)
         return os.fdopen(fd, mode, encoding="utf-8")
     except BaseException:
         os.close(fd)
@@ -84,7 +85,5 @@ def make_tree_private(root: str | os.PathLike[str]) -> None:
 
 
 def _chmod(path: Path, mode: int) -> None:
-    try:
+    with contextlib.suppress(OSError):  # not ours, vanished, or no modes on this filesystem
         os.chmod(path, mode)
-    except OSError:  # not ours, vanished, or a filesystem without modes
-        pass
