@@ -147,7 +147,7 @@ class ContextBus:
         batch_size: int = 1000,
         flush_interval: float = 0.05,
         coalesce_window: float = 0.1,
-        max_high: int = 100_000,
+        max_high: int = 5_000,
         max_low: int = 10_000,
         retry_interval: float = 0.5,
         max_retry_interval: float = 30.0,
@@ -377,7 +377,7 @@ class ContextBus:
         }
 
     def _spool_pending(self) -> bool:
-        return bool(self._orphans) or (self._disk and self._stored_off < self._spool.end)
+        return bool(self._orphans) or (not self._store_up and self._stored_off < self._spool.end)
 
     def _store_unavailable(self) -> bool:
         since = self._call_since
@@ -590,7 +590,7 @@ class ContextBus:
         with self._spool_lock:
             end = self._spool.append(b"".join(parts))
             if self._disk:
-                self._stats["spooled"] += len(records)
+                self._stats["spooled"] += 0 if self._store_up else len(records)
             else:
                 self._ready.append((records, end))
         self._stats["journaled"] += len(records)
@@ -609,9 +609,18 @@ class ContextBus:
                 if self.overflow_path.exists():
                     os.replace(self.overflow_path, draining)
                 self._overflowing = False
-        for lines, _ in chunks(draining, self.batch_size):
-            self._persist([(line["n"], line["event"]) for line in self._parse(lines)])
+        with open(draining, "rb") as src:  # same line format: copy the bytes, in blocks
+            while block := src.read(1 << 20):
+                cut = block.rfind(b"\n") + 1  # whole lines only (a crash may cut the last)
+                src.seek(cut - len(block), os.SEEK_CUR)
+                if cut == 0:
+                    break
+                with self._spool_lock:
+                    self._spool.append(block[:cut])
+                    self._ready.clear()  # the store thread reads these from the spool
+                    self._disk = True
         draining.unlink(missing_ok=True)
+        self._swake.set()
 
     def _commit(self, done: int) -> None:
         if done < 0:
