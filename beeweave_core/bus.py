@@ -68,6 +68,8 @@ _TYPES = frozenset(t.value for t in EventType)
 _BAD_INPUT = (ValueError, TypeError, PayloadError)
 #: Times the store may fail one event for an unknown reason before it is dead-lettered.
 _STRIKES = 3
+#: Items the journal takes from memory per write (each chunk is on disk before the next).
+_CHUNK = 250
 
 # Positions in the queued tuple (a tuple is the cheapest thing to build on emit()).
 _N, _ID, _TYPE, _CONTENT, _SID, _ROLE, _PAYLOAD, _PARENTS, _LINKS, _META, _SOURCE, _TS, _CK, _HI = (
@@ -147,7 +149,7 @@ class ContextBus:
         batch_size: int = 1000,
         flush_interval: float = 0.05,
         coalesce_window: float = 0.1,
-        max_high: int = 5_000,
+        max_high: int = 1_000,
         max_low: int = 10_000,
         retry_interval: float = 0.5,
         max_retry_interval: float = 30.0,
@@ -191,12 +193,15 @@ class ContextBus:
         self._low: deque[tuple[Any, ...]] = deque()
         self._rejects: deque[tuple[int, str, tuple[Any, ...]]] = deque()
         self._pending_low: dict[tuple[Any, ...], list[tuple[Any, ...]]] = {}
-        self._overflow_lock = threading.Lock()
+        self._overflow_lock = threading.RLock()  # RLock: SIGTERM may land inside emit()
         self._overflow_f: IO[bytes] | None = None
         self._overflowing = False
+        self._inflight = 0  # items the journal has taken but not yet written
         self._wake, self._swake = threading.Event(), threading.Event()
         self._cond = threading.Condition(threading.RLock())  # RLock: SIGTERM may re-enter
-        self._pause = threading.RLock()  # held by each writer step; purge takes it
+        # held by each journal cycle / store step (two locks: neither waits on the other);
+        # purge takes both to see the files and queues still
+        self._jpause, self._spause = threading.RLock(), threading.RLock()
         self._spool_lock = threading.Lock()  # spool offsets, _ready, _marks, _disk
         self._ready: deque[tuple[list[dict[str, Any]], int]] = deque()
         self._marks: deque[tuple[int, int]] = deque()  # (spool offset, every n <= is done)
@@ -263,7 +268,7 @@ class ContextBus:
             if problem:
                 self._rejects.append((n, problem, item))
             elif hi:
-                if self._overflowing or len(self._high) >= self.max_high:
+                if self._overflowing or len(self._high) + self._inflight >= self.max_high:
                     self._overflow(item)
                 else:
                     self._high.append(item)
@@ -389,7 +394,7 @@ class ContextBus:
         """Drop pending events ``match(id, session_id, user_id)`` selects from memory, the
         spool, the overflow and spools left by dead processes, and such entries from
         the dead-letter file; the number of pending events dropped."""
-        with self._pause:
+        with self._jpause, self._spause:
             dropped = self._forget_memory(match)
             with self._spool_lock:
                 dropped += self._spool.rewrite(match, self._stored_off)
@@ -447,7 +452,7 @@ class ContextBus:
             self._wake.clear()
             closing = self._closing
             try:
-                with self._pause:
+                with self._jpause:
                     self._journal_cycle(force=closing or self._flush_target > self._persisted_upto)
             except Exception:  # the writer must survive anything
                 log.exception("beeweave: journal cycle failed")
@@ -455,12 +460,14 @@ class ContextBus:
                 self._swake.set()
                 return
 
-    def _take(self) -> list[tuple[Any, ...]]:
+    def _take(self, k: int) -> list[tuple[Any, ...]]:
+        """Up to ``k`` queued items in emit order (they count as in memory until written)."""
         items: list[tuple[Any, ...]] = []
-        for q in (self._high, self._low):
-            for _ in range(len(q)):
-                items.append(q.popleft())
-        items.sort(key=lambda it: it[0])
+        high, low = self._high, self._low
+        while len(items) < k and (high or low):
+            take_high = high and (not low or high[0][0] < low[0][0])
+            items.append(high.popleft() if take_high else low.popleft())
+        self._inflight = len(items)
         return items
 
     def _journal_cycle(self, force: bool) -> None:
@@ -469,10 +476,19 @@ class ContextBus:
             n, reason, item = self._rejects.popleft()
             self._refuse(item, reason)
             seen = max(seen, n)
-        items = self._take()
-        batch: list[Built] = []
-        for it in items:
-            self._arrange(batch, it)
+        budget = len(self._high) + len(self._low)
+        while budget > 0:  # small chunks: each is on disk before the next is taken
+            items = self._take(min(budget, _CHUNK))
+            if not items:
+                break
+            budget -= len(items)
+            batch: list[Built] = []
+            for it in items:
+                self._arrange(batch, it)
+            self._persist(batch)
+            self._inflight = 0
+            seen = max(seen, items[-1][0])
+        batch = []
         now = time.time()
         for ck in [
             ck
@@ -482,7 +498,7 @@ class ContextBus:
             self._add_group(batch, self._pending_low.pop(ck))
         self._persist(batch)
         self._drain_overflow()
-        done = max([seen, *(it[0] for it in items)])
+        done = seen
         if self._pending_low:
             done = min([done] + [g[0][_N] - 1 for g in self._pending_low.values()])
         elif not (self._high or self._low or self._overflowing):
@@ -639,7 +655,7 @@ class ContextBus:
             self._swake.wait(0.05)
             self._swake.clear()
             try:
-                with self._pause:
+                with self._spause:
                     self._store_step()
             except Exception:  # the writer must survive anything
                 log.exception("beeweave: store step failed")
