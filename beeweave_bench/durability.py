@@ -78,6 +78,7 @@ def spawn(url: str, spool: Path, *, mode: str, n: int, pace: float, extra: list[
 def child_main(argv: list[str]) -> None:
     """The capture process: emit ``n`` numbered events, paced or in one burst."""
     url, spool, mode, n, pace, *extra = argv
+    os.umask(0o022)  # the usual umask: what BeeWeave creates must still be private
     if "host-handler-before" in extra:
         _host_handler()
     weave = Weave.open(url, spool_dir=spool, index=False, **_bus_options(extra))
@@ -86,6 +87,9 @@ def child_main(argv: list[str]) -> None:
     out = sys.stdout
     out.write(f"ready {time.monotonic():.6f}\n")
     out.flush()
+    go = Path(spool).parent / "go"
+    while "wait-go" in extra and not go.exists():
+        time.sleep(0.01)
     every = 1 if mode == "paced" else 500
     for i in range(int(n)):
         weave.emit("user_message", f"e{i}", session_id=SID, key=f"k{i}")
@@ -157,7 +161,14 @@ def count_loss(child: Child, t_end: float, stored: list[Any], window: float) -> 
 
 
 def kill_run(
-    tmp: Path, *, mode: str, sig: int, n: int, pace: float, delay: float, extra: list[str] = ()  # type: ignore[assignment]  # fmt: skip
+    tmp: Path,
+    *,
+    mode: str,
+    sig: int,
+    n: int,
+    pace: float,
+    delay: float,
+    extra: list[str] = (),  # type: ignore[assignment]  # fmt: skip
 ) -> dict[str, Any]:
     """One capture process, ``sig`` after ``delay`` seconds, then count."""
     url = f"sqlite:///{tmp / 'dur.db'}"
@@ -170,10 +181,28 @@ def kill_run(
     assert child.reader is not None
     child.reader.join(10)
     window = CONTRACT_WINDOW if sig == signal.SIGKILL else float("inf")
+    private = all_private(tmp / "spool")  # what the dead process left, before the replay
     row = count_loss(child, t_kill, stored_events(url, tmp / "spool"), window)
     row["exit"] = code
+    row["files private"] = private
     row["host handler ran"] = "host handler ran" in child.lines
     return row
+
+
+def _flush_until(weave: Weave, timeout: float) -> bool:
+    """flush() until it says everything is stored (a stalled store call must finish first)."""
+    deadline = time.monotonic() + timeout
+    while not weave.flush(1.0):
+        if time.monotonic() > deadline:
+            return False
+    return True
+
+
+def all_private(folder: Path) -> bool:
+    """Every file under ``folder`` is 0600 and every folder 0700 (and there is something)."""
+    found = [folder, *folder.rglob("*")]
+    modes = {p: p.stat().st_mode & 0o777 for p in found if p.exists()}
+    return len(modes) > 1 and all(m == (0o700 if p.is_dir() else 0o600) for p, m in modes.items())
 
 
 def sqlite_lock_run(tmp: Path, n: int = 1_000) -> dict[str, Any]:
@@ -194,12 +223,13 @@ def sqlite_lock_run(tmp: Path, n: int = 1_000) -> dict[str, Any]:
         blocker.execute("ROLLBACK")
         blocker.close()
         t1 = time.monotonic()
-        back = weave.flush(120)
+        back = _flush_until(weave, 120)
         t_replay = time.monotonic() - t1
         got = [e.content for e in weave.store.timeline(SID)]
     return {
         "emitted": n, "stored": len(got), "lost": n - len(set(got)),
-        "in order": got == [f"e{i}" for i in range(n)], "on disk s": round(t_disk, 3),
+        "in order": got == [f"e{i}" for i in range(n)], "all on disk": on_disk,
+        "on disk s": round(t_disk, 3),
         "flush gave up s": round(t_flush, 2), "flush while locked": flushed,
         "store seen down": down, "replayed s": round(t_replay, 2), "flush after": back,
     }  # fmt: skip
@@ -218,14 +248,23 @@ class _BadModel:
 #: Poison inputs beside good events: (what it is, emit keyword arguments).
 POISON: list[tuple[str, dict[str, Any]]] = [
     ("unhashable session_id", {"type": "internal_thought", "session_id": ["a", "list"]}),
-    ("unhashable coalesce_key", {"type": "internal_thought", "session_id": SID,
-                                 "coalesce_key": {"a": 1}}),  # fmt: skip
-    ("set holding a raising __repr__", {"type": "tool_result", "session_id": SID,
-                                        "payload": {"s": {_BadRepr(), _BadRepr()}}}),  # fmt: skip
-    ("model_dump raises", {"type": "tool_result", "session_id": SID, "payload": {"m": _BadModel()}}),
+    (
+        "unhashable coalesce_key",
+        {"type": "internal_thought", "session_id": SID, "coalesce_key": {"a": 1}},
+    ),  # fmt: skip
+    (
+        "set holding a raising __repr__",
+        {"type": "tool_result", "session_id": SID, "payload": {"s": {_BadRepr(), _BadRepr()}}},
+    ),  # fmt: skip
+    (
+        "model_dump raises",
+        {"type": "tool_result", "session_id": SID, "payload": {"m": _BadModel()}},
+    ),
     ('ts="yesterday"', {"type": "internal_thought", "session_id": "other", "ts": "yesterday"}),
-    ("unknown edge type", {"type": "assistant_message", "session_id": SID,
-                           "links": {"LIKES": ["x"]}}),  # fmt: skip
+    (
+        "unknown edge type",
+        {"type": "assistant_message", "session_id": SID, "links": {"LIKES": ["x"]}},
+    ),  # fmt: skip
     ("empty parent id", {"type": "assistant_message", "session_id": SID, "parents": [""]}),
     ("session_id with a line break", {"type": "user_message", "session_id": "a\nb"}),
 ]
@@ -256,10 +295,13 @@ def poison_run(tmp: Path, good: int = 600) -> dict[str, Any]:
     }  # fmt: skip
 
 
-def neo4j_outage_run(script: Path, tmp: Path, *, port: int, pace: float = 0.004) -> dict[str, Any]:
+def neo4j_outage_run(
+    script: Path, tmp: Path, *, port: int, state: Path | None = None, pace: float = 0.004
+) -> dict[str, Any]:
     """Stop this run's own Neo4j during capture, SIGKILL the capture inside the outage,
     start Neo4j again, replay, count; check seq is gapless and NEXT is one chain."""
-    env = {**os.environ, "NEO4J_PORT": str(port), "BEEWEAVE_NEO4J_STATE": str(tmp / "neo4j")}
+    state = state or tmp / "neo4j"
+    env = {**os.environ, "NEO4J_PORT": str(port), "BEEWEAVE_NEO4J_STATE": str(state)}
 
     def server(*args: str) -> None:
         subprocess.run([str(script), *args], env=env, check=True, stdout=subprocess.DEVNULL)
@@ -283,7 +325,7 @@ def neo4j_outage_run(script: Path, tmp: Path, *, port: int, pace: float = 0.004)
     finally:
         server("stop")
     row = count_loss(child, t_kill, timeline, CONTRACT_WINDOW)
-    chain = {(a.id, b.id) for a, b in zip(timeline, timeline[1:])}
+    chain = {(a.id, b.id) for a, b in zip(timeline, timeline[1:], strict=False)}
     row["outage s"] = round(t_kill - t_stop, 1)
     row["seq gapless"] = [e.seq for e in timeline] == list(range(len(timeline)))
     row["NEXT unforked"] = {(e.src, e.dst) for e in nxt} == chain and len(nxt) == len(chain)
@@ -294,10 +336,12 @@ def purge_run(tmp: Path) -> dict[str, Any]:
     """Purge while the store is locked, SIGKILL, restart: the purged events never return."""
     db = tmp / "purge.db"
     url = f"sqlite:///{db}"
-    Weave.open(url, spool_dir=tmp / "spool", index=False).close()  # create the schema
+    extra = ["purge-secret", "busy=0.2", "wait-go"]
+    child = spawn(url, tmp / "spool", mode="burst", n=200, pace=0, extra=extra)
+    child.wait_for("ready")
     blocker = sqlite3.connect(db, isolation_level=None)
-    blocker.execute("BEGIN EXCLUSIVE")
-    child = spawn(url, tmp / "spool", mode="burst", n=200, pace=0, extra=["purge-secret", "busy=0.2"])  # fmt: skip
+    blocker.execute("BEGIN EXCLUSIVE")  # the store stops answering: events stay spooled
+    (tmp / "go").touch()
     child.wait_for("done", timeout=120)
     child.proc.kill()
     child.proc.wait(30)

@@ -115,8 +115,9 @@ def is_outage(exc: BaseException) -> bool:
     return isinstance(exc, (OSError, sqlite3.OperationalError, StoreError, RuntimeError))
 
 
-def _first_line(exc: BaseException) -> str:
-    return str(exc).strip().splitlines()[0][:300] if str(exc).strip() else ""
+def _reason(exc: BaseException) -> str:
+    """One bounded line saying why (a validation error's lines joined, not its first)."""
+    return f"{type(exc).__name__}: {' '.join(str(exc).split())[:300]}"
 
 
 def _raw(item: Any) -> Any:
@@ -179,7 +180,9 @@ class ContextBus:
         self.listeners: list[Callable[[list[Event]], None]] = []
         self._orphans = self._spool.orphans()
         self._jthread = threading.Thread(target=self._journal_loop, name="beeweave-journal", daemon=True)  # fmt: skip
-        self._sthread = threading.Thread(target=self._store_loop, name="beeweave-store", daemon=True)
+        self._sthread = threading.Thread(
+            target=self._store_loop, name="beeweave-store", daemon=True
+        )
         self._jthread.start()
         self._sthread.start()
         ref = weakref.ref(self)
@@ -293,7 +296,7 @@ class ContextBus:
         try:
             line = encode(item[_N], self._record(item))
         except Exception as exc:
-            self._rejects.append((item[_N], f"{type(exc).__name__}: {exc}", item))
+            self._rejects.append((item[_N], _reason(exc), item))
             return
         with self._overflow_lock:
             if self._overflow_f is None:
@@ -517,7 +520,7 @@ class ContextBus:
             else:
                 self._coalesce(batch, it)
         except Exception as exc:  # one bad item never takes the others with it
-            self._refuse(it, f"{type(exc).__name__}: {exc}")
+            self._refuse(it, _reason(exc))
 
     def _coalesce(self, batch: list[Built], it: tuple[Any, ...]) -> None:
         ck = (it[_SID], it[_TYPE], it[_CK])
@@ -559,7 +562,7 @@ class ContextBus:
         try:
             batch.append((it[_N], self._record(it)))
         except Exception as exc:  # a payload whose model_dump raises …
-            self._refuse(it, f"{type(exc).__name__}: {exc}")
+            self._refuse(it, _reason(exc))
 
     def _record(self, it: tuple[Any, ...]) -> dict[str, Any]:
         """The event's JSON record, in canonical form, without building a model yet.
@@ -602,7 +605,7 @@ class ContextBus:
                 parts.append(encode(n, rec))
                 records.append(rec)
             except Exception as exc:
-                self._refuse(rec, f"{type(exc).__name__}: {exc}")
+                self._refuse(rec, _reason(exc))
         with self._spool_lock:
             end = self._spool.append(b"".join(parts))
             if self._disk:
@@ -761,7 +764,7 @@ class ContextBus:
             try:
                 out.append(Event.from_record(rec))
             except Exception as exc:  # ts="yesterday" from a spool, an unknown edge type …
-                self._refuse(rec, f"{type(exc).__name__}: {_first_line(exc)}")
+                self._refuse(rec, _reason(exc))
         return out
 
     def _store(self, events: list[Event]) -> bool:
@@ -787,7 +790,7 @@ class ContextBus:
             try:
                 res = self.store.append([ev])
             except _BAD_INPUT as exc:
-                self._refuse(ev, f"{type(exc).__name__}: {exc}")
+                self._refuse(ev, _reason(exc))
                 continue
             except Exception as exc:
                 outage = is_outage(exc)
@@ -796,7 +799,7 @@ class ContextBus:
                     self._store_failed(exc)
                     return False
                 self._strikes.pop(ev.id, None)
-                self._refuse(ev, f"store keeps failing it: {type(exc).__name__}: {exc}")
+                self._refuse(ev, f"store keeps failing it: {_reason(exc)}")
                 continue
             self._stored(res.inserted, res.duplicates, [ev])
         return True

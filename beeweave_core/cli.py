@@ -18,6 +18,7 @@ from rich.table import Table
 from rich.tree import Tree
 
 from beeweave_core.events import Event
+from beeweave_core.private import write_private_text
 from beeweave_core.store import NotFound
 from beeweave_core.weave import Weave, default_url
 
@@ -258,7 +259,7 @@ def export_cmd(
         if out is None:
             sys.stdout.write(text + "\n")
         else:
-            out.write_text(text, encoding="utf-8")
+            write_private_text(out, text)  # an export holds the session's text: 0600
             console.print(f"wrote {len(data['events'])} events to {out}")
 
 
@@ -441,6 +442,38 @@ def bench_checkpoint(
     report("checkpoint", rows, out=out,
            params={"steps": steps, "rounds": rounds, "reads": reads, "neo4j": bool(uri), **summary},
            notes=notes)  # fmt: skip
+
+
+@bench_app.command("durability")
+def bench_durability(
+    neo4j_script: Annotated[
+        Path | None,
+        typer.Option(help="scripts/neo4j-test-server: adds the Neo4j stop/start scenario."),
+    ] = None,
+    neo4j_port: Annotated[
+        int, typer.Option(help="Port for that scenario's own Neo4j (never a shared one).")
+    ] = 7795,
+    burst: Annotated[int, typer.Option(help="Events in the burst scenarios.")] = 20_000,
+    seed: Annotated[int, typer.Option(help="Seed for the kill times.")] = 7,
+    out: OutOpt = None,
+) -> None:
+    """Events lost per failure (SIGKILL, SIGTERM, store outage, lock, poison, purge)."""
+    from beeweave_bench import durability
+    from beeweave_bench.report import report
+
+    if neo4j_script is not None and not neo4j_script.is_file():
+        fail(f"no such script: {neo4j_script}")
+    rows = durability.run(
+        neo4j_script=neo4j_script.resolve() if neo4j_script else None,
+        neo4j_port=neo4j_port, seed=seed, burst=burst,
+    )  # fmt: skip
+    notes = [
+        f"contract: an event is on disk {durability.CONTRACT_WINDOW * 1000:.0f} ms after emit() "
+        "while the writer keeps up, and at most max_high (1,000) events are only in memory; "
+        "SIGTERM and exit lose nothing",
+        "'lost beyond window': lost events emitted more than that window before the kill",
+    ]
+    report("durability", rows, out=out, params={"burst": burst, "seed": seed}, notes=notes)
 
 
 @bench_app.command("context")

@@ -227,8 +227,10 @@ class Weave:
         wanted_sessions, wanted_ids = set(sessions), set(ids or ())
 
         def match(eid: str | None, sid: str | None, uid: str | None) -> bool:
-            return eid in wanted_ids or sid in wanted_sessions or (
-                user_id is not None and uid == user_id
+            return (
+                eid in wanted_ids
+                or sid in wanted_sessions
+                or (user_id is not None and uid == user_id)
             )
 
         n = self.bus.forget(match)

@@ -125,6 +125,14 @@ def _merge_edges(tx: Any, tenant: str, edges: Sequence[Edge]) -> int:
     return created
 
 
+#: Driver settings BeeWeave sets unless given (seconds); pass your own to override.
+DRIVER_TIMEOUTS = {
+    "connection_timeout": 5.0,
+    "connection_acquisition_timeout": 5.0,
+    "max_transaction_retry_time": 5.0,
+}
+
+
 class Neo4jEventStore(BaseEventStore):
     """Event graph in Neo4j; one object per tenant, sharing one driver.
 
@@ -164,6 +172,10 @@ class Neo4jEventStore(BaseEventStore):
 
             if isinstance(auth, str):
                 auth = None if auth.lower() == "none" else tuple(auth.split(":", 1))
+            # bounded waits (driver defaults: 30 s connect/retry, 60 s pool): a server that
+            # does not answer is reported in seconds, and the capture bus keeps spooling
+            for option, seconds in DRIVER_TIMEOUTS.items():
+                driver_kw.setdefault(option, seconds)
             self.driver = neo4j.GraphDatabase.driver(url, auth=auth, **driver_kw)
             self._owner = True
         try:

@@ -12,11 +12,11 @@ import sqlite3
 import threading
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
-from pathlib import Path
 from types import ModuleType
 from typing import Any
 
 from beeweave_core.errors import StoreError
+from beeweave_core.private import touch_private
 
 CREATE_META = "CREATE TABLE IF NOT EXISTS beeweave_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)"
 GET_VERSION = "SELECT value FROM beeweave_meta WHERE key = ?"
@@ -56,7 +56,8 @@ class SideTables:
             self._owner = False
         else:
             if self.path != ":memory:":
-                Path(self.path).parent.mkdir(parents=True, exist_ok=True)
+                # created 0600 before SQLite opens it: its -wal/-shm files copy that mode
+                touch_private(self.path)
             self._conn = sqlite3.connect(
                 self.path, check_same_thread=False, isolation_level=None, timeout=busy_timeout
             )
