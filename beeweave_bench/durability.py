@@ -138,7 +138,7 @@ def _purge_secret(weave: Weave) -> None:
 def stored_events(url: str, spool: Path, **kw: Any) -> list[Any]:
     """Open the store again (replaying what was left in the spool) and read the session."""
     with Weave.open(url, spool_dir=spool, index=False, **kw) as weave:
-        weave.flush(120)
+        _flush_until(weave, 300)
         return weave.store.timeline(SID)
 
 

@@ -154,7 +154,7 @@ class ContextBus:
         max_low: int = 10_000,
         retry_interval: float = 0.5,
         max_retry_interval: float = 30.0,
-        stall_after: float = 2.0,
+        stall_after: float = 5.0,
         dead_letter_days: float | None = 30.0,
     ) -> None:
         self.store = store
@@ -275,6 +275,9 @@ class ContextBus:
                     self._overflow(item)
                 else:
                     self._high.append(item)
+                    # waking the writer per event would make it fight the agent for the GIL
+                    if len(self._high) >= self.max_high // 2 and not self._wake.is_set():
+                        self._wake.set()
             elif len(self._low) < self.max_low:
                 self._low.append(item)
             else:
