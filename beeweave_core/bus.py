@@ -482,8 +482,34 @@ class ContextBus:
             n, reason, item = self._rejects.popleft()
             self._refuse(item, reason)
             seen = max(seen, n)
+        seen = max(seen, self._journal_memory())
+        if self._start_overflow_drain():
+            # what reached memory before the overflow file was cut off may be older than
+            # lines in it (a thread's next emit overflowed): those go first
+            seen = max(seen, self._journal_memory())
+            self._drain_overflow()
+        batch: list[Built] = []
+        now = time.time()
+        for ck in [
+            ck
+            for ck, g in self._pending_low.items()
+            if force or now - g[0][_TS] >= self.coalesce_window
+        ]:
+            self._add_group(batch, self._pending_low.pop(ck))
+        self._persist(batch)
+        done = seen
+        if self._pending_low:
+            done = min([done] + [g[0][_N] - 1 for g in self._pending_low.values()])
+        elif not (self._high or self._low or self._overflowing):
+            done = max(done, self._flush_target)
+        self._commit(done)
+
+    def _journal_memory(self) -> int:
+        """Write what is queued now, in small chunks (each on disk before the next is
+        taken); the highest ``n`` written (-1: none)."""
+        seen = -1
         budget = len(self._high) + len(self._low)
-        while budget > 0:  # small chunks: each is on disk before the next is taken
+        while budget > 0:
             items = self._take(min(budget, _CHUNK))
             if not items:
                 break
@@ -494,22 +520,7 @@ class ContextBus:
             self._persist(batch)
             self._inflight = 0
             seen = max(seen, items[-1][0])
-        batch = []
-        now = time.time()
-        for ck in [
-            ck
-            for ck, g in self._pending_low.items()
-            if force or now - g[0][_TS] >= self.coalesce_window
-        ]:
-            self._add_group(batch, self._pending_low.pop(ck))
-        self._persist(batch)
-        self._drain_overflow()
-        done = seen
-        if self._pending_low:
-            done = min([done] + [g[0][_N] - 1 for g in self._pending_low.values()])
-        elif not (self._high or self._low or self._overflowing):
-            done = max(done, self._flush_target)
-        self._commit(done)
+        return seen
 
     def _arrange(self, batch: list[Built], it: tuple[Any, ...]) -> None:
         """Place one queued item: pre-built, high priority, or a fragment to coalesce."""
@@ -618,29 +629,30 @@ class ContextBus:
         self._stats["journaled"] += len(records)
         self._swake.set()
 
-    def _drain_overflow(self) -> None:
-        """Move the overflow file into the spool, streamed in batches (never loaded whole)."""
+    def _start_overflow_drain(self) -> bool:
+        """Cut the overflow file off (new emits go to memory again); True if there is one."""
         draining = self._spool.file(DRAINING)
-        if not draining.exists():
-            if not self._overflowing:
-                return
-            with self._overflow_lock:
-                if self._overflow_f is not None:
-                    self._overflow_f.close()
-                    self._overflow_f = None
-                if self.overflow_path.exists():
-                    os.replace(self.overflow_path, draining)
-                self._overflowing = False
-        with open(draining, "rb") as src:  # same line format: copy the bytes, in blocks
-            while block := src.read(1 << 20):
-                cut = block.rfind(b"\n") + 1  # whole lines only (a crash may cut the last)
-                src.seek(cut - len(block), os.SEEK_CUR)
-                if cut == 0:
-                    break
-                with self._spool_lock:
-                    self._spool.append(block[:cut])
-                    self._ready.clear()  # the store thread reads these from the spool
-                    self._disk = True
+        if draining.exists():
+            return True
+        if not self._overflowing:
+            return False
+        with self._overflow_lock:
+            if self._overflow_f is not None:
+                self._overflow_f.close()
+                self._overflow_f = None
+            if self.overflow_path.exists():
+                os.replace(self.overflow_path, draining)
+            self._overflowing = False
+        return draining.exists()
+
+    def _drain_overflow(self) -> None:
+        """Move the overflow file into the spool, streamed in blocks (never loaded whole)."""
+        draining = self._spool.file(DRAINING)
+        for lines, _ in chunks(draining, self.batch_size):  # same line format: copy them
+            with self._spool_lock:
+                self._spool.append(b"".join(lines))
+                self._ready.clear()  # the store thread reads these from the spool
+                self._disk = True
         draining.unlink(missing_ok=True)
         self._swake.set()
 
@@ -692,7 +704,8 @@ class ContextBus:
                     self._disk = True
                 return
             with self._spool_lock:
-                self._ready.popleft()
+                if self._ready and self._ready[0][1] == end:  # the journal may have cleared it
+                    self._ready.popleft()
                 self._stored_off = max(self._stored_off, end)
             self._advance()
 
