@@ -30,15 +30,20 @@ def short(value: object, limit: int = _ECHO) -> str:
     return repr(text[:limit]) + (f"… ({len(text)} chars)" if len(text) > limit else "")
 
 
+def _text_problem(kind: str, value: object, limit: int) -> str | None:
+    if type(value) is not str:
+        return f"{kind} must be a string, got {type(value).__name__}"
+    if not value or len(value) > limit:
+        return f"{kind} must be 1-{limit} characters, got {len(value)}"
+    return None
+
+
 def tenant_problem(tenant: object) -> str | None:
     """Why ``tenant`` is not a valid tenant id (None: it is)."""
-    if type(tenant) is not str:
-        return f"tenant must be a string, got {type(tenant).__name__}"
-    if not tenant or len(tenant) > MAX_TENANT_LEN:
-        return f"tenant must be 1-{MAX_TENANT_LEN} characters, got {len(tenant)}"
-    if not _TENANT.fullmatch(tenant):
-        return f"tenant {short(tenant)} may only use letters, digits and . _ - : @ +"
-    return None
+    problem = _text_problem("tenant", tenant, MAX_TENANT_LEN)
+    if problem is None and not _TENANT.fullmatch(tenant):  # type: ignore[arg-type]
+        problem = f"tenant {short(tenant)} may only use letters, digits and . _ - : @ +"
+    return problem
 
 
 def check_tenant(tenant: object) -> str:
@@ -51,20 +56,10 @@ def check_tenant(tenant: object) -> str:
 
 def session_problem(session_id: object) -> str | None:
     """Why ``session_id`` is not a valid session id (None: it is).  Cheap: one C pass."""
-    if type(session_id) is not str:
-        return f"session_id must be a string, got {type(session_id).__name__}"
-    if not session_id or len(session_id) > MAX_SESSION_LEN:
-        return f"session_id must be 1-{MAX_SESSION_LEN} characters, got {len(session_id)}"
-    if not session_id.isprintable():
-        return f"session_id {short(session_id)} holds control or unpaired characters"
-    return None
-
-
-def check_session_id(session_id: object) -> str:
-    problem = session_problem(session_id)
-    if problem:
-        raise ValueError(problem)
-    return session_id  # type: ignore[return-value]
+    problem = _text_problem("session_id", session_id, MAX_SESSION_LEN)
+    if problem is None and not session_id.isprintable():  # type: ignore[union-attr]
+        problem = f"session_id {short(session_id)} holds control or unpaired characters"
+    return problem
 
 
 def file_key(*parts: str) -> str:
