@@ -93,9 +93,9 @@ def test_sigterm_keeps_the_hosts_own_handler(tmp_path, when):
 def test_a_held_sqlite_lock_is_spooled_within_seconds_then_replayed(tmp_path):
     row = dur.sqlite_lock_run(tmp_path)
     assert row["all on disk"] and row["on disk s"] < 1.0
-    assert (
-        row["flush while locked"] is False and row["flush gave up s"] < 5 and row["store seen down"]
-    )
+    # flush() reports "not stored" once the store has not answered for stall_after (5 s)
+    assert row["flush while locked"] is False and row["store seen down"]
+    assert row["flush gave up s"] < 8, row
     assert row["flush after"] and row["lost"] == 0 and row["in order"], row
 
 
