@@ -210,40 +210,47 @@ class Weave:
     ) -> int:
         """Delete for good: from the graph, the vector index, and what is still pending.
 
-        ``session_id``: one session; ``ids``: these events; ``user_id``: every session
-        holding an event of that user.  Pending copies go too: events waiting in
-        memory, in the spool (also spools a killed process left), in the overflow
-        file, and dead-letter entries, so nothing purged comes back at the next
-        start.  Pending copies are dropped first, so when the store is down this
-        raises and can simply be called again.  Returns the events removed (stored
-        ones plus pending ones).
+        ``session_id``: one session; ``ids``: these events; ``user_id``: every event
+        whose ``meta["user_id"]`` is that user.  Pending copies go too: events waiting
+        in memory, in the spool (also spools a killed process left), in the overflow
+        file, and dead-letter entries, so nothing purged comes back at the next start.
+        Pending copies are dropped first, so when the store is down this raises and
+        can simply be called again.  Returns the events removed (stored + pending).
         """
         if session_id is None and ids is None and user_id is None:
             raise ValueError("purge needs session_id=, ids= or user_id=")
         self.flush()
-        sessions = [session_id] if session_id is not None else []
+        wanted = set(ids or ())
         if user_id is not None:
-            sessions += [s.session_id for s in self.store.sessions(user_id=user_id)]
-        wanted_sessions, wanted_ids = set(sessions), set(ids or ())
+            wanted.update(self.user_event_ids(user_id))
 
         def match(eid: str | None, sid: str | None, uid: str | None) -> bool:
             return (
-                eid in wanted_ids
-                or sid in wanted_sessions
+                eid in wanted
+                or (sid is not None and sid == session_id)
                 or (user_id is not None and uid == user_id)
             )
 
         n = self.bus.forget(match)
-        targets = list(wanted_ids)
-        for sid in dict.fromkeys(sessions):
-            targets += [e.id for e in self.store.timeline(sid, include_inactive=True)]
-            n += self.store.purge(session_id=sid)
-        if ids:
-            n += self.store.purge(ids=list(ids))
+        targets = list(wanted)
+        if session_id is not None:
+            targets += [e.id for e in self.store.timeline(session_id, include_inactive=True)]
+            n += self.store.purge(session_id=session_id)
+        if wanted:
+            n += self.store.purge(ids=sorted(wanted))
         if self.indexer is not None and targets:
             self.indexer.forget(targets)
             self.indexer.sync()
         return n
+
+    def user_event_ids(self, user_id: str) -> list[str]:
+        """Every stored event id of ``user_id`` (``meta["user_id"]``), whatever its status."""
+        return [
+            e.id
+            for s in self.store.sessions(user_id=user_id)
+            for e in self.store.timeline(s.session_id, include_inactive=True)
+            if e.meta.get("user_id") == user_id
+        ]
 
     # ------------------------------------------------------------ recall
     @property

@@ -140,7 +140,8 @@ def test_purge_by_user_and_dead_letters(tmp_path):
         for i in range(5):
             w.emit("user_message", f"ana {i}", session_id="ana-1", meta={"user_id": "ana"})
             w.emit("user_message", f"bo {i}", session_id="bo-1", meta={"user_id": "bo"})
-        w.emit("user_message", "ana's card 4111", session_id="ana-1", ts=float("nan"))
+        w.emit("user_message", "ana's card 4111", session_id="ana-1", ts=float("nan"),
+               meta={"user_id": "ana"})  # fmt: skip
         w.flush()
         assert "4111" in w.bus.dead_letter_path.read_text()
         assert w.purge(user_id="ana") == 5
