@@ -605,7 +605,8 @@ def bench_durability(
         "SIGTERM and exit lose nothing",
         "'lost beyond window': lost events emitted more than that window before the kill",
     ]
-    report("durability", rows, out=out, params={"burst": burst, "seed": seed}, notes=notes)
+    report("durability", [durability.table_row(r) for r in rows], out=out,
+           params={"burst": burst, "seed": seed, "details": rows}, notes=notes)  # fmt: skip
 
 
 @bench_app.command("context")
