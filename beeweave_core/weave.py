@@ -190,7 +190,8 @@ class Weave:
         )  # fmt: skip
 
     def flush(self, timeout: float = 30.0) -> bool:
-        """Wait until captured events are in the store (False: some are spooled on disk)."""
+        """Wait until captured events are in the store; False when some are only spooled on
+        disk (replayed later) or were refused since the last flush (see ContextBus.flush)."""
         return self.bus.flush(timeout)
 
     def stats(self) -> dict[str, Any]:
