@@ -32,6 +32,7 @@ from typing import Any
 
 from beeweave_core.backends.neo4j import events_cypher as q
 from beeweave_core.backends.neo4j import tx as neo4j_tx
+from beeweave_core.backends.neo4j.auth import AuthSpec, driver_auth
 from beeweave_core.backends.sqlite.events import TokenCount, default_token_count
 from beeweave_core.errors import shown
 from beeweave_core.events import (
@@ -149,7 +150,7 @@ class Neo4jEventStore(BaseEventStore):
         url: str | None = None,
         *,
         tenant: str = "default",
-        auth: Any = None,
+        auth: AuthSpec = None,
         database: str | None = None,
         driver: Any = None,
         token_count: TokenCount | None = None,
@@ -173,14 +174,12 @@ class Neo4jEventStore(BaseEventStore):
         else:
             import neo4j
 
-            if isinstance(auth, str):
-                auth = None if auth.lower() == "none" else tuple(auth.split(":", 1))
             # bounded waits (driver defaults: 30 s retry, 60 s pool): a server that does not
             # answer is reported in seconds, and the capture bus keeps spooling meanwhile
             driver_kw.setdefault("connection_timeout", connect_timeout)
             for option, seconds in DRIVER_TIMEOUTS.items():
                 driver_kw.setdefault(option, seconds)
-            self.driver = neo4j.GraphDatabase.driver(url, auth=auth, **driver_kw)
+            self.driver = neo4j.GraphDatabase.driver(url, auth=driver_auth(auth), **driver_kw)
             self._owner = True
         try:
             if setup:
