@@ -31,7 +31,7 @@ import sqlite3
 import threading
 import time
 import weakref
-from collections import deque
+from collections import Counter, deque
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import IO, Any
 
@@ -45,6 +45,7 @@ from beeweave_core.events import (
     event_id_for,
     new_event_id,
 )
+from beeweave_core.governance.redaction import Redactor, redact_value
 from beeweave_core.ids import check_tenant, file_key, session_problem, short
 from beeweave_core.payloads import PayloadError, dumps, to_jsonable
 from beeweave_core.spool import (
@@ -156,8 +157,11 @@ class ContextBus:
         max_retry_interval: float = 30.0,
         stall_after: float = 5.0,
         dead_letter_days: float | None = 30.0,
+        redactor: Redactor | None = None,
     ) -> None:
         self.store = store
+        #: Runs on every record before it reaches a file or the store (see governance/).
+        self.redactor = redactor
         self.tenant = check_tenant(store.tenant)
         self.batch_size = batch_size
         self.flush_interval = flush_interval
@@ -174,6 +178,7 @@ class ContextBus:
         self.overflow_path = self._spool.file(OVERFLOW)
         self.dead_letter_path = self._spool.folder / f"{key}.dead-letter.jsonl"
         self._dead = DeadLetters(self.dead_letter_path, retention_days=dead_letter_days)
+        self._redacted_counts: Counter[str] = Counter()
         self._init_state()
         #: Called on the store thread with each batch once it is in the store
         #: (the vector indexer and the memory writer hang off this).
@@ -297,7 +302,7 @@ class ContextBus:
     def _overflow(self, item: tuple[Any, ...]) -> None:
         """Memory bound reached for high priority: keep it on disk instead of dropping it."""
         try:
-            line = encode(item[_N], self._record(item))
+            line = encode(item[_N], self._redacted(self._record(item)))
         except Exception as exc:
             self._rejects.append((item[_N], _reason(exc), item))
             return
@@ -385,6 +390,7 @@ class ContextBus:
             "queue_low": len(self._low) + sum(len(g) for g in self._pending_low.values()),
             "spool_pending": self._spool_pending(),
             "store_up": self._store_up and not self._store_unavailable(),
+            "redacted": dict(self._redacted_counts),
         }
 
     def _spool_pending(self) -> bool:
@@ -608,6 +614,18 @@ class ContextBus:
             "status_reason": None,
         }  # fmt: skip
 
+    def _redacted(self, rec: dict[str, Any]) -> dict[str, Any]:
+        """``rec`` with personal data replaced in its text, payload and meta (ids kept)."""
+        if self.redactor is None:
+            return rec
+        found: Counter[str] = Counter()
+        out = {**rec}
+        for field in ("content", "payload", "meta"):
+            out[field] = redact_value(rec[field], self.redactor, found)
+        if found:
+            self._redacted_counts.update(found)
+        return out
+
     def _persist(self, batch: list[Built]) -> None:
         """Append records to the spool and hand them to the store thread."""
         if not batch:
@@ -616,6 +634,7 @@ class ContextBus:
         records: list[dict[str, Any]] = []
         for n, rec in batch:
             try:
+                rec = self._redacted(rec)
                 parts.append(encode(n, rec))
                 records.append(rec)
             except Exception as exc:
@@ -841,6 +860,16 @@ class ContextBus:
         self._next_retry = time.monotonic() + self._backoff
         self._backoff = min(self._backoff * 2, self.max_retry_interval)
 
+    def _redacted_raw(self, raw: Any) -> Any:
+        """A refused item's kept form, redacted like everything else that reaches disk."""
+        if self.redactor is None:
+            return raw
+        found: Counter[str] = Counter()
+        try:
+            return redact_value(raw, self.redactor, found)
+        finally:
+            self._redacted_counts.update(found)
+
     def _refuse(self, item: Any, reason: str) -> None:
         """Keep what was refused, with why, so nothing is lost silently."""
         self._stats["refused"] += 1
@@ -859,7 +888,8 @@ class ContextBus:
                 "at": time.time(), "error": reason,
                 "id": eid if isinstance(eid, str) else None,
                 "session_id": sid if isinstance(sid, str) else None,
-                "user_id": user if isinstance(user, str) else None, "item": _raw(item),
+                "user_id": user if isinstance(user, str) else None,
+                "item": self._redacted_raw(_raw(item)),
             })  # fmt: skip
         except Exception:
             log.exception("beeweave: could not write the dead-letter file")
