@@ -133,8 +133,16 @@ def build_working_state(
     now: float | None = None,
     max_todos: int = 6,
     max_conflicts: int = 5,
+    scan: TurnScan | None = None,
+    per_section: int | None = None,
 ) -> WorkingState:
-    """Fold a session's active memories and turns into a :class:`WorkingState`."""
+    """Fold a session's active memories and turns into a :class:`WorkingState`.
+
+    ``scan`` is the turn scan already folded over ``units`` (a session view keeps one
+    current, so the turns are not read again); ``per_section`` keeps the newest items
+    of each section only, which bounds the cost of a call in a long session (what is
+    left out is still recalled by relevance).
+    """
     ws = WorkingState(session_id)
     live = [m for m in memories if not expired(m, now)]
     for m in live:
@@ -145,36 +153,55 @@ def build_working_state(
             continue  # plain facts are recalled by relevance, not pinned here
         reason = m.payload.get("reason") if kind == "decision" else None
         getattr(ws, section).append(Item(section, m.content, (m.id,), seq, reason))
+    if per_section is not None:
+        for name in ("constraints", "preferences", "decisions", "done"):
+            setattr(ws, name, getattr(ws, name)[-per_section:])
     for old, new in conflicts(live)[-max_conflicts:]:
         a, b = int(old.payload.get("source_seq", -1)), int(new.payload.get("source_seq", -1))
         text = f'"{old.content}" (#{a}) vs "{new.content}" (#{b})'
         ws.conflicts.append(Item("conflicts", text, (old.id, new.id), b))
-    _scan_turns(ws, units, max_todos)
+    if scan is None:
+        scan = TurnScan()
+        for u in units:
+            scan.add(u)
+    ws.goal = scan.goal
+    ws.todos = scan.latest_todos(max_todos)
+    ws.open_questions = _open_questions(units)
     return ws
 
 
-def _scan_turns(ws: WorkingState, units: Sequence[Unit], max_todos: int) -> None:
-    todos: list[Item] = []
-    for u in units:
-        for ev in u.events:
-            if ev.type not in (EventType.USER_MESSAGE, EventType.ASSISTANT_MESSAGE):
+class TurnScan:
+    """Goal and todos found in the user's turns, folded one unit at a time."""
+
+    def __init__(self) -> None:
+        self.goal: Item | None = None
+        self.todos: list[Item] = []
+
+    def add(self, unit: Unit) -> None:
+        if unit.kind != "user":
+            return
+        for ev in unit.events:
+            if ev.type != EventType.USER_MESSAGE:
                 continue
             for s in L.sentences(ev.content):
-                if ws.goal is None and ev.type == EventType.USER_MESSAGE and L.GOAL.search(s) \
-                        and not L.is_question(s) and not L.is_ack(s):  # fmt: skip
-                    ws.goal = Item("goal", s, (ev.id,), ev.seq)
-                if ev.type == EventType.USER_MESSAGE and L.TODO.search(s) \
-                        and not L.is_question(s) and not L.is_ack(s):  # fmt: skip
-                    todos.append(Item("todos", s, (ev.id,), ev.seq))
-    if todos:
+                if L.is_question(s) or L.is_ack(s):
+                    continue
+                if self.goal is None and L.GOAL.search(s):
+                    self.goal = Item("goal", s, (ev.id,), ev.seq)
+                if L.TODO.search(s):
+                    self.todos.append(Item("todos", s, (ev.id,), ev.seq))
+
+    def latest_todos(self, n: int) -> list[Item]:
+        """The newest ``n`` distinct todos, oldest first."""
         seen: set[str] = set()
         uniq = []
-        for t in reversed(todos):
+        for t in reversed(self.todos):
             if L.fold(t.text) not in seen:
                 seen.add(L.fold(t.text))
                 uniq.append(t)
-        ws.todos = sorted(uniq[:max_todos], key=lambda i: i.seq)
-    ws.open_questions = _open_questions(units)
+            if len(uniq) >= n:
+                break
+        return sorted(uniq, key=lambda i: i.seq)
 
 
 def _open_questions(units: Sequence[Unit]) -> list[Item]:
