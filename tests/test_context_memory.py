@@ -138,7 +138,13 @@ def test_contradicting_instructions_surface_as_a_conflict(weave_factory):
     assert len(ws.conflicts) == 1
     assert "19 requests" in ws.conflicts[0].text and "25 requests" in ws.conflicts[0].text
     assert all(m.status == Status.ACTIVE for m in _by_text(weave, "s", "requests per minute"))
+    # the whole history would fit 500 tokens and is then sent as it is (as a buffer
+    # would); a budget just below it gets the layers, and the conflict is named
+    full = weave.assemble("s", "rate limit?", budget_tokens=500, dry_run=True)
+    assert full.text().count("requests per minute") == 2 and "Conflicts" not in full.text()
+    say(weave, "s", chatter(40))  # now it does not fit: the layers name the conflict
     ctx = weave.assemble("s", "rate limit?", budget_tokens=500)
+    assert ctx.full_history_tokens > 500
     assert "Conflicts (ask the user which holds)" in ctx.text()
     # measurements of a series are not contradictions
     say(

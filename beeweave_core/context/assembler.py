@@ -307,8 +307,7 @@ def assemble(plan: Plan) -> tuple[list[dict[str, Any]], dict[str, LayerReport], 
     reports = {name: LayerReport(name, 0) for name in LAYERS}
     sys_msg, overhead, avail = _system_layer(plan, reports)
     if plan.whole_history and (not plan.units or plan.units[0].kind == "user"):
-        f = _Fill(avail, window=list(plan.units))
-        reports["immediate"].budget = avail
+        f = _whole_history(plan, reports, avail)
     else:
         f = _fill_layers(plan, reports, avail)
         _share_spare(plan, reports, f)
@@ -318,6 +317,21 @@ def assemble(plan: Plan) -> tuple[list[dict[str, Any]], dict[str, LayerReport], 
     messages = _within_budget(plan, sys_msg, f, wmsg, rmsg)
     _account(plan, reports, f)
     return messages, reports, overhead
+
+
+def _whole_history(plan: Plan, reports: dict[str, LayerReport], avail: int) -> _Fill:
+    """The session's history as it is; only what other sessions of the user hold is
+    recalled beside it (this session's own memories would repeat its turns)."""
+    c = plan.counter
+    f = _Fill(avail, window=list(plan.units))
+    used = sum(_unit_cost(c, u) for u in f.window)
+    window_from = f.window[0].seq_from if f.window else 1 << 62
+    others = [r for r in plan.recall(window_from, []) if r.session_id != plan.session_id]
+    if others:
+        reports["recalled"].budget = avail - used
+        f.r_used = _fill(_Block(c, RECALL_HEADER), others, avail - used, f.r_in, f.r_out)
+    reports["immediate"].budget = used
+    return f
 
 
 def _system_layer(
