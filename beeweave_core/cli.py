@@ -470,6 +470,35 @@ def bench_context(
            notes=notes)  # fmt: skip
 
 
+@bench_app.command("assemble")
+def bench_assemble(
+    sizes: Annotated[
+        str, typer.Option(help="Comma-separated session sizes (events) on SQLite.")
+    ] = "100,1000,10000,100000",
+    calls: Annotated[int, typer.Option(help="Measured calls per size (one new turn each).")] = 30,
+    neo4j: Annotated[
+        str | None, typer.Option("--neo4j", help="Neo4j URI for the 10k row (default: $NEO4J_URI).")
+    ] = None,
+    auth: AuthOpt = None,
+    out: OutOpt = None,
+) -> None:
+    """p50 and first-call time of assemble as a session grows, beside a plain buffer."""
+    import os
+
+    from beeweave_bench import assemble
+    from beeweave_bench.report import report
+
+    try:
+        ns = tuple(int(x) for x in sizes.split(",") if x.strip())
+    except ValueError:
+        fail(f"--sizes must be comma-separated integers, got {sizes!r}")
+    uri = neo4j or os.environ.get("NEO4J_URI")
+    rows, verdict = assemble.run(sizes=ns, calls=calls, neo4j_uri=uri, auth=_auth(auth))
+    notes = ["targets: p50 <= 20 ms at 10k events; p50 at 100k <= 2x p50 at 1k",
+             *(f"{k}: {v}" for k, v in verdict.items())]  # fmt: skip
+    report("assemble", rows, out=out, params={"sizes": ns, "calls": calls, **verdict}, notes=notes)
+
+
 def _context_demo(weave: Weave, session_id: str, console: Console) -> None:
     """Ends the demo with the assembled context for a late question (imported on use)."""
     from beeweave_demo.context import show_assembled_context

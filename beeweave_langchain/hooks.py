@@ -152,9 +152,7 @@ class BeeWeaveContextHook:
             convert_to_messages(raw) if raw and not isinstance(raw[0], BaseMessage) else list(raw)
         )
 
-    def record_messages(
-        self, session_id: str, messages: Sequence[BaseMessage]
-    ) -> list[str | None]:
+    def record_messages(self, session_id: str, messages: Sequence[BaseMessage]) -> list[str | None]:
         """Record the messages not seen before (the weave's one recorder dedupes);
         returns the event id of each message."""
         return recorder_for(self.weave).record_history(

@@ -26,12 +26,12 @@ from beeweave_core.context.messages import Unit, message_text
 from beeweave_core.context.recall import Recallable
 from beeweave_core.context.working_state import PRIORITY, TITLES, Item, WorkingState
 
-#: Working-state sections made from turns (not memories): shown verbatim, they go.
-TURN_SECTIONS = frozenset({"goal", "todos", "open_questions"})
 from beeweave_core.text import language as L
 from beeweave_core.tokens import TokenCounter
 
 LAYERS = ("system", "working", "recalled", "immediate")
+#: Working-state sections made from turns (not memories): shown verbatim, they go.
+TURN_SECTIONS = frozenset({"goal", "todos", "open_questions"})
 RECALL_HEADER = "Recalled by BeeWeave (earlier context, not the current turns; latest wins):"
 
 
@@ -406,7 +406,9 @@ def _drop_repeats(f: _Fill) -> None:
     for r in [r for r in f.r_in if shown.intersection(r.event_ids)]:
         f.r_in.remove(r)
         f.r_out.append(r)
-    for it in [it for it in f.w_in if it.section in TURN_SECTIONS and shown.issuperset(it.event_ids)]:
+    for it in [
+        it for it in f.w_in if it.section in TURN_SECTIONS and shown.issuperset(it.event_ids)
+    ]:
         f.w_in.remove(it)
         f.w_out.append(it)
 

@@ -12,10 +12,10 @@ from __future__ import annotations
 
 import logging
 import math
-from functools import lru_cache
 from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import Any
 
 from beeweave_core.context.compactor import summary_lines
