@@ -25,7 +25,6 @@ from typing import Any
 from beeweave_core.context.messages import Unit, message_text
 from beeweave_core.context.recall import Recallable
 from beeweave_core.context.working_state import PRIORITY, TITLES, Item, WorkingState
-
 from beeweave_core.text import language as L
 from beeweave_core.tokens import TokenCounter
 
