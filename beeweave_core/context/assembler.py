@@ -182,6 +182,10 @@ class _Block:
 
 #: Within this many tokens of a budget the fill re-counts exactly instead of estimating.
 MARGIN = 8
+#: Exact re-counts one fill may make near its budget (each counts the whole block).
+MAX_RECOUNTS = 6
+#: Recalled candidates listed as left out in the audit (the best-scored first).
+LEFT_OUT_SHOWN = 100
 
 
 def _greedy(
@@ -198,7 +202,11 @@ def _greedy(
     block re-counted, so filling is linear, and the final exact count has the last word.
     """
     used = exact(chosen)
+    recounts = 0
     for item in items:
+        if recounts >= MAX_RECOUNTS:  # the block is full to within a line: stop trying
+            skipped.append(item)
+            continue
         if not chosen:
             cost = exact([item])
             if cost <= budget:
@@ -215,6 +223,7 @@ def _greedy(
             skipped.append(item)
         else:
             cost = exact([*chosen, item])
+            recounts += 1
             if cost <= budget:
                 chosen.append(item)
                 used = cost
@@ -245,7 +254,7 @@ def _fill(
 
     def line_cost(r: Recallable, ch: list[Recallable]) -> int:
         new_group = all(x.group != r.group for x in ch)
-        return c.count_text(r.line()) + 1 + (c.count_text(r.group) + 1 if new_group else 0)
+        return _text_tokens(c, r.line()) + 1 + (_text_tokens(c, r.group) + 1 if new_group else 0)
 
     used = _greedy(exact, line_cost, candidates, budget, chosen, skipped)
     block.groups = {}
@@ -254,8 +263,33 @@ def _fill(
     return used
 
 
+_TEXT_TOKENS: dict[tuple[str, str], int] = {}
+
+
+def _text_tokens(c: TokenCounter, text: str) -> int:
+    """Tokens of a line; lines recur from call to call, so they are counted once."""
+    key = (c.encoding_name, text)
+    n = _TEXT_TOKENS.get(key)
+    if n is None:
+        if len(_TEXT_TOKENS) > 200_000:
+            _TEXT_TOKENS.clear()
+        n = _TEXT_TOKENS[key] = c.count_text(text)
+    return n
+
+
+_UNIT_TOKENS: dict[tuple[Any, ...], int] = {}
+
+
 def _unit_cost(counter: TokenCounter, unit: Unit) -> int:
-    return sum(counter.count_message(m) for m in unit.messages)
+    """Tokens of a unit's messages (cached: the same stored turns recur every call)."""
+    size = sum(len(m.get("content") or "") + len(m.get("tool_calls") or ()) for m in unit.messages)
+    key = (counter.encoding_name, *unit.ids, len(unit.messages), size)
+    n = _UNIT_TOKENS.get(key)
+    if n is None:
+        if len(_UNIT_TOKENS) > 200_000:
+            _UNIT_TOKENS.clear()
+        n = _UNIT_TOKENS[key] = sum(counter.count_message(m) for m in unit.messages)
+    return n
 
 
 @dataclass
@@ -371,8 +405,8 @@ def _fill_layers(plan: Plan, reports: dict[str, LayerReport], avail: int) -> _Fi
     reports["working"].budget = b_work
     b_rec += b_work - f.w_used
     reports["recalled"].budget = b_rec
-    f.r_used = _fill(_Block(c, RECALL_HEADER), plan.recall(window_from, f.w_in), b_rec,
-                     f.r_in, f.r_out)  # fmt: skip
+    candidates = plan.recall(window_from, f.w_in)[: max(64, (b_rec + b_imm) // 4)]
+    f.r_used = _fill(_Block(c, RECALL_HEADER), candidates, b_rec, f.r_in, f.r_out)
     b_imm += b_rec - f.r_used
     reports["immediate"].budget = b_imm
     f.window, f.dropped = _fit_newest(c, plan.units, b_imm)
@@ -459,7 +493,7 @@ def _account(plan: Plan, reports: dict[str, LayerReport], f: _Fill) -> None:
     wr.pieces = [_item_piece(c, it, sid) for it in f.w_in]
     wr.left_out = [_item_piece(c, it, sid, note="over budget") for it in f.w_out]
     rr.pieces = [_recall_piece(c, r) for r in f.r_in]
-    rr.left_out = [_recall_piece(c, r, note="over budget") for r in f.r_out]
+    rr.left_out = [_recall_piece(c, r, note="over budget") for r in f.r_out[:LEFT_OUT_SHOWN]]
     ir.pieces = [_unit_piece(c, u, sid) for u in f.window]
     ir.left_out = [_unit_piece(c, u, sid, note="older than the window") for u in f.dropped]
     ir.left_out += [_unit_piece(c, u, sid, note=why) for u, why in plan.edited_out]
@@ -503,9 +537,9 @@ def _fill_working(
     def line_cost(it: Item, ch: list[Item]) -> int:
         new_section = all(x.section != it.section for x in ch)
         return (
-            c.count_text(it.render())
+            _text_tokens(c, it.render())
             + 1
-            + (c.count_text(TITLES.get(it.section, "")) + 2 if new_section else 0)
+            + (_text_tokens(c, TITLES.get(it.section, "")) + 2 if new_section else 0)
         )
 
     return _greedy(exact, line_cost, items, budget, chosen, skipped)
@@ -597,7 +631,7 @@ def _item_piece(c: TokenCounter, it: Item, sid: str, note: str | None = None) ->
 
 def _recall_piece(c: TokenCounter, r: Recallable, note: str | None = None) -> Piece:
     line = r.line()
-    return Piece("recalled", r.kind, f"{r.group} {line}", c.count_text(line), r.event_ids,
+    return Piece("recalled", r.kind, f"{r.group} {line}", _text_tokens(c, line), r.event_ids,
                  r.session_id, r.seq_range, r.score, note or f"via {r.via}")  # fmt: skip
 
 

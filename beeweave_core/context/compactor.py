@@ -172,22 +172,11 @@ class Compactor:
             and s.payload.get("level", 0) == 0
         ]
 
-    def stats(self, session_id: str) -> dict[str, Any]:
-        allsum = self.summaries(session_id, include_inactive=True)
-        seg = [s for s in allsum if s.payload.get("level", 0) == 0 and s.status.value == "active"]
-        src = sum(int(s.payload.get("source_tokens", 0)) for s in seg)
-        dst = sum(int(s.payload.get("summary_tokens", 0)) for s in seg)
-        return {
-            "segments": len(seg),
-            "merged": sum(
-                1 for s in allsum if s.payload.get("level", 0) > 0 and s.status.value == "active"
-            ),
-            "rolled_back": len(self.rolled_back(session_id)),
-            "source_tokens": src,
-            "summary_tokens": dst,
-            "ratio": dst / src if src else None,
-            "thrash_level": self.level(session_id),
-        }
+    def stats(self, session_id: str, inputs: SessionInputs | None = None) -> dict[str, Any]:
+        if inputs is None:
+            return stats_of(self.summaries(session_id, include_inactive=True),
+                            self.level(session_id))  # fmt: skip
+        return stats_of(inputs.summaries, inputs.level)
 
     # ------------------------------------------------------------ compaction
     def unit_tokens(self, unit: Unit, editor: Editor, counter: TokenCounter) -> int:
@@ -568,6 +557,25 @@ class Compactor:
             k: first[0].meta[k] for k in ("user_id", "agent_id") if first and first[0].meta.get(k)
         }
         return {**meta, "tags": ["compaction"]}
+
+
+def stats_of(allsum: Sequence[Event], level: int) -> dict[str, Any]:
+    """Segments, merges, roll-backs and compression of a session's summaries."""
+    active = [s for s in allsum if s.status.value == "active"]
+    seg = [s for s in active if s.payload.get("level", 0) == 0]
+    src = sum(int(s.payload.get("source_tokens", 0)) for s in seg)
+    dst = sum(int(s.payload.get("summary_tokens", 0)) for s in seg)
+    rolled = [s for s in allsum if s.payload.get("level", 0) == 0
+              and (s.payload.get("retention") or {}).get("outcome") == "rolled_back"]  # fmt: skip
+    return {
+        "segments": len(seg),
+        "merged": len(active) - len(seg),
+        "rolled_back": len(rolled),
+        "source_tokens": src,
+        "summary_tokens": dst,
+        "ratio": dst / src if src else None,
+        "thrash_level": level,
+    }
 
 
 def top_of(summaries: Sequence[Event]) -> list[Event]:

@@ -58,7 +58,7 @@ THRASH_SHRINK = 0.7
 #: Newest memories per working-state section offered to the working layer.
 WORKING_PER_SECTION = 64
 #: Newest memories offered to recall besides those sharing a word with the query.
-RECALL_RECENT = 200
+RECALL_RECENT = 64
 #: Uncompacted units beyond which a call hands compaction to a background thread.
 BACKGROUND_UNITS = 400
 
@@ -96,6 +96,7 @@ class ContextEngine:
         self.store = WatchedStore(getattr(weave, "writer", weave.store), self.views)
         self.edits = EditCache()
         self._catching_up: set[str] = set()
+        self._stats_cache: dict[str, tuple[tuple[int, int], dict[str, Any]]] = {}
         self.edit_policy = edit_policy or opts.get("edit_policy") or EditPolicy()
         self.presets = {**PRESETS, **(presets or opts.get("presets") or {})}
         self.memory = MemoryWriter(self.store, llm=memory_llm or opts.get("memory_llm"),
@@ -278,14 +279,14 @@ class ContextEngine:
         snap = self._snapshot(session_id, lineage)
         uid = user_id or snap.user_id
         plan = self._plan(snap, query, budget_tokens, c, phase, include_query, single_system,
-                          self._recall(snap, query, uid, use_retriever))  # fmt: skip
+                          self._recall(snap, query, uid, use_retriever, not dry_run))  # fmt: skip
         messages, layers, overhead = assemble(plan)
         ctx = AssembledContext(
             session_id=session_id, query=query, messages=messages, layers=layers,
             total_tokens=c.count_messages(messages), budget_tokens=budget_tokens, model=model,
             encoding=c.encoding_name, phase=plan.phase, working_state=snap.working,
             full_history_tokens=snap.history_tokens(c), overhead_tokens=overhead,
-            compaction=_report_dict(report, self.compactor.stats(session_id))
+            compaction=_report_dict(report, self._stats(snap))
             if compact and not dry_run else None,
         )  # fmt: skip
         if record and not dry_run and (snap.units or snap.systems):
@@ -297,6 +298,17 @@ class ContextEngine:
     ) -> AssembledContext:
         """Async twin of :meth:`assemble` (runs in a worker thread)."""
         return await asyncio.to_thread(self.assemble, session_id, query, **kw)
+
+    def _stats(self, snap: Snapshot) -> dict[str, Any]:
+        """Compaction stats of the session, counted again only when its summaries changed."""
+        key = (snap.view.version, snap.level)
+        hit = self._stats_cache.get(snap.session_id)
+        if hit is None or hit[0] != key:
+            inputs = SessionInputs((), list(snap.view.summaries.values()), snap.level, {})
+            hit = self._stats_cache[snap.session_id] = (key, self.compactor.stats("", inputs))
+            if len(self._stats_cache) > 1024:
+                self._stats_cache.pop(next(iter(self._stats_cache)))
+        return dict(hit[1])
 
     def _snapshot(self, session_id: str, lineage: Collection[str] | None) -> Snapshot:
         """The session as this call reads it: from the view, cut to the branch."""
@@ -331,8 +343,9 @@ class ContextEngine:
         )  # fmt: skip
 
     def _recall(
-        self, snap: Snapshot, query: str | None, uid: str | None, use_retriever: bool | None
-    ) -> Callable[[int, Sequence[Item]], list[Recallable]]:
+        self, snap: Snapshot, query: str | None, uid: str | None, use_retriever: bool | None,
+        write: bool,
+    ) -> Callable[[int, Sequence[Item]], list[Recallable]]:  # fmt: skip
         """The recalled layer's candidates, given the immediate window and working items."""
         editor = Editor(self.edit_policy, snap.overturned, self.store.get_artifact)
         recall_query = query or _last_user_text(snap.units)
@@ -346,7 +359,7 @@ class ContextEngine:
                 top_summaries=snap.top_summaries, rolled_back=snap.rolled_back,
                 uncovered=snap.uncovered, span=snap.last_seq, window_from=window_from,
                 editor=editor, now=time.time(),
-                other_sessions=lambda: self._other_sessions(snap.session_id, uid),
+                other_sessions=lambda: self._other_sessions(snap.session_id, uid, write),
                 retrieve=self._retriever(snap.session_id, uid, use_retriever),
             ))  # fmt: skip
 
@@ -354,7 +367,7 @@ class ContextEngine:
 
     # ------------------------------------------------------------ helpers
     def _other_sessions(
-        self, session_id: str, user_id: str | None
+        self, session_id: str, user_id: str | None, write: bool = True
     ) -> list[tuple[str, list[Any], list[Any]]]:
         if not user_id:
             return []
@@ -362,7 +375,8 @@ class ContextEngine:
         for s in self.store.sessions(user_id=user_id)[: OTHER_SESSIONS + 1]:
             if s.session_id == session_id:
                 continue
-            self.memory.process(s.session_id, use_llm=False)  # imported / written elsewhere
+            if write:  # imported / written elsewhere: catch its memories up
+                self.memory.process(s.session_id, use_llm=False)
             mems = self.store.timeline(s.session_id, types=(EventType.MEMORY,))
             sums = self.compactor.top_summaries(s.session_id)
             if mems or sums:

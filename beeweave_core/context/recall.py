@@ -105,8 +105,9 @@ def _mem_piece(m: Event, origin: str, weight: float, recency: float) -> Recallab
     )
 
 
-#: Summary lines offered to recall per summary: the newest, plus any sharing a query term.
-SUMMARY_LINES = 120
+#: Summary lines offered to recall per summary: the newest, and as many sharing the most
+#: query terms.
+SUMMARY_LINES = 40
 
 
 _PARSED: dict[str, tuple[tuple[SourceLine, frozenset[str]], ...]] = {}
@@ -135,12 +136,15 @@ def _summary_pieces(
     group = f"[summary · {origin} · turns #{a}-#{b}]"
     lines = _parsed(s)
     newest = len(lines) - SUMMARY_LINES
+    shared = sorted(((len(t & query_terms), i) for i, (_ln, t) in enumerate(lines[:newest])
+                     if t & query_terms), reverse=True)[:SUMMARY_LINES]  # fmt: skip
+    picked = {i for _n, i in shared}
     out = []
-    for i, (ln, terms) in enumerate(lines):
+    for i, (ln, _terms) in enumerate(lines):
         if window_from is not None and ln.seq >= window_from:
             continue  # that turn is shown verbatim
-        if i < newest and not (terms & query_terms):
-            continue  # an old line the query does not touch: bounded cost per call
+        if i < newest and i not in picked:
+            continue  # an older line the query touches less: bounded cost per call
         text = ln.text if ln.role == "summary" else f"#{ln.seq} {ln.role}: {ln.text}"
         out.append(Recallable(f"{s.id}:{i}", "summary", text, group, (s.id,), s.session_id,
                               (ln.seq, ln.seq), weight, 0.0, core=ln.text))  # fmt: skip

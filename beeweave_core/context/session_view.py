@@ -33,7 +33,7 @@ _CONVERSATION = frozenset(CONVERSATION_TYPES)
 #: What a branch's message list names (tool calls ride with the answer that made them).
 _MESSAGES = frozenset({EventType.USER_MESSAGE, EventType.ASSISTANT_MESSAGE, EventType.TOOL_RESULT})
 #: Postings kept per term (newest); a term in more memories than this says little.
-MAX_POSTINGS = 512
+MAX_POSTINGS = 256
 
 
 def index_terms(text: str) -> set[str]:
@@ -156,12 +156,16 @@ class SessionView:
                     break
         return out[::-1]
 
-    def memories_matching(self, terms: Iterable[str]) -> set[str]:
-        """Active memories that share a term with ``terms`` (newest postings)."""
-        out: set[str] = set()
+    def memories_matching(self, terms: Iterable[str], limit: int = 64) -> list[str]:
+        """Active memories sharing the most terms with ``terms`` (newest first on ties)."""
+        hits: dict[str, int] = {}
         for t in terms:
-            out.update(i for i in self.postings.get(t, ())[-MAX_POSTINGS:] if i in self.memories)
-        return out
+            for i in self.postings.get(t, ())[-MAX_POSTINGS:]:
+                if i in self.memories:
+                    hits[i] = hits.get(i, 0) + 1
+        order = {i: n for n, i in enumerate(hits)}
+        ranked = sorted(hits, key=lambda i: (hits[i], self.memories[i].seq, order[i]), reverse=True)
+        return ranked[:limit]
 
 
 class Views:
@@ -312,7 +316,7 @@ class Snapshot:
 
 
 #: Uncovered turns offered to recall as originals (the newest).
-MAX_UNCOVERED = 200
+MAX_UNCOVERED = 48
 
 
 def snapshot(
