@@ -22,25 +22,68 @@ from beeweave_core.tokens import TokenCounter
 from beeweave_core.weave import Weave
 
 BUDGET = 4_000
+THINGS = (
+    "invoice",
+    "pallet",
+    "courier",
+    "warehouse",
+    "label",
+    "refund",
+    "ticket",
+    "crate",
+    "manifest",
+    "driver",
+    "depot",
+    "customs",
+    "forklift",
+    "scanner",
+    "route",
+    "locker",
+    "shelf",
+    "barcode",
+    "dock",
+    "trailer",
+    "parcel",
+    "permit",
+    "insurer",
+    "supplier",
+)
+TRAITS = (
+    "limit",
+    "colour",
+    "owner",
+    "deadline",
+    "size",
+    "budget",
+    "code",
+    "format",
+    "priority",
+    "region",
+    "contact",
+    "weight",
+)
 CITIES = ("Oslo", "Lyon", "Porto", "Turku", "Gdansk", "Graz", "Bilbao", "Leuven")
 
 
 def conversation(n_events: int, start: int = 0) -> list[dict[str, Any]]:
-    """About ``n_events`` events of varied turns (4 events per turn on average)."""
+    """About ``n_events`` events of varied turns (about 3 events per turn): settings of
+    many things stated with values, answers, and a tool call with its result every
+    fourth turn."""
     msgs: list[dict[str, Any]] = []
     i = start
     while len(msgs) < n_events:
+        thing, trait = THINGS[i % len(THINGS)], TRAITS[(i // len(THINGS)) % len(TRAITS)]
         city = CITIES[i % len(CITIES)]
-        msgs.append({"role": "user", "content": f"For order {1000 + i}, ship {i % 7 + 2} crates "
-                     f"to {city} and keep the pallet height under {90 + i % 40} cm."})  # fmt: skip
+        msgs.append({"role": "user", "content": f"The {thing} {trait} for {city} is "
+                     f"{10 + i % 89}."})  # fmt: skip
         if i % 4 == 3:
             cid = f"c{i}"
             msgs.append({"role": "assistant", "content": "", "tool_calls": [
                 {"id": cid, "type": "function",
-                 "function": {"name": "quote", "arguments": f'{{"order": {1000 + i}}}'}}]})  # fmt: skip
+                 "function": {"name": "lookup", "arguments": f'{{"batch": {1000 + i}}}'}}]})  # fmt: skip
             msgs.append({"role": "tool", "tool_call_id": cid,
-                         "content": f'{{"order": {1000 + i}, "price_eur": {40 + i % 300}}}'})  # fmt: skip
-        msgs.append({"role": "assistant", "content": f"Order {1000 + i} to {city} is planned."})
+                         "content": f'{{"batch": {1000 + i}, "status": "ok"}}'})  # fmt: skip
+        msgs.append({"role": "assistant", "content": f"Noted for batch {1000 + i}."})
         i += 1
     return msgs
 

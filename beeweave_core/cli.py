@@ -480,6 +480,8 @@ def bench_context(
         f"(offline extractive summarizer): {'MET' if ok else 'NOT MET'}",
         "stale_rate is over probes with a forbid list; tokens are exact cl100k_base counts",
         f"summary compression ratio (summary/source tokens): {extra['summary_compression_ratio']}",
+        "short sessions (history fits): BeeWeave tokens <= full history in "
+        f"{extra['short_session_le_full_history']:.0%} of cases (target 100%)",
     ]
     report("context", rows, out=out, params={"scenarios": str(scenarios), **extra, "details": details},
            notes=notes)  # fmt: skip
@@ -492,8 +494,9 @@ def bench_assemble(
     ] = "100,1000,10000,100000",
     calls: Annotated[int, typer.Option(help="Measured calls per size (one new turn each).")] = 30,
     neo4j: Annotated[
-        str | None, typer.Option("--neo4j", help="Neo4j URI for the 10k row (default: $NEO4J_URI).")
+        str | None, typer.Option("--neo4j", help="Neo4j URI for one row (default: $NEO4J_URI).")
     ] = None,
+    neo4j_size: Annotated[int, typer.Option(help="Session size of the Neo4j row.")] = 10_000,
     auth: AuthOpt = None,
     out: OutOpt = None,
 ) -> None:
@@ -508,7 +511,8 @@ def bench_assemble(
     except ValueError:
         fail(f"--sizes must be comma-separated integers, got {sizes!r}")
     uri = neo4j or os.environ.get("NEO4J_URI")
-    rows, verdict = assemble.run(sizes=ns, calls=calls, neo4j_uri=uri, auth=_auth(auth))
+    rows, verdict = assemble.run(sizes=ns, calls=calls, neo4j_uri=uri, auth=_auth(auth),
+                                 neo4j_size=neo4j_size)  # fmt: skip
     notes = ["targets: p50 <= 20 ms at 10k events; p50 at 100k <= 2x p50 at 1k",
              *(f"{k}: {v}" for k, v in verdict.items())]  # fmt: skip
     report("assemble", rows, out=out, params={"sizes": ns, "calls": calls, **verdict}, notes=notes)

@@ -380,11 +380,12 @@ class EditCache:
         """(edited newest units that may fit ``room``, what editing dropped and why,
         whether that is the whole history).
 
-        Acks and repeated turns are dropped (the latest user message always kept), big
-        tool outputs cut, overturned wording out.
+        Acks and repeated turns are dropped (the latest user message, and the one that
+        opens the conversation, always kept), big tool outputs cut, overturned wording out.
         """
         last_user = next((i for i in range(len(units) - 1, -1, -1) if units[i].kind == "user"),
                          None)  # fmt: skip
+        opening = 0 if units and units[0].kind == "user" else None  # keeps the history valid
         out: list[Unit] = []
         dropped: list[tuple[Unit, str]] = []
         seen: set[str] = set()
@@ -392,7 +393,7 @@ class EditCache:
         for i in range(len(units) - 1, -1, -1):
             if used > room:
                 return out[::-1], dropped[::-1], False
-            edited, key = self.edit(editor, units[i], keep_acks=(i == last_user))
+            edited, key = self.edit(editor, units[i], keep_acks=i in (last_user, opening))
             if edited is None:
                 dropped.append((units[i], "edited out: acknowledgement or overturned instruction"))
                 continue
