@@ -40,7 +40,6 @@ from beeweave_core.context.session_view import (
     Snapshot,
     Views,
     WatchedStore,
-    overturned_of,
     snapshot,
 )
 from beeweave_core.context.summarizers import ExtractiveSummarizer, LLMSummarizer, Summarizer
@@ -175,7 +174,7 @@ class ContextEngine:
             view, _n = self.views.get(session_id)
             return SessionInputs(view.units(), list(view.summaries.values()),
                                  min(view.thrash, self.compactor.policy.max_level),
-                                 overturned_of(view.memories.values()))  # fmt: skip
+                                 view.overturned())  # fmt: skip
 
     def working_state(self, session_id: str) -> WorkingState:
         self.memory.process(session_id)

@@ -69,6 +69,7 @@ class SessionView:
     version: int = 0
     _scanned: int = 0  # units already folded into ``scan``
     _tokens: dict[str, _TokenSum] = field(default_factory=dict)
+    _overturned: tuple[int, dict[str, list[str]]] | None = None
 
     # ------------------------------------------------------------ reading
     def catch_up(self, store: EventStore) -> int:
@@ -143,6 +144,12 @@ class SessionView:
             acc.costs[i] = cost
         acc.mark = len(log)
         return acc.total
+
+    def overturned(self) -> dict[str, list[str]]:
+        """event id -> overturned wording, from the active memories (cached per version)."""
+        if self._overturned is None or self._overturned[0] != self.version:
+            self._overturned = (self.version, overturned_of(self.memories.values()))
+        return self._overturned[1]
 
     def newest_memories(self, n: int, kind: str | None = None) -> list[Event]:
         """The newest ``n`` active memories (of ``kind``), oldest first."""
@@ -337,12 +344,12 @@ def snapshot(
         memories = [m for m in view.memories.values() if _on_branch(m, branch)]
         summaries = [s for s in summaries if branch.issuperset(_sources(s))]
         scan = None
+    overturned = overturned_of(memories) if branch is not None else view.overturned()
     working = build_working_state(view.session_id, memories, units, scan=scan,
-                                  per_section=working_items)  # fmt: skip
+                                  per_section=working_items, overturned=overturned)  # fmt: skip
     return Snapshot(
         session_id=view.session_id, systems=list(view.systems), units=units, memories=memories,
-        summaries=summaries, overturned=overturned_of(memories if branch is not None
-                                                     else view.memories.values()),
+        summaries=summaries, overturned=overturned,
         level=view.thrash, user_id=view.user_id, working=working, view=view, branch=branch,
         recent_memories=recent_memories,
     )  # fmt: skip

@@ -1,14 +1,15 @@
 """The working state: where the task stands, as structure rather than transcript.
 
 Goal, constraints, decisions with their reasons, what was done (with the parameters
-that matter), todos, open questions and conflicts.  It is rebuilt from the store on
-every assembly — active memories plus a scan of the turns — so it always reflects the
-latest invalidations and never drifts from what the events say.
+that matter), todos, open questions and conflicts.  It is built on every assembly from
+the active memories and a scan of the user's turns (kept current by the session view,
+one new unit at a time), so it reflects the latest invalidations and never drifts from
+what the events say.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from beeweave_core.context.memory import conflicts, expired
@@ -135,13 +136,15 @@ def build_working_state(
     max_conflicts: int = 5,
     scan: TurnScan | None = None,
     per_section: int | None = None,
+    overturned: Mapping[str, Sequence[str]] | None = None,
 ) -> WorkingState:
     """Fold a session's active memories and turns into a :class:`WorkingState`.
 
     ``scan`` is the turn scan already folded over ``units`` (a session view keeps one
     current, so the turns are not read again); ``per_section`` keeps the newest items
     of each section only, which bounds the cost of a call in a long session (what is
-    left out is still recalled by relevance).
+    left out is still recalled by relevance); ``overturned`` (event id -> wording a
+    later statement overturned) defaults to what ``memories`` say.
     """
     ws = WorkingState(session_id)
     live = [m for m in memories if not expired(m, now)]
@@ -164,17 +167,42 @@ def build_working_state(
         scan = TurnScan()
         for u in units:
             scan.add(u)
-    ws.goal = scan.goal
-    ws.todos = scan.latest_todos(max_todos)
+    gone = _folded(overturned if overturned is not None else _overturned(memories))
+    ws.goal = scan.goal(gone)
+    ws.todos = scan.latest_todos(max_todos, gone)
     ws.open_questions = _open_questions(units)
     return ws
 
 
+def _overturned(memories: Sequence[Event]) -> dict[str, list[str]]:
+    """event id -> wording a later statement overturned (never shown as state)."""
+    out: dict[str, list[str]] = {}
+    for m in memories:
+        for item in m.payload.get("overturned") or ():
+            for src in item.get("sources") or ():
+                out.setdefault(src, []).append(item.get("text") or "")
+    return out
+
+
+def _folded(overturned: Mapping[str, Sequence[str]]) -> dict[str, set[str]]:
+    return {k: {L.fold(t) for t in v} for k, v in overturned.items()}
+
+
+def _replaced(item: Item, gone: Mapping[str, set[str]]) -> bool:
+    """A goal or todo the user has since replaced."""
+    f = L.fold(item.text)
+    return any(w and (w in f or f in w) for i in item.event_ids for w in gone.get(i, ()))
+
+
 class TurnScan:
-    """Goal and todos found in the user's turns, folded one unit at a time."""
+    """Goal and todo sentences of the user's turns, folded one unit at a time (what
+    was overturned since is left out when the state is built)."""
+
+    #: Goal candidates kept (the first one not overturned is the goal).
+    MAX_GOALS = 8
 
     def __init__(self) -> None:
-        self.goal: Item | None = None
+        self.goals: list[Item] = []
         self.todos: list[Item] = []
 
     def add(self, unit: Unit) -> None:
@@ -186,17 +214,20 @@ class TurnScan:
             for s in L.sentences(ev.content):
                 if L.is_question(s) or L.is_ack(s):
                     continue
-                if self.goal is None and L.GOAL.search(s):
-                    self.goal = Item("goal", s, (ev.id,), ev.seq)
+                if len(self.goals) < self.MAX_GOALS and L.GOAL.search(s):
+                    self.goals.append(Item("goal", s, (ev.id,), ev.seq))
                 if L.TODO.search(s):
                     self.todos.append(Item("todos", s, (ev.id,), ev.seq))
 
-    def latest_todos(self, n: int) -> list[Item]:
-        """The newest ``n`` distinct todos, oldest first."""
+    def goal(self, gone: Mapping[str, set[str]]) -> Item | None:
+        return next((g for g in self.goals if not _replaced(g, gone)), None)
+
+    def latest_todos(self, n: int, gone: Mapping[str, set[str]]) -> list[Item]:
+        """The newest ``n`` distinct todos still in force, oldest first."""
         seen: set[str] = set()
         uniq = []
         for t in reversed(self.todos):
-            if L.fold(t.text) not in seen:
+            if L.fold(t.text) not in seen and not _replaced(t, gone):
                 seen.add(L.fold(t.text))
                 uniq.append(t)
             if len(uniq) >= n:
