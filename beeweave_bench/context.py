@@ -207,17 +207,16 @@ def _short_session(scn: dict[str, Any], counter: TokenCounter, tmp: str) -> dict
 
 
 def _short_row(cases: list[dict[str, Any]]) -> dict[str, Any]:
+    def mean(values: list[float]) -> float:
+        return sum(values) / len(values) if values else float("nan")
+
     return {
         "system": "beeweave (short session)",
         "kind": "history fits",
         "probes": len(cases),
-        "tokens_share": sum(c["tokens"] / c["full_tokens"] for c in cases) / len(cases)
-        if cases
-        else float("nan"),
-        "within_budget": sum(c["tokens"] <= c["full_tokens"] for c in cases) / len(cases)
-        if cases
-        else float("nan"),
-        "mean_tokens": sum(c["tokens"] for c in cases) / len(cases) if cases else float("nan"),
+        "tokens_share": mean([c["tokens"] / c["full_tokens"] for c in cases]),
+        "within_budget": mean([c["tokens"] <= c["full_tokens"] for c in cases]),
+        "mean_tokens": mean([c["tokens"] for c in cases]),
     }
 
 

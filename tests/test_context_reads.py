@@ -47,6 +47,19 @@ def test_dry_run_writes_nothing(weave_factory: Any, tmp_path: Path) -> None:
     assert len(weave.store.timeline("errands", include_inactive=True)) > len(after)
 
 
+def test_memory_inspection_writes_nothing(weave_factory: Any) -> None:
+    from beeweave_langchain.memory import BeeWeaveMemory
+
+    weave = weave_factory(index=False)
+    say(weave, "chain", _errands(30))
+    memory = BeeWeaveMemory(weave=weave, session_id="chain", max_token_limit=300)
+    before = [e.id for e in weave.store.timeline("chain", include_inactive=True)]
+    shown = memory.inspect({"input": "which parcels?"})["history"]
+    weave.flush()
+    assert "parcels" in shown and memory.last_context.total_tokens <= 300
+    assert [e.id for e in weave.store.timeline("chain", include_inactive=True)] == before
+
+
 def test_a_cleared_session_stays_gone_after_an_assembly(weave_factory: Any) -> None:
     weave = weave_factory(index=False)
     say(weave, "scratch", _errands(4))
