@@ -17,8 +17,9 @@ from pathlib import Path
 from typing import Any
 
 from beeweave_bench.report import median, percentile
-from beeweave_core.context.messages import read_units, record_messages
+from beeweave_core.context.messages import read_units
 from beeweave_core.tokens import TokenCounter
+from beeweave_core.transcript import record_messages
 from beeweave_core.weave import Weave
 
 BUDGET = 4_000

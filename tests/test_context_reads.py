@@ -119,3 +119,24 @@ def test_the_window_opens_on_a_user_message(
     convo = [m for m in ctx.messages if m["role"] != "system"]
     if convo:
         assert convo[0]["role"] == "user", convo
+
+
+def test_bench_assemble_reports_p50_first_call_and_the_buffer_baseline(
+    tmp_path: Path, monkeypatch: Any
+) -> None:
+    import json
+
+    from typer.testing import CliRunner
+
+    from beeweave_core.cli import app
+
+    monkeypatch.delenv("NEO4J_URI", raising=False)  # SQLite rows only
+    out = tmp_path / "assemble.json"
+    res = CliRunner().invoke(app, ["bench", "assemble", "--sizes", "40,120", "--calls", "3",
+                                   "--out", str(out)])  # fmt: skip
+    assert res.exit_code == 0, res.output
+    rows = json.loads(out.read_text())["rows"]
+    assert [r["backend"] for r in rows] == ["sqlite", "sqlite"]
+    assert rows[0]["events"] < rows[1]["events"]
+    for r in rows:
+        assert r["p50_ms"] > 0 and r["first_call_ms"] > 0 and r["buffer_p50_ms"] > 0
