@@ -38,6 +38,8 @@ from beeweave_core.payloads import PayloadError, dumps, to_jsonable
 from beeweave_core.store import EventStore
 
 log = logging.getLogger("beeweave.bus")
+#: What :meth:`ContextBus.subscribe` takes: called with each batch once it is stored.
+Listener = Callable[[list[Event]], None]
 
 _HIGH = frozenset(t.value for t in HIGH_PRIORITY_TYPES)
 _BAD_INPUT = (ValueError, TypeError, PayloadError)
@@ -101,7 +103,7 @@ class ContextBus:
         self._pending_low: dict[tuple[Any, ...], list[tuple[Any, ...]]] = {}
         #: Called on the writer thread with each batch once it is in the store
         #: (the vector indexer and the memory writer hang off this).
-        self.listeners: list[Callable[[list[Event]], None]] = []
+        self.listeners: list[Listener] = []
         self._thread = threading.Thread(target=self._run, name=f"beeweave-{name}", daemon=True)
         self._thread.start()
         ref = weakref.ref(self)
@@ -203,6 +205,21 @@ class ContextBus:
         self._wake.set()
         self._thread.join(timeout)
         atexit.unregister(self._atexit)
+
+    def subscribe(self, listener: Listener) -> None:
+        """Call ``listener`` on the writer thread with each batch once it is stored.
+
+        A listener must be quick (capture waits for it) and may fail: the failure is
+        logged and capture goes on.  Subscribing the same listener twice is a no-op.
+        The list is replaced, never changed in place, so the writer thread can walk
+        it without a lock.
+        """
+        if listener not in self.listeners:
+            self.listeners = [*self.listeners, listener]
+
+    def unsubscribe(self, listener: Listener) -> None:
+        """Stop calling ``listener``; safe to repeat."""
+        self.listeners = [x for x in self.listeners if x != listener]
 
     def stats(self) -> dict[str, Any]:
         """Counters that say what happened to every emitted event."""

@@ -14,7 +14,10 @@ import json
 import re
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+
+if TYPE_CHECKING:
+    from beeweave_core.weave import Weave
 
 #: A value serialised by the saver's serde: ``(type tag, bytes)``.
 Typed = tuple[str, bytes]
@@ -274,7 +277,7 @@ class BranchOps:
         ]
 
 
-def open_checkpoint_store(weave: Any) -> CheckpointStore:
+def open_checkpoint_store(weave: Weave) -> CheckpointStore:
     """The checkpoint store beside ``weave``'s event store (same file / same database)."""
     from beeweave_core.backends.sqlite.events import SQLiteEventStore
 

@@ -20,10 +20,13 @@ import threading
 import time
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
-from typing import Any, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from beeweave_core.events import EdgeType, Event, EventType, new_event_id
 from beeweave_core.payloads import decode_payload, dumps, to_jsonable
+
+if TYPE_CHECKING:
+    from beeweave_core.weave import Weave
 
 #: Joins namespace labels in the index (labels may not contain it).
 NS_SEP = "\x1f"
@@ -161,7 +164,7 @@ def namespace_matches(match_type: str, path: Sequence[str], namespace: tuple[str
 class ItemStore:
     """Items of one weave's tenant: versions in the event graph, pointers in ``index``."""
 
-    def __init__(self, weave: Any, index: ItemIndex | None = None) -> None:
+    def __init__(self, weave: Weave, index: ItemIndex | None = None) -> None:
         self.weave = weave
         self.events = weave.store
         self.index = index if index is not None else open_item_index(weave)
@@ -240,7 +243,7 @@ class ItemStore:
         return len(gone)
 
     def _reindex(self, stored: list[Event], gone: list[str]) -> None:
-        indexer = getattr(self.weave, "indexer", None)
+        indexer = self.weave.indexer
         if indexer is None:
             return
         if stored:
@@ -318,7 +321,7 @@ class ItemStore:
         return sorted(set(spaces))[offset : offset + limit]
 
 
-def open_item_index(weave: Any) -> ItemIndex:
+def open_item_index(weave: Weave) -> ItemIndex:
     """The item index beside ``weave``'s events (same SQLite file / Neo4j database)."""
     from beeweave_core.backends.sqlite.events import SQLiteEventStore
 
@@ -336,5 +339,5 @@ def open_item_index(weave: Any) -> ItemIndex:
         )
     else:
         raise TypeError(f"no item index for event store {type(events).__name__}")
-    weave._closers.append(index.close)
+    weave.on_close(index.close)
     return index

@@ -146,7 +146,7 @@ class BeeWeaveCheckpointer(BaseCheckpointSaver[str]):
             if weave is None:
                 raise ValueError("BeeWeaveCheckpointer needs weave= (or store=)")
             store = open_checkpoint_store(weave)
-            weave._closers.append(store.close)
+            weave.on_close(store.close)
         self.weave = weave
         self.store = store
         self.messages_channel = messages_channel
@@ -217,7 +217,7 @@ class BeeWeaveCheckpointer(BaseCheckpointSaver[str]):
     def close(self) -> None:
         """Close the store (and the weave, when ``from_conn_string`` opened it)."""
         if self._owned_weave is not None:
-            self._owned_weave.close()  # also closes the store: it is in weave._closers
+            self._owned_weave.close()  # also closes the store: registered with weave.on_close
         else:
             self.store.close()
 

@@ -64,7 +64,7 @@ class Recorder:
         self.lock = threading.RLock()
         self._sessions: OrderedDict[str, SessionState] = OrderedDict()
         self.linker = ValueRefLinker(weave.store)
-        weave.bus.listeners.append(self.linker)
+        weave.bus.subscribe(self.linker)
 
     # ---------------------------------------------------------------- state
     def session(self, session_id: str) -> SessionState:

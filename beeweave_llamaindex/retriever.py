@@ -16,6 +16,8 @@ from llama_index.core.base.base_retriever import BaseRetriever
 from llama_index.core.callbacks.base import CallbackManager
 from llama_index.core.schema import NodeWithScore, QueryBundle, TextNode
 
+from beeweave_core.weave import Weave
+
 #: Metadata an LLM reads with the node text; the rest stays out of the prompt and embedding.
 LLM_METADATA_KEYS = ("event_type", "session_id", "time")
 
@@ -54,7 +56,7 @@ class BeeWeaveRetriever(BaseRetriever):
 
     def __init__(
         self,
-        weave: Any,
+        weave: Weave,
         *,
         k: int = 10,
         session_id: str | None = None,
@@ -66,7 +68,7 @@ class BeeWeaveRetriever(BaseRetriever):
         callback_manager: CallbackManager | None = None,
         verbose: bool = False,
     ) -> None:
-        if not callable(getattr(weave, "retrieve", None)):
+        if not isinstance(weave, Weave):
             raise TypeError(f"weave must be a beeweave_core.Weave, got {type(weave).__name__}")
         if not isinstance(k, int) or k < 1:
             raise ValueError(f"k must be a positive int, got {k!r}")

@@ -13,10 +13,14 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from beeweave_core.events import EventType, event_id_for
 from beeweave_llamaindex.messages import ToolCallDict, fingerprint
+
+if TYPE_CHECKING:
+    from beeweave_core.weave import Weave
+
 
 FRAMEWORK = "llama_index"
 
@@ -45,7 +49,7 @@ class TurnWriter:
 
     def __init__(
         self,
-        weave: Any,
+        weave: Weave,
         *,
         session_id: str,
         scope: str,

@@ -10,6 +10,7 @@ from typing import Any
 
 from beeweave_core.index.base import (
     Chunk,
+    Embedder,
     EmbeddingIdentity,
     EmbeddingMismatch,
     IndexFilter,
@@ -17,10 +18,12 @@ from beeweave_core.index.base import (
     VectorIndex,
 )
 from beeweave_core.index.chunking import ChunkPolicy, chunk_event, chunk_events
+from beeweave_core.paths import beeweave_home
 
 __all__ = [
     "Chunk",
     "ChunkPolicy",
+    "Embedder",
     "EmbeddingIdentity",
     "EmbeddingMismatch",
     "IndexFilter",
@@ -39,8 +42,6 @@ def default_chroma_location(store: Any, url: str) -> str | None:
     path = getattr(store, "path", None)
     if isinstance(path, str):
         return None if path == ":memory:" else f"{path}.chroma"
-    from beeweave_core.weave import beeweave_home
-
     digest = hashlib.sha1(url.encode()).hexdigest()[:12]
     return str(beeweave_home() / "chroma" / digest)
 
