@@ -243,7 +243,7 @@ class RetrieveOptions(TypedDict, total=False):
     session_id: str | None
     user_id: str | None
     k: int
-    filters: Filters | Mapping[str, Any] | None
+    filters: Filters | Mapping[str, object] | None
     paths: Iterable[str] | None
     scope: str | None
     now: float | None
