@@ -16,13 +16,14 @@ from llama_index.core.base.base_retriever import BaseRetriever
 from llama_index.core.callbacks.base import CallbackManager
 from llama_index.core.schema import NodeWithScore, QueryBundle, TextNode
 
+from beeweave_core.retrieval import Hit
 from beeweave_core.weave import Weave
 
 #: Metadata an LLM reads with the node text; the rest stays out of the prompt and embedding.
 LLM_METADATA_KEYS = ("event_type", "session_id", "time")
 
 
-def hit_to_node(hit: Any) -> NodeWithScore:
+def hit_to_node(hit: Hit) -> NodeWithScore:
     """One retrieval hit as a ``NodeWithScore`` whose metadata carries the provenance.
 
     Metadata stays flat (scalars and lists of scalars), as LlamaIndex vector stores and
