@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field, fields, replace
 from typing import TYPE_CHECKING
 
 from beeweave_core.events import EventType
@@ -129,8 +129,7 @@ class IndexConfig:
             given["embeddings"] = embeddings
         if vector_url is not None:
             given["vector_url"] = vector_url
-        merged = {f.name: getattr(base, f.name) for f in fields(cls)} if base else {}
-        return cls(**{**merged, **given})  # type: ignore[arg-type]
+        return replace(base or cls(), **given)
 
 
 @dataclass(frozen=True)
