@@ -1,7 +1,7 @@
 """``ContextEngine``: what ``weave.context`` is — memory, compaction and assembly wired up.
 
-Built on first use of ``weave.context`` / ``weave.assemble``.  It hangs the memory
-writer on the capture bus (rules only, so capture stays fast), and before every
+Built on first use of ``weave.context`` / ``weave.assemble``.  The weave subscribes
+its memory writer to the capture bus (rules only, so capture stays fast), and before every
 assembly it catches up: memories from events not seen yet, summaries rebuilt where the
 user overturned something they hold, compaction when the uncovered turns passed the
 trigger.  Then it fills the layers and records the assembly as a ``retrieval`` event.
@@ -14,6 +14,8 @@ import logging
 import time
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, TypedDict
+
+from typing_extensions import Required
 
 from beeweave_core.config import ContextConfig
 from beeweave_core.context.assembler import (
@@ -49,7 +51,7 @@ THRASH_SHRINK = 0.7
 class AssembleOptions(TypedDict, total=False):
     """Keyword arguments of :meth:`ContextEngine.assemble` (for ``Weave.assemble``)."""
 
-    budget_tokens: int
+    budget_tokens: Required[int]
     model: str | None
     phase: str | None
     user_id: str | None
