@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import sys
 import time
 import uuid
@@ -15,9 +16,12 @@ from typing import Annotated, Any
 import typer
 from rich.console import Console
 from rich.table import Table
+from rich.text import Text
 from rich.tree import Tree
 
+from beeweave_core.errors import StoreError, shown
 from beeweave_core.events import Event
+from beeweave_core.exports import parse_export
 from beeweave_core.store import NotFound
 from beeweave_core.weave import Weave, default_url
 
@@ -46,7 +50,8 @@ AuthOpt = Annotated[
 
 def fail(message: str) -> None:
     """One clear line on stderr and a non-zero exit: what a shell user expects."""
-    Console(stderr=True).print(f"[bold red]error:[/] {message}", highlight=False)
+    line = Text.assemble(("error:", "bold red"), " ", " ".join(str(message).split()))
+    Console(stderr=True).print(line, highlight=False, soft_wrap=True)
     raise typer.Exit(code=1)
 
 
@@ -66,9 +71,10 @@ def opened(url: str | None, tenant: str, auth: str | None = None, **kw: Any) -> 
     try:
         weave = Weave.open(url, tenant=tenant, auth=_auth(auth), **kw)
     except ValueError as exc:
-        fail(str(exc))
+        fail(" ".join(str(exc).split())[:300])
     except Exception as exc:  # unreachable server, unreadable file …
-        fail(f"cannot open {url or default_url()}: {type(exc).__name__}: {exc}")
+        reason = " ".join(str(exc).split())[:200]
+        fail(f"cannot open {shown(url or default_url())}: {type(exc).__name__}: {reason}")
     try:
         yield weave
     finally:
@@ -198,11 +204,27 @@ def _recall_demo(weave: Weave, session_id: str, console: Console) -> None:
 _demo_extensions.append(_recall_demo)
 
 
+JsonOpt = Annotated[bool, typer.Option("--json", help="Print JSON instead of a table.")]
+
+
+def print_json(value: object) -> None:
+    """Machine-readable output: one JSON document on stdout, nothing else."""
+    sys.stdout.write(json.dumps(value, ensure_ascii=False, indent=1) + "\n")
+
+
 @app.command()
-def sessions(url: UrlOpt = None, tenant: TenantOpt = "default", auth: AuthOpt = None) -> None:
+def sessions(
+    url: UrlOpt = None,
+    tenant: TenantOpt = "default",
+    auth: AuthOpt = None,
+    as_json: JsonOpt = False,
+) -> None:
     """List stored sessions with counts by type, tokens and times."""
     with opened(url, tenant, auth) as weave:
-        console.print(sessions_table(weave))
+        if as_json:
+            print_json([s.model_dump(mode="json") for s in weave.store.sessions()])
+        else:
+            console.print(sessions_table(weave))
 
 
 @app.command()
@@ -211,17 +233,23 @@ def show(
     url: UrlOpt = None,
     tenant: TenantOpt = "default",
     auth: AuthOpt = None,
-    last: Annotated[int | None, typer.Option(help="Only the latest N events.")] = None,
+    last: Annotated[int | None, typer.Option(help="Only the latest N events (N >= 1).")] = None,
     all_: Annotated[
         bool, typer.Option("--all", help="Include deleted/invalidated events.")
     ] = False,
+    as_json: JsonOpt = False,
 ) -> None:
     """Show a session's timeline."""
+    if last is not None and last < 1:
+        fail(f"--last must be a positive number of events, got {last}")
     with opened(url, tenant, auth) as weave:
         events = weave.store.timeline(session_id, last=last, include_inactive=all_)
         if not events:
-            fail(f"no session {session_id!r} for tenant {tenant!r}")
-        console.print(timeline_table(events, f"Timeline of {session_id}"))
+            fail(f"no session {shown(session_id)} for tenant {shown(tenant)}")
+        if as_json:
+            print_json([e.to_record() for e in events])
+        else:
+            console.print(timeline_table(events, f"Timeline of {session_id}"))
 
 
 @app.command()
@@ -231,13 +259,105 @@ def trace(
     tenant: TenantOpt = "default",
     auth: AuthOpt = None,
     depth: Annotated[int, typer.Option(help="How many causal hops to follow.")] = 6,
+    as_json: JsonOpt = False,
 ) -> None:
     """Show the causal ancestry of one event as a tree."""
+    if depth < 1:
+        fail(f"--depth must be at least 1, got {depth}")
     with opened(url, tenant, auth) as weave:
         try:
-            console.print(trace_tree(weave, event_id, depth))
+            if as_json:
+                print_json(trace_records(weave, event_id, depth))
+            else:
+                console.print(trace_tree(weave, event_id, depth))
         except NotFound as exc:
             fail(str(exc.args[0]))
+
+
+def trace_records(weave: Weave, event_id: str, depth: int) -> list[dict[str, Any]]:
+    """The event and its ancestors with their distance, nearest first (``trace --json``)."""
+    found = weave.store.get([event_id])
+    if not found:
+        raise NotFound(f"no event {shown(event_id)} for tenant {shown(weave.tenant)}")
+    chain = [(found[0], 0), *weave.store.ancestors(event_id, depth=depth)]
+    return [{"depth": d, "event": ev.to_record()} for ev, d in chain]
+
+
+YesOpt = Annotated[bool, typer.Option("--yes", "-y", help="Do not ask for confirmation.")]
+
+
+def confirmed(question: str, yes: bool) -> None:
+    """Ask before destroying data; without a terminal, only ``--yes`` may go on."""
+    if yes:
+        return
+    if not sys.stdin.isatty():
+        fail(f"{question} Refusing without --yes (no terminal to ask).")
+    if not typer.confirm(question, default=False):
+        fail("nothing was changed")
+
+
+@app.command()
+def purge(
+    session: Annotated[
+        str | None, typer.Option("--session", help="Purge one whole session.")
+    ] = None,
+    user: Annotated[
+        str | None, typer.Option("--user", help="Purge every event of one user (meta.user_id).")
+    ] = None,
+    event: Annotated[
+        list[str] | None, typer.Option("--event", help="Purge these events (repeatable).")
+    ] = None,
+    url: UrlOpt = None,
+    tenant: TenantOpt = "default",
+    auth: AuthOpt = None,
+    yes: YesOpt = False,
+) -> None:
+    """Delete for good: the graph, full-text and vector indexes (the right to be forgotten)."""
+    chosen = [x for x in (session, user, event) if x]
+    if len(chosen) != 1:
+        fail("purge takes exactly one of --session, --user or --event")
+    with opened(url, tenant, auth) as weave:
+        if session is not None:
+            confirmed(f"Purge session {shown(session)} of tenant {shown(tenant)}?", yes)
+            n = weave.purge(session_id=session)
+        else:
+            ids = list(event or []) if user is None else user_event_ids(weave, user)
+            what = f"{len(ids)} event(s) of user {shown(user)}" if user else f"{len(ids)} event(s)"
+            confirmed(f"Purge {what} of tenant {shown(tenant)}?", yes)
+            n = weave.purge(ids=ids) if ids else 0
+        console.print(f"purged {n} event(s)")
+
+
+def user_event_ids(weave: Weave, user_id: str) -> list[str]:
+    """Every event id of ``user_id`` in this tenant, whatever its status."""
+    return [
+        e.id
+        for s in weave.store.sessions(user_id=user_id)
+        for e in weave.store.timeline(s.session_id, include_inactive=True)
+        if e.meta.get("user_id") == user_id
+    ]
+
+
+@app.command()
+def forget(
+    event: Annotated[list[str], typer.Argument(help="Event ids to forget.")],
+    reason: Annotated[str, typer.Option(help="Why (kept with the events).")] = "forgotten by user",
+    url: UrlOpt = None,
+    tenant: TenantOpt = "default",
+    auth: AuthOpt = None,
+    yes: YesOpt = False,
+) -> None:
+    """Hide events from every read (recall, context) but keep them for audit (``show --all``)."""
+    with opened(url, tenant, auth) as weave:
+        known = {e.id for e in weave.store.get(event, include_inactive=True)}
+        missing = [x for x in event if x not in known]
+        if missing:
+            fail(f"no event {shown(missing[0])} for tenant {shown(tenant)}")
+        confirmed(f"Forget {len(event)} event(s) of tenant {shown(tenant)}?", yes)
+        n = weave.store.invalidate(event, reason)
+        if weave.indexer is not None:
+            weave.indexer.forget(event)
+        console.print(f"forgot {n} event(s)")
 
 
 @app.command("export")
@@ -257,9 +377,16 @@ def export_cmd(
         text = json.dumps(data, ensure_ascii=False, indent=1)
         if out is None:
             sys.stdout.write(text + "\n")
-        else:
-            out.write_text(text, encoding="utf-8")
-            console.print(f"wrote {len(data['events'])} events to {out}")
+            return
+        if not out.parent.is_dir():
+            fail(f"cannot write {shown(str(out))}: folder {shown(str(out.parent))} does not exist")
+        try:  # an export holds a user's conversation: readable by its owner only
+            fd = os.open(out, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+            with os.fdopen(fd, "w", encoding="utf-8") as fh:
+                fh.write(text)
+        except OSError as exc:
+            fail(f"cannot write {shown(str(out))}: {exc.strerror}")
+        console.print(f"wrote {len(data['events'])} events to {out}")
 
 
 @app.command("import")
@@ -269,16 +396,18 @@ def import_cmd(
     tenant: TenantOpt = "default",
     auth: AuthOpt = None,
 ) -> None:
-    """Import a session exported by ``beeweave export``."""
+    """Import a session exported by ``beeweave export`` (checked whole before any write)."""
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, json.JSONDecodeError) as exc:
-        fail(f"cannot read {path}: {exc}")
+        export = parse_export(path.read_bytes())
+    except OSError as exc:
+        fail(f"cannot read {shown(str(path))}: {exc.strerror}")
+    except ValueError as exc:
+        fail(f"cannot import {shown(str(path))}: {exc}")
     with opened(url, tenant, auth) as weave:
         try:
-            res = weave.store.import_session(data)
-        except ValueError as exc:
-            fail(str(exc))
+            res = weave.store.import_session(export)
+        except (ValueError, StoreError) as exc:
+            fail(" ".join(str(exc).split())[:300])
         console.print(f"imported {res.inserted} events ({res.duplicates} already present)")
 
 

@@ -88,7 +88,7 @@ def test_import_of_a_bad_file_is_a_clear_error(tmp_path):
     bad = tmp_path / "bad.json"
     bad.write_text("{not json")
     proc = run(tmp_path, "import", str(bad), check=False)
-    assert proc.returncode == 1 and "cannot read" in proc.stderr
+    assert proc.returncode == 1 and "cannot import" in proc.stderr and "not JSON" in proc.stderr
 
 
 def test_demo_on_neo4j(neo4j_uri, tmp_path):
@@ -103,3 +103,61 @@ def test_demo_on_neo4j(neo4j_uri, tmp_path):
         (stats,) = store.sessions()
         assert stats.counts["tool_result"] == 5 and stats.counts["user_message"] == 6
         store.purge_tenant()
+
+
+# ------------------------------------------------------------ JSON, purge, forget
+@pytest.fixture
+def small_home(tmp_path: Path) -> Path:
+    """Two users' sessions, written through the real API, vectors off for speed."""
+    from beeweave_core.weave import Weave
+
+    with Weave.open(f"sqlite:///{tmp_path / 'beeweave.db'}", index=False) as weave:
+        for i in range(3):
+            weave.emit("user_message", f"repot fern {i}", session_id="plants",
+                       meta={"user_id": "iris"})  # fmt: skip
+        weave.emit("user_message", "tune the cello", session_id="music", meta={"user_id": "otto"})
+        weave.emit("user_message", "and the ficus", session_id="music", meta={"user_id": "iris"})
+        assert weave.flush()
+    return tmp_path
+
+
+def test_read_commands_print_json(small_home):
+    rows = json.loads(run(small_home, "sessions", "--json").stdout)
+    assert {r["session_id"]: r["events"] for r in rows} == {"plants": 3, "music": 2}
+    events = json.loads(run(small_home, "show", "plants", "--last", "2", "--json").stdout)
+    assert [e["content"] for e in events] == ["repot fern 1", "repot fern 2"]
+    chain = json.loads(run(small_home, "trace", events[0]["id"], "--json").stdout)
+    assert chain[0]["depth"] == 0 and chain[0]["event"]["id"] == events[0]["id"]
+
+
+@pytest.mark.parametrize("last", ["0", "-3"])
+def test_show_last_must_be_positive(small_home, last):
+    proc = run(small_home, "show", "plants", "--last", last, check=False)
+    lines = [x for x in proc.stderr.splitlines() if x.strip()]
+    assert proc.returncode == 1 and len(lines) == 1 and "--last" in lines[0]
+
+
+def test_purge_asks_and_refuses_without_a_terminal(small_home):
+    proc = run(small_home, "purge", "--session", "plants", check=False)
+    assert proc.returncode == 1 and "--yes" in proc.stderr
+    assert json.loads(run(small_home, "show", "plants", "--json").stdout)  # nothing changed
+
+
+def test_purge_session_and_user(small_home):
+    assert "purged 3" in run(small_home, "purge", "--session", "plants", "--yes").stdout
+    assert run(small_home, "show", "plants", check=False).returncode == 1
+    assert "purged 1" in run(small_home, "purge", "--user", "iris", "--yes").stdout
+    left = json.loads(run(small_home, "show", "music", "--all", "--json").stdout)
+    assert [e["content"] for e in left] == ["tune the cello"]
+
+
+def test_forget_hides_but_keeps_for_audit(small_home):
+    first = json.loads(run(small_home, "show", "plants", "--json").stdout)[0]["id"]
+    run(small_home, "forget", first, "--reason", "typo", "--yes")
+    visible = json.loads(run(small_home, "show", "plants", "--json").stdout)
+    assert first not in {e["id"] for e in visible}
+    audit = json.loads(run(small_home, "show", "plants", "--all", "--json").stdout)
+    gone = next(e for e in audit if e["id"] == first)
+    assert gone["status"] == "invalidated" and gone["status_reason"] == "typo"
+    proc = run(small_home, "forget", "no-such-event", "--yes", check=False)
+    assert proc.returncode == 1
