@@ -19,9 +19,10 @@ from rich.table import Table
 from rich.text import Text
 from rich.tree import Tree
 
+from beeweave_core.checkpoints import CheckpointStore, open_checkpoint_store
 from beeweave_core.errors import StoreError, shown
 from beeweave_core.events import Event
-from beeweave_core.exports import parse_export
+from beeweave_core.exports import export_thread, import_thread, parse_export
 from beeweave_core.store import NotFound
 from beeweave_core.weave import Weave, default_url
 
@@ -360,6 +361,16 @@ def forget(
         console.print(f"forgot {n} event(s)")
 
 
+@contextmanager
+def checkpoint_store(weave: Weave) -> Iterator[CheckpointStore]:
+    """The checkpoints kept beside the weave's events (closed after use)."""
+    store = open_checkpoint_store(weave)
+    try:
+        yield store
+    finally:
+        store.close()
+
+
 @app.command("export")
 def export_cmd(
     session_id: str,
@@ -368,10 +379,10 @@ def export_cmd(
     tenant: TenantOpt = "default",
     auth: AuthOpt = None,
 ) -> None:
-    """Export a session (events, edges, artifacts) to JSON."""
-    with opened(url, tenant, auth) as weave:
+    """Export a session (events, edges, artifacts, and its LangGraph checkpoints) to JSON."""
+    with opened(url, tenant, auth) as weave, checkpoint_store(weave) as checkpoints:
         try:
-            data = weave.store.export_session(session_id)
+            data = export_thread(weave.store, checkpoints, session_id)
         except NotFound as exc:
             fail(str(exc.args[0]))
         text = json.dumps(data, ensure_ascii=False, indent=1)
@@ -403,12 +414,15 @@ def import_cmd(
         fail(f"cannot read {shown(str(path))}: {exc.strerror}")
     except ValueError as exc:
         fail(f"cannot import {shown(str(path))}: {exc}")
-    with opened(url, tenant, auth) as weave:
+    with opened(url, tenant, auth) as weave, checkpoint_store(weave) as checkpoints:
         try:
-            res = weave.store.import_session(export)
+            res = import_thread(weave.store, checkpoints, export)
         except (ValueError, StoreError) as exc:
             fail(" ".join(str(exc).split())[:300])
-        console.print(f"imported {res.inserted} events ({res.duplicates} already present)")
+        console.print(
+            f"imported {res.inserted} events ({res.duplicates} already present), "
+            f"{len(export.checkpoints)} checkpoints"
+        )
 
 
 @app.command()
@@ -595,7 +609,41 @@ def bench_context(
         "stale_rate is over probes with a forbid list; tokens are exact cl100k_base counts",
         f"summary compression ratio (summary/source tokens): {extra['summary_compression_ratio']}",
     ]
+    sib = next((r for r in rows if r["system"] == "beeweave" and r["kind"] == "sibling"), None)
+    if sib is not None:  # a knowledge-update set: stricter staleness, look-alikes all kept
+        met = bee["retention"] >= 0.97 and bee["stale_rate"] <= 0.02 and sib["retention"] == 1.0
+        notes.append(
+            "target (updates): retention >= 0.97, stale <= 0.02, every sibling kept: "
+            + ("MET" if met else "NOT MET")
+        )
     report("context", rows, out=out, params={"scenarios": str(scenarios), **extra, "details": details},
+           notes=notes)  # fmt: skip
+
+
+@bench_app.command("supersession")
+def bench_supersession(
+    scenarios: Annotated[
+        Path, typer.Option(help="Directory of knowledge-update scenario JSON files.")
+    ],
+    folds: Annotated[int, typer.Option(help="Folds over conversations.")] = 3,
+    out: OutOpt = None,
+) -> None:
+    """Supersession alone: its threshold chosen on some conversations, scored on the others."""
+    from beeweave_bench.report import report
+    from beeweave_bench.supersession import cross_validate
+
+    try:
+        result = cross_validate(scenarios, folds=folds)
+    except ValueError as exc:
+        fail(str(exc))
+    rows = [{"system": "slot index (held out)", "kind": "all",
+             "accuracy": result["held_out_accuracy"]}]  # fmt: skip
+    rows += [{"system": "slot index (held out)", "kind": k, "accuracy": v}
+             for k, v in result["held_out_by_kind"].items()]  # fmt: skip
+    notes = [f"fold {f['fold']}: chose max_unlinked_extra={f['chosen']} "
+             f"(train accuracy {f['train_accuracy']})" for f in result["folds"]]  # fmt: skip
+    notes.append("a probe is right when its value is in force and its overturned wording is not")
+    report("supersession", rows, out=out, params={"scenarios": str(scenarios), **result},
            notes=notes)  # fmt: skip
 
 

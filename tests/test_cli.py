@@ -161,3 +161,46 @@ def test_forget_hides_but_keeps_for_audit(small_home):
     assert gone["status"] == "invalidated" and gone["status_reason"] == "typo"
     proc = run(small_home, "forget", "no-such-event", "--yes", check=False)
     assert proc.returncode == 1
+
+
+def test_export_import_resumes_a_langgraph_thread(tmp_path):
+    """Checkpoints travel with the session: the imported thread resumes with get_state."""
+    from langgraph.prebuilt import create_react_agent
+
+    from beeweave_core.weave import Weave
+    from beeweave_langchain.checkpoint import BeeWeaveCheckpointer
+
+    from .langchain_helpers import TOOLS, fake_model
+
+    def agent_on(home: Path, start: int):
+        weave = Weave.open(f"sqlite:///{home / 'beeweave.db'}", index=False)
+        saver = BeeWeaveCheckpointer.from_weave(weave)
+        model = fake_model(2, start)  # FAKE LLM (labelled): scripted tool-calling turns
+        return weave, create_react_agent(model, TOOLS, checkpointer=saver)
+
+    config = {"configurable": {"thread_id": "porch-repair"}}
+    source, target = tmp_path / "a", tmp_path / "b"
+    source.mkdir(), target.mkdir()
+    weave, agent = agent_on(source, 0)
+    for text in ("quote for porch boards", "use cedar, not pine"):
+        agent.invoke({"messages": [("user", text)]}, config)
+    before = agent.get_state(config)
+    weave.close()
+
+    out = tmp_path / "thread.json"
+    run(source, "export", "porch-repair", "-o", str(out))
+    assert json.loads(out.read_text())["checkpoints"]
+    assert "checkpoints" in run(target, "import", str(out)).stdout
+
+    weave, agent = agent_on(target, 2)
+    try:
+        after = agent.get_state(config)
+        assert after.values["messages"] == before.values["messages"]
+        assert (
+            after.config["configurable"]["checkpoint_id"]
+            == (before.config["configurable"]["checkpoint_id"])
+        )
+        agent.invoke({"messages": [("user", "and paint it green")]}, config)
+        assert len(agent.get_state(config).values["messages"]) > len(after.values["messages"])
+    finally:
+        weave.close()
