@@ -13,15 +13,11 @@ Nothing here blocks: every write goes to the capture bus.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from beeweave_core.events import EventType
 from beeweave_core.transcript import Message, Occurrences, ToolCall, transcript_for
 from beeweave_core.weave import Weave
-
-if TYPE_CHECKING:
-    from beeweave_core.weave import Weave
-
 
 FRAMEWORK = "llama_index"
 
