@@ -10,7 +10,7 @@ not at first use.  Change a setting with :func:`dataclasses.replace`.
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, fields, replace
 from typing import TYPE_CHECKING
 
@@ -23,6 +23,7 @@ if TYPE_CHECKING:
     from beeweave_core.context.summarizers import Summarizer
     from beeweave_core.index.base import Embedder, VectorIndex
     from beeweave_core.index.chunking import ChunkPolicy
+    from beeweave_core.llm import TextLLM
 
 #: ``BEEWEAVE_INDEX=off`` opens weaves without a vector index unless one is asked for.
 ENV_INDEX = "BEEWEAVE_INDEX"
@@ -201,18 +202,19 @@ class ContextConfig:
     """Assembly, compaction and long-term memory (``weave.context``).
 
     ``summarizer``: writes compaction summaries (default: extractive, no model).
-    ``llm``: any LangChain chat model or LlamaIndex LLM; a shortcut for
-    ``summarizer=LLMSummarizer(llm)``.  ``policy``: when and how to compact.
+    ``llm``: a :class:`~beeweave_core.llm.TextLLM` (framework models are wrapped by
+    their integration package: ``LangChainLLM``, ``LlamaIndexLLM``) or a function
+    ``str -> str``; a shortcut for ``summarizer=LLMSummarizer(llm)``.  ``policy``: when and how to compact.
     ``edit_policy``: what the immediate layer drops or cuts.  ``memory_llm``: a chat
     model that extracts memories the rules miss (optional).  ``presets``: layer
     shares per phase, over the built-in ones.
     """
 
     summarizer: Summarizer | None = None
-    llm: object | None = None
+    llm: TextLLM | Callable[[str], str] | None = None
     policy: CompactionPolicy | None = None
     edit_policy: EditPolicy | None = None
-    memory_llm: object | None = None
+    memory_llm: TextLLM | Callable[[str], str] | None = None
     presets: Mapping[str, LayerShares] = field(default_factory=dict)
 
 

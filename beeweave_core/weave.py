@@ -14,8 +14,9 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
-from urllib.parse import urlsplit
 
+from beeweave_core.backends import Backend, open_backend
+from beeweave_core.backends.neo4j.auth import AuthSpec
 from beeweave_core.bus import ContextBus
 from beeweave_core.config import IndexConfig, WeaveConfig
 from beeweave_core.events import AppendResult, EdgeType, Event, EventType
@@ -33,43 +34,21 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("beeweave")
 
-NEO4J_SCHEMES = ("neo4j", "neo4j+s", "neo4j+ssc", "bolt", "bolt+s", "bolt+ssc")
-#: Neo4j credentials: ``"user:password"``, ``"none"``, or a ``(user, password)`` pair.
-Auth = str | tuple[str, str] | None
-
 
 def open_store(
     url: str | None = None,
     *,
     tenant: str = "default",
-    auth: Auth = None,
+    auth: AuthSpec = None,
     database: str | None = None,
     **kw: Any,
 ) -> EventStore:
-    """Open the EventStore a URL names; a bad URL is a ``ValueError`` that says why."""
-    url = url or default_url()
-    if not isinstance(url, str):
-        raise ValueError(f"store URL must be a string, got {type(url).__name__}")
-    scheme = urlsplit(url).scheme.lower()
-    if scheme == "sqlite":
-        if not url.lower().startswith("sqlite:///"):
-            raise ValueError(
-                f"bad SQLite URL {url!r}: use sqlite:///relative.db or sqlite:////abs.db"
-            )
-        path = url[len("sqlite:///") :]
-        if not path:
-            raise ValueError(f"bad SQLite URL {url!r}: no file path")
-        from beeweave_core.backends.sqlite.events import SQLiteEventStore
+    """Open the EventStore a URL names; a bad URL is a ``ValueError`` that says why.
 
-        return SQLiteEventStore(path, tenant=tenant, **kw)
-    if scheme in NEO4J_SCHEMES:
-        from beeweave_core.backends.neo4j.events import Neo4jEventStore
-
-        return Neo4jEventStore(url, tenant=tenant, auth=auth, database=database, **kw)
-    raise ValueError(
-        f"unsupported store URL {url!r}: expected sqlite:///path or one of "
-        + ", ".join(f"{s}://" for s in NEO4J_SCHEMES)
-    )
+    The store is the backend's (see :func:`beeweave_core.backends.open_backend`);
+    closing it closes the connection or driver it holds.
+    """
+    return open_backend(url, tenant=tenant, auth=auth, database=database, **kw).events
 
 
 class _IndexedStore:
@@ -112,17 +91,18 @@ class Weave:
 
     def __init__(
         self,
-        store: EventStore,
+        backend: Backend,
         *,
-        url: str,
         spool_dir: str | os.PathLike[str] | None = None,
         config: WeaveConfig | None = None,
         **bus_kw: float,
     ) -> None:
         if config is not None and not isinstance(config, WeaveConfig):
             raise TypeError(f"config must be a WeaveConfig, got {type(config).__name__}")
-        self.store = store
-        self.url = url
+        #: Where the events and everything beside them live (chosen once, from the URL).
+        self.backend = backend
+        self.store = store = backend.events
+        self.url = url = backend.url
         self.tenant = store.tenant
         #: The settings every part was built with (frozen: open a new weave to change them).
         self.config = config or WeaveConfig()
@@ -138,7 +118,7 @@ class Weave:
         if self.config.index.enabled:
             from beeweave_core.index.indexer import build_indexer
 
-            self.indexer = build_indexer(store, url=url, config=self.config.index)
+            self.indexer = build_indexer(backend, config=self.config.index)
         if self.indexer is not None:
             self.bus.subscribe(self.indexer.on_stored)
             self.on_close(self.indexer.close)
@@ -149,7 +129,7 @@ class Weave:
         url: str | None = None,
         *,
         tenant: str = "default",
-        auth: Auth = None,
+        auth: AuthSpec = None,
         database: str | None = None,
         spool_dir: str | os.PathLike[str] | None = None,
         store_options: Mapping[str, object] | None = None,
@@ -172,14 +152,13 @@ class Weave:
             config or WeaveConfig(), embeddings=embeddings, index=index,
             vector_url=vector_url, index_options=index_options,
         )  # fmt: skip
-        url = url or default_url()
-        store = open_store(
+        backend = open_backend(
             url, tenant=tenant, auth=auth, database=database, **(store_options or {})
         )
         try:
-            return cls(store, url=url, spool_dir=spool_dir, config=config, **bus_kw)
+            return cls(backend, spool_dir=spool_dir, config=config, **bus_kw)
         except BaseException:
-            store.close()
+            backend.close()
             raise
 
     # ------------------------------------------------------------ capture
@@ -301,7 +280,7 @@ class Weave:
                 closer()
             except Exception:  # closing must finish even if one part fails
                 log.exception("beeweave: closer failed")
-        self.store.close()
+        self.backend.close()
 
     def __enter__(self) -> Weave:
         return self
@@ -331,4 +310,4 @@ def _with_index_options(
     return replace(config, index=section)
 
 
-__all__ = ["NEO4J_SCHEMES", "Auth", "Weave", "beeweave_home", "default_url", "open_store"]
+__all__ = ["Weave", "beeweave_home", "default_url", "open_store"]

@@ -8,12 +8,14 @@ Stores are real SQLite files; tokens are real tiktoken counts.
 
 from __future__ import annotations
 
+import pytest
 from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
 
 from beeweave_core.config import ContextConfig, WeaveConfig
 from beeweave_core.context import CompactionPolicy, LLMSummarizer
 from beeweave_core.events import EdgeType, EventType, Status
 from beeweave_core.text.language import fold
+from beeweave_langchain import LangChainLLM
 
 from .context_helpers import chatter, say
 
@@ -35,7 +37,7 @@ def test_llm_summary_that_loses_a_number_is_rolled_back_and_originals_kept(weave
     fake = GenericFakeChatModel(messages=iter(["- Goal: a nightly job with a time limit.",
                                                "- Goal: nightly job; batches; time limit."]))  # fmt: skip
     weave, engine = _engine(
-        weave_factory, llm=fake, policy=CompactionPolicy(segment_turns=2, retries=1)
+        weave_factory, llm=LangChainLLM(fake), policy=CompactionPolicy(segment_turns=2, retries=1)
     )
     say(weave, "s", [{"role": "user", "content": FACT},
                      {"role": "assistant", "content": "Noted, I will plan the job around that."},
@@ -63,7 +65,9 @@ def test_llm_summary_retried_with_the_missing_values_named(weave_factory):
         "- Constraint: finish within 45 minutes.",
         "- Constraint: finish within 45 minutes; batches of 5,000 rows.",
     ]))  # fmt: skip
-    weave, engine = _engine(weave_factory, llm=fake, policy=CompactionPolicy(segment_turns=2))
+    weave, engine = _engine(
+        weave_factory, llm=LangChainLLM(fake), policy=CompactionPolicy(segment_turns=2)
+    )
     ids = say(weave, "s", [{"role": "user", "content": FACT},
                            {"role": "assistant", "content": "Noted, I will plan the job around that."},
                            {"role": "user", "content": "Now draft the schedule."}])  # fmt: skip
@@ -83,12 +87,16 @@ def test_llm_summary_retried_with_the_missing_values_named(weave_factory):
     assert summary.payload["ratio"] > 0 and report.ratio is not None
 
 
-def test_llamaindex_llm_is_accepted_duck_typed(weave_factory):
+def test_llamaindex_llm_through_its_adapter(weave_factory):
     from llama_index.core.llms.mock import MockLLM
+
+    from beeweave_llamaindex import LlamaIndexLLM
 
     # FAKE LLM: LlamaIndex's MockLLM echoes the prompt, so nothing is lost
     weave, engine = _engine(
-        weave_factory, summarizer=LLMSummarizer(MockLLM()), policy=CompactionPolicy(segment_turns=2)
+        weave_factory,
+        summarizer=LLMSummarizer(LlamaIndexLLM(MockLLM())),
+        policy=CompactionPolicy(segment_turns=2),
     )
     say(weave, "s", [{"role": "user", "content": FACT},
                      {"role": "assistant", "content": "Noted, I will plan the job around that."},
@@ -97,6 +105,26 @@ def test_llamaindex_llm_is_accepted_duck_typed(weave_factory):
     (summary,) = _summaries(weave, "s")
     assert summary.payload["retention"]["outcome"] == "ok"
     assert summary.payload["summarizer"].startswith("llm:")
+
+
+def test_a_plain_function_is_an_llm_and_an_unwrapped_chat_model_is_refused(weave_factory):
+    prompts: list[str] = []
+
+    def notes(prompt: str) -> str:  # FAKE LLM: keeps the user's lines of the prompt
+        prompts.append(prompt)
+        return "\n".join(ln for ln in prompt.splitlines() if " user: " in ln)
+
+    weave, engine = _engine(weave_factory, llm=notes, policy=CompactionPolicy(segment_turns=2))
+    say(weave, "s", [{"role": "user", "content": FACT},
+                     {"role": "assistant", "content": "Noted, I will plan the job around that."},
+                     {"role": "user", "content": "Go."}])  # fmt: skip
+    engine.compact("s", window_tokens=60, model="gpt-4", force=True)
+    (summary,) = _summaries(weave, "s")
+    assert summary.payload["summarizer"] == "llm:notes" and "45 minutes" in summary.content
+    assert prompts and prompts[0].startswith("You compress part of a conversation")
+    chat_model = GenericFakeChatModel(messages=iter(["- nothing"]))  # FAKE LLM
+    with pytest.raises(TypeError, match="beeweave_langchain.LangChainLLM"):
+        LLMSummarizer(chat_model)
 
 
 def test_segments_merge_hierarchically_with_compression(weave_factory):

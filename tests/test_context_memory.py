@@ -222,11 +222,15 @@ def test_other_sessions_of_the_same_user_are_recalled_with_their_origin(weave_fa
 def test_optional_llm_extractor_adds_what_rules_miss(weave_factory):
     from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
 
+    from beeweave_langchain import LangChainLLM
+
     # FAKE LLM: the scripted extraction a real model would return as JSON lines
     fake = GenericFakeChatModel(
         messages=iter(['{"kind": "preference", "text": "The user likes short weekly summaries."}'])
     )
-    weave = weave_factory(index=False, config=WeaveConfig(context=ContextConfig(memory_llm=fake)))
+    weave = weave_factory(
+        index=False, config=WeaveConfig(context=ContextConfig(memory_llm=LangChainLLM(fake)))
+    )
     say(
         weave,
         "s",

@@ -22,10 +22,11 @@ import time
 from collections import deque
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from beeweave_core.config import IndexConfig
 from beeweave_core.events import Event, Status
+from beeweave_core.extras import install_hint
 from beeweave_core.index import IndexFilter, IndexState, VectorIndex, open_index
 from beeweave_core.index.base import (
     Chunk,
@@ -36,6 +37,9 @@ from beeweave_core.index.base import (
 )
 from beeweave_core.index.chunking import ChunkPolicy, chunk_events, embed_chunks, embed_query
 from beeweave_core.store import EventStore
+
+if TYPE_CHECKING:
+    from beeweave_core.backends import Backend
 
 log = logging.getLogger("beeweave.indexer")
 
@@ -432,20 +436,20 @@ class Indexer:
 
 
 # ----------------------------------------------------------- weave wiring
-def build_indexer(store: EventStore, *, url: str, config: IndexConfig) -> Indexer | None:
-    """The :class:`Indexer` ``config`` asks for over ``store`` (``None``: no index).
+def build_indexer(backend: Backend, *, config: IndexConfig) -> Indexer | None:
+    """The :class:`Indexer` ``config`` asks for over ``backend``'s events (``None``: none).
 
-    No index either when a package the default index or embeddings need is missing:
-    recall then runs on words, graph and recency.  The caller subscribes
+    No index either when a package the chosen index or the default embeddings need is
+    missing: recall then runs on words, graph and recency.  The caller subscribes
     :meth:`Indexer.on_stored` to its capture bus and closes the indexer with the weave.
     """
     if not config.enabled:
         return None
     kind = config.kind
-    missing = _missing_packages(store, kind, config)
+    missing = _missing_packages(backend, kind, config)
     if missing:
-        log.info("beeweave: semantic recall is off (not installed: %s); words, graph and "
-                 "recency still recall", ", ".join(missing))  # fmt: skip
+        log.info("beeweave: semantic recall is off (not installed: %s; %s); words, graph "
+                 "and recency still recall", ", ".join(missing), install_hint(["chroma"]))  # fmt: skip
         return None
     embeddings = config.embeddings
     if embeddings is None:
@@ -456,28 +460,29 @@ def build_indexer(store: EventStore, *, url: str, config: IndexConfig) -> Indexe
     identity = EmbeddingIdentity.of(embeddings, policy.recipe)
 
     def factory() -> VectorIndex:
-        return open_index(store, url=url, embeddings=embeddings, identity=identity,
-                          kind=kind, vector_url=config.vector_url)  # fmt: skip
+        return open_index(backend, embeddings=embeddings, identity=identity, kind=kind,
+                          vector_url=config.vector_url)  # fmt: skip
 
-    return Indexer(store, factory, embeddings, policy=policy, batch_size=config.batch_size,
-                   backfill_on_open=config.backfill, retry_interval=config.retry_interval)  # fmt: skip
+    return Indexer(backend.events, factory, embeddings, policy=policy,
+                   batch_size=config.batch_size, backfill_on_open=config.backfill,
+                   retry_interval=config.retry_interval)  # fmt: skip
+
+
+#: What the default (offline MiniLM ONNX) embeddings import.
+EMBEDDING_PACKAGES = ("onnxruntime", "tokenizers")
 
 
 def _missing_packages(
-    store: EventStore, kind: str | VectorIndex | None, config: IndexConfig
+    backend: Backend, kind: str | VectorIndex | None, config: IndexConfig
 ) -> list[str]:
-    """Packages the default index / embeddings need that are not installed."""
+    """Packages the chosen index / default embeddings need that are not installed."""
     from importlib.util import find_spec
 
     need: list[str] = []
-    uses_chroma = kind == "chroma" or (
-        kind in (None, "auto")
-        and (config.vector_url is not None or not type(store).__name__.startswith("Neo4j"))
-    )
-    if uses_chroma:
-        need += ["chromadb", "langchain_chroma"]
+    if kind is None or isinstance(kind, str):  # a ready VectorIndex needs nothing more
+        need += backend.required_packages(kind=kind or "auto", vector_url=config.vector_url)
     if config.embeddings is None:
-        need += ["onnxruntime", "tokenizers"]
+        need += EMBEDDING_PACKAGES
     return [n for n in need if find_spec(n) is None]
 
 
