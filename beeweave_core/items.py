@@ -35,6 +35,8 @@ MAX_SESSION_CHARS = 400
 #: Payload key that marks a memory event as a store item.
 ITEM_KEY = "lg_store"
 SOURCE = {"framework": "langgraph", "component": "store"}
+#: Seconds a search waits for the items' vectors (InMemoryStore embeds on put).
+ITEM_INDEX_WAIT = 30.0
 
 
 def ns_path(namespace: Sequence[str]) -> str:
@@ -305,6 +307,9 @@ class ItemStore:
         return [(self._refreshed(r, refresh_ttl, now), s) for r, s in page]
 
     def _recall(self, query: str, live: set[str], want: int) -> dict[str, float]:
+        indexer = self.weave.indexer
+        if indexer is not None:  # read your writes: an item put a moment ago is found by meaning
+            indexer.sync(ITEM_INDEX_WAIT)
         hits = self.weave.retrieve(
             query,
             k=max(want * 4, 20),

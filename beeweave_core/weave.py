@@ -7,7 +7,6 @@
 
 from __future__ import annotations
 
-import hashlib
 import logging
 import os
 from collections.abc import Callable, Mapping, Sequence
@@ -20,6 +19,7 @@ from beeweave_core.backends.neo4j.auth import AuthSpec
 from beeweave_core.bus import ContextBus
 from beeweave_core.config import IndexConfig, WeaveConfig
 from beeweave_core.events import AppendResult, EdgeType, Event, EventType
+from beeweave_core.ids import check_tenant
 from beeweave_core.paths import beeweave_home, default_url
 from beeweave_core.store import EventStore
 
@@ -103,12 +103,12 @@ class Weave:
         self.backend = backend
         self.store = store = backend.events
         self.url = url = backend.url
-        self.tenant = store.tenant
+        self.tenant = check_tenant(store.tenant)
         #: The settings every part was built with (frozen: open a new weave to change them).
         self.config = config or WeaveConfig()
-        digest = hashlib.sha1(f"{url}\x1f{store.tenant}".encode()).hexdigest()[:12]
         spool = Path(spool_dir) if spool_dir else beeweave_home() / "spool"
-        self.bus = ContextBus(store, spool_dir=spool, name=f"{store.tenant}-{digest}", **bus_kw)  # type: ignore[arg-type]
+        # the bus names its files by a hash of (url, tenant): no raw id reaches a path
+        self.bus = ContextBus(store, spool_dir=spool, name=url, **bus_kw)  # type: ignore[arg-type]
         self._closed = False
         self._closers: list[Callable[[], None]] = []
         self._retriever: Retriever | None = None
@@ -152,6 +152,8 @@ class Weave:
             config or WeaveConfig(), embeddings=embeddings, index=index,
             vector_url=vector_url, index_options=index_options,
         )  # fmt: skip
+        url = url or default_url()
+        check_tenant(tenant)
         backend = open_backend(
             url, tenant=tenant, auth=auth, database=database, **(store_options or {})
         )
@@ -190,7 +192,8 @@ class Weave:
         )  # fmt: skip
 
     def flush(self, timeout: float = 30.0) -> bool:
-        """Wait until captured events are in the store (False: some are spooled on disk)."""
+        """Wait until captured events are in the store; False when some are only spooled on
+        disk (replayed later) or were refused since the last flush (see ContextBus.flush)."""
         return self.bus.flush(timeout)
 
     def stats(self) -> dict[str, int | bool]:
@@ -202,19 +205,56 @@ class Weave:
         """The store, for components that write directly: appends also get indexed."""
         return _IndexedStore(self.store, self.indexer)  # type: ignore[return-value]
 
-    def purge(self, *, session_id: str | None = None, ids: Sequence[str] | None = None) -> int:
-        """Delete for good from the graph *and* the vector index (``store.purge`` alone
-        leaves vectors behind until the next ``reindex --prune``)."""
+    def purge(
+        self,
+        *,
+        session_id: str | None = None,
+        ids: Sequence[str] | None = None,
+        user_id: str | None = None,
+    ) -> int:
+        """Delete for good: from the graph, the vector index, and what is still pending.
+
+        ``session_id``: one session; ``ids``: these events; ``user_id``: every event
+        whose ``meta["user_id"]`` is that user.  Pending copies go too: events waiting
+        in memory, in the spool (also spools a killed process left), in the overflow
+        file, and dead-letter entries, so nothing purged comes back at the next start.
+        Pending copies are dropped first, so when the store is down this raises and
+        can simply be called again.  Returns the events removed (stored + pending).
+        """
+        if session_id is None and ids is None and user_id is None:
+            raise ValueError("purge needs session_id=, ids= or user_id=")
         self.flush()
+        wanted = set(ids or ())
+        if user_id is not None:
+            wanted.update(self.user_event_ids(user_id))
+
+        def match(eid: str | None, sid: str | None, uid: str | None) -> bool:
+            return (
+                eid in wanted
+                or (sid is not None and sid == session_id)
+                or (user_id is not None and uid == user_id)
+            )
+
+        n = self.bus.forget(match)
+        targets = list(wanted)
         if session_id is not None:
-            targets = [e.id for e in self.store.timeline(session_id, include_inactive=True)]
-        else:
-            targets = list(ids or [])
-        n = self.store.purge(session_id=session_id, ids=ids)
+            targets += [e.id for e in self.store.timeline(session_id, include_inactive=True)]
+            n += self.store.purge(session_id=session_id)
+        if wanted:
+            n += self.store.purge(ids=sorted(wanted))
         if self.indexer is not None and targets:
             self.indexer.forget(targets)
             self.indexer.sync()
         return n
+
+    def user_event_ids(self, user_id: str) -> list[str]:
+        """Every stored event id of ``user_id`` (``meta["user_id"]``), whatever its status."""
+        return [
+            e.id
+            for s in self.store.sessions(user_id=user_id)
+            for e in self.store.timeline(s.session_id, include_inactive=True)
+            if e.meta.get("user_id") == user_id
+        ]
 
     # ------------------------------------------------------------ recall
     @property
