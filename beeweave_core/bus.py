@@ -31,7 +31,7 @@ import sqlite3
 import threading
 import time
 import weakref
-from collections import deque
+from collections import Counter, deque
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import IO, Any
 
@@ -45,6 +45,7 @@ from beeweave_core.events import (
     event_id_for,
     new_event_id,
 )
+from beeweave_core.governance.redaction import Redactor, redact_value
 from beeweave_core.ids import check_tenant, file_key, session_problem, short
 from beeweave_core.payloads import PayloadError, dumps, to_jsonable
 from beeweave_core.spool import (
@@ -62,6 +63,8 @@ from beeweave_core.spool import (
 from beeweave_core.store import EventStore
 
 log = logging.getLogger("beeweave.bus")
+#: What :meth:`ContextBus.subscribe` takes: called with each batch once it is stored.
+Listener = Callable[[list[Event]], None]
 
 _HIGH = frozenset(t.value for t in HIGH_PRIORITY_TYPES)
 _TYPES = frozenset(t.value for t in EventType)
@@ -156,8 +159,11 @@ class ContextBus:
         max_retry_interval: float = 30.0,
         stall_after: float = 5.0,
         dead_letter_days: float | None = 30.0,
+        redactor: Redactor | None = None,
     ) -> None:
         self.store = store
+        #: Runs on every record before it reaches a file or the store (see governance/).
+        self.redactor = redactor
         self.tenant = check_tenant(store.tenant)
         self.batch_size = batch_size
         self.flush_interval = flush_interval
@@ -174,10 +180,11 @@ class ContextBus:
         self.overflow_path = self._spool.file(OVERFLOW)
         self.dead_letter_path = self._spool.folder / f"{key}.dead-letter.jsonl"
         self._dead = DeadLetters(self.dead_letter_path, retention_days=dead_letter_days)
+        self._redacted_counts: Counter[str] = Counter()
         self._init_state()
         #: Called on the store thread with each batch once it is in the store
         #: (the vector indexer and the memory writer hang off this).
-        self.listeners: list[Callable[[list[Event]], None]] = []
+        self.listeners: list[Listener] = []
         self._orphans = self._spool.orphans()
         self._jthread = threading.Thread(target=self._journal_loop, name="beeweave-journal", daemon=True)  # fmt: skip
         self._sthread = threading.Thread(
@@ -297,7 +304,7 @@ class ContextBus:
     def _overflow(self, item: tuple[Any, ...]) -> None:
         """Memory bound reached for high priority: keep it on disk instead of dropping it."""
         try:
-            line = encode(item[_N], self._record(item))
+            line = encode(item[_N], self._redacted(self._record(item)))
         except Exception as exc:
             self._rejects.append((item[_N], _reason(exc), item))
             return
@@ -377,6 +384,21 @@ class ContextBus:
         atexit.unregister(self._atexit)
         shutdown.unregister(self)
 
+    def subscribe(self, listener: Listener) -> None:
+        """Call ``listener`` on the writer thread with each batch once it is stored.
+
+        A listener must be quick (capture waits for it) and may fail: the failure is
+        logged and capture goes on.  Subscribing the same listener twice is a no-op.
+        The list is replaced, never changed in place, so the writer thread can walk
+        it without a lock.
+        """
+        if listener not in self.listeners:
+            self.listeners = [*self.listeners, listener]
+
+    def unsubscribe(self, listener: Listener) -> None:
+        """Stop calling ``listener``; safe to repeat."""
+        self.listeners = [x for x in self.listeners if x != listener]
+
     def stats(self) -> dict[str, Any]:
         """Counters that say what happened to every emitted event."""
         return {
@@ -385,6 +407,7 @@ class ContextBus:
             "queue_low": len(self._low) + sum(len(g) for g in self._pending_low.values()),
             "spool_pending": self._spool_pending(),
             "store_up": self._store_up and not self._store_unavailable(),
+            "redacted": dict(self._redacted_counts),
         }
 
     def _spool_pending(self) -> bool:
@@ -608,6 +631,18 @@ class ContextBus:
             "status_reason": None,
         }  # fmt: skip
 
+    def _redacted(self, rec: dict[str, Any]) -> dict[str, Any]:
+        """``rec`` with personal data replaced in its text, payload and meta (ids kept)."""
+        if self.redactor is None:
+            return rec
+        found: Counter[str] = Counter()
+        out = {**rec}
+        for field in ("content", "payload", "meta"):
+            out[field] = redact_value(rec[field], self.redactor, found)
+        if found:
+            self._redacted_counts.update(found)
+        return out
+
     def _persist(self, batch: list[Built]) -> None:
         """Append records to the spool and hand them to the store thread."""
         if not batch:
@@ -616,6 +651,7 @@ class ContextBus:
         records: list[dict[str, Any]] = []
         for n, rec in batch:
             try:
+                rec = self._redacted(rec)
                 parts.append(encode(n, rec))
                 records.append(rec)
             except Exception as exc:
@@ -841,6 +877,16 @@ class ContextBus:
         self._next_retry = time.monotonic() + self._backoff
         self._backoff = min(self._backoff * 2, self.max_retry_interval)
 
+    def _redacted_raw(self, raw: Any) -> Any:
+        """A refused item's kept form, redacted like everything else that reaches disk."""
+        if self.redactor is None:
+            return raw
+        found: Counter[str] = Counter()
+        try:
+            return redact_value(raw, self.redactor, found)
+        finally:
+            self._redacted_counts.update(found)
+
     def _refuse(self, item: Any, reason: str) -> None:
         """Keep what was refused, with why, so nothing is lost silently."""
         self._stats["refused"] += 1
@@ -859,7 +905,8 @@ class ContextBus:
                 "at": time.time(), "error": reason,
                 "id": eid if isinstance(eid, str) else None,
                 "session_id": sid if isinstance(sid, str) else None,
-                "user_id": user if isinstance(user, str) else None, "item": _raw(item),
+                "user_id": user if isinstance(user, str) else None,
+                "item": self._redacted_raw(_raw(item)),
             })  # fmt: skip
         except Exception:
             log.exception("beeweave: could not write the dead-letter file")
