@@ -24,8 +24,8 @@ from __future__ import annotations
 import re
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
-from typing import Any, Literal, TypedDict
+from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING, Any, Literal, TypedDict
 
 from pydantic import BaseModel, Field, ValidationError
 
@@ -35,6 +35,11 @@ from beeweave_core.errors import shown
 from beeweave_core.events import Edge, EdgeType, Event, EventType, Status, new_event_id
 from beeweave_core.text import language as L
 from beeweave_core.tokens import DEFAULT_MODEL, TokenCounter
+
+if TYPE_CHECKING:
+    from beeweave_core.retrieval import Hit
+    from beeweave_core.store import EventStore
+    from beeweave_core.weave import Weave
 
 #: The namespace every agent reads: notes one agent leaves for the others.
 SHARED_SCOPE = "shared"
@@ -165,7 +170,7 @@ class MemoryOps:
     belongs to, so a new memory can point at the turn it was taken from.
     """
 
-    weave: Any
+    weave: Weave
     user_id: str | None = None
     agent_id: str | None = None
     scope: str = DEFAULT_SCOPE
@@ -186,9 +191,9 @@ class MemoryOps:
         return self._counter
 
     @property
-    def writer(self) -> Any:
+    def writer(self) -> EventStore:
         """The weave's synchronous, indexed writer (a new memory is recallable at once)."""
-        return getattr(self.weave, "writer", self.weave.store)
+        return self.weave.writer
 
     # ------------------------------------------------------------ dispatch
     def call(self, op: str, args: Mapping[str, Any], *, session_id: str | None = None) -> str:
@@ -204,20 +209,21 @@ class MemoryOps:
             where = ".".join(str(p) for p in first.get("loc", ())) or "arguments"
             return f"error: {op}: {where}: {first.get('msg', 'invalid')}"
         try:
-            return self._run(op, parsed, session_id)
+            return self._run(parsed, session_id)
         except MemoryOpError as exc:
             return f"error: {exc}"
 
-    def _run(self, op: str, a: Any, session_id: str | None) -> str:
-        if op == "remember":
+    def _run(self, a: BaseModel, session_id: str | None) -> str:
+        if isinstance(a, RememberArgs):
             return self.remember(a.text, kind=a.kind, tags=a.tags, scope=a.scope,
                                  shared=a.shared, session_id=session_id).text  # fmt: skip
-        if op == "recall":
+        if isinstance(a, RecallArgs):
             return self.recall(a.query, k=a.k, scope=a.scope).text
-        if op == "update_memory":
+        if isinstance(a, UpdateArgs):
             return self.update(a.memory_id, a.text, reason=a.reason, session_id=session_id).text
-        if op == "forget":
+        if isinstance(a, ForgetArgs):
             return self.forget(a.memory_id, a.reason).text
+        assert isinstance(a, ListArgs)
         return self.list(scope=a.scope, kind=a.kind, tag=a.tag, limit=a.limit).text
 
     # ------------------------------------------------------------ writing
@@ -331,11 +337,12 @@ class MemoryOps:
         in the agent's scope and the shared namespace, within the token budget."""
         if not isinstance(query, str) or not query.strip():
             raise MemoryOpError("recall needs a non-empty query")
-        hits: list[Any] = []
+        hits: list[Hit] = []
+        config = replace(self.weave.retriever.config, index_wait=RECALL_INDEX_WAIT)
         for ns in self.readable(scope):
             hits += self.weave.retrieve(
                 query, session_id=ns, scope="session", k=k, filters={"types": ["memory"]},
-                paths=("semantic", "lexical", "temporal"), index_wait=RECALL_INDEX_WAIT,
+                paths=("semantic", "lexical", "temporal"), config=config,
             )  # fmt: skip
         hits.sort(key=lambda h: -h.score)
         events = [h.event for h in hits[:k]]
@@ -392,9 +399,7 @@ class MemoryOps:
             return [str(s) for s in source_ids]
         if not session_id or is_namespace(session_id):
             return []
-        flush = getattr(self.weave, "flush", None)
-        if callable(flush):
-            flush(5.0)
+        self.weave.flush(5.0)
         turns = self.weave.store.timeline(session_id, last=50, types=(EventType.USER_MESSAGE,))
         return [turns[-1].id] if turns else []
 

@@ -16,6 +16,7 @@ from typing_extensions import Unpack
 
 from beeweave_core.memory_files import TOOL_DESCRIPTION, MemoryCommand, MemoryFiles
 from beeweave_core.memory_ops import TOOL_SPECS, MemoryOps, OpsOptions, ToolSpec
+from beeweave_core.weave import Weave
 
 
 def _session(config: RunnableConfig | None, fixed: str | None) -> str | None:
@@ -46,7 +47,11 @@ def _files_tool(files: MemoryFiles, session_id: str | None) -> BaseTool:
 
 
 def memory_tools(
-    weave: Any, *, session_id: str | None = None, files: bool = False, **options: Unpack[OpsOptions]
+    weave: Weave,
+    *,
+    session_id: str | None = None,
+    files: bool = False,
+    **options: Unpack[OpsOptions],
 ) -> list[BaseTool]:
     """``remember``, ``recall``, ``update_memory``, ``forget`` and ``list_memories`` as
     LangChain tools (plus the ``memory`` file tool with ``files=True``).

@@ -14,6 +14,7 @@ from typing_extensions import Unpack
 
 from beeweave_core.memory_files import TOOL_DESCRIPTION, MemoryCommand, MemoryFiles
 from beeweave_core.memory_ops import TOOL_SPECS, MemoryOps, OpsOptions, ToolSpec
+from beeweave_core.weave import Weave
 
 
 def _op_tool(ops: MemoryOps, spec: ToolSpec, session_id: str | None) -> FunctionTool:
@@ -26,7 +27,11 @@ def _op_tool(ops: MemoryOps, spec: ToolSpec, session_id: str | None) -> Function
 
 
 def memory_tools(
-    weave: Any, *, session_id: str | None = None, files: bool = False, **options: Unpack[OpsOptions]
+    weave: Weave,
+    *,
+    session_id: str | None = None,
+    files: bool = False,
+    **options: Unpack[OpsOptions],
 ) -> list[FunctionTool]:
     """``remember``, ``recall``, ``update_memory``, ``forget`` and ``list_memories`` as
     LlamaIndex tools (plus the ``memory`` file tool with ``files=True``); the arguments

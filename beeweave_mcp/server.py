@@ -28,6 +28,7 @@ from beeweave_core.memory_ops import (
     is_namespace,
 )
 from beeweave_core.tokens import DEFAULT_MODEL
+from beeweave_core.weave import Weave
 
 #: How many of a session's latest events the session resource shows.
 SESSION_TAIL = 50
@@ -45,7 +46,9 @@ class ServerOptions:
     model: str | None = DEFAULT_MODEL
 
 
-def _as_function(name: str, args: type[BaseModel], run: Callable[[dict[str, Any]], Any]) -> Any:
+def _as_function(
+    name: str, args: type[BaseModel], run: Callable[[dict[str, Any]], str]
+) -> Callable[..., str]:
     """A function whose signature is ``args``'s fields, so the SDK derives the same input
     schema the LangChain and LlamaIndex tools show (one definition of each tool)."""
     params = []
@@ -56,7 +59,7 @@ def _as_function(name: str, args: type[BaseModel], run: Callable[[dict[str, Any]
         params.append(inspect.Parameter(field_name, inspect.Parameter.KEYWORD_ONLY,
                                         default=default, annotation=hint))  # fmt: skip
 
-    def tool(**kwargs: Any) -> Any:
+    def tool(**kwargs: Any) -> str:
         return run({k: v for k, v in kwargs.items() if v is not None})
 
     tool.__name__ = name
@@ -64,7 +67,7 @@ def _as_function(name: str, args: type[BaseModel], run: Callable[[dict[str, Any]
     return tool
 
 
-def get_context(weave: Any, opts: ServerOptions, session_id: str, query: str | None,
+def get_context(weave: Weave, opts: ServerOptions, session_id: str, query: str | None,
                 budget_tokens: int) -> dict[str, Any]:  # fmt: skip
     """The assembled, token-budgeted context of ``session_id`` (messages + accounts)."""
     if not session_id or is_namespace(session_id):
@@ -84,7 +87,7 @@ def get_context(weave: Any, opts: ServerOptions, session_id: str, query: str | N
     }  # fmt: skip
 
 
-def build_server(weave: Any, opts: ServerOptions | None = None) -> MCPServer:
+def build_server(weave: Weave, opts: ServerOptions | None = None) -> MCPServer:
     """An :class:`MCPServer` over ``weave`` (its tenant) for ``opts``'s user, agent, scope."""
     opts = opts or ServerOptions()
     ops = MemoryOps(weave, user_id=opts.user_id, agent_id=opts.agent_id, scope=opts.scope,
@@ -117,7 +120,7 @@ def _op(ops: MemoryOps, name: str) -> Callable[[Mapping[str, Any]], str]:
     return lambda args: ops.call(name, args)
 
 
-def _resources(server: MCPServer, weave: Any, ops: MemoryOps) -> None:
+def _resources(server: MCPServer, weave: Weave, ops: MemoryOps) -> None:
     @server.resource("beeweave://sessions", name="sessions", mime_type="application/json",
                      description="Conversation sessions of this tenant (and user).")  # fmt: skip
     def sessions() -> str:
@@ -144,7 +147,7 @@ def _resources(server: MCPServer, weave: Any, ops: MemoryOps) -> None:
 
 
 def serve(
-    weave: Any,
+    weave: Weave,
     opts: ServerOptions,
     *,
     transport: str = "stdio",
