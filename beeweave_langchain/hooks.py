@@ -90,7 +90,9 @@ class BeeWeaveContextHook:
     ``session_id`` defaults to the run's ``thread_id``.  ``budget_tokens`` is exact,
     counted with ``model``'s tokenizer; ``window_tokens`` is what compaction measures
     against (default: the budget).  ``record=False`` leaves recording to the callback
-    handler or checkpointer alone.  Other keyword arguments go to ``weave.assemble``
+    handler or checkpointer alone.  ``agent_id`` marks what the hook records and, when
+    several agents share a session, shows this agent only its own turns and the user's
+    (plus shared memories).  Other keyword arguments go to ``weave.assemble``
     (``phase``, ``single_system``, ``use_retriever`` …).
     """
 
@@ -120,6 +122,7 @@ class BeeWeaveContextHook:
         self.compact = compact
         self.record = record
         self.user_id = user_id
+        self.agent_id = agent_id
         self.messages_key = messages_key
         self.output_key = output_key
         self.assemble_kw = assemble_kw
@@ -176,7 +179,7 @@ class BeeWeaveContextHook:
         ctx = self.weave.assemble(
             session_id, budget_tokens=self.budget_tokens, model=self.model,
             window_tokens=self.window_tokens, compact=self.compact, user_id=self.user_id,
-            lineage=lineage, **self.assemble_kw,
+            agent_id=self.agent_id, lineage=lineage, **self.assemble_kw,
         )  # fmt: skip
         self.last = ctx
         return assembled_messages(ctx, self.weave.store)

@@ -20,6 +20,7 @@ from langgraph.graph import END, START, MessagesState, StateGraph
 from langgraph.prebuilt import create_react_agent
 
 from beeweave_core import Weave
+from beeweave_core.events import EventType
 from beeweave_langchain import beeweave_context_hook, memory_tools
 from beeweave_langchain.testing import FakeToolCallingChatModel, calls, tool_call
 
@@ -127,3 +128,37 @@ def test_each_sub_agent_sees_its_own_turns_and_the_shared_memory(weave: Weave) -
     # no tool result of the other agent reaches a prompt as any message, user or not
     for llm, foreign in ((hotels_llm, FLIGHT_SECRET), (flights_llm, HOTEL_SECRET)):
         assert not any(foreign in str(m.content) for p in llm.received for m in p)
+
+
+def test_agent_view_in_the_core(weave: Weave) -> None:
+    """``assemble(agent_id=...)`` without any framework: another agent's system prompt,
+    turns, tool result -- and the memory the writer derived from that result -- stay out."""
+    sid = "shared-session"
+
+    def emit(type_: str, text: str, agent: str | None, **kw: Any) -> str:
+        meta = {"user_id": USER, **({"agent_id": agent} if agent else {})}
+        return weave.emit(type_, text, session_id=sid, meta=meta, **kw)
+
+    emit("system_prompt", "You are the flights agent.", "flights", role="system")
+    emit("system_prompt", "You are the hotels agent.", "hotels", role="system")
+    emit("user_message", REQUEST, None, role="user")
+    ask = emit("assistant_message", "", "flights", role="assistant", payload={
+        "tool_calls": [{"id": "c1", "name": "search_flights", "args": {"city": "Lisbon"}}]})  # fmt: skip
+    inv = emit("tool_invocation", '{"city": "Lisbon"}', "flights", parents=[ask],
+               payload={"name": "search_flights", "tool_call_id": "c1", "args": {"city": "Lisbon"}})  # fmt: skip
+    emit("tool_result", f"TP1351 arrives 14:05, seat token {FLIGHT_SECRET}", "flights",
+         role="tool", parents=[inv], payload={"name": "search_flights", "tool_call_id": "c1"})  # fmt: skip
+    emit("assistant_message", "Hotel search next: Casa Azul has rooms.", "hotels", role="assistant")
+    assert weave.flush()
+    weave.context.update(sid)  # the writer derives memories, the tool result's included
+    derived = [m for m in weave.store.timeline(sid, types=[EventType.MEMORY])
+               if FLIGHT_SECRET in m.content]  # fmt: skip
+    assert derived and all(m.agent_id == "flights" for m in derived)
+
+    hotels = weave.assemble(sid, budget_tokens=2000, agent_id="hotels", record=False).text()
+    flights = weave.assemble(sid, budget_tokens=2000, agent_id="flights", record=False).text()
+    everyone = weave.assemble(sid, budget_tokens=2000, record=False).text()
+    assert REQUEST in hotels and "Casa Azul" in hotels and "hotels agent" in hotels
+    assert FLIGHT_SECRET not in hotels and "flights agent" not in hotels
+    assert FLIGHT_SECRET in flights and "Casa Azul" not in flights and "hotels agent" not in flights
+    assert FLIGHT_SECRET in everyone and "Casa Azul" in everyone  # no agent_id: the whole session

@@ -83,6 +83,7 @@ class AssembleOptions(TypedDict, total=False):
     use_retriever: bool | None
     dry_run: bool
     lineage: Collection[str] | None
+    agent_id: str | None
 
 
 #: ``Weave.emit``'s shape: records one event, returns its id.
@@ -272,6 +273,7 @@ class ContextEngine:
         use_retriever: bool | None = None,
         dry_run: bool = False,
         lineage: Collection[str] | None = None,
+        agent_id: str | None = None,
     ) -> AssembledContext:
         """The layered context for the next model call of ``session_id``.
 
@@ -285,7 +287,9 @@ class ContextEngine:
         written (no memories, no compaction, no audit record).  ``lineage`` is the ids
         of the conversation events on the branch being resumed (a LangGraph
         checkpoint's messages): turns of other branches, and what was derived only
-        from them, are left out.
+        from them, are left out.  ``agent_id`` gives one agent of a multi-agent system
+        its own view of a shared session: its turns and the user's, never another
+        agent's turns or tool results (memories written on purpose are shared).
         """
         _check_budget(budget_tokens)
         if phase is not None and phase not in self.presets:
@@ -295,7 +299,7 @@ class ContextEngine:
             self._flush()
         window = window_tokens or budget_tokens
         report = None if dry_run else self._upkeep(session_id, c, compact, window)
-        snap = self._snapshot(session_id, lineage)
+        snap = self._snapshot(session_id, lineage, agent_id)
         uid = user_id or snap.user_id
         plan = self._plan(snap, query, budget_tokens, c, phase, include_query, single_system,
                           self._recall(snap, query, uid, use_retriever, not dry_run))  # fmt: skip
@@ -329,12 +333,15 @@ class ContextEngine:
                 self._stats_cache.pop(next(iter(self._stats_cache)))
         return dict(hit[1])
 
-    def _snapshot(self, session_id: str, lineage: Collection[str] | None) -> Snapshot:
-        """The session as this call reads it: from the view, cut to the branch."""
+    def _snapshot(
+        self, session_id: str, lineage: Collection[str] | None, agent_id: str | None = None
+    ) -> Snapshot:
+        """The session as this call reads it: from the view, cut to the branch (and to
+        one agent's part of it)."""
         with self.views.lock:
             view, _n = self.views.get(session_id)
             return snapshot(view, lineage, working_items=WORKING_PER_SECTION,
-                            recent_memories=RECALL_RECENT)  # fmt: skip
+                            recent_memories=RECALL_RECENT, agent_id=agent_id)  # fmt: skip
 
     def _plan(
         self, snap: Snapshot, query: str | None, budget: int, c: TokenCounter,

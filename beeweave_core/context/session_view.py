@@ -327,10 +327,22 @@ MAX_UNCOVERED = 48
 
 
 def snapshot(
-    view: SessionView, lineage: Collection[str] | None, *, working_items: int, recent_memories: int
+    view: SessionView,
+    lineage: Collection[str] | None,
+    *,
+    working_items: int,
+    recent_memories: int,
+    agent_id: str | None = None,
 ) -> Snapshot:
-    """Cut ``view`` to the branch whose conversation events are ``lineage``."""
+    """Cut ``view`` to the branch whose conversation events are ``lineage`` and, with
+    ``agent_id``, to that agent's part: its own turns and those of no agent (the user's).
+    Another agent's turns, tool results, and what was derived only from them stay out."""
     units = view.units()
+    systems = list(view.systems)
+    if agent_id is not None:
+        own = {e.id for u in units for e in u.events if e.agent_id in (None, agent_id)}
+        lineage = own if lineage is None else own.intersection(lineage)
+        systems = [s for s in systems if s.agent_id in (None, agent_id)]
     whole = lineage is None or view.conversation_ids.issubset(lineage)
     branch: set[str] | None = None
     memories = _working_candidates(view, working_items)
@@ -348,7 +360,7 @@ def snapshot(
     working = build_working_state(view.session_id, memories, units, scan=scan,
                                   per_section=working_items, overturned=overturned)  # fmt: skip
     return Snapshot(
-        session_id=view.session_id, systems=list(view.systems), units=units, memories=memories,
+        session_id=view.session_id, systems=systems, units=units, memories=memories,
         summaries=summaries, overturned=overturned,
         level=view.thrash, user_id=view.user_id, working=working, view=view, branch=branch,
         recent_memories=recent_memories,
