@@ -27,13 +27,14 @@ from beeweave_core.ranking import (
 
 NOW = 1_800_000_000.0
 
-DOCS = [
-    "the kettle boils water and the kettle whistles".split(),
-    "water the garden with the long green hose".split(),
-    "a quiet afternoon in the reading room".split(),
-    "kettle".split(),
-    "descaling a kettle takes vinegar water and patience and a free afternoon".split(),
-]
+SENTENCES = (
+    "the kettle boils water and the kettle whistles",
+    "water the garden with the long green hose",
+    "a quiet afternoon in the reading room",
+    "kettle",
+    "descaling a kettle takes vinegar water and patience and a free afternoon",
+)
+DOCS = [s.split() for s in SENTENCES]
 
 
 # ---------------------------------------------------------------------- BM25
