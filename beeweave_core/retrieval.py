@@ -49,7 +49,11 @@ PATHS = ("recent", "semantic", "lexical", "temporal", "metadata", "graph")
 #: The metadata path looks at this many of the scope's most recent sessions.
 METADATA_SESSIONS = 50
 
-#: How much an event of each type is worth as an answer, before fusion weights.
+#: How much an event of each type is worth as an answer, before fusion weights: what
+#: was said and what tools returned is what answers are made of (1.0), a memory
+#: distils it (1.2), a summary paraphrases it (0.9); thoughts, prompts and warnings
+#: are context rather than answers, and echoes of earlier recall, model-call markers
+#: and checkpoints are bookkeeping (they mostly link the graph).
 DEFAULT_TYPE_WEIGHTS: dict[EventType, float] = {
     EventType.USER_MESSAGE: 1.0,
     EventType.ASSISTANT_MESSAGE: 1.0,
@@ -151,7 +155,11 @@ class Filters:
 class RetrievalConfig:
     """Knobs of fusion; the defaults suit an agent's working memory.
 
-    ``weights``: per path, multiplies its reciprocal-rank term (0 turns it off).
+    ``weights``: per path, multiplies its reciprocal-rank term (0 turns it off).  The
+    three content paths count alike (each is the only one that finds some questions:
+    a paraphrase, an exact code, a date); ``recent`` and ``graph`` half, since they
+    suggest events by position, not content; ``metadata`` least, since filters alone
+    say nothing about the query.
     ``fusion``: ``"rrf"`` (weighted reciprocal rank) or ``"score"`` (weighted sum of
     min-max normalised scores, a convex combination).
     ``rrf_k``: the reciprocal-rank constant (:data:`beeweave_core.ranking.RRF_K` says
@@ -162,11 +170,15 @@ class RetrievalConfig:
     (:data:`beeweave_core.ranking.HALF_LIFE_DAYS`); ``None`` disables recency decay.
     ``decay_floor``: 0.5, so age only reorders near-ties: an old event keeps at least
     half its score and a strong old match still beats a weak new one.
-    ``candidates``: how many results each path fetches before fusion.
+    ``candidates``: how many results each path fetches before fusion (50: twice the
+    largest ``k`` the benchmarks ask for, so gating and dedup still leave enough).
+    ``recent_n``: the session's last turns offered by ``recent`` (about one exchange
+    of tool calls and replies).
     ``graph_seeds``/``graph_depth``/``neighbours``/``hop_decay``: how far the graph
-    path looks from the best hits (4 causal hops reach the user question behind a
-    tool result: result → call → message → model call → question) and how much of
-    a seed's score it passes on.
+    path looks from the best hits (8 seeds: most of a default top 10; 4 causal hops reach the user question behind a
+    tool result: result → call → message → model call → question; one turn either
+    side in the session) and how much of a seed's score it passes on (halved per
+    hop, so a direct neighbour inherits half and a far cause an eighth).
     ``time_margin``: days added after a date the query names (people talk about
     things after they happen).
     ``index_wait``: seconds to wait for the vector indexer to catch up first.
