@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import sys
 import time
 import uuid
@@ -15,9 +16,12 @@ from typing import Annotated, Any
 import typer
 from rich.console import Console
 from rich.table import Table
+from rich.text import Text
 from rich.tree import Tree
 
+from beeweave_core.errors import StoreError, shown
 from beeweave_core.events import Event
+from beeweave_core.exports import parse_export
 from beeweave_core.store import NotFound
 from beeweave_core.weave import Weave, default_url
 
@@ -46,7 +50,8 @@ AuthOpt = Annotated[
 
 def fail(message: str) -> None:
     """One clear line on stderr and a non-zero exit: what a shell user expects."""
-    Console(stderr=True).print(f"[bold red]error:[/] {message}", highlight=False)
+    line = Text.assemble(("error:", "bold red"), " ", " ".join(str(message).split()))
+    Console(stderr=True).print(line, highlight=False, soft_wrap=True)
     raise typer.Exit(code=1)
 
 
@@ -66,9 +71,10 @@ def opened(url: str | None, tenant: str, auth: str | None = None, **kw: Any) -> 
     try:
         weave = Weave.open(url, tenant=tenant, auth=_auth(auth), **kw)
     except ValueError as exc:
-        fail(str(exc))
+        fail(" ".join(str(exc).split())[:300])
     except Exception as exc:  # unreachable server, unreadable file …
-        fail(f"cannot open {url or default_url()}: {type(exc).__name__}: {exc}")
+        reason = " ".join(str(exc).split())[:200]
+        fail(f"cannot open {shown(url or default_url())}: {type(exc).__name__}: {reason}")
     try:
         yield weave
     finally:
@@ -257,9 +263,16 @@ def export_cmd(
         text = json.dumps(data, ensure_ascii=False, indent=1)
         if out is None:
             sys.stdout.write(text + "\n")
-        else:
-            out.write_text(text, encoding="utf-8")
-            console.print(f"wrote {len(data['events'])} events to {out}")
+            return
+        if not out.parent.is_dir():
+            fail(f"cannot write {shown(str(out))}: folder {shown(str(out.parent))} does not exist")
+        try:  # an export holds a user's conversation: readable by its owner only
+            fd = os.open(out, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+            with os.fdopen(fd, "w", encoding="utf-8") as fh:
+                fh.write(text)
+        except OSError as exc:
+            fail(f"cannot write {shown(str(out))}: {exc.strerror}")
+        console.print(f"wrote {len(data['events'])} events to {out}")
 
 
 @app.command("import")
@@ -269,16 +282,18 @@ def import_cmd(
     tenant: TenantOpt = "default",
     auth: AuthOpt = None,
 ) -> None:
-    """Import a session exported by ``beeweave export``."""
+    """Import a session exported by ``beeweave export`` (checked whole before any write)."""
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, json.JSONDecodeError) as exc:
-        fail(f"cannot read {path}: {exc}")
+        export = parse_export(path.read_bytes())
+    except OSError as exc:
+        fail(f"cannot read {shown(str(path))}: {exc.strerror}")
+    except ValueError as exc:
+        fail(f"cannot import {shown(str(path))}: {exc}")
     with opened(url, tenant, auth) as weave:
         try:
-            res = weave.store.import_session(data)
-        except ValueError as exc:
-            fail(str(exc))
+            res = weave.store.import_session(export)
+        except (ValueError, StoreError) as exc:
+            fail(" ".join(str(exc).split())[:300])
         console.print(f"imported {res.inserted} events ({res.duplicates} already present)")
 
 

@@ -7,3 +7,20 @@ class StoreError(RuntimeError):
 
 class NotFound(StoreError, KeyError):
     """The session or event does not exist for this tenant."""
+
+
+#: How much of a bad input an error message echoes: enough to recognise it, never a
+#: 100 KB id spread over hundreds of terminal lines.
+ECHO_CHARS = 60
+
+
+def shown(value: object, limit: int = ECHO_CHARS) -> str:
+    """A one-line, bounded ``repr`` of ``value`` for an error message."""
+    try:
+        text = repr(value)
+    except Exception:  # a hostile __repr__ must not turn a clear error into another one
+        text = f"<{type(value).__name__}>"
+    text = " ".join(text.split())
+    if len(text) <= limit:
+        return text
+    return f"{text[: limit - 1]}… ({len(text):,} chars)"

@@ -14,6 +14,7 @@ from typing import Any, NamedTuple, Protocol, runtime_checkable
 
 from beeweave_core.errors import NotFound as NotFound  # re-exported: stores raise these
 from beeweave_core.errors import StoreError as StoreError
+from beeweave_core.errors import shown
 from beeweave_core.events import (
     AppendResult,
     Edge,
@@ -23,6 +24,7 @@ from beeweave_core.events import (
     SessionStats,
     Status,
 )
+from beeweave_core.exports import EXPORT_FORMAT, SessionExport, validate_export
 from beeweave_core.payloads import (
     DEFAULT_INLINE_LIMIT,
     DEFAULT_PREVIEW_CHARS,
@@ -39,16 +41,15 @@ CAUSAL_EDGES: tuple[EdgeType, ...] = (EdgeType.CAUSED_BY, EdgeType.REFERS_TO)
 #: Deepest causal walk a store accepts (Neo4j writes the bound into the query text).
 MAX_WALK_DEPTH = 1_000
 MAX_ID_LEN = 512
-EXPORT_FORMAT = "beeweave.session/1"
 
 
 def _check_id(kind: str, value: Any) -> str:
     if not isinstance(value, str) or not value.strip():
-        raise ValueError(f"{kind} must be a non-empty string, got {value!r}")
+        raise ValueError(f"{kind} must be a non-empty string, got {shown(value)}")
     if len(value) > MAX_ID_LEN:
-        raise ValueError(f"{kind} is {len(value)} chars; the limit is {MAX_ID_LEN}")
+        raise ValueError(f"{kind} is {len(value):,} chars; the limit is {MAX_ID_LEN}")
     if clean_text(value) != value:
-        raise ValueError(f"{kind} contains lone surrogates: {value!r}")
+        raise ValueError(f"{kind} contains lone surrogates: {shown(value)}")
     return value
 
 
@@ -184,7 +185,7 @@ class EventStore(Protocol):
         until: float | None = None,
     ) -> list[tuple[Event, float]]: ...
     def export_session(self, session_id: str) -> dict[str, Any]: ...
-    def import_session(self, data: dict[str, Any]) -> AppendResult: ...
+    def import_session(self, data: dict[str, Any] | SessionExport) -> AppendResult: ...
     def close(self) -> None: ...
 
 
@@ -315,23 +316,32 @@ class BaseEventStore:
             "artifacts": {sha: self.get_artifact(sha) for sha in shas},
         }
 
-    def import_session(self, data: dict[str, Any]) -> AppendResult:
-        """Load an export into this tenant, keeping ids, seq, status and edges."""
-        if data.get("format") != EXPORT_FORMAT:
-            raise ValueError(f"not a BeeWeave session export (format={data.get('format')!r})")
-        artifacts = {k: v for k, v in data.get("artifacts", {}).items() if v is not None}
+    def import_session(self, data: dict[str, Any] | SessionExport) -> AppendResult:
+        """Load an export into this tenant, keeping ids, seq, status and edges.
+
+        The whole file is validated first (see :mod:`beeweave_core.exports`); then
+        events and artifacts go in one transaction.  Extra edges follow; if they
+        cannot be written the imported events are purged again, so an import is all
+        or nothing.
+        """
+        export = data if isinstance(data, SessionExport) else validate_export(data)
         prepared = []
-        for rec in data["events"]:
-            ev = Event.from_record({**rec, "tenant": self.tenant})
-            p = prepare_event(ev, self.tenant, inline_limit=self.inline_limit)
+        for ev in export.events:
+            p = prepare_event(ev.model_copy(update={"tenant": self.tenant}), self.tenant,
+                              inline_limit=self.inline_limit)  # fmt: skip
             kept = p.event.model_copy(
                 update={"status": ev.status, "status_reason": ev.status_reason}
             )
             prepared.append(p._replace(event=kept, artifacts={}))
         if prepared:
-            prepared[0] = prepared[0]._replace(artifacts=artifacts)
+            prepared[0] = prepared[0]._replace(artifacts=export.artifacts)
         result = self._append(prepared, keep_seq=True)
-        self.link([Edge.model_validate(e) for e in data.get("edges", [])])
+        try:
+            self.link(export.edges)
+        except Exception:
+            if result.ids:
+                self.purge(ids=result.ids)
+            raise
         return result
 
     # ------------------------------------------------------------ async twins

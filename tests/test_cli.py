@@ -88,7 +88,7 @@ def test_import_of_a_bad_file_is_a_clear_error(tmp_path):
     bad = tmp_path / "bad.json"
     bad.write_text("{not json")
     proc = run(tmp_path, "import", str(bad), check=False)
-    assert proc.returncode == 1 and "cannot read" in proc.stderr
+    assert proc.returncode == 1 and "cannot import" in proc.stderr and "not JSON" in proc.stderr
 
 
 def test_demo_on_neo4j(neo4j_uri, tmp_path):

@@ -33,6 +33,7 @@ from typing import Any
 from beeweave_core.backends.neo4j import events_cypher as q
 from beeweave_core.backends.neo4j import tx as neo4j_tx
 from beeweave_core.backends.sqlite.events import TokenCount, default_token_count
+from beeweave_core.errors import shown
 from beeweave_core.events import (
     TYPE_LABELS,
     AppendResult,
@@ -49,6 +50,8 @@ from beeweave_core.text import lucene
 
 #: Events per write transaction; a bigger ``append`` is split (each chunk atomic).
 DEFAULT_WRITE_BATCH = 2_000
+#: Seconds to wait for a server before saying it is unreachable (``connect_timeout=``).
+DEFAULT_CONNECT_TIMEOUT = 5.0
 #: ``tokens`` of an event whose content has not been counted yet (see _count_tokens).
 TOKENS_UNCOUNTED = -1
 
@@ -129,6 +132,7 @@ class Neo4jEventStore(BaseEventStore):
         token_count: TokenCount | None = None,
         write_batch: int = DEFAULT_WRITE_BATCH,
         setup: bool = True,
+        connect_timeout: float = DEFAULT_CONNECT_TIMEOUT,
         **driver_kw: Any,
     ) -> None:
         if not isinstance(tenant, str) or not tenant:
@@ -148,14 +152,33 @@ class Neo4jEventStore(BaseEventStore):
 
             if isinstance(auth, str):
                 auth = None if auth.lower() == "none" else tuple(auth.split(":", 1))
+            driver_kw.setdefault("connection_timeout", connect_timeout)
             self.driver = neo4j.GraphDatabase.driver(url, auth=auth, **driver_kw)
             self._owner = True
         try:
             if setup:
+                self._check_reachable(connect_timeout)
                 self.setup()
         except BaseException:
             self.close()
             raise
+
+    def _check_reachable(self, timeout: float) -> None:
+        """Fail in about ``timeout`` seconds with one line when no server answers.
+
+        Without this the first query would sit in the driver's retry loop for ~30 s
+        per attempt, and a CLI user would wait a minute for a wrong port.
+        """
+        import neo4j.exceptions as nx
+
+        try:
+            self.driver.verify_connectivity()
+        except (nx.ServiceUnavailable, nx.AuthError, OSError) as exc:
+            reason = " ".join(str(exc).split())[:120] or type(exc).__name__
+            raise StoreError(
+                f"Neo4j at {shown(self.url)} is not reachable (waited up to {timeout:g} s): "
+                f"{reason}"
+            ) from None
 
     def for_tenant(self, tenant: str) -> Neo4jEventStore:
         """A view scoped to another tenant on the same driver (not closed by the view)."""
@@ -213,7 +236,8 @@ class Neo4jEventStore(BaseEventStore):
         import neo4j.exceptions as nx
 
         result = AppendResult()
-        step = max(1, self.write_batch)
+        # an import (keep_seq) is all or nothing: one transaction, however large
+        step = max(1, len(prepared)) if keep_seq else max(1, self.write_batch)
         for i in range(0, len(prepared), step):
             chunk = prepared[i : i + step]
             for attempt in range(3):
