@@ -159,10 +159,10 @@ class RetrievalConfig:
     three content paths count alike (each is the only one that finds some questions:
     a paraphrase, an exact code, a date); ``recent`` and ``graph`` half, since they
     suggest events by position, not content; ``metadata`` least, since filters alone
-    say nothing about the query.  (On LoCoMo, plain chat with no causal edges, a
-    leave-one-conversation-out choice prefers ``graph`` 0.25: R@10 0.759 vs 0.745;
-    0.5 stays for agent traces, where the graph path finds the call and question
-    behind a tool result.)
+    say nothing about the query.  (On the LoCoMo dev split, plain chat with no causal
+    edges, a leave-one-conversation-out choice prefers ``graph`` 0.25: R@10 0.759 vs
+    0.745.  0.5 stays until traces with tool calls are measured as well: one chat
+    data set alone is not enough to tune to.)
     ``fusion``: ``"rrf"`` (weighted reciprocal rank) or ``"score"`` (weighted sum of
     min-max normalised scores, a convex combination).
     ``rrf_k``: the reciprocal-rank constant (:data:`beeweave_core.ranking.RRF_K` says
