@@ -189,9 +189,10 @@ def run(directory: str | Path) -> tuple[list[dict[str, Any]], list[dict[str, Any
         for scn in scenarios:
             budget = int(scn["budget_tokens"])
             base = {"scenario": scn["id"], "lang": scn.get("lang", "?"), "budget": budget}
+            kinds = [p.get("kind", "plain") for p in scn["probes"]]
             for system, lazy in (("beeweave", False), ("beeweave (lazy)", True)):
                 for r in _beeweave(scn, counter, tmp, lazy=lazy):
-                    details.append({**base, "system": system, **r})
+                    details.append({**base, "system": system, "kind": kinds[r["probe"]], **r})
             for idx, probe in enumerate(scn["probes"]):
                 msgs = [openai_message(t) for t in scn["turns"][: probe["at"]]]
                 full = counter.count_messages(msgs)
@@ -202,10 +203,11 @@ def run(directory: str | Path) -> tuple[list[dict[str, Any]], list[dict[str, Any
                     from beeweave_core.context.messages import message_text
 
                     retained, stale = score(message_text(out), probe)
-                    details.append({**base, "system": system, "probe": idx, "retained": retained,
+                    details.append({**base, "system": system, "probe": idx, "kind": kinds[idx],
+                                    "retained": retained,
                                     "stale": stale, "tokens": counter.count_messages(out),
                                     "full_tokens": full, "ms": ms})  # fmt: skip
-    rows = [_aggregate(system, [d for d in details if d["system"] == system]) for system in SYSTEMS]
+    rows = by_kind(details)
     comp = [d["compaction"] for d in details if d["system"] == "beeweave" and d.get("compaction")]
     src = sum(c.get("source_tokens") or 0 for c in comp)
     dst = sum(c.get("summary_tokens") or 0 for c in comp)
@@ -218,10 +220,26 @@ def run(directory: str | Path) -> tuple[list[dict[str, Any]], list[dict[str, Any
     return rows, details, extra
 
 
-def _aggregate(system: str, ds: list[dict[str, Any]]) -> dict[str, Any]:
+def by_kind(details: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """One row per system over all probes, then (when the probes say) one per kind:
+    ``updated`` (the value was changed), ``sibling`` (a look-alike that was not),
+    ``plain``."""
+    kinds = sorted({d.get("kind", "plain") for d in details})
+    rows = []
+    for system in SYSTEMS:
+        mine = [d for d in details if d["system"] == system]
+        rows.append(_aggregate(system, "all", mine))
+        if len(kinds) > 1:
+            rows += [_aggregate(system, k, [d for d in mine if d.get("kind", "plain") == k])
+                     for k in kinds]  # fmt: skip
+    return rows
+
+
+def _aggregate(system: str, kind: str, ds: list[dict[str, Any]]) -> dict[str, Any]:
     forb = [d for d in ds if d["stale"] is not None]
     return {
         "system": system,
+        "kind": kind,
         "probes": len(ds),
         "retention": sum(d["retained"] for d in ds) / len(ds) if ds else float("nan"),
         "stale_rate": sum(bool(d["stale"]) for d in forb) / len(forb) if forb else 0.0,

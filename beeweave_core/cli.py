@@ -19,9 +19,10 @@ from rich.table import Table
 from rich.text import Text
 from rich.tree import Tree
 
+from beeweave_core.checkpoints import CheckpointStore, open_checkpoint_store
 from beeweave_core.errors import StoreError, shown
 from beeweave_core.events import Event
-from beeweave_core.exports import parse_export
+from beeweave_core.exports import export_thread, import_thread, parse_export
 from beeweave_core.store import NotFound
 from beeweave_core.weave import Weave, default_url
 
@@ -204,11 +205,27 @@ def _recall_demo(weave: Weave, session_id: str, console: Console) -> None:
 _demo_extensions.append(_recall_demo)
 
 
+JsonOpt = Annotated[bool, typer.Option("--json", help="Print JSON instead of a table.")]
+
+
+def print_json(value: object) -> None:
+    """Machine-readable output: one JSON document on stdout, nothing else."""
+    sys.stdout.write(json.dumps(value, ensure_ascii=False, indent=1) + "\n")
+
+
 @app.command()
-def sessions(url: UrlOpt = None, tenant: TenantOpt = "default", auth: AuthOpt = None) -> None:
+def sessions(
+    url: UrlOpt = None,
+    tenant: TenantOpt = "default",
+    auth: AuthOpt = None,
+    as_json: JsonOpt = False,
+) -> None:
     """List stored sessions with counts by type, tokens and times."""
     with opened(url, tenant, auth) as weave:
-        console.print(sessions_table(weave))
+        if as_json:
+            print_json([s.model_dump(mode="json") for s in weave.store.sessions()])
+        else:
+            console.print(sessions_table(weave))
 
 
 @app.command()
@@ -217,17 +234,23 @@ def show(
     url: UrlOpt = None,
     tenant: TenantOpt = "default",
     auth: AuthOpt = None,
-    last: Annotated[int | None, typer.Option(help="Only the latest N events.")] = None,
+    last: Annotated[int | None, typer.Option(help="Only the latest N events (N >= 1).")] = None,
     all_: Annotated[
         bool, typer.Option("--all", help="Include deleted/invalidated events.")
     ] = False,
+    as_json: JsonOpt = False,
 ) -> None:
     """Show a session's timeline."""
+    if last is not None and last < 1:
+        fail(f"--last must be a positive number of events, got {last}")
     with opened(url, tenant, auth) as weave:
         events = weave.store.timeline(session_id, last=last, include_inactive=all_)
         if not events:
-            fail(f"no session {session_id!r} for tenant {tenant!r}")
-        console.print(timeline_table(events, f"Timeline of {session_id}"))
+            fail(f"no session {shown(session_id)} for tenant {shown(tenant)}")
+        if as_json:
+            print_json([e.to_record() for e in events])
+        else:
+            console.print(timeline_table(events, f"Timeline of {session_id}"))
 
 
 @app.command()
@@ -237,13 +260,115 @@ def trace(
     tenant: TenantOpt = "default",
     auth: AuthOpt = None,
     depth: Annotated[int, typer.Option(help="How many causal hops to follow.")] = 6,
+    as_json: JsonOpt = False,
 ) -> None:
     """Show the causal ancestry of one event as a tree."""
+    if depth < 1:
+        fail(f"--depth must be at least 1, got {depth}")
     with opened(url, tenant, auth) as weave:
         try:
-            console.print(trace_tree(weave, event_id, depth))
+            if as_json:
+                print_json(trace_records(weave, event_id, depth))
+            else:
+                console.print(trace_tree(weave, event_id, depth))
         except NotFound as exc:
             fail(str(exc.args[0]))
+
+
+def trace_records(weave: Weave, event_id: str, depth: int) -> list[dict[str, Any]]:
+    """The event and its ancestors with their distance, nearest first (``trace --json``)."""
+    found = weave.store.get([event_id])
+    if not found:
+        raise NotFound(f"no event {shown(event_id)} for tenant {shown(weave.tenant)}")
+    chain = [(found[0], 0), *weave.store.ancestors(event_id, depth=depth)]
+    return [{"depth": d, "event": ev.to_record()} for ev, d in chain]
+
+
+YesOpt = Annotated[bool, typer.Option("--yes", "-y", help="Do not ask for confirmation.")]
+
+
+def confirmed(question: str, yes: bool) -> None:
+    """Ask before destroying data; without a terminal, only ``--yes`` may go on."""
+    if yes:
+        return
+    if not sys.stdin.isatty():
+        fail(f"{question} Refusing without --yes (no terminal to ask).")
+    if not typer.confirm(question, default=False):
+        fail("nothing was changed")
+
+
+@app.command()
+def purge(
+    session: Annotated[
+        str | None, typer.Option("--session", help="Purge one whole session.")
+    ] = None,
+    user: Annotated[
+        str | None, typer.Option("--user", help="Purge every event of one user (meta.user_id).")
+    ] = None,
+    event: Annotated[
+        list[str] | None, typer.Option("--event", help="Purge these events (repeatable).")
+    ] = None,
+    url: UrlOpt = None,
+    tenant: TenantOpt = "default",
+    auth: AuthOpt = None,
+    yes: YesOpt = False,
+) -> None:
+    """Delete for good: the graph, full-text and vector indexes (the right to be forgotten)."""
+    chosen = [x for x in (session, user, event) if x]
+    if len(chosen) != 1:
+        fail("purge takes exactly one of --session, --user or --event")
+    with opened(url, tenant, auth) as weave:
+        if session is not None:
+            confirmed(f"Purge session {shown(session)} of tenant {shown(tenant)}?", yes)
+            n = weave.purge(session_id=session)
+        else:
+            ids = list(event or []) if user is None else user_event_ids(weave, user)
+            what = f"{len(ids)} event(s) of user {shown(user)}" if user else f"{len(ids)} event(s)"
+            confirmed(f"Purge {what} of tenant {shown(tenant)}?", yes)
+            n = weave.purge(ids=ids) if ids else 0
+        console.print(f"purged {n} event(s)")
+
+
+def user_event_ids(weave: Weave, user_id: str) -> list[str]:
+    """Every event id of ``user_id`` in this tenant, whatever its status."""
+    return [
+        e.id
+        for s in weave.store.sessions(user_id=user_id)
+        for e in weave.store.timeline(s.session_id, include_inactive=True)
+        if e.meta.get("user_id") == user_id
+    ]
+
+
+@app.command()
+def forget(
+    event: Annotated[list[str], typer.Argument(help="Event ids to forget.")],
+    reason: Annotated[str, typer.Option(help="Why (kept with the events).")] = "forgotten by user",
+    url: UrlOpt = None,
+    tenant: TenantOpt = "default",
+    auth: AuthOpt = None,
+    yes: YesOpt = False,
+) -> None:
+    """Hide events from every read (recall, context) but keep them for audit (``show --all``)."""
+    with opened(url, tenant, auth) as weave:
+        known = {e.id for e in weave.store.get(event, include_inactive=True)}
+        missing = [x for x in event if x not in known]
+        if missing:
+            fail(f"no event {shown(missing[0])} for tenant {shown(tenant)}")
+        confirmed(f"Forget {len(event)} event(s) of tenant {shown(tenant)}?", yes)
+        n = weave.store.invalidate(event, reason)
+        if weave.indexer is not None:
+            weave.indexer.forget(event)
+        console.print(f"forgot {n} event(s)")
+
+
+@contextmanager
+def checkpoint_store(weave: Weave) -> Iterator[CheckpointStore]:
+    """The checkpoints kept beside the weave's events (closed after use)."""
+    store = open_checkpoint_store(weave)
+    try:
+        yield store
+    finally:
+        store.close()
 
 
 @app.command("export")
@@ -254,10 +379,10 @@ def export_cmd(
     tenant: TenantOpt = "default",
     auth: AuthOpt = None,
 ) -> None:
-    """Export a session (events, edges, artifacts) to JSON."""
-    with opened(url, tenant, auth) as weave:
+    """Export a session (events, edges, artifacts, and its LangGraph checkpoints) to JSON."""
+    with opened(url, tenant, auth) as weave, checkpoint_store(weave) as checkpoints:
         try:
-            data = weave.store.export_session(session_id)
+            data = export_thread(weave.store, checkpoints, session_id)
         except NotFound as exc:
             fail(str(exc.args[0]))
         text = json.dumps(data, ensure_ascii=False, indent=1)
@@ -289,12 +414,15 @@ def import_cmd(
         fail(f"cannot read {shown(str(path))}: {exc.strerror}")
     except ValueError as exc:
         fail(f"cannot import {shown(str(path))}: {exc}")
-    with opened(url, tenant, auth) as weave:
+    with opened(url, tenant, auth) as weave, checkpoint_store(weave) as checkpoints:
         try:
-            res = weave.store.import_session(export)
+            res = import_thread(weave.store, checkpoints, export)
         except (ValueError, StoreError) as exc:
             fail(" ".join(str(exc).split())[:300])
-        console.print(f"imported {res.inserted} events ({res.duplicates} already present)")
+        console.print(
+            f"imported {res.inserted} events ({res.duplicates} already present), "
+            f"{len(export.checkpoints)} checkpoints"
+        )
 
 
 @app.command()
@@ -481,7 +609,41 @@ def bench_context(
         "stale_rate is over probes with a forbid list; tokens are exact cl100k_base counts",
         f"summary compression ratio (summary/source tokens): {extra['summary_compression_ratio']}",
     ]
+    sib = next((r for r in rows if r["system"] == "beeweave" and r["kind"] == "sibling"), None)
+    if sib is not None:  # a knowledge-update set: stricter staleness, look-alikes all kept
+        met = bee["retention"] >= 0.97 and bee["stale_rate"] <= 0.02 and sib["retention"] == 1.0
+        notes.append(
+            "target (updates): retention >= 0.97, stale <= 0.02, every sibling kept: "
+            + ("MET" if met else "NOT MET")
+        )
     report("context", rows, out=out, params={"scenarios": str(scenarios), **extra, "details": details},
+           notes=notes)  # fmt: skip
+
+
+@bench_app.command("supersession")
+def bench_supersession(
+    scenarios: Annotated[
+        Path, typer.Option(help="Directory of knowledge-update scenario JSON files.")
+    ],
+    folds: Annotated[int, typer.Option(help="Folds over conversations.")] = 3,
+    out: OutOpt = None,
+) -> None:
+    """Supersession alone: its threshold chosen on some conversations, scored on the others."""
+    from beeweave_bench.report import report
+    from beeweave_bench.supersession import cross_validate
+
+    try:
+        result = cross_validate(scenarios, folds=folds)
+    except ValueError as exc:
+        fail(str(exc))
+    rows = [{"system": "slot index (held out)", "kind": "all",
+             "accuracy": result["held_out_accuracy"]}]  # fmt: skip
+    rows += [{"system": "slot index (held out)", "kind": k, "accuracy": v}
+             for k, v in result["held_out_by_kind"].items()]  # fmt: skip
+    notes = [f"fold {f['fold']}: chose max_unlinked_extra={f['chosen']} "
+             f"(train accuracy {f['train_accuracy']})" for f in result["folds"]]  # fmt: skip
+    notes.append("a probe is right when its value is in force and its overturned wording is not")
+    report("supersession", rows, out=out, params={"scenarios": str(scenarios), **result},
            notes=notes)  # fmt: skip
 
 

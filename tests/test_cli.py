@@ -103,3 +103,104 @@ def test_demo_on_neo4j(neo4j_uri, tmp_path):
         (stats,) = store.sessions()
         assert stats.counts["tool_result"] == 5 and stats.counts["user_message"] == 6
         store.purge_tenant()
+
+
+# ------------------------------------------------------------ JSON, purge, forget
+@pytest.fixture
+def small_home(tmp_path: Path) -> Path:
+    """Two users' sessions, written through the real API, vectors off for speed."""
+    from beeweave_core.weave import Weave
+
+    with Weave.open(f"sqlite:///{tmp_path / 'beeweave.db'}", index=False) as weave:
+        for i in range(3):
+            weave.emit("user_message", f"repot fern {i}", session_id="plants",
+                       meta={"user_id": "iris"})  # fmt: skip
+        weave.emit("user_message", "tune the cello", session_id="music", meta={"user_id": "otto"})
+        weave.emit("user_message", "and the ficus", session_id="music", meta={"user_id": "iris"})
+        assert weave.flush()
+    return tmp_path
+
+
+def test_read_commands_print_json(small_home):
+    rows = json.loads(run(small_home, "sessions", "--json").stdout)
+    assert {r["session_id"]: r["events"] for r in rows} == {"plants": 3, "music": 2}
+    events = json.loads(run(small_home, "show", "plants", "--last", "2", "--json").stdout)
+    assert [e["content"] for e in events] == ["repot fern 1", "repot fern 2"]
+    chain = json.loads(run(small_home, "trace", events[0]["id"], "--json").stdout)
+    assert chain[0]["depth"] == 0 and chain[0]["event"]["id"] == events[0]["id"]
+
+
+@pytest.mark.parametrize("last", ["0", "-3"])
+def test_show_last_must_be_positive(small_home, last):
+    proc = run(small_home, "show", "plants", "--last", last, check=False)
+    lines = [x for x in proc.stderr.splitlines() if x.strip()]
+    assert proc.returncode == 1 and len(lines) == 1 and "--last" in lines[0]
+
+
+def test_purge_asks_and_refuses_without_a_terminal(small_home):
+    proc = run(small_home, "purge", "--session", "plants", check=False)
+    assert proc.returncode == 1 and "--yes" in proc.stderr
+    assert json.loads(run(small_home, "show", "plants", "--json").stdout)  # nothing changed
+
+
+def test_purge_session_and_user(small_home):
+    assert "purged 3" in run(small_home, "purge", "--session", "plants", "--yes").stdout
+    assert run(small_home, "show", "plants", check=False).returncode == 1
+    assert "purged 1" in run(small_home, "purge", "--user", "iris", "--yes").stdout
+    left = json.loads(run(small_home, "show", "music", "--all", "--json").stdout)
+    assert [e["content"] for e in left] == ["tune the cello"]
+
+
+def test_forget_hides_but_keeps_for_audit(small_home):
+    first = json.loads(run(small_home, "show", "plants", "--json").stdout)[0]["id"]
+    run(small_home, "forget", first, "--reason", "typo", "--yes")
+    visible = json.loads(run(small_home, "show", "plants", "--json").stdout)
+    assert first not in {e["id"] for e in visible}
+    audit = json.loads(run(small_home, "show", "plants", "--all", "--json").stdout)
+    gone = next(e for e in audit if e["id"] == first)
+    assert gone["status"] == "invalidated" and gone["status_reason"] == "typo"
+    proc = run(small_home, "forget", "no-such-event", "--yes", check=False)
+    assert proc.returncode == 1
+
+
+def test_export_import_resumes_a_langgraph_thread(tmp_path):
+    """Checkpoints travel with the session: the imported thread resumes with get_state."""
+    from langgraph.prebuilt import create_react_agent
+
+    from beeweave_core.weave import Weave
+    from beeweave_langchain.checkpoint import BeeWeaveCheckpointer
+
+    from .langchain_helpers import TOOLS, fake_model
+
+    def agent_on(home: Path, start: int):
+        weave = Weave.open(f"sqlite:///{home / 'beeweave.db'}", index=False)
+        saver = BeeWeaveCheckpointer.from_weave(weave)
+        model = fake_model(2, start)  # FAKE LLM (labelled): scripted tool-calling turns
+        return weave, create_react_agent(model, TOOLS, checkpointer=saver)
+
+    config = {"configurable": {"thread_id": "porch-repair"}}
+    source, target = tmp_path / "a", tmp_path / "b"
+    source.mkdir(), target.mkdir()
+    weave, agent = agent_on(source, 0)
+    for text in ("quote for porch boards", "use cedar, not pine"):
+        agent.invoke({"messages": [("user", text)]}, config)
+    before = agent.get_state(config)
+    weave.close()
+
+    out = tmp_path / "thread.json"
+    run(source, "export", "porch-repair", "-o", str(out))
+    assert json.loads(out.read_text())["checkpoints"]
+    assert "checkpoints" in run(target, "import", str(out)).stdout
+
+    weave, agent = agent_on(target, 2)
+    try:
+        after = agent.get_state(config)
+        assert after.values["messages"] == before.values["messages"]
+        assert (
+            after.config["configurable"]["checkpoint_id"]
+            == (before.config["configurable"]["checkpoint_id"])
+        )
+        agent.invoke({"messages": [("user", "and paint it green")]}, config)
+        assert len(agent.get_state(config).values["messages"]) > len(after.values["messages"])
+    finally:
+        weave.close()

@@ -129,17 +129,23 @@ def test_repeats_link_and_near_duplicates_version(weave_factory):
     ]
 
 
-def test_contradicting_instructions_surface_as_a_conflict(weave_factory):
+def test_a_restated_instruction_with_a_new_value_supersedes_the_old(weave_factory):
+    """No cue word: the later value for the same setting wins; the old one stays for audit."""
     weave = weave_factory(index=False)
     say(weave, "s", [{"role": "user", "content": "Limit the crawler to 19 requests per minute per domain."},
                      *chatter(2),
                      {"role": "user", "content": "Limit the crawler to 25 requests per minute per domain."}])  # fmt: skip
     ws = weave.context.working_state("s")
-    assert len(ws.conflicts) == 1
-    assert "19 requests" in ws.conflicts[0].text and "25 requests" in ws.conflicts[0].text
-    assert all(m.status == Status.ACTIVE for m in _by_text(weave, "s", "requests per minute"))
+    assert ws.conflicts == []
+    mems = _by_text(weave, "s", "requests per minute")
+    old = next(m for m in mems if "19" in m.content)
+    new = next(m for m in mems if "25" in m.content)
+    assert old.status != Status.ACTIVE and new.status == Status.ACTIVE
+    assert old.id in [
+        e.dst for e in weave.store.edges(event_id=new.id, types=[EdgeType.SUPERSEDES])
+    ]
     ctx = weave.assemble("s", "rate limit?", budget_tokens=500)
-    assert "Conflicts (ask the user which holds)" in ctx.text()
+    assert "25 requests" in ctx.text() and "19 requests" not in ctx.text()
     # measurements of a series are not contradictions
     say(
         weave,

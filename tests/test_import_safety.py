@@ -118,6 +118,30 @@ MALFORMED: dict[str, bytes] = {
     "event without a type": json.dumps(
         {"format": "beeweave.session/1", "session_id": "s", "events": [{"id": "e1"}]}
     ).encode(),
+    "malformed checkpoint": json.dumps(
+        {
+            "format": "beeweave.session/1",
+            "session_id": "s",
+            "events": [],
+            "checkpoints": [{"checkpoint_ns": "", "checkpoint_id": 7}],
+        }
+    ).encode(),
+    "checkpoint blob not base64": json.dumps(
+        {
+            "format": "beeweave.session/1",
+            "session_id": "s",
+            "events": [],
+            "checkpoints": [
+                {
+                    "checkpoint_ns": "",
+                    "checkpoint_id": "c1",
+                    "checkpoint": ["json", "%%"],
+                    "metadata": {},
+                    "channel_versions": {},
+                }
+            ],
+        }
+    ).encode(),
     "huge id echoed": json.dumps(
         {"format": "beeweave.session/1", "session_id": "s" * 100_000, "events": [{"x": 1}]}
     ).encode(),

@@ -223,15 +223,15 @@ def test_chroma_metadata_records_event_and_model(tmp_path):
     idx = ChromaVectorIndex(tenant="t", identity=IDENT, location=tmp_path / "c")
     chunks, vectors = chunks_and_vectors()
     idx.upsert(chunks, vectors)
-    got = idx.vectorstore.get(ids=["ev-etl#0"], include=["metadatas", "documents"])
+    got = idx.collection.get(ids=["ev-etl#0"], include=["metadatas", "documents"])
     meta = got["metadatas"][0]
     assert meta == {
         "event_id": "ev-etl", "session_id": "s1", "seq": 0, "ts": T0, "type": "user_message",
         "part": 0, "user_id": "u-s1", "agent_id": "a1", "embedding_model": IDENT.name,
         "embedding_version": IDENT.version, "index_recipe": "plain",
     }  # fmt: skip
-    assert got["documents"][0] == TEXTS["etl"][1]
-    coll = idx.vectorstore._collection.metadata
+    assert got["documents"][0] is None  # the text stays in the event store only
+    coll = idx.collection.metadata
     assert coll["beeweave_tenant"] == "t" and coll["embedding_version"] == "test"
     idx.close()
 

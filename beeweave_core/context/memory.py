@@ -31,11 +31,19 @@ from typing import Any
 
 from beeweave_core.context.editing import EditPolicy, tool_digest
 from beeweave_core.context.messages import tool_args, tool_name
+from beeweave_core.context.supersession import (
+    Judge,
+    Similarity,
+    SlotIndex,
+    default_similarity,
+    llm_judge,
+)
 from beeweave_core.events import Edge, EdgeType, Event, EventType, event_id_for
 from beeweave_core.ranking import HALF_LIFE_DAYS, age_weight
 from beeweave_core.store import EventStore
 from beeweave_core.text import language as L
 from beeweave_core.text.segment import CJK
+from beeweave_core.text.statements import is_statement
 
 KINDS = ("fact", "decision", "preference", "constraint", "artifact")
 EXPIRE_HALF_LIVES = 4.0
@@ -142,14 +150,20 @@ class MemoryWriter:
         llm: Any = None,
         policy: EditPolicy | None = None,
         clock: Callable[[], float] = time.time,
+        judge: Judge | None = None,
+        similarity: Similarity | None = None,
     ) -> None:
         self.store = store
         self.llm = llm
         self.policy = policy or EditPolicy()
         self.clock = clock
+        #: asked about ambiguous look-alike settings; by default the LLM, when one is set
+        self.judge = judge if judge is not None else (llm_judge(llm) if llm is not None else None)
+        self.similarity = similarity or (default_similarity() if self.judge else None)
         self._lock = threading.RLock()
         self._cursor: dict[str, int] = {}
         self._views: dict[str, list[MemoryView]] = {}
+        self._slots: dict[str, SlotIndex] = {}
 
     # --------------------------------------------------------------- driving
     def on_batch(self, events: Sequence[Event]) -> None:
@@ -212,6 +226,18 @@ class MemoryWriter:
                     out.setdefault(src, []).append(item["text"])
         return out
 
+    def slot_index(self, session_id: str) -> SlotIndex:
+        """The session's statements in force by setting (built once, then kept current)."""
+        index = self._slots.get(session_id)
+        if index is None:
+            index = SlotIndex(judge=self.judge, similarity=self.similarity)
+            for m in self.active(session_id):
+                if m.payload.get("kind") != "artifact":
+                    index.observe(m.id, m.content, int(m.payload.get("source_seq", -1)),
+                                  supersede=False)  # fmt: skip
+            self._slots[session_id] = index
+        return index
+
     # ------------------------------------------------------------- extraction
     def _process_event(
         self, ev: Event, invocations: dict[str, Event], *, use_llm: bool
@@ -222,7 +248,7 @@ class MemoryWriter:
             cands = [
                 Candidate(classify(s, "assistant"), s, "assistant")
                 for s in L.sentences(ev.content)
-                if (L.numbers(s) or L.quoted(s)) and not L.is_question(s) and not _too_short(s)
+                if (L.numbers(s) or L.quoted(s)) and is_statement(s) and not _too_short(s)
             ]
             return [i for c in cands if (i := self._store(ev, c))]
         if ev.type == EventType.TOOL_RESULT:
@@ -247,8 +273,8 @@ class MemoryWriter:
             return []
         cands: list[Candidate] = []
         for s in L.sentences(text):
-            if L.is_ack(s) or L.is_transient(s) or L.is_question(s) or _too_short(s):
-                continue
+            if not is_statement(s) or _too_short(s):
+                continue  # acknowledgements, questions and commands for now are not facts
             cands.append(Candidate(classify(s, "user"), s, "user"))
         if use_llm and self.llm is not None:
             cands += self._llm_candidates(text)
@@ -281,21 +307,52 @@ class MemoryWriter:
 
     # ---------------------------------------------------------------- changes
     def _apply_change(self, ev: Event, text: str, cands: list[Candidate]) -> list[str]:
-        """Invalidate (or revise) what an explicit change of plan overturns."""
-        views = [v for v in self._views.get(ev.session_id, []) if v.kind != "artifact"
-                 and v.event.payload.get("source_seq", -1) < ev.seq]  # fmt: skip
+        """Invalidate (or revise) what an explicit change of plan names or cancels.
+
+        A change that names nothing ("Change of plan: the X is Y now") is a new value
+        for a setting: the candidate is left to :meth:`_store`, where the slot index
+        finds what it replaces.
+        """
+        views = self._change_views(ev, text)
+        targets = self._named_targets(text, views) or self._cancelled_last(text, views)
+        if not targets:
+            return []
+        change_idx = next((i for i, c in enumerate(cands) if L.is_change(c.text)), None)
+        if change_idx is not None:
+            known = {v.id for v, _ in targets}
+            targets += [(v, []) for v in self._slot_targets(ev, cands[change_idx])
+                        if v.id not in known]  # fmt: skip
+        overturned, revisions = self._overturned_parts(targets)
+        extra = {"overturned": overturned, "supersedes": [v.id for v, _ in targets]}
+        by = self._write(ev, self._change_candidate(cands, change_idx, targets, extra), [ev.id])
+        revised_ids = self._write_revisions(ev, revisions)
+        for v, _ in targets:
+            reason = f"overturned by #{ev.seq}: {L.fold(text)[:120]}"
+            self.store.invalidate([v.id], reason, by=revised_ids.get(v.id, by))
+            if v.id in revised_ids:
+                self.store.link([Edge(src=by, dst=v.id, type=EdgeType.SUPERSEDES)])
+            self._forget(ev.session_id, v.id)
+        return [by, *revised_ids.values()]
+
+    def _change_views(self, ev: Event, text: str) -> list[MemoryView]:
+        """Earlier instructions and facts a change could overturn (not its own rewording)."""
         said = next((s for s in L.sentences(text) if L.is_change(s)), text)
-        own_slot = L.slot_terms(said)
         own_terms = set(L.terms(said))
         negated = {L.fold(x) for x in L.overturned_terms(text)}
 
         def agrees(v: MemoryView) -> bool:
-            """The same change said again (or reworded) is not overturned by itself."""
             if L.jaccard(own_terms, v.terms) >= NEAR_DUPLICATE:
                 return True
             return bool(negated & {L.fold(x) for x in L.overturned_terms(v.text)})
 
-        views = [v for v in views if not agrees(v)]
+        return [v for v in self._views.get(ev.session_id, []) if v.kind != "artifact"
+                and v.event.payload.get("source_seq", -1) < ev.seq and not agrees(v)]  # fmt: skip
+
+    @staticmethod
+    def _named_targets(text: str, views: list[MemoryView]) -> list[tuple[MemoryView, list[str]]]:
+        """Memories that mention what the change says is no longer wanted ("drop X")."""
+        said = next((s for s in L.sentences(text) if L.is_change(s)), text)
+        own_slot = L.slot_terms(said)
         targets: list[tuple[MemoryView, list[str]]] = []
         for x in L.overturned_terms(text):
             for v in views:
@@ -304,25 +361,23 @@ class MemoryWriter:
                 if v.kind == "fact" and L.overlap(own_slot - set(L.terms(x)), v.slot)[0] < 1:
                     continue  # a fact that merely mentions X is not the plan being changed
                 targets.append((v, [c for c in L.clauses(v.text) if L.mentions(x, c)]))
-        if not targets and L.CANCEL_LAST.search(text):
-            user_views = [v for v in views if v.event.payload.get("source_role") == "user"]
-            if user_views:
-                last_seq = max(v.event.payload.get("source_seq", -1) for v in user_views)
-                targets = [
-                    (v, []) for v in user_views if v.event.payload.get("source_seq") == last_seq
-                ]
-        if not targets:  # nothing named: the closest earlier statement on the same subject
-            scored = []
-            for v in views:
-                shared, coef = L.overlap(own_slot, v.slot)
-                if shared >= 2 and coef >= 0.5:
-                    scored.append((coef, shared, int(v.event.payload.get("source_seq", -1)), v))
-            if scored:
-                targets = [(max(scored, key=lambda p: p[:3])[3], [])]
-        if not targets:
+        return targets
+
+    @staticmethod
+    def _cancelled_last(text: str, views: list[MemoryView]) -> list[tuple[MemoryView, list[str]]]:
+        """ "Cancel that" / "算了": the user's last instruction."""
+        if not L.CANCEL_LAST.search(text):
             return []
-        # the change itself is remembered as a decision; it names what it overturned
-        change_idx = next((i for i, c in enumerate(cands) if L.is_change(c.text)), None)
+        user_views = [v for v in views if v.event.payload.get("source_role") == "user"]
+        if not user_views:
+            return []
+        last_seq = max(v.event.payload.get("source_seq", -1) for v in user_views)
+        return [(v, []) for v in user_views if v.event.payload.get("source_seq") == last_seq]
+
+    def _overturned_parts(
+        self, targets: list[tuple[MemoryView, list[str]]]
+    ) -> tuple[list[dict[str, Any]], list[tuple[MemoryView, str]]]:
+        """The overturned wording per target, and revisions for partly overturned ones."""
         overturned: list[dict[str, Any]] = []
         revisions: list[tuple[MemoryView, str]] = []
         for v, matched in targets:
@@ -333,42 +388,68 @@ class MemoryWriter:
                 and len(keep) < len(clauses)
                 and any(L.key_values(c) or len(c.split()) >= 3 for c in keep)
             )
-            wording = matched if partial else [v.text]
             sources = self._sources_of(v)
-            overturned += [{"memory": v.id, "text": w, "sources": sources} for w in wording]
+            overturned += [{"memory": v.id, "text": w, "sources": sources}
+                           for w in (matched if partial else [v.text])]  # fmt: skip
             if partial:
                 revised = ", ".join(keep).rstrip(",. ")
                 revisions.append((v, revised + ("." if v.text.rstrip().endswith(".") else "")))
-        extra = {"overturned": overturned, "supersedes": [v.id for v, _ in targets]}
+        return overturned, revisions
+
+    @staticmethod
+    def _change_candidate(
+        cands: list[Candidate],
+        change_idx: int | None,
+        targets: list[tuple[MemoryView, list[str]]],
+        extra: dict[str, Any],
+    ) -> Candidate:
+        """The change itself, remembered as a decision naming what it overturned."""
         if change_idx is not None:
             c = cands.pop(change_idx)
             c.kind, c.extra = "decision", {**c.extra, **extra}
-            change_cand = c
-        else:
-            refs = ", ".join(f"#{v.event.payload.get('source_seq')}" for v, _ in targets)
-            change_cand = Candidate(
-                "decision", f"Cancelled an earlier instruction ({refs}).", "user", extra
-            )
-        by = self._write(ev, change_cand, [ev.id])
-        written = [by]
-        revised_ids = {}
+            return c
+        refs = ", ".join(f"#{v.event.payload.get('source_seq')}" for v, _ in targets)
+        return Candidate("decision", f"Cancelled an earlier instruction ({refs}).", "user", extra)
+
+    def _write_revisions(
+        self, ev: Event, revisions: list[tuple[MemoryView, str]]
+    ) -> dict[str, str]:
+        revised_ids: dict[str, str] = {}
         for v, revised in revisions:
-            rid = self._write(
-                ev,
-                Candidate(v.kind, revised, "user", {"revision_of": v.id,
-                          "version": int(v.event.payload.get("version", 1)) + 1}),
-                self._sources_of(v),
-                key=f"revision:{v.id}:{ev.id}",
-            )  # fmt: skip
-            revised_ids[v.id] = rid
-            written.append(rid)
-        for v, _ in targets:
-            reason = f"overturned by #{ev.seq}: {L.fold(text)[:120]}"
-            self.store.invalidate([v.id], reason, by=revised_ids.get(v.id, by))
-            if v.id in revised_ids:
-                self.store.link([Edge(src=by, dst=v.id, type=EdgeType.SUPERSEDES)])
+            version = int(v.event.payload.get("version", 1)) + 1
+            cand = Candidate(v.kind, revised, "user", {"revision_of": v.id, "version": version})
+            revised_ids[v.id] = self._write(
+                ev, cand, self._sources_of(v), key=f"revision:{v.id}:{ev.id}"
+            )
+        return revised_ids
+
+    # ---------------------------------------------------------- supersession
+    def _slot_targets(self, ev: Event, c: Candidate) -> list[MemoryView]:
+        """Active memories the user's statement gives another value to (by setting)."""
+        if c.role != "user" or c.kind == "artifact":
+            return []
+        ids = self.slot_index(ev.session_id).superseded_by(c.text)
+        views = {v.id: v for v in self._views.get(ev.session_id, [])}
+        return [views[i] for i in ids if i in views]
+
+    def _supersede(
+        self, ev: Event, c: Candidate, targets: list[MemoryView], sources: list[str]
+    ) -> str:
+        """Write ``c``; the memories it replaces keep their provenance, leave the model."""
+        overturned = [{"memory": v.id, "text": v.text, "sources": self._sources_of(v)}
+                      for v in targets]  # fmt: skip
+        c.extra = {
+            **c.extra,
+            "overturned": [*(c.extra.get("overturned") or ()), *overturned],
+            "supersedes": [*(c.extra.get("supersedes") or ()), *(v.id for v in targets)],
+        }
+        nid = self._write(ev, c, sources)
+        for v in targets:
+            self.store.invalidate(
+                [v.id], f"superseded by #{ev.seq}: {L.fold(c.text)[:120]}", by=nid
+            )
             self._forget(ev.session_id, v.id)
-        return written
+        return nid
 
     def _sources_of(self, v: MemoryView) -> list[str]:
         linked = [e.dst for e in self.store.edges(event_id=v.id, types=[EdgeType.DERIVED_FROM])]
@@ -400,6 +481,8 @@ class MemoryWriter:
                              key=lambda p: p[0], default=(0.0, None))  # fmt: skip
         if best is not None and best_sim >= NEAR_DUPLICATE and new.values >= best.values:
             return self._new_version(ev, c, best, sources)
+        if targets := self._slot_targets(ev, c):
+            return self._supersede(ev, c, targets, sources)
         if "supersedes" not in c.extra and c.kind in INSTRUCTION_KINDS:
             # instructions only: a series of measurements is not a contradiction
             rivals = [(L.jaccard(new.slot, v.slot), int(v.event.payload.get("source_seq", -1)), v.id)
@@ -424,6 +507,8 @@ class MemoryWriter:
 
     def _forget(self, session_id: str, memory_id: str) -> None:
         self._views[session_id] = [v for v in self._views.get(session_id, []) if v.id != memory_id]
+        if session_id in self._slots:
+            self._slots[session_id].forget(memory_id)
 
     def _write(
         self, ev: Event, c: Candidate, sources: Sequence[str], *, key: str | None = None
@@ -452,6 +537,8 @@ class MemoryWriter:
         )  # fmt: skip
         self.store.append([mem])
         self._views.setdefault(ev.session_id, []).append(MemoryView.of(mem))
+        if kind != "artifact":
+            self.slot_index(ev.session_id).observe(mid, c.text, ev.seq, supersede=False)
         return mid
 
 

@@ -149,17 +149,32 @@ def build_working_state(
         a, b = int(old.payload.get("source_seq", -1)), int(new.payload.get("source_seq", -1))
         text = f'"{old.content}" (#{a}) vs "{new.content}" (#{b})'
         ws.conflicts.append(Item("conflicts", text, (old.id, new.id), b))
-    _scan_turns(ws, units, max_todos)
+    _scan_turns(ws, units, max_todos, _overturned(memories))
     return ws
 
 
-def _scan_turns(ws: WorkingState, units: Sequence[Unit], max_todos: int) -> None:
+def _overturned(memories: Sequence[Event]) -> dict[str, set[str]]:
+    """event id → folded wording a later statement overturned (never shown as state)."""
+    out: dict[str, set[str]] = {}
+    for m in memories:
+        for item in m.payload.get("overturned") or ():
+            for src in item.get("sources") or ():
+                out.setdefault(src, set()).add(L.fold(item.get("text") or ""))
+    return out
+
+
+def _scan_turns(
+    ws: WorkingState, units: Sequence[Unit], max_todos: int, overturned: dict[str, set[str]]
+) -> None:
     todos: list[Item] = []
     for u in units:
         for ev in u.events:
             if ev.type not in (EventType.USER_MESSAGE, EventType.ASSISTANT_MESSAGE):
                 continue
+            gone = overturned.get(ev.id, set())
             for s in L.sentences(ev.content):
+                if any(w and (w in L.fold(s) or L.fold(s) in w) for w in gone):
+                    continue  # a goal or todo the user has since replaced
                 if ws.goal is None and ev.type == EventType.USER_MESSAGE and L.GOAL.search(s) \
                         and not L.is_question(s) and not L.is_ack(s):  # fmt: skip
                     ws.goal = Item("goal", s, (ev.id,), ev.seq)

@@ -26,6 +26,14 @@ class EmbeddingMismatch(RuntimeError):
     """Vectors and query come from different embedding models or versions."""
 
 
+class IndexBusy(RuntimeError):
+    """Another process owns the embedded vector index; this one leaves vectors to it.
+
+    An embedded Chroma directory is not safe for two writer processes at once, so
+    one process at a time holds it (see :class:`~beeweave_core.index.chroma.DirectoryLock`).
+    """
+
+
 @dataclass(frozen=True)
 class EmbeddingIdentity:
     """Which model made a vector (``name`` + ``version``) and how (``recipe``).

@@ -9,11 +9,18 @@ the model name + version in its metadata.
 
 The LangChain wrapper (:attr:`ChromaVectorIndex.vectorstore`) is exposed, so the same
 collection can be used as any LangChain ``VectorStore``.
+
+Chroma is given vectors and metadata, never the text: the event store holds the text,
+and whatever Chroma keeps (its write-ahead queue, its full-text tables) would outlive a
+purge.  An embedded directory is held by one process at a time (:class:`DirectoryLock`);
+the others store events in the graph as usual and leave embedding to the holder or
+to the next process that gets the directory (its gap check).
 """
 
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import json
 import os
 import threading
@@ -26,6 +33,7 @@ from beeweave_core.index.base import (
     Chunk,
     EmbeddingIdentity,
     EmbeddingMismatch,
+    IndexBusy,
     IndexFilter,
     IndexState,
     check_vector,
@@ -53,6 +61,66 @@ def _settings() -> Any:
 #: chromadb shares one "system" per location between clients and builds it without a
 #: lock: two threads creating clients at once can both fail.  Creation is serialised.
 _CLIENT_LOCK = threading.Lock()
+
+
+class DirectoryLock:
+    """An exclusive, non-blocking lock on an embedded Chroma directory, per process.
+
+    Chroma shares one system per directory inside a process, so several indexes of one
+    process (tenants, embedding models) may use it together: the lock is counted per
+    process and held by the OS file lock against other processes.  ``flock`` is
+    released by the kernel when the holder dies, even by SIGKILL, so a crashed process
+    never leaves the directory locked.
+    """
+
+    _held: dict[Path, list[int]] = {}  # directory -> [fd, users in this process]
+    _guard = threading.Lock()
+
+    def __init__(self, directory: Path) -> None:
+        self.directory = directory.resolve()
+        with self._guard:
+            entry = self._held.get(self.directory)
+            if entry is None:
+                entry = self._held[self.directory] = [self._acquire(self.directory), 0]
+            entry[1] += 1
+        self._released = False
+
+    @staticmethod
+    def _acquire(directory: Path) -> int:
+        directory.mkdir(mode=0o700, parents=True, exist_ok=True)
+        fd = os.open(directory / ".beeweave-writer.lock", os.O_RDWR | os.O_CREAT, 0o600)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            os.close(fd)
+            raise IndexBusy(
+                f"another process holds the embedded vector index at {directory}; this one "
+                "stores events and leaves their vectors to it (use a Chroma server, "
+                "vector_url='http://host:port', for semantic recall in every process)"
+            ) from None
+        return fd
+
+    def release(self) -> None:
+        with self._guard:
+            if self._released:
+                return
+            self._released = True
+            entry = self._held[self.directory]
+            entry[1] -= 1
+            if entry[1] == 0:
+                os.close(entry[0])  # closing the descriptor drops the flock
+                del self._held[self.directory]
+
+
+def local_directory(location: str | os.PathLike[str] | None) -> Path | None:
+    """The directory of an embedded location (``None`` for memory or a server URL)."""
+    if location is None:
+        return None
+    text = str(location)
+    parts = urlsplit(text)
+    if parts.scheme in ("http", "https"):
+        return None
+    return Path(parts.path if parts.scheme == "file" else text).expanduser()
 
 
 def make_client(location: str | os.PathLike[str] | None) -> Any:
@@ -140,22 +208,27 @@ class ChromaVectorIndex:
         prefix: str = "beeweave",
         temporary: bool = False,
     ) -> None:
-        from langchain_chroma import Chroma
-
         self.tenant = tenant
         self.identity = identity
         self.location = str(location) if location is not None else None
         self._owns_client = client is None
-        self._client = client if client is not None else make_client(location)
+        directory = local_directory(location) if client is None else None
+        self._dir_lock = DirectoryLock(directory) if directory is not None else None
+        try:
+            self._client = client if client is not None else make_client(location)
+        except BaseException:
+            if self._dir_lock is not None:
+                self._dir_lock.release()
+            raise
         self._prefix = prefix
         self._temporary = temporary
+        self._embeddings = embeddings
+        self._vectorstore: Any = None
         self._lock = threading.RLock()
         self.collection_name = self._name_for(identity)
-        self.vectorstore = Chroma(
-            collection_name=self.collection_name,
-            embedding_function=embeddings,
-            client=self._client,
-            collection_metadata={
+        self._collection = self._client.get_or_create_collection(
+            name=self.collection_name,
+            metadata={
                 META_TENANT: tenant,
                 META_KIND: "vectors",
                 META_MODEL: identity.name,
@@ -164,7 +237,7 @@ class ChromaVectorIndex:
             },
             # Inner product: vectors may be sums of unit vectors (the context recipe),
             # whose dot product with a unit query is the sum of the cosines.
-            collection_configuration={"hnsw": {"space": "ip"}},
+            configuration={"hnsw": {"space": "ip"}},
         )
         self._check_collection_identity()
         self._state_collection: Any = None
@@ -175,8 +248,25 @@ class ChromaVectorIndex:
         return safe_name(self._prefix, self.tenant, identity.key)
 
     @property
-    def _collection(self) -> Any:
-        return self.vectorstore._collection
+    def collection(self) -> Any:
+        """The chromadb ``Collection`` holding these vectors (ids, vectors, metadata)."""
+        return self._collection
+
+    @property
+    def vectorstore(self) -> Any:
+        """The collection as a LangChain ``VectorStore`` (langchain-chroma, built on use).
+
+        Its documents are empty: BeeWeave keeps text in the event store only.
+        """
+        if self._vectorstore is None:
+            from langchain_chroma import Chroma
+
+            self._vectorstore = Chroma(
+                collection_name=self.collection_name,
+                embedding_function=self._embeddings,
+                client=self._client,
+            )
+        return self._vectorstore
 
     def _check_collection_identity(self) -> None:
         meta = self._collection.metadata or {}
@@ -217,7 +307,6 @@ class ChromaVectorIndex:
                     ids=[c.id for c in part],
                     embeddings=[list(map(float, v)) for v in vectors[i : i + limit]],
                     metadatas=[chunk_metadata(c, self.identity) for c in part],
-                    documents=[c.text for c in part],
                 )
         self._dimension = dim
         return len(chunks)
@@ -248,12 +337,12 @@ class ChromaVectorIndex:
         if not possible or total == 0:
             return []
         fetch = min(total, k * 3 + 10)
-        results = self.vectorstore.similarity_search_by_vector_with_relevance_scores(
-            list(map(float, vector)), k=fetch, filter=where
-        )
+        got = self._collection.query(
+            query_embeddings=[list(map(float, vector))], n_results=fetch, where=where,
+            include=["metadatas", "distances"],
+        )  # fmt: skip
         best: dict[str, float] = {}
-        for doc, distance in results:
-            meta = doc.metadata
+        for meta, distance in zip(got["metadatas"][0], got["distances"][0], strict=True):
             if (meta.get(META_VERSION), meta.get(META_RECIPE, "")) != (
                 self.identity.version,
                 self.identity.recipe,
@@ -343,7 +432,12 @@ class ChromaVectorIndex:
 
     def reset(self) -> None:
         with self._lock:
-            self.vectorstore.reset_collection()
+            meta, config = self._collection.metadata, self._collection.configuration
+            self._client.delete_collection(self.collection_name)
+            self._collection = self._client.get_or_create_collection(
+                name=self.collection_name, metadata=meta, configuration=config
+            )
+            self._vectorstore = None
             self._dimension = None
             with contextlib.suppress(Exception):  # never created
                 self._client.delete_collection(self.collection_name + "-state")
@@ -358,6 +452,8 @@ class ChromaVectorIndex:
             close = getattr(self._client, "close", None)
             if callable(close):
                 close()
+        if self._dir_lock is not None:
+            self._dir_lock.release()
 
     def __repr__(self) -> str:
         where = self.location or "memory"

@@ -27,7 +27,7 @@ from typing import Any
 
 from beeweave_core.events import Event, Status
 from beeweave_core.index import IndexFilter, IndexState, VectorIndex, open_index
-from beeweave_core.index.base import Chunk, EmbeddingIdentity, EmbeddingMismatch
+from beeweave_core.index.base import Chunk, EmbeddingIdentity, EmbeddingMismatch, IndexBusy
 from beeweave_core.index.chunking import ChunkPolicy, chunk_events, embed_chunks, embed_query
 
 log = logging.getLogger("beeweave.indexer")
@@ -250,7 +250,10 @@ class Indexer:
     def _failed(self, exc: BaseException) -> None:
         self.errors += 1
         self.last_error = f"{type(exc).__name__}: {exc}"
-        if self._dirty_since is None:
+        if isinstance(exc, IndexBusy):  # not a failure: another process embeds for now
+            if self._dirty_since is None:
+                log.info("beeweave: %s; retry in %.0f s", exc, self.retry_interval)
+        elif self._dirty_since is None:
             log.warning(
                 "beeweave: vector indexing failed (%s); the events are stored and will be "
                 "indexed by the gap check (retry in %.0f s, or `beeweave reindex`)",
@@ -390,9 +393,14 @@ class Indexer:
     def query(
         self, text: str, *, k: int, filters: IndexFilter | None = None
     ) -> list[tuple[str, float]]:
-        """Semantic search over this identity's vectors only."""
+        """Semantic search over this identity's vectors only (none while another
+        process holds the embedded index: words, graph and recency still recall)."""
+        try:
+            index = self.index
+        except IndexBusy:
+            return []
         vector = embed_query(self.embeddings, text)
-        return self.index.query(vector, k=k, filters=filters)
+        return index.query(vector, k=k, filters=filters)
 
     def status(self) -> dict[str, Any]:
         idx = self.index

@@ -64,6 +64,8 @@ class SideTables:
             self._owner = True
             self._conn.execute("PRAGMA journal_mode=WAL")
             self._conn.execute("PRAGMA synchronous=NORMAL")
+            # deleted rows are overwritten, not left in free pages: a purge is a purge
+            self._conn.execute("PRAGMA secure_delete=ON")
             self._prepare(self._conn)
         self._closed = False
         self.setup()

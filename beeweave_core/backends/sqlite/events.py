@@ -207,7 +207,22 @@ class SQLiteEventStore(SideTables, BaseEventStore):
                 c.execute(q.PURGE_IDS_EDGES.format(ids=m), (t, *ids, *ids))
                 n = c.execute(q.PURGE_IDS.format(ids=m), (t, *ids)).rowcount
             c.execute(q.PURGE_ORPHAN_ARTIFACTS, (t,))
+        if n:
+            self._scrub()
         return n
+
+    def _scrub(self) -> None:
+        """Leave no copy of purged text in the file.
+
+        FTS5 keeps a deleted row's terms in its segments until they are merged, and
+        the WAL keeps old page images until a checkpoint; ``optimize`` merges every
+        segment (its cost grows with the index, and a purge is rare) and a truncating
+        checkpoint empties the WAL once no reader holds it (else the next one does).
+        """
+        with self._tx() as c:
+            c.execute(q.FTS_OPTIMIZE)
+        with self._lock:
+            self._conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
 
     # ---------------------------------------------------------------- reads
     def get(self, ids: Sequence[str], *, include_inactive: bool = False) -> list[Event]:

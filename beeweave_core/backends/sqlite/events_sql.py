@@ -88,6 +88,8 @@ FTS_PENDING = (
     "> (SELECT COALESCE(MAX(rowid), 0) FROM events_fts)"
 )
 #: Index the next ``?`` pending rows, with the text of the event before each one.
+#: Merge all FTS segments, dropping the terms of deleted rows (after a purge).
+FTS_OPTIMIZE = "INSERT INTO events_fts (events_fts) VALUES ('optimize')"
 FTS_CATCH_UP = """
 INSERT INTO events_fts (rowid, body, context)
 SELECT e.rowid, beeweave_fts_text(e.content), beeweave_fts_text(COALESCE((

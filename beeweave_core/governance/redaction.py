@@ -1,0 +1,188 @@
+"""Redaction before anything is written: personal data never reaches a file or a server.
+
+A value is replaced by a *stable placeholder* that names its kind and a keyed digest of
+the value, e.g. ``[EMAIL:3f9a1c02]``: the same address gives the same placeholder in
+every event, so "the customer's email" still recalls the turns that held it and the
+model can still tell two customers apart, while the address itself is gone.  The
+digest is an HMAC under a per-home secret, so a placeholder cannot be reversed by
+hashing guesses without that secret.
+
+Candidates are found by shape and then *verified* where the format has a checksum
+(Luhn for cards, ISO 7064 mod 97 for IBANs, the GB 11643 check digit for Chinese
+resident ids), so order numbers and timestamps that merely look like them stay.
+What was redacted is counted per kind, never logged.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import os
+import re
+from collections import Counter
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Protocol
+
+#: JSON-like values a redactor walks (payloads, meta): strings inside are redacted.
+Json = object
+
+
+class Redactor(Protocol):
+    """Anything that turns a text into its redacted form and says how many of each kind."""
+
+    def redact(self, text: str) -> tuple[str, Counter[str]]: ...
+
+
+@dataclass(frozen=True)
+class Detector:
+    """One kind of personal data: a shape to find and, optionally, a check to pass."""
+
+    kind: str
+    pattern: re.Pattern[str]
+    valid: Callable[[str], bool] = lambda _value: True
+
+
+def _digits(text: str) -> str:
+    return "".join(ch for ch in text if ch.isdigit())
+
+
+def luhn_ok(number: str) -> bool:
+    """The Luhn checksum every payment card number satisfies."""
+    digits = _digits(number)
+    if not 13 <= len(digits) <= 19:
+        return False
+    total = 0
+    for i, ch in enumerate(reversed(digits)):
+        d = int(ch)
+        if i % 2 == 1:
+            d = d * 2 - 9 if d > 4 else d * 2
+        total += d
+    return total % 10 == 0
+
+
+def iban_ok(text: str) -> bool:
+    """ISO 13616: move the first four characters to the end, letters to numbers, mod 97 = 1."""
+    iban = re.sub(r"\s", "", text).upper()
+    if not 15 <= len(iban) <= 34:
+        return False
+    moved = iban[4:] + iban[:4]
+    number = "".join(str(int(ch, 36)) for ch in moved)
+    return int(number) % 97 == 1
+
+
+_CN_ID_WEIGHTS = (7, 9, 10, 5, 8, 4, 2, 1, 6, 3, 7, 9, 10, 5, 8, 4, 2)
+_CN_ID_CHECK = "10X98765432"
+
+
+def cn_resident_id_ok(text: str) -> bool:
+    """GB 11643-1999: the 18th character is a weighted mod-11 check of the first 17."""
+    if len(text) != 18 or not text[:17].isdigit():
+        return False
+    total = sum(int(d) * w for d, w in zip(text[:17], _CN_ID_WEIGHTS, strict=True))
+    return _CN_ID_CHECK[total % 11] == text[17].upper()
+
+
+#: A date written with separators (2026-11-30, 2026.11.30 14) is not a phone number.
+_DATE_LIKE = re.compile(r"^(?:19|20)\d{2}[-./ ](?:0?[1-9]|1[0-2])[-./ ](?:0?[1-9]|[12]\d|3[01])\b")
+
+#: Order matters: more specific kinds first, so a card number is not taken for a phone.
+DEFAULT_DETECTORS: tuple[Detector, ...] = (
+    Detector("EMAIL", re.compile(r"(?<![\w.+-])[\w.+-]+@[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)*\.[A-Za-z]{2,}")),
+    Detector("IBAN", re.compile(r"\b[A-Z]{2}\d{2}(?:[ ]?[A-Z0-9]{4}){2,7}(?:[ ]?[A-Z0-9]{1,3})?\b"), iban_ok),
+    Detector("CN_ID", re.compile(r"(?<!\d)\d{17}[\dXx](?![\dA-Za-z])"), cn_resident_id_ok),
+    Detector("CARD", re.compile(r"(?<![\d-])\d(?:[ -]?\d){12,18}(?![\d-])"), luhn_ok),
+    Detector("CN_MOBILE", re.compile(r"(?<!\d)(?:\+?86[ -]?)?1[3-9]\d(?:[ -]?\d{4}){2}(?!\d)")),
+    Detector(
+        "PHONE",
+        re.compile(r"(?<![\w+:.-])(?:\+\d{1,3}[ .-]?)?(?:\(\d{1,4}\)[ .-]?)?\d{2,4}(?:[ .-]\d{2,4}){2,4}(?![\w:.-])"),
+        lambda v: 8 <= len(_digits(v)) <= 15 and not _DATE_LIKE.match(v),
+    ),
+)  # fmt: skip
+
+_PLACEHOLDER = re.compile(r"\[[A-Z_]+:[0-9a-f]{8}\]")
+
+
+@dataclass
+class PIIRedactor:
+    """The built-in redactor: emails, phones, cards, IBANs, Chinese ids and mobiles.
+
+    ``secret`` keys the placeholders (keep it to keep them stable across restarts);
+    ``detectors`` may be extended with custom :class:`Detector` s.
+    """
+
+    secret: bytes
+    detectors: tuple[Detector, ...] = DEFAULT_DETECTORS
+    counts: Counter[str] = field(default_factory=Counter)
+
+    def placeholder(self, kind: str, value: str) -> str:
+        key = re.sub(r"[\s().-]", "", value).lower()
+        digest = hmac.new(self.secret, f"{kind}\x1f{key}".encode(), hashlib.sha256)
+        return f"[{kind}:{digest.hexdigest()[:8]}]"
+
+    def redact(self, text: str) -> tuple[str, Counter[str]]:
+        found: Counter[str] = Counter()
+        for det in self.detectors:
+            text = det.pattern.sub(lambda m, d=det: self._swap(m, d, found), text)
+        self.counts.update(found)
+        return text, found
+
+    def _swap(self, match: re.Match[str], det: Detector, found: Counter[str]) -> str:
+        value = match.group(0)
+        if _PLACEHOLDER.fullmatch(value) or not det.valid(value):
+            return value
+        found[det.kind] += 1
+        return self.placeholder(det.kind, value)
+
+
+def redact_value(value: Json, redactor: Redactor, found: Counter[str]) -> Json:
+    """``value`` with every string inside redacted (dict keys too); other leaves kept."""
+    if isinstance(value, str):
+        text, n = redactor.redact(value)
+        found.update(n)
+        return text
+    if isinstance(value, Mapping):
+        return {
+            redact_value(k, redactor, found) if isinstance(k, str) else k: redact_value(
+                v, redactor, found
+            )
+            for k, v in value.items()
+        }
+    if isinstance(value, list | tuple):
+        return [redact_value(v, redactor, found) for v in value]
+    return value
+
+
+@dataclass(frozen=True)
+class RedactorChain:
+    """Several redactors applied in order (the built-in one, then custom ones)."""
+
+    parts: tuple[Redactor, ...]
+
+    def redact(self, text: str) -> tuple[str, Counter[str]]:
+        total: Counter[str] = Counter()
+        for r in self.parts:
+            text, n = r.redact(text)
+            total.update(n)
+        return text, total
+
+
+def load_secret(path: Path) -> bytes:
+    """The placeholder key kept at ``path`` (created once, readable by its owner only).
+
+    Losing it only changes future placeholders; it never unlocks stored values,
+    because none are stored.
+    """
+    try:
+        return path.read_bytes()
+    except FileNotFoundError:
+        path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+        secret = os.urandom(32)
+        try:
+            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        except FileExistsError:  # another process made it a moment ago
+            return path.read_bytes()
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(secret)
+        return secret
