@@ -20,8 +20,9 @@ agent action           ``internal_thought`` (the agent's reasoning log)
 any error              ``error`` → the run it broke (once per exception)
 =====================  ===========================================================
 
-REFERS_TO edges (a tool call reusing a value from an earlier result) are added off
-the agent's thread by the recorder's linker (:mod:`beeweave_core.refs`).
+Messages go through the weave's one transcript writer (:mod:`beeweave_core.transcript`),
+which keys them, wires tool calls to their results and hands REFERS_TO linking (a tool
+call reusing a value from an earlier result) to the bus, off the agent's thread.
 
 Why it is safe in production: every callback only updates a few dicts keyed by
 ``run_id`` under a short lock and calls ``weave.emit`` (non-blocking), so one handler
@@ -42,9 +43,9 @@ from langchain_core.callbacks import AsyncCallbackHandler, BaseCallbackHandler
 from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
 
 from beeweave_core.events import EventType
+from beeweave_core.transcript import Message, ToolCall, Transcript, transcript_for
 from beeweave_core.weave import Weave
-from beeweave_langchain.messages import STORED_ID_PREFIX, text_of
-from beeweave_langchain.recorder import Recorder, recorder_for
+from beeweave_langchain.messages import STORED_ID_PREFIX, text_of, to_message, to_messages
 
 log = logging.getLogger("beeweave.langchain")
 
@@ -119,7 +120,7 @@ class _Capture:
         if tags:
             meta["tags"] = list(tags)
         self._meta = meta
-        self._rec: Recorder = recorder_for(weave)
+        self._rec: Transcript = transcript_for(weave)
         self._lock = self._rec.lock
         self._runs: dict[UUID, _Run] = {}
         #: Callbacks that failed inside BeeWeave (logged; the chain was not affected).
@@ -262,7 +263,7 @@ class _Capture:
             if outside:
                 payload["system_outside_context"] = [text_of(m) for m in outside]
                 prompt = [m for m in prompt if m.type != "system" or _assembled(m)]
-        ids = self._rec.record_history(run.session, prompt, meta=self._meta, source=src)
+        ids = self._rec.record(run.session, to_messages(prompt), meta=self._meta, source=src)
         run.event = self._emit(
             run, EventType.MODEL_CALL, "", role="assistant",
             parents=_consumed(prompt, ids) or self._nearest(run), payload=payload, source=src,
@@ -279,8 +280,9 @@ class _Capture:
         src = self._source(run_id, metadata)
         root = run.root
         if root.text is not None and root.event is None:  # the user's words, once per chain run
-            root.event = self._rec.emit_user_text(root.session, root.text, meta=self._meta,
-                                                  source=src, key=f"run:{run_id}:input")  # fmt: skip
+            root.event = self._rec.message(root.session, Message("user", root.text),
+                                           meta=self._meta, source=src,
+                                           key=f"run:{run_id}:input")  # fmt: skip
         payload = _model_payload(serialized, metadata, kwargs, None)
         payload["prompt_chars"] = sum(len(p) for p in prompts)
         # a text prompt cannot be split into messages: it consumed what came last in this
@@ -316,9 +318,9 @@ class _Capture:
                 if not isinstance(msg, BaseMessage):
                     msg = AIMessage(content=gen.text)
                 key = f"msg:{msg.id}" if msg.id else f"run:{run_id}:gen:{i}"
-                run.root.last = self._rec.emit_message(
-                    run.session, msg, key=key, parents=parents, meta=self._meta, source=src,
-                    role="assistant",
+                run.root.last = self._rec.message(
+                    run.session, to_message(msg, "assistant"), key=key, parents=parents,
+                    meta=self._meta, source=src,
                 )  # fmt: skip
 
     @_guard
@@ -338,9 +340,9 @@ class _Capture:
         run = self._open(run_id, parent_run_id, metadata, "tool", name)
         tcid = kwargs.get("tool_call_id")
         run.tool_call_id = tcid
-        call = {"id": tcid, "name": name, "args": inputs if inputs is not None else input_str}
+        call = ToolCall(tcid, str(name or ""), inputs if inputs is not None else input_str)
         last = run.root.last  # a legacy agent's action (no tool_call_id to link by)
-        run.event = self._rec.emit_tool_call(
+        run.event = self._rec.tool_call(
             run.session, call, parents=(last,) if last and not tcid else self._nearest(run),
             meta=self._meta, source=self._source(run_id, metadata),
             key=None if tcid else f"run:{run_id}:tool",
@@ -353,22 +355,17 @@ class _Capture:
             return
         msg = _tool_message(output, run.tool_call_id)
         tcid = run.tool_call_id or (msg.tool_call_id if msg is not None else None)
-        key = self._rec.result_key(run.session, tcid) if tcid else f"run:{run_id}:result"
         parents = (run.event,) if run.event else ()
-        src = self._source(run_id)
         if msg is not None:
             if not msg.name and run.name:
                 msg = msg.model_copy(update={"name": run.name})
-            run.root.last = self._rec.emit_message(
-                run.session, msg, key=key, parents=parents, meta=self._meta, source=src,
-                role="tool",
-            )  # fmt: skip
-            return
-        payload = {"name": run.name, "tool_call_id": tcid, "status": "success"}
-        eid = self._emit(run, EventType.TOOL_RESULT, output, role="tool", payload=payload,
-                         parents=parents, source=src, key=key)  # fmt: skip
-        self._rec.mark(run.session, eid)
-        run.root.last = eid
+            result = to_message(msg, "tool")
+        else:  # a plain return value: stored in its canonical form
+            result = Message("tool", tool_call_id=tcid, name=run.name, value=output,
+                             payload={"name": run.name, "status": "success"})  # fmt: skip
+        key = None if tcid else f"run:{run_id}:result"
+        run.root.last = self._rec.message(run.session, result, key=key, parents=parents,
+                                          meta=self._meta, source=self._source(run_id))  # fmt: skip
 
     @_guard
     def on_tool_error(self, error: BaseException, *, run_id: UUID, **kwargs: Any) -> None:

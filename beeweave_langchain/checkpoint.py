@@ -5,7 +5,7 @@ default) turns values into typed bytes here; storage, branches and pruning live 
 :mod:`beeweave_core.checkpoints` (the same SQLite file or Neo4j database as the event
 graph).  ``thread_id`` is the BeeWeave ``session_id``, and every message that enters a
 thread's ``messages`` channel is also recorded as an event — through the weave's one
-:class:`~beeweave_langchain.recorder.Recorder`, so a graph that also runs the callback
+:class:`~beeweave_core.transcript.Transcript`, so a graph that also runs the callback
 handler or the context hook still gets each message once — which gives a LangGraph
 app the causal event graph with no callbacks at all.
 
@@ -50,6 +50,7 @@ from langgraph.checkpoint.base import (
     get_checkpoint_metadata,
 )
 
+from beeweave_core.backends import store_url
 from beeweave_core.checkpoints import (
     LIST_PAGE,
     BranchInfo,
@@ -57,11 +58,12 @@ from beeweave_core.checkpoints import (
     CheckpointStore,
     TreeNode,
     WriteRow,
-    open_checkpoint_store,
     version_text,
 )
 from beeweave_core.payloads import to_jsonable
+from beeweave_core.transcript import Transcript, transcript_for
 from beeweave_core.weave import Weave
+from beeweave_langchain.messages import to_messages
 
 log = logging.getLogger("beeweave.langchain")
 
@@ -69,13 +71,6 @@ __all__ = ["AsyncBeeWeaveCheckpointer", "BeeWeaveCheckpointer"]
 
 #: Threads whose woven-message prefix is remembered (beyond this, a rescan is idempotent).
 _MAX_WOVEN_THREADS = 4_096
-
-
-def store_url(conn_string: str | None) -> str | None:
-    """A ``SqliteSaver``-style path (``"agent.db"``, ``":memory:"``) or a BeeWeave URL."""
-    if conn_string is None or "://" in conn_string:
-        return conn_string
-    return f"sqlite:///{conn_string}"
 
 
 def open_weave(
@@ -145,17 +140,14 @@ class BeeWeaveCheckpointer(BaseCheckpointSaver[str]):
         if store is None:
             if weave is None:
                 raise ValueError("BeeWeaveCheckpointer needs weave= (or store=)")
-            store = open_checkpoint_store(weave)
-            weave._closers.append(store.close)
+            store = weave.backend.checkpoints()  # closed with the weave's backend
         self.weave = weave
         self.store = store
         self.messages_channel = messages_channel
         self.delete_events = delete_events
-        self._recorder: Any = None
+        self._recorder: Transcript | None = None
         if record_messages and weave is not None:
-            from beeweave_langchain.recorder import recorder_for
-
-            self._recorder = recorder_for(weave)
+            self._recorder = transcript_for(weave)
         self._woven: OrderedDict[tuple[str, str], tuple[int, str]] = OrderedDict()
         self._woven_lock = threading.Lock()
         self._owned_weave: Weave | None = None
@@ -217,7 +209,7 @@ class BeeWeaveCheckpointer(BaseCheckpointSaver[str]):
     def close(self) -> None:
         """Close the store (and the weave, when ``from_conn_string`` opened it)."""
         if self._owned_weave is not None:
-            self._owned_weave.close()  # also closes the store: it is in weave._closers
+            self._owned_weave.close()  # also closes the store: its backend opened it
         else:
             self.store.close()
 
@@ -480,7 +472,7 @@ class BeeWeaveCheckpointer(BaseCheckpointSaver[str]):
                 n, last_id = done
                 if len(msgs) >= n and msgs[n - 1].id == last_id:
                     tail = msgs[n:]
-            if tail:
+            if tail and self._recorder is not None:
                 meta = {k: conf[k] for k in ("user_id", "agent_id") if isinstance(conf.get(k), str)}
                 source = {
                     "framework": "langgraph",
@@ -489,7 +481,7 @@ class BeeWeaveCheckpointer(BaseCheckpointSaver[str]):
                     "checkpoint_id": checkpoint["id"],
                     "run_id": metadata.get("run_id"),
                 }
-                self._recorder.record_history(thread_id, tail, meta=meta, source=source)
+                self._recorder.record(thread_id, to_messages(tail), meta=meta, source=source)
             if msgs[-1].id:
                 with self._woven_lock:
                     self._woven[key] = (len(msgs), msgs[-1].id)

@@ -16,9 +16,9 @@ from langchain_core.chat_history import BaseChatMessageHistory
 from langchain_core.messages import BaseMessage
 
 from beeweave_core.events import EventType
+from beeweave_core.transcript import MESSAGE_TYPES, transcript_for
 from beeweave_core.weave import Weave
-from beeweave_langchain.messages import CONVERSATION_TYPES, ROLE_BY_EVENT, event_to_message
-from beeweave_langchain.recorder import count_occurrence, recorder_for
+from beeweave_langchain.messages import event_to_message, to_messages
 
 _COMPONENT = "chat_history"
 
@@ -53,7 +53,7 @@ class BeeWeaveChatMessageHistory(BaseChatMessageHistory):
     def _events(self, *, include_inactive: bool = False) -> list[Any]:
         self.weave.flush()
         return self.weave.store.timeline(
-            self.session_id, types=CONVERSATION_TYPES, include_inactive=include_inactive
+            self.session_id, types=MESSAGE_TYPES, include_inactive=include_inactive
         )
 
     @property
@@ -74,23 +74,10 @@ class BeeWeaveChatMessageHistory(BaseChatMessageHistory):
         for m in messages:
             if not isinstance(m, BaseMessage):
                 raise TypeError(f"add_messages takes LangChain messages, got {type(m).__name__}")
-        # cleared (soft-deleted) messages still count, so a message said again after a
-        # clear() gets a new key instead of matching the hidden copy
-        events = self._events(include_inactive=True)
-        rec = recorder_for(self.weave)
-        counts: dict[tuple[str, str], int] = {}
-        for ev in events:
-            rec.mark(self.session_id, ev.id)
-            rec.note_tool_calls(self.session_id, ev.id, ev.payload.get("tool_calls"))
-            # earlier id-less messages *added through a history* are keyed by occurrence;
-            # a copy the callback handler recorded from this very prompt is not an
-            # earlier occurrence, so the key matches the handler's and it is kept once
-            if "message_id" not in ev.payload and ev.source.get("component") == _COMPONENT:
-                count_occurrence(counts, ROLE_BY_EVENT[ev.type], ev.content)
-        rec.record_history(
-            self.session_id, messages, meta=self._meta, source=self._source, counts=counts,
-            prev=events[-1].id if events else None,
-        )  # fmt: skip
+        self.weave.flush()  # the writer reads what the session holds
+        transcript_for(self.weave).append(
+            self.session_id, to_messages(messages), meta=self._meta, source=self._source
+        )
         self.weave.flush()
 
     def clear(self) -> None:
@@ -98,7 +85,7 @@ class BeeWeaveChatMessageHistory(BaseChatMessageHistory):
         ids = [ev.id for ev in self.weave.store.timeline(self.session_id)]
         if ids:
             self.weave.store.soft_delete(ids, "cleared by BeeWeaveChatMessageHistory.clear()")
-        recorder_for(self.weave).forget(self.session_id)
+        transcript_for(self.weave).forget(self.session_id)
 
     async def aget_messages(self) -> list[BaseMessage]:
         return await asyncio.to_thread(lambda: self.messages)

@@ -25,9 +25,9 @@ from langchain_core.runnables import RunnableConfig, RunnableLambda
 
 from beeweave_core.events import Event, EventType
 from beeweave_core.tokens import DEFAULT_MODEL
+from beeweave_core.transcript import transcript_for
 from beeweave_core.weave import Weave
-from beeweave_langchain.messages import STORED_ID_PREFIX, dict_to_message
-from beeweave_langchain.recorder import recorder_for
+from beeweave_langchain.messages import STORED_ID_PREFIX, dict_to_message, to_messages
 
 #: Key of ``additional_kwargs`` where assembled messages keep BeeWeave's accounts.
 BEEWEAVE_KWARG = "beeweave"
@@ -146,9 +146,9 @@ class BeeWeaveContextHook:
         )
 
     def record_messages(self, session_id: str, messages: Sequence[BaseMessage]) -> None:
-        """Record the messages not seen before (the weave's one recorder dedupes)."""
-        recorder_for(self.weave).record_history(
-            session_id, messages, meta=self._meta, source=self._source
+        """Record the messages not seen before (the weave's one writer dedupes)."""
+        transcript_for(self.weave).record(
+            session_id, to_messages(messages), meta=self._meta, source=self._source
         )
 
     def context(self, session_id: str, messages: Sequence[BaseMessage]) -> list[BaseMessage]:

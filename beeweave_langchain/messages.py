@@ -1,24 +1,16 @@
-"""LangChain messages ⇄ BeeWeave events and role/content dicts.
+"""LangChain messages ⇄ BeeWeave's neutral :class:`~beeweave_core.transcript.Message`,
+events and role/content dicts.
 
-One module decides how a message is *keyed*, so the callback handler, the chat
-history and the context hook mint the same event id for the same message no matter
-which of them sees it first — that is what lets every model call re-send the whole
-history without the store growing a copy per call.
-
-Key rules (first match wins):
-
-* a message rebuilt from a stored event carries id ``beeweave:<event id>`` → that event;
-* a tool result → ``tool_result:<answer event id>:<tool_call_id>`` (LangGraph gives the
-  ToolMessage a fresh id when it enters the state, so its id cannot be the key; the
-  answer that asked for the call scopes it, since some servers reuse call ids);
-* a message with an id (LangGraph state, model output) → ``msg:<id>``;
-* otherwise ``msg:<role>:<content digest>:<n>`` where ``n`` counts earlier messages of
-  the same role and text in the conversation — the same words said twice are two events.
+Translation only: how a message is keyed and wired to its causes is
+:mod:`beeweave_core.transcript`'s, shared with every other integration.  What this
+module adds is LangChain's own shapes — message types, ``tool_calls`` dicts, and the
+id ``beeweave:<event id>`` a message rebuilt from a stored event carries (so the
+writer knows it is not new).
 """
 
 from __future__ import annotations
 
-import hashlib
+import functools
 import json
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
@@ -33,47 +25,24 @@ from langchain_core.messages import (
     convert_to_messages,
 )
 
-from beeweave_core.events import Event, EventType
+from beeweave_core.events import Event
+from beeweave_core.transcript import ROLE_BY_EVENT, Message, ToolCall, canonical_role
 
 #: Id prefix of messages rebuilt from stored events (``beeweave:<event id>``).
 STORED_ID_PREFIX = "beeweave:"
-
-ROLE_BY_TYPE = {
-    "human": "user",
-    "ai": "assistant",
-    "system": "system",
-    "developer": "system",
-    "tool": "tool",
-    "function": "tool",
-}
-EVENT_BY_ROLE = {
-    "user": EventType.USER_MESSAGE,
-    "assistant": EventType.ASSISTANT_MESSAGE,
-    "system": EventType.SYSTEM_PROMPT,
-    "tool": EventType.TOOL_RESULT,
-}
-ROLE_BY_EVENT = {v: k for k, v in EVENT_BY_ROLE.items()}
-#: Event types a chat history shows; the rest (model calls, thoughts …) stay in the graph.
-CONVERSATION_TYPES = frozenset(EVENT_BY_ROLE.values())
 #: Keys of a role/content dict that LangChain understands; others are BeeWeave's own.
 _DICT_KEYS = frozenset({"role", "content", "name", "tool_calls", "tool_call_id", "id"})
 
 
 def role_of(message: BaseMessage) -> str:
-    if isinstance(message, ChatMessage):
-        return ROLE_BY_TYPE.get(
-            message.role, message.role if message.role in EVENT_BY_ROLE else "user"
-        )
-    return ROLE_BY_TYPE.get(message.type, "user")
+    """BeeWeave's role of a message (a custom chat role counts as the user)."""
+    raw = message.role if isinstance(message, ChatMessage) else message.type
+    return canonical_role(raw, default="user")
 
 
 def text_of(message: BaseMessage) -> str:
     content = message.content
     return content if isinstance(content, str) else str(message.text)
-
-
-def digest(text: str) -> str:
-    return hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=8).hexdigest()
 
 
 def stored_event_id(message: BaseMessage) -> str | None:
@@ -85,18 +54,31 @@ def stored_event_id(message: BaseMessage) -> str | None:
     return None
 
 
-def tool_call_key(tool_call_id: str, owner: str | None = None) -> str:
-    """Key of a tool call, scoped by the answer (event id) that asked for it when known:
-    some model servers reuse ids such as ``call_0`` on every turn."""
-    return f"tool_call:{owner}:{tool_call_id}" if owner else f"tool_call:{tool_call_id}"
-
-
-def tool_result_key(tool_call_id: str, owner: str | None = None) -> str:
-    return f"tool_result:{owner}:{tool_call_id}" if owner else f"tool_result:{tool_call_id}"
-
-
 def tool_calls_of(message: BaseMessage) -> list[dict[str, Any]]:
     return list(getattr(message, "tool_calls", None) or ())
+
+
+def to_message(message: BaseMessage, role: str | None = None) -> Message:
+    """A LangChain message in the writer's neutral form (``role`` overrides its type,
+    e.g. for a streamed ``AIMessageChunk``)."""
+    r = role or role_of(message)
+    mid = message.id or None
+    assembled = bool(mid and mid.startswith(STORED_ID_PREFIX))
+    calls = tuple(
+        ToolCall(tc.get("id"), str(tc.get("name") or ""), tc.get("args"))
+        for tc in tool_calls_of(message)
+    )
+    tcid = getattr(message, "tool_call_id", None) if r == "tool" else None
+    return Message(
+        role=r, content=text_of(message), tool_calls=calls, tool_call_id=tcid or None,
+        name=message.name, id=None if assembled else mid,
+        stored=stored_event_id(message) if assembled else None, assembled=assembled,
+        extras=functools.partial(message_payload, message),
+    )  # fmt: skip
+
+
+def to_messages(messages: Iterable[BaseMessage]) -> list[Message]:
+    return [to_message(m) for m in messages]
 
 
 def message_payload(message: BaseMessage) -> dict[str, Any]:

@@ -21,6 +21,7 @@ lets an exception out: a capture bug costs a log line and a counter, never the a
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import inspect
 import logging
 import threading
@@ -30,7 +31,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from llama_index.core.agent.workflow.workflow_events import ToolCall, ToolCallResult
+from llama_index.core.agent.workflow.workflow_events import ToolCall as ToolCallEvent
+from llama_index.core.agent.workflow.workflow_events import ToolCallResult
 from llama_index.core.base.llms.types import ChatMessage
 from llama_index.core.instrumentation import get_dispatcher
 from llama_index.core.instrumentation.dispatcher import (
@@ -47,7 +49,8 @@ from llama_index.core.workflow import Workflow
 from pydantic import ConfigDict, Field, PrivateAttr
 
 from beeweave_core.payloads import preview
-from beeweave_llamaindex.messages import is_known, remember, role_of, stored_as, text_of, to_dict
+from beeweave_core.transcript import Message, ToolCall
+from beeweave_llamaindex.messages import is_known, remember, role_of, stored_as, text_of, to_message
 from beeweave_llamaindex.writer import TurnWriter
 
 log = logging.getLogger("beeweave.llamaindex")
@@ -226,9 +229,8 @@ class _Recorder:
                 agent = getattr(ev, "current_agent_name", None)
                 if agent and not run.agent_fixed:
                     run.writer.meta["agent_id"] = agent
-                if isinstance(ev, ToolCall):
-                    call = {"id": ev.tool_id, "name": ev.tool_name, "args": ev.tool_kwargs}
-                    self._tool_call(run, id_, call)
+                if isinstance(ev, ToolCallEvent):
+                    self._tool_call(run, id_, ToolCall(ev.tool_id, ev.tool_name, ev.tool_kwargs))
             elif isinstance(instance, BaseTool) and not any(
                 s in run.tools for s in self._ancestors(parent_id)
             ):  # a tool called outside a workflow agent's call_tool step
@@ -237,14 +239,14 @@ class _Recorder:
                 kwargs.update({k: v for k, v in args.items() if k not in ("kwargs", "args")})
                 if args.get("args"):  # positional arguments, kept in order
                     kwargs["args"] = list(args["args"])
-                self._tool_call(run, id_, {"id": id_, "name": name, "args": kwargs})
+                self._tool_call(run, id_, ToolCall(id_, name, kwargs))
 
     @staticmethod
-    def _tool_call(run: _Run, span_id: str, call: dict[str, Any]) -> None:
+    def _tool_call(run: _Run, span_id: str, call: ToolCall) -> None:
         # registered first: should recording the call fail, its result is still recorded
-        run.tools[span_id] = ("", call["id"], call["name"])
+        run.tools[span_id] = ("", call.id, call.name)
         inv = run.writer.tool_invocation(call, source={"span": span_id})
-        run.tools[span_id] = (inv, call["id"], call["name"])
+        run.tools[span_id] = (inv, call.id, call.name)
 
     def _on_run_start(self, run: _Run, instance: Any, start_event: Any) -> None:
         if not run.agent_fixed and getattr(instance, "name", None):
@@ -350,17 +352,17 @@ class _Recorder:
             ev.id_, payload, source={"span": span, "instrumentation_event": ev.id_}
         )
 
-    def _answer(self, run: _Run, ev: Any, message: dict[str, Any], response: Any) -> str | None:
+    def _answer(self, run: _Run, ev: Any, message: Message, response: Any) -> str | None:
         if self._nested(run, ev.span_id):
             return None
         mc = run.llm_calls.get(ev.span_id or "unscoped")
-        payload = {"usage": _usage(response)}
-        return run.writer.assistant(message, parents=[mc] if mc else None, payload=payload,
+        message = dataclasses.replace(message, payload={"usage": _usage(response)})
+        return run.writer.assistant(message, parents=[mc] if mc else None,
                                     source={"span": ev.span_id, "instrumentation_event": ev.id_})  # fmt: skip
 
     def _chat_end(self, run: _Run, ev: Any) -> None:
         if ev.response is not None:
-            eid = self._answer(run, ev, to_dict(ev.response.message), ev.response)
+            eid = self._answer(run, ev, to_message(ev.response.message), ev.response)
             if eid:  # the agent may put this very message into a BeeWeave memory
                 remember(ev.response.message, self.weave, run.writer.session_id, [eid])
 
@@ -373,8 +375,7 @@ class _Recorder:
 
     def _completion_end(self, run: _Run, ev: Any) -> None:
         if ev.response is not None:
-            msg = {"role": "assistant", "content": ev.response.text or ""}
-            self._answer(run, ev, msg, ev.response)
+            self._answer(run, ev, Message("assistant", ev.response.text or ""), ev.response)
 
     def _query_start(self, run: _Run, ev: Any) -> None:
         if not run.writer.has_user:

@@ -9,11 +9,14 @@ framework wrote them), and the latest turns.
 ``BeeWeaveMemoryBlock`` plugs recalled BeeWeave memories into LlamaIndex's own
 ``Memory`` class, next to its static / fact / vector blocks.
 
+Messages are recorded through the weave's one transcript writer
+(:mod:`beeweave_core.transcript`), with the same keys a LangChain chat history uses.
 Inside an instrumented agent run both the instrumentation and this memory see the same
-messages, so each must become one event: they share the run-scoped keys of
-:class:`~beeweave_llamaindex.writer.TurnWriter`, and a message *object* already stored (an
-answer the instrumentation recorded, a message ``get`` handed out) is recognised when it
-is put.  A workflow agent keeps a run's tool calls in its scratchpad and puts them into
+messages, so each must become one event: they share the run's scope (see
+:class:`~beeweave_llamaindex.writer.TurnWriter`), and a message *object* already stored
+(an answer the instrumentation recorded, a message ``get`` handed out) is recognised
+when it is put.  Outside a run, ``put`` adds after what the session holds, as a chat
+history does.  A workflow agent keeps a run's tool calls in its scratchpad and puts them into
 memory only when the run ends, so ``get`` hides the events of the live run that were not
 put yet — exactly what ``ChatMemoryBuffer`` would return.
 """
@@ -32,6 +35,7 @@ from llama_index.core.base.llms.types import ChatMessage
 from llama_index.core.memory import BaseMemory, BaseMemoryBlock
 from pydantic import ConfigDict, Field, PrivateAttr
 
+from beeweave_core.transcript import transcript_for
 from beeweave_llamaindex.instrumentation import current_run
 from beeweave_llamaindex.messages import (
     event_to_dict,
@@ -41,9 +45,9 @@ from beeweave_llamaindex.messages import (
     text_of,
     to_chat_message,
     to_chat_messages,
-    to_dict,
+    to_message,
 )
-from beeweave_llamaindex.writer import TurnWriter
+from beeweave_llamaindex.writer import FRAMEWORK, TurnWriter
 
 log = logging.getLogger("beeweave.llamaindex")
 DEFAULT_TOKEN_LIMIT = 3000  # ChatMemoryBuffer's default
@@ -53,6 +57,7 @@ _MAX_WRITERS = 256
 #: What the memory block recalls unless told otherwise: what was said and what was learnt,
 #: not bookkeeping (model calls, earlier retrievals, errors).
 RECALL_TYPES = ("memory", "summary", "user_message", "assistant_message", "tool_result")
+_MEMORY_SOURCE = {"framework": FRAMEWORK, "component": "BeeWeaveChatMemory"}
 
 
 def _without(
@@ -127,7 +132,6 @@ class BeeWeaveChatMemory(BaseMemory):
     )
     _lock: threading.RLock = PrivateAttr(default_factory=threading.RLock)
     _writers: OrderedDict[str, TurnWriter] = PrivateAttr(default_factory=OrderedDict)
-    _scope: str = PrivateAttr(default_factory=lambda: f"mem-{uuid.uuid4().hex[:12]}")
     _last: Any = PrivateAttr(default=None)
 
     def model_post_init(self, __context: Any) -> None:
@@ -188,26 +192,53 @@ class BeeWeaveChatMemory(BaseMemory):
                 self._writers.popitem(last=False)
         return w
 
+    def _meta(self) -> dict[str, str]:
+        return {k: v for k, v in (("user_id", self.user_id), ("agent_id", self.agent_id)) if v}
+
     def _live_run(self) -> tuple[str, set[str]] | None:
         return current_run(self.weave, self.session_id)
 
     def put(self, message: ChatMessage) -> None:
-        """Record one message (non-blocking).  An unknown role is a ``ValueError``."""
+        """Record one message.  An unknown role is a ``ValueError``.
+
+        Inside an instrumented run it never blocks; outside one it waits for the
+        session's earlier events to be stored, so its key follows them."""
         if not isinstance(message, ChatMessage):
             raise TypeError(f"put() takes a ChatMessage, got {type(message).__name__}")
         live = self._live_run()
+        if live is None:
+            self._append([message])
+            return
         with self._lock:
-            writer = self._writer(live[0] if live else self._scope)
+            writer = self._writer(live[0])
             known = stored_as(message, self.weave, self.session_id)
             if known is not None:  # this very object is already stored: an answer the
                 writer.ids.update(known)  # instrumentation recorded, or our own output
                 return
-            writer.message(to_dict(message))
+            writer.message(to_message(message))
+
+    def _append(self, messages: Sequence[ChatMessage]) -> None:
+        """Add messages after what the session holds (no run to share keys with)."""
+        fresh = [
+            to_message(m) for m in messages if stored_as(m, self.weave, self.session_id) is None
+        ]
+        if not fresh:
+            return
+        self.weave.flush(_FLUSH_TIMEOUT)
+        transcript_for(self.weave).append(
+            self.session_id, fresh, meta=self._meta(), source=_MEMORY_SOURCE
+        )
 
     async def aput(self, message: ChatMessage) -> None:
         self.put(message)  # emit() never blocks: no thread hop needed
 
     def put_messages(self, messages: list[ChatMessage]) -> None:
+        if self._live_run() is None:
+            for m in messages:
+                if not isinstance(m, ChatMessage):
+                    raise TypeError(f"put() takes a ChatMessage, got {type(m).__name__}")
+            self._append(messages)
+            return
         for m in messages:
             self.put(m)
 
@@ -216,12 +247,8 @@ class BeeWeaveChatMemory(BaseMemory):
 
     def set(self, messages: list[ChatMessage]) -> None:
         """Replace the conversation: earlier events are soft-deleted, ``messages`` recorded."""
-        self.reset()
-        with self._lock:
-            self._scope = f"mem-{uuid.uuid4().hex[:12]}"  # new keys: old ids stay deleted
-            writer = self._writer(self._scope)
-            for m in messages:
-                writer.message(to_dict(m))
+        self.reset()  # the deleted messages still count: the new ones get new keys
+        self._append(messages)
 
     async def aset(self, messages: list[ChatMessage]) -> None:
         await asyncio.to_thread(self.set, messages)
@@ -389,7 +416,7 @@ class BeeWeaveMemoryBlock(BaseMemoryBlock[str]):
                         }
                     }  # fmt: skip
                 )
-                writer.message(to_dict(clean))
+                writer.message(to_message(clean))
 
     async def atruncate(self, content: str, tokens_to_truncate: int) -> str | None:
         """Drop the lowest-ranked recalled lines until about ``tokens_to_truncate`` are freed."""

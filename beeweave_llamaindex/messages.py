@@ -9,13 +9,15 @@ because that is what current LLM integrations turn back into provider tool calls
 
 from __future__ import annotations
 
-import hashlib
 import json
 import weakref
 from collections.abc import Iterable, Mapping
 from typing import Any
 
 from llama_index.core.base.llms.types import ChatMessage, TextBlock, ToolCallBlock
+
+from beeweave_core.events import Event
+from beeweave_core.transcript import ROLE_BY_EVENT, Message, ToolCall
 
 #: The keys of a tool call in BeeWeave dicts and event payloads.
 ToolCallDict = dict[str, Any]  # {"id": str | None, "name": str, "args": dict | str}
@@ -105,6 +107,20 @@ def to_dict(message: ChatMessage) -> dict[str, Any]:
     return out
 
 
+def to_message(message: ChatMessage) -> Message:
+    """A ``ChatMessage`` in the transcript writer's neutral form (an unknown role is a
+    ``ValueError``)."""
+    d = to_dict(message)
+    calls = tuple(
+        ToolCall(str(tc["id"]) if tc["id"] is not None else None, str(tc["name"]), tc["args"])
+        for tc in d.get("tool_calls") or ()
+    )
+    return Message(
+        role=d["role"], content=d["content"], tool_calls=calls,
+        tool_call_id=d.get("tool_call_id"), name=d.get("name"),
+    )  # fmt: skip
+
+
 def to_chat_message(message: Mapping[str, Any]) -> ChatMessage:
     """A BeeWeave message dict (or an OpenAI-style one) as a ``ChatMessage``.
 
@@ -138,33 +154,9 @@ def to_chat_messages(messages: Iterable[Mapping[str, Any]]) -> list[ChatMessage]
     return [to_chat_message(m) for m in messages]
 
 
-def fingerprint(message: Mapping[str, Any]) -> str:
-    """What identifies a message regardless of who saw it (instrumentation or memory).
-
-    Role, text and tool-call ids — not the object — so the same assistant turn observed
-    by the instrumentation and later put into memory maps to one event id.
-    """
-    ids = sorted(str(tc.get("id")) for tc in message.get("tool_calls") or ())
-    basis = json.dumps(
-        [message.get("role"), message.get("content") or "", ids, message.get("tool_call_id")],
-        ensure_ascii=False,
-    )
-    return hashlib.sha1(basis.encode("utf-8", "surrogatepass")).hexdigest()[:16]
-
-
-#: Which role each conversational event type is shown with.
-ROLE_BY_EVENT_TYPE = {
-    "user_message": "user",
-    "assistant_message": "assistant",
-    "system_prompt": "system",
-    "tool_result": "tool",
-}
-
-
-def event_to_dict(event: Any) -> dict[str, Any] | None:
+def event_to_dict(event: Event) -> dict[str, Any] | None:
     """A stored conversational event as a message dict (``None`` for model calls, etc.)."""
-    etype = getattr(event.type, "value", event.type)
-    role = ROLE_BY_EVENT_TYPE.get(etype)
+    role = ROLE_BY_EVENT.get(event.type)
     if role is None:
         return None
     out: dict[str, Any] = {"role": role, "content": event.content}

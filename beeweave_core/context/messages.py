@@ -1,13 +1,11 @@
-"""Events ↔ chat messages: the one place that knows how a conversation is stored.
+"""Events → chat messages: how a stored conversation is read back.
 
 Reading: a session's events become *units* — a user message, an assistant message
 with the tool calls it made and their results, a lone assistant message.  A unit is
 the smallest thing the assembler may keep or drop, which is how "a tool call is never
 separated from its result" is guaranteed by construction rather than checked later.
 
-Writing: :func:`record_messages` stores an OpenAI-style message list as events with
-the same CAUSED_BY wiring the framework hooks produce (tool_result → tool_invocation →
-assistant message), for benchmarks, tests and users importing transcripts.
+Writing is :mod:`beeweave_core.transcript`'s (one writer for every framework).
 """
 
 from __future__ import annotations
@@ -188,136 +186,3 @@ def message_text(messages: Iterable[Mapping[str, Any]]) -> str:
             args = fn.get("arguments") if fn else call.get("args")
             parts.append(f"{name} {args if isinstance(args, str) else json.dumps(args)}")
     return "\n".join(parts)
-
-
-# ------------------------------------------------------------------ writing
-def _calls_of(message: Mapping[str, Any]) -> list[tuple[str, str, Any]]:
-    out = []
-    for i, call in enumerate(message.get("tool_calls") or ()):
-        fn = call.get("function")
-        if isinstance(fn, Mapping):
-            raw = fn.get("arguments")
-            try:
-                args = json.loads(raw) if isinstance(raw, str) and raw else (raw or {})
-            except ValueError:
-                args = raw
-            out.append((str(call.get("id") or f"call_{i}"), str(fn.get("name") or "tool"), args))
-        else:
-            out.append((str(call.get("id") or f"call_{i}"), str(call.get("name") or "tool"),
-                        call.get("args", call.get("arguments", {}))))  # fmt: skip
-    return out
-
-
-_ROLE_TYPES = {
-    "system": EventType.SYSTEM_PROMPT,
-    "developer": EventType.SYSTEM_PROMPT,
-    "user": EventType.USER_MESSAGE,
-    "human": EventType.USER_MESSAGE,
-    "assistant": EventType.ASSISTANT_MESSAGE,
-    "ai": EventType.ASSISTANT_MESSAGE,
-}
-
-
-def _earlier_invocations(
-    target: Any, store: EventStore | None, session_id: str, call_ids: set[str]
-) -> dict[str, str]:
-    if store is None:
-        target.flush()
-        store = target.store
-    found: dict[str, str] = {}
-    for ev in reversed(store.timeline(session_id, types=(EventType.TOOL_INVOCATION,), last=200)):
-        cid = str((ev.payload or {}).get("tool_call_id") or "")
-        if cid in call_ids and cid not in found:
-            found[cid] = ev.id
-    return found
-
-
-def record_messages(
-    target: Any,
-    session_id: str,
-    messages: Sequence[Mapping[str, Any]],
-    *,
-    user_id: str | None = None,
-    agent_id: str | None = None,
-    key_prefix: str | None = None,
-    ts: float | None = None,
-) -> list[str]:
-    """Store an OpenAI-style conversation as events; returns the event ids in order.
-
-    ``target`` is a :class:`~beeweave_core.Weave` (events go through its capture bus)
-    or an :class:`EventStore` (appended at once).  ``key_prefix`` makes ids
-    deterministic, so recording the same transcript twice stores it once.
-    """
-    from beeweave_core.events import event_id_for, new_event_id
-
-    store: EventStore | None = (
-        target if hasattr(target, "append") and not hasattr(target, "emit") else None
-    )
-    tenant = store.tenant if store is not None else target.tenant
-    meta: dict[str, Any] = {}
-    if user_id:
-        meta["user_id"] = user_id
-    if agent_id:
-        meta["agent_id"] = agent_id
-    src = {"framework": "beeweave", "via": "record_messages"}
-    built: list[Event] = []
-    ids: list[str] = []
-    by_call: dict[str, str] = {}
-    last_parent: str | None = None
-    import time as _time
-
-    t0 = ts if ts is not None else _time.time()
-
-    def mk(etype: EventType, content: str, role: str, n: str, parents: Sequence[str] = (),
-           payload: Mapping[str, Any] | None = None) -> str:  # fmt: skip
-        eid = (
-            event_id_for(tenant, session_id, f"{key_prefix}:{n}") if key_prefix else new_event_id()
-        )
-        ev = Event(id=eid, tenant=tenant, session_id=session_id, type=etype, role=role,
-                   content=content, payload=dict(payload or {}), ts=t0 + len(built) * 1e-3,
-                   parents=tuple(p for p in parents if p), meta=meta, source=src)  # fmt: skip
-        built.append(ev)
-        ids.append(eid)
-        return eid
-
-    pending = {str(m.get("tool_call_id") or "") for m in messages
-               if isinstance(m, Mapping) and m.get("role") == "tool"}  # fmt: skip
-    pending -= {cid for m in messages if isinstance(m, Mapping) for cid, _n, _a in _calls_of(m)}
-    if pending:  # results whose calls were recorded earlier: find those invocations
-        by_call.update(_earlier_invocations(target, store, session_id, pending))
-    for i, m in enumerate(messages):
-        if not isinstance(m, Mapping):
-            raise TypeError(f"message {i} is {type(m).__name__}, expected a dict with 'role'")
-        role = str(m.get("role") or "")
-        content = m.get("content")
-        if not isinstance(content, str):
-            content = "" if content is None else json.dumps(content, ensure_ascii=False)
-        if role == "tool":
-            cid = str(m.get("tool_call_id") or "")
-            parent = by_call.get(cid)
-            payload = {"tool_call_id": cid}
-            if m.get("name"):
-                payload["name"] = m["name"]
-            mk(EventType.TOOL_RESULT, content, "tool", f"{i}", [parent or last_parent or ""],
-               payload)  # fmt: skip
-            continue
-        etype = _ROLE_TYPES.get(role)
-        if etype is None:
-            raise ValueError(f"message {i}: unknown role {role!r}")
-        parents = [last_parent] if etype == EventType.ASSISTANT_MESSAGE and last_parent else []
-        eid = mk(etype, content, "assistant" if role in ("assistant", "ai") else role, f"{i}",
-                 parents)  # fmt: skip
-        if etype == EventType.USER_MESSAGE:
-            last_parent = eid
-        for j, (cid, name, args) in enumerate(_calls_of(m)):
-            inv = mk(EventType.TOOL_INVOCATION,
-                     args if isinstance(args, str) else json.dumps(args, ensure_ascii=False),
-                     "assistant", f"{i}.{j}", [eid],
-                     {"name": name, "args": args, "tool_call_id": cid})  # fmt: skip
-            by_call[cid] = inv
-    if store is not None:
-        store.append(built)
-    else:
-        for ev in built:
-            target.bus.submit(ev)
-    return ids
