@@ -81,3 +81,30 @@ def test_probe_finds_what_is_there(tmp_path: Path, words: tuple[str, ...]) -> No
     """The leak probe itself can fail: a file holding a word is reported."""
     (tmp_path / "x.bin").write_bytes(b"\x00" + words[0].encode() + b"\x00")
     assert leaks(tmp_path) == [f"{words[0]} in x.bin"]
+
+
+def test_store_item_and_checkpoints_purged_when_asked(tmp_path: Path) -> None:
+    """``delete`` keeps an item's history for audit; ``purge`` removes every version,
+    and ``purge(checkpoints=True)`` takes the LangGraph thread with the session."""
+    from langgraph.checkpoint.base import empty_checkpoint
+
+    from beeweave_langchain.checkpoint import BeeWeaveCheckpointer
+    from beeweave_langchain.store import BeeWeaveStore
+
+    url = f"sqlite:///{tmp_path / 'memory.db'}"
+    with Weave.open(url, spool_dir=tmp_path / "spool", index=False) as weave:
+        store = BeeWeaveStore(weave=weave)
+        store.put(("users", "u1"), "locker", {"code": "zorblatt quintessa"})
+        store.put(("users", "u1"), "locker", {"code": "vermillionkestrel"})
+        assert store.get(("users", "u1"), "locker") is not None
+        assert store.purge(("users", "u1"), "locker") == 2
+        assert store.get(("users", "u1"), "locker") is None
+
+        saver = BeeWeaveCheckpointer.from_weave(weave)
+        config = {"configurable": {"thread_id": "locker", "checkpoint_ns": ""}}
+        saver.put(config, empty_checkpoint(), {"source": "input", "step": -1}, {})
+        assert saver.get_tuple(config) is not None
+        weave.emit("user_message", "hello", session_id="locker")
+        weave.purge(session_id="locker", checkpoints=True)
+        assert saver.get_tuple(config) is None
+    assert leaks(tmp_path) == []
