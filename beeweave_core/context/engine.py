@@ -287,9 +287,8 @@ class ContextEngine:
         written (no memories, no compaction, no audit record).  ``lineage`` is the ids
         of the conversation events on the branch being resumed (a LangGraph
         checkpoint's messages): turns of other branches, and what was derived only
-        from them, are left out.  ``agent_id`` gives one agent of a multi-agent system
-        its own view of a shared session: its turns and the user's, never another
-        agent's turns or tool results (memories written on purpose are shared).
+        from them, are left out.  ``agent_id``: that agent's turns and the user's only,
+        never another agent's turns or tool results (tool-written memories are shared).
         """
         _check_budget(budget_tokens)
         if phase is not None and phase not in self.presets:
