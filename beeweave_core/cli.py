@@ -551,6 +551,27 @@ def bench_ingest(
     report("ingest", rows, out=out, params={"events": events, "single": single}, notes=notes)
 
 
+@bench_app.command("scale")
+def bench_scale(
+    backend: Annotated[str, typer.Option(help="sqlite or neo4j.")] = "sqlite",
+    max_events: Annotated[int, typer.Option(help="Largest step (10k, 30k, 100k, ...).")] = 300_000,
+    vector_share: Annotated[float, typer.Option(help="Share of events embedded.")] = 0.005,
+    queries: Annotated[int, typer.Option(help="Retrieve calls per scope and step.")] = 30,
+    auth: AuthOpt = None,
+    out: OutOpt = None,
+) -> None:
+    """Retrieve/assemble latency, size and memory as one store grows step by step."""
+    from beeweave_bench import scale
+    from beeweave_bench.report import report
+
+    cfg = scale.ScaleRun(backend, max_events, vector_share, queries, auth=_auth(auth))
+    try:
+        rows = scale.run(cfg)
+    except ValueError as exc:
+        fail(str(exc))
+    report("scale", rows, out=out, params=vars(cfg) | {"auth": None}, notes=[scale.TARGETS])
+
+
 @bench_app.command("checkpoint")
 def bench_checkpoint(
     steps: Annotated[

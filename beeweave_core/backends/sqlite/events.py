@@ -419,30 +419,84 @@ class SQLiteEventStore(SideTables, BaseEventStore):
 
         ``user_id`` means the sessions that user took part in (as ``sessions()``).
         Any text is safe: it is turned into quoted FTS terms, never passed as syntax.
+        The cost follows the scope, not the store: a small scope (a session, a
+        user) is read through its index and ranked on its own; a large one (the
+        tenant) ranks its newest ``LEXICAL_WINDOW`` events inside the FTS index.
         """
         match = fts_query(query)
         if match is None or k <= 0:
             return []
-        self.sync_text_index()
-        where, params = "", []
-        if session_id is not None:
-            where += " AND events.session_id = ?"
-            params.append(session_id)
-        if user_id is not None:
-            where += " AND events.session_id IN (SELECT session_id FROM events WHERE tenant = ? AND user_id = ?)"
-            params += [self.tenant, user_id]
-        if types is not None:
-            tv = [EventType(t).value for t in types]
-            if not tv:
-                return []
-            where += f" AND events.type IN ({_marks(len(tv))})"
-            params.extend(tv)
-        if since is not None:
-            where += " AND events.ts >= ?"
-            params.append(since)
-        if until is not None:
-            where += " AND events.ts <= ?"
-            params.append(until)
-        sql = q.SEARCH_TEXT.format(where=where)
-        rows = self._read(sql, (match, self.tenant, *params, int(k)))
+        self.sync_text_index()  # only what was stored since the last sync (see there)
+        where, params = _scope_where(self.tenant, session_id, user_id, types, since, until)
+        if where is None:
+            return []
+        if session_id is None and user_id is None:
+            start = self._read(q.WINDOW_START, (self.tenant, q.LEXICAL_WINDOW))
+            return self._rank_window(match, int(k), start[0][0] if start else 0, where, params)
+        sql = q.SCOPE_ROWIDS.format(where=where)
+        rowids = [r[0] for r in self._read(sql, (self.tenant, *params, q.LEXICAL_WINDOW))]
+        if len(rowids) <= q.SMALL_SCOPE:
+            return self._rank_scope(rowids, match, int(k))
+        return self._rank_window(match, int(k), rowids[-1] - 1, where, params)
+
+    def _rank_scope(self, rowids: list[int], match: str, k: int) -> list[tuple[Event, float]]:
+        """BM25 among the scope's own events (a temporary FTS table, emptied after)."""
+        if not rowids:
+            return []
+        with self._lock:
+            c = self._conn
+            c.execute(q.SCOPE_FTS_CREATE)
+            try:
+                for i in range(0, len(rowids), 500):
+                    chunk = rowids[i : i + 500]
+                    c.execute(q.SCOPE_FTS_FILL.format(rowids=_marks(len(chunk))), chunk)
+                rows = c.execute(q.SCOPE_FTS_SEARCH, (match, k)).fetchall()
+            finally:
+                c.execute(q.SCOPE_FTS_CLEAR)
         return [(_row_to_event(self.tenant, r[:-1]), float(r[-1])) for r in rows]
+
+    def _rank_window(
+        self, match: str, k: int, low: int, where: str, params: list[Any]
+    ) -> list[tuple[Event, float]]:
+        """BM25 inside the FTS index over rowids above ``low``, then the scope filter."""
+        limit = max(4 * k, 50)
+        while True:
+            rows = self._read(
+                q.SEARCH_TEXT.format(where=where), (match, low, limit, self.tenant, *params)
+            )
+            if len(rows) >= k or limit >= q.LEXICAL_WINDOW:
+                return [(_row_to_event(self.tenant, r[:-1]), float(r[-1])) for r in rows[:k]]
+            limit *= 4  # the scope filter dropped too many of the best: look further
+
+
+def _scope_where(
+    tenant: str,
+    session_id: str | None,
+    user_id: str | None,
+    types: Iterable[EventType] | None,
+    since: float | None,
+    until: float | None,
+) -> tuple[str | None, list[Any]]:
+    """Filter clauses on ``events`` (fixed text) and their values; ``None``: nothing fits."""
+    where, params = "", []
+    if session_id is not None:
+        where += " AND session_id = ?"
+        params.append(session_id)
+    if user_id is not None:
+        where += (
+            " AND session_id IN (SELECT session_id FROM events WHERE tenant = ? AND user_id = ?)"
+        )
+        params += [tenant, user_id]
+    if types is not None:
+        tv = [EventType(t).value for t in types]
+        if not tv:
+            return None, []
+        where += f" AND type IN ({_marks(len(tv))})"
+        params.extend(tv)
+    if since is not None:
+        where += " AND ts >= ?"
+        params.append(since)
+    if until is not None:
+        where += " AND ts <= ?"
+        params.append(until)
+    return where, params
