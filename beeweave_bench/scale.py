@@ -33,18 +33,110 @@ TARGETS = (
     "targets: session/user retrieve p50 growth <= 1.5x from 10k to 1M events; "
     "tenant retrieve p50 <= 50 ms at 1M (SQLite)"
 )
-_ROOTS = (
-    "account order invoice payment refund shipment delivery warehouse customer ticket "
-    "deploy server cluster database index query cache latency timeout retry error "
-    "budget forecast quarter revenue margin report meeting schedule travel flight "
-    "hotel booking doctor appointment recipe garden bicycle guitar lesson exam "
-    "contract lawyer tenant landlord insurance claim vaccine allergy medicine "
-    "project deadline review design prototype feedback release version bug patch "
-    "password login email phone address birthday anniversary gift holiday weather "
-    "python rust kotlin docker kubernetes terraform sensor battery firmware camera"
-).split()
+_ROOTS = [
+    "account",
+    "order",
+    "invoice",
+    "payment",
+    "refund",
+    "shipment",
+    "delivery",
+    "warehouse",
+    "customer",
+    "ticket",
+    "deploy",
+    "server",
+    "cluster",
+    "database",
+    "index",
+    "query",
+    "cache",
+    "latency",
+    "timeout",
+    "retry",
+    "error",
+    "budget",
+    "forecast",
+    "quarter",
+    "revenue",
+    "margin",
+    "report",
+    "meeting",
+    "schedule",
+    "travel",
+    "flight",
+    "hotel",
+    "booking",
+    "doctor",
+    "appointment",
+    "recipe",
+    "garden",
+    "bicycle",
+    "guitar",
+    "lesson",
+    "exam",
+    "contract",
+    "lawyer",
+    "tenant",
+    "landlord",
+    "insurance",
+    "claim",
+    "vaccine",
+    "allergy",
+    "medicine",
+    "project",
+    "deadline",
+    "review",
+    "design",
+    "prototype",
+    "feedback",
+    "release",
+    "version",
+    "bug",
+    "patch",
+    "password",
+    "login",
+    "email",
+    "phone",
+    "address",
+    "birthday",
+    "anniversary",
+    "gift",
+    "holiday",
+    "weather",
+    "python",
+    "rust",
+    "kotlin",
+    "docker",
+    "kubernetes",
+    "terraform",
+    "sensor",
+    "battery",
+    "firmware",
+    "camera",
+]
 _AFFIXES = ("", "s", "ing", "ed", "er", "al", "ion", "ly")
-_FILLER = "the a to of and in is it for on with that this we you was be as at".split()
+_FILLER = [
+    "the",
+    "a",
+    "to",
+    "of",
+    "and",
+    "in",
+    "is",
+    "it",
+    "for",
+    "on",
+    "with",
+    "that",
+    "this",
+    "we",
+    "you",
+    "was",
+    "be",
+    "as",
+    "at",
+]
 _TYPES = (EventType.USER_MESSAGE, EventType.ASSISTANT_MESSAGE, EventType.TOOL_RESULT)
 
 
@@ -194,6 +286,12 @@ class Grower:
             row["bytes_per_event"] = size / total
         row["rss_mb"] = rss_mb()
         return row
+
+
+def print_row(row: dict[str, Any]) -> None:
+    """One line per finished step (a 1M-event run takes a while)."""
+    print(" ".join(f"{k}={v:.1f}" if isinstance(v, float) else f"{k}={v}" for k, v in row.items()),
+          flush=True)  # fmt: skip
 
 
 def growth(rows: list[dict[str, Any]]) -> dict[str, Any]:

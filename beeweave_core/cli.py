@@ -566,7 +566,7 @@ def bench_scale(
 
     cfg = scale.ScaleRun(backend, max_events, vector_share, queries, auth=_auth(auth))
     try:
-        rows = scale.run(cfg)
+        rows = scale.run(cfg, on_row=scale.print_row)
     except ValueError as exc:
         fail(str(exc))
     report("scale", rows, out=out, params=vars(cfg) | {"auth": None}, notes=[scale.TARGETS])
