@@ -69,6 +69,12 @@ def lucene_escape(text: str) -> str:
     return _LUCENE_OPERATOR.sub(lambda m: m.group(1).lower(), _LUCENE_SPECIAL.sub(r"\\\1", text))
 
 
+#: A scope of at most this many sessions is narrowed inside the full-text index
+#: (one Lucene clause each, far below its 1024-clause limit); a larger one is
+#: filtered after the match, with the candidate count raised until k are found.
+LUCENE_SESSIONS = 256
+
+
 def _lucene_phrase(value: str) -> str:
     return '"' + value.replace("\\", "\\\\").replace('"', '\\"') + '"'
 
@@ -596,8 +602,10 @@ class Neo4jEventStore(BaseEventStore):
             if not session_ids:
                 return []
         lucene = f"+tenant:{_lucene_phrase(self.tenant)}^0 "
-        if session_id is not None:
-            lucene += f"+session_id:{_lucene_phrase(session_id)}^0 "
+        if session_ids is not None and len(session_ids) <= LUCENE_SESSIONS:
+            # the index narrows to the scope's sessions (Lucene intersects postings)
+            either = " OR ".join(_lucene_phrase(sid) for sid in session_ids)
+            lucene += f"+session_id:({either})^0 "
         lucene += f"+content:({words})"
         params = {
             "index": q.FULLTEXT_INDEX, "search": lucene, "k": int(k), "session_ids": session_ids,

@@ -326,18 +326,16 @@ class SQLiteEventStore(SideTables, BaseEventStore):
         out += [Edge(src=a, dst=b, type=EdgeType.NEXT) for a, b in next_pairs]
         return out
 
-    def _count_tokens(self, session_ids: list[str] | None) -> None:
-        """Fill in exact token counts left for later by ``append``.
+    def _count_tokens(self, scope: tuple[str, str, list[Any]]) -> None:
+        """Fill in exact token counts left for later by ``append`` (in ``scope`` only).
 
         Counting costs ~40 µs per KB of text, as much as the whole write, so the
         write path leaves it to the first read that needs it.
         """
-        sql, params = q.UNCOUNTED_TOKENS, [self.tenant]
-        if session_ids is not None:
-            sql += f" AND session_id IN ({_marks(len(session_ids))})"
-            params += session_ids
+        indexed, where, params = scope
+        sql = q.UNCOUNTED_TOKENS.format(indexed=indexed, where=where)
         while True:
-            rows = self._read(sql + " LIMIT 2000", params)
+            rows = self._read(sql, [self.tenant, *params])
             if not rows:
                 return
             counts = self._token_count([r[1] for r in rows])
@@ -347,11 +345,11 @@ class SQLiteEventStore(SideTables, BaseEventStore):
                     [(n, self.tenant, r[0]) for r, n in zip(rows, counts, strict=True)],
                 )
 
-    def _session_stats(
-        self, session_ids: list[str] | None, *, user_id: str | None = None
-    ) -> list[SessionStats]:
-        self._count_tokens(session_ids)
-        where, params = "", [self.tenant]
+    def _stats_scope(
+        self, session_ids: list[str] | None, user_id: str | None
+    ) -> tuple[str, str, list[Any]]:
+        """(index hint, filter clauses, values) for the sessions a stats read names."""
+        where, params = "", []
         if session_ids is not None:
             where += f" AND session_id IN ({_marks(len(session_ids))})"
             params += session_ids
@@ -361,10 +359,17 @@ class SQLiteEventStore(SideTables, BaseEventStore):
                 "AND user_id = ?)"
             )
             params += [self.tenant, user_id]
+        return ("INDEXED BY events_session_seq" if where else ""), where, params
+
+    def _session_stats(
+        self, session_ids: list[str] | None, *, user_id: str | None = None
+    ) -> list[SessionStats]:
+        scope = self._stats_scope(session_ids, user_id)
+        self._count_tokens(scope)
+        indexed, where, params = scope
+        sql = q.SESSION_STATS.format(indexed=indexed, where=where)
         acc: dict[str, dict[str, Any]] = {}
-        for sid, etype, n, first, last, mseq, tok, users in self._read(
-            q.SESSION_STATS.format(where=where), params
-        ):
+        for sid, etype, n, first, last, mseq, tok, users in self._read(sql, [self.tenant, *params]):
             s = acc.setdefault(
                 sid, {"counts": {}, "first": first, "last": last, "seq": mseq, "tok": 0, "u": set()}
             )

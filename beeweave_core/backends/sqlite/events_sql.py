@@ -118,7 +118,10 @@ INSERT_ARTIFACT = (
 GET_ARTIFACT = "SELECT body FROM artifacts WHERE tenant = ? AND sha256 = ?"
 #: ``tokens`` of a row whose content has not been counted yet (see ``_count_tokens``).
 TOKENS_UNCOUNTED = -1
-UNCOUNTED_TOKENS = "SELECT id, content FROM events WHERE tenant = ? AND tokens < 0"
+#: ``{indexed}``/``{where}``: as SESSION_STATS (only the sessions asked about).
+UNCOUNTED_TOKENS = (
+    "SELECT id, content FROM events {indexed} WHERE tenant = ? AND tokens < 0 {where} LIMIT 2000"
+)
 SET_TOKENS = "UPDATE events SET tokens = ? WHERE tenant = ? AND id = ?"
 MAX_SEQ = "SELECT COALESCE(MAX(seq), -1) FROM events WHERE tenant = ? AND session_id = ?"
 
@@ -126,7 +129,12 @@ MAX_SEQ = "SELECT COALESCE(MAX(seq), -1) FROM events WHERE tenant = ? AND sessio
 EXISTING_IDS = "SELECT id FROM events WHERE tenant = ? AND id IN ({ids})"
 GET_EVENTS = f"SELECT {EVENT_COLUMNS} FROM events WHERE tenant = ? AND id IN ({{ids}})"
 
-TIMELINE = f"SELECT {EVENT_COLUMNS} FROM events WHERE tenant = ? AND session_id = ?"
+#: ``INDEXED BY``: with a type or time filter the planner would otherwise walk the
+#: type or time index over the whole tenant.
+TIMELINE = (
+    f"SELECT {EVENT_COLUMNS} FROM events INDEXED BY events_session_seq "
+    "WHERE tenant = ? AND session_id = ?"
+)
 
 #: Recursive walk over typed edges, nearest first; ``{dir_*}`` pick the direction.
 WALK = """
@@ -141,11 +149,15 @@ SELECT id, MIN(depth) FROM walk WHERE depth > 0 GROUP BY id ORDER BY MIN(depth)
 """
 
 EDGES_OF_EVENT_OUT = "SELECT src, type, dst, meta FROM edges WHERE tenant = ? AND src = ?"
-EDGES_OF_EVENT_IN = "SELECT src, type, dst, meta FROM edges WHERE tenant = ? AND dst = ?"
+EDGES_OF_EVENT_IN = (
+    "SELECT src, type, dst, meta FROM edges INDEXED BY edges_dst WHERE tenant = ? AND dst = ?"
+)
+#: From the session's events to their edges (``CROSS JOIN`` keeps that order: the
+#: other way round walks every edge of the tenant).
 EDGES_OF_SESSION = (
-    "SELECT e.src, e.type, e.dst, e.meta FROM edges e "
-    "JOIN events v ON v.tenant = e.tenant AND v.id = e.src "
-    "WHERE e.tenant = ? AND v.session_id = ?"
+    "SELECT e.src, e.type, e.dst, e.meta FROM events v "
+    "CROSS JOIN edges e ON e.tenant = v.tenant AND e.src = v.id "
+    "WHERE v.tenant = ? AND v.session_id = ?"
 )
 NEXT_OF_SESSION = (
     "SELECT a.id, b.id FROM events a JOIN events b "
@@ -158,10 +170,12 @@ NEXT_OF_EVENT = (
     "WHERE a.tenant = ? AND {side}.id = ?"
 )
 
+#: ``{indexed}``: ``INDEXED BY events_session_seq`` when sessions or a user are
+#: named (the planner would otherwise walk the type index over the whole tenant).
 SESSION_STATS = """
 SELECT session_id, type, COUNT(*), MIN(ts), MAX(ts), MAX(seq), SUM(tokens),
        GROUP_CONCAT(DISTINCT user_id)
-FROM events WHERE tenant = ? AND status = 'active' {where}
+FROM events {indexed} WHERE tenant = ? AND status = 'active' {where}
 GROUP BY session_id, type
 """
 
