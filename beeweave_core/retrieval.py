@@ -31,7 +31,8 @@ from dataclasses import dataclass, field, replace
 from datetime import datetime, timezone
 from typing import Any
 
-from beeweave_core.events import EdgeType, Event, EventType, Status
+from beeweave_core.errors import NotFound
+from beeweave_core.events import EdgeType, Event, EventType, SessionStats, Status
 from beeweave_core.index.base import IndexFilter
 from beeweave_core.text.timehints import TimeWindow, find_windows
 
@@ -464,7 +465,12 @@ class Retriever:
         flt = c.flt
         if not flt.active:
             return []
-        stats = self.store.sessions(user_id=flt.user_id) if flt.user_id else self.store.sessions()
+        if c.sc.sessions is not None:  # ask for the sessions in scope, not the tenant's
+            stats = self._stats_of(c.sc.sessions)
+        else:
+            stats = (
+                self.store.sessions(user_id=flt.user_id) if flt.user_id else self.store.sessions()
+            )
         found: list[Event] = []
         looked = 0
         for s in stats:  # most recent sessions first
@@ -482,6 +488,16 @@ class Retriever:
         found = found[: c.cfg.candidates]
         c.seen.update((e.id, e) for e in found)
         return [(e.id, e.ts) for e in found]
+
+    def _stats_of(self, sessions: frozenset[str]) -> list[SessionStats]:
+        """Stats of the named sessions, most recent first (each read through its index)."""
+        out = []
+        for sid in sessions:
+            try:
+                out.append(self.store.session_stats(sid))
+            except NotFound:
+                continue  # purged since the scope was read
+        return sorted(out, key=lambda s: s.last_ts or 0.0, reverse=True)
 
     def _temporal(self, c: _Call) -> list[tuple[str, float]]:
         """Semantic + lexical again, inside each date the query names (a soft preference)."""
