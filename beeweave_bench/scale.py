@@ -322,14 +322,15 @@ def steps_for(max_events: int) -> list[int]:
 def _open(run: ScaleRun, tmp: str) -> tuple[Weave, Path | None]:
     tenant = f"scale-{int(time.time() * 1000)}"
     index: Any = None if run.vector_share > 0 else False
+    # only the sampled share is embedded: no gap check that would embed the rest
+    opts: dict[str, Any] = {"spool_dir": tmp, "index": index, "index_options": {"backfill": False}}
     if run.backend == "sqlite":
         path = Path(tmp) / "scale.db"
         url = run.url or f"sqlite:///{path}"
-        w = Weave.open(url, tenant=tenant, spool_dir=tmp, index=index)
-        return w, path
+        return Weave.open(url, tenant=tenant, **opts), path
     if run.backend == "neo4j":
         url = run.url or os.environ.get("NEO4J_URI", "bolt://127.0.0.1:7687")
-        return Weave.open(url, tenant=tenant, auth=run.auth, spool_dir=tmp, index=index), None
+        return Weave.open(url, tenant=tenant, auth=run.auth, **opts), None
     raise ValueError(f"unknown backend {run.backend!r} (sqlite, neo4j)")
 
 
