@@ -277,7 +277,7 @@ class Grower:
             row[f"{name}_p50_ms"] = percentile(lat, 50)
             row[f"{name}_p95_ms"] = percentile(lat, 95)
         asm = _timed(
-            lambda: w.assemble(session(), self.qtext.query(), budget_tokens=2_000, record=False),
+            lambda: w.assemble(session(), self.qtext.query(), budget_tokens=2_000, dry_run=True),
             max(5, self.queries // 3),
         )
         row["assemble_p50_ms"] = percentile(asm, 50)

@@ -18,12 +18,15 @@ import hashlib
 import json
 import threading
 import time
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
-from typing import Any, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from beeweave_core.events import EdgeType, Event, EventType, new_event_id
 from beeweave_core.payloads import decode_payload, dumps, to_jsonable
+
+if TYPE_CHECKING:
+    from beeweave_core.weave import Weave
 
 #: Joins namespace labels in the index (labels may not contain it).
 NS_SEP = "\x1f"
@@ -32,6 +35,8 @@ MAX_SESSION_CHARS = 400
 #: Payload key that marks a memory event as a store item.
 ITEM_KEY = "lg_store"
 SOURCE = {"framework": "langgraph", "component": "store"}
+#: Seconds a search waits for the items' vectors (InMemoryStore embeds on put).
+ITEM_INDEX_WAIT = 30.0
 
 
 def ns_path(namespace: Sequence[str]) -> str:
@@ -161,10 +166,18 @@ def namespace_matches(match_type: str, path: Sequence[str], namespace: tuple[str
 class ItemStore:
     """Items of one weave's tenant: versions in the event graph, pointers in ``index``."""
 
-    def __init__(self, weave: Any, index: ItemIndex | None = None) -> None:
+    def __init__(
+        self,
+        weave: Weave,
+        index: ItemIndex | None = None,
+        *,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        """``clock`` is the time of writes and TTL checks (a test passes its own)."""
         self.weave = weave
         self.events = weave.store
         self.index = index if index is not None else weave.backend.items()
+        self.clock = clock
         self._lock = threading.Lock()
 
     # ------------------------------------------------------------- writes
@@ -183,7 +196,7 @@ class ItemStore:
         if not isinstance(key, str) or not key:
             raise ValueError(f"key must be a non-empty string, got {key!r}")
         body = encode_value(value)
-        now = time.time()
+        now = self.clock()
         with self._lock:
             prev = self.index.get(path, key, now=now)
             event = Event(
@@ -219,7 +232,7 @@ class ItemStore:
         """Invalidate the current version (history stays in the graph); False if absent."""
         path = ns_path(tuple(namespace))
         with self._lock:
-            prev = self.index.get(path, key, now=time.time())
+            prev = self.index.get(path, key, now=self.clock())
             if prev is None:
                 return False
             self.events.invalidate([prev.event_id], "deleted from the store")
@@ -229,7 +242,7 @@ class ItemStore:
 
     def sweep(self, now: float | None = None) -> int:
         """Delete items whose TTL ran out; returns how many."""
-        now = time.time() if now is None else now
+        now = self.clock() if now is None else now
         gone = self.index.expired(now=now)
         with self._lock:
             if gone:
@@ -240,7 +253,7 @@ class ItemStore:
         return len(gone)
 
     def _reindex(self, stored: list[Event], gone: list[str]) -> None:
-        indexer = getattr(self.weave, "indexer", None)
+        indexer = self.weave.indexer
         if indexer is None:
             return
         if stored:
@@ -259,7 +272,7 @@ class ItemStore:
     def get(
         self, namespace: Sequence[str], key: str, *, refresh_ttl: bool = True
     ) -> ItemRow | None:
-        now = time.time()
+        now = self.clock()
         row = self.index.get(ns_path(tuple(namespace)), key, now=now)
         return self._refreshed(row, refresh_ttl, now) if row is not None else None
 
@@ -279,7 +292,7 @@ class ItemStore:
         (semantic + lexical over the items' memory events) orders the items it finds;
         the rest follow unscored, as in LangGraph's own stores.
         """
-        now = time.time()
+        now = self.clock()
         path = ns_path(tuple(prefix)) or None
         pushdown = offset + limit if not filter and not query else None
         rows = [
@@ -294,6 +307,9 @@ class ItemStore:
         return [(self._refreshed(r, refresh_ttl, now), s) for r, s in page]
 
     def _recall(self, query: str, live: set[str], want: int) -> dict[str, float]:
+        indexer = self.weave.indexer
+        if indexer is not None:  # read your writes: an item put a moment ago is found by meaning
+            indexer.sync(ITEM_INDEX_WAIT)
         hits = self.weave.retrieve(
             query,
             k=max(want * 4, 20),
@@ -311,7 +327,7 @@ class ItemStore:
         limit: int = 100,
         offset: int = 0,
     ) -> list[tuple[str, ...]]:
-        spaces = [ns_from_path(p) for p in self.index.paths(now=time.time())]
+        spaces = [ns_from_path(p) for p in self.index.paths(now=self.clock())]
         spaces = [ns for ns in spaces if all(namespace_matches(t, p, ns) for t, p in conditions)]
         if max_depth is not None:
             spaces = list({ns[:max_depth] for ns in spaces})

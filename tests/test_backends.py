@@ -69,7 +69,7 @@ def test_sqlite_file_keeps_everything_in_one_file(tmp_path: Path) -> None:
         assert backend.vector_kind() == "chroma"
         assert backend.vector_kind("CHROMA", "/elsewhere") == "chroma"
         assert backend.chroma_location() == f"{db}.chroma"
-        assert backend.required_packages() == ["chromadb", "langchain_chroma"]
+        assert backend.required_packages() == ["chromadb"]
     finally:
         backend.close()
     with pytest.raises(ClosedError):  # the backend closed what it opened

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import time
 
+from beeweave_core.config import ContextConfig, WeaveConfig
 from beeweave_core.context import decay
 from beeweave_core.events import EdgeType, Status
 from beeweave_core.text.language import fold
@@ -221,12 +222,15 @@ def test_other_sessions_of_the_same_user_are_recalled_with_their_origin(weave_fa
 def test_optional_llm_extractor_adds_what_rules_miss(weave_factory):
     from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
 
-    weave = weave_factory(index=False)
+    from beeweave_langchain import LangChainLLM
+
     # FAKE LLM: the scripted extraction a real model would return as JSON lines
     fake = GenericFakeChatModel(
         messages=iter(['{"kind": "preference", "text": "The user likes short weekly summaries."}'])
     )
-    weave.options["context"] = {"memory_llm": fake}
+    weave = weave_factory(
+        index=False, config=WeaveConfig(context=ContextConfig(memory_llm=LangChainLLM(fake)))
+    )
     say(
         weave,
         "s",

@@ -21,7 +21,8 @@ if TYPE_CHECKING:
     from beeweave_core.store import EventStore
 
 #: What an embedded (or server) Chroma index imports.
-CHROMA_PACKAGES = ("chromadb", "langchain_chroma")
+#: langchain-chroma only serves the optional ``.vectorstore`` view, so it is not required.
+CHROMA_PACKAGES = ("chromadb",)
 
 
 class _Closeable(Protocol):

@@ -135,6 +135,13 @@ def _merge_edges(tx: Any, tenant: str, edges: Sequence[Edge]) -> int:
     return created
 
 
+#: Driver settings BeeWeave sets unless given (seconds); pass your own to override.
+DRIVER_TIMEOUTS = {
+    "connection_acquisition_timeout": 5.0,
+    "max_transaction_retry_time": 5.0,
+}
+
+
 class Neo4jEventStore(BaseEventStore):
     """Event graph in Neo4j; one object per tenant, sharing one driver.
 
@@ -173,7 +180,11 @@ class Neo4jEventStore(BaseEventStore):
         else:
             import neo4j
 
+            # bounded waits (driver defaults: 30 s retry, 60 s pool): a server that does not
+            # answer is reported in seconds, and the capture bus keeps spooling meanwhile
             driver_kw.setdefault("connection_timeout", connect_timeout)
+            for option, seconds in DRIVER_TIMEOUTS.items():
+                driver_kw.setdefault(option, seconds)
             self.driver = neo4j.GraphDatabase.driver(url, auth=driver_auth(auth), **driver_kw)
             self._owner = True
         try:
@@ -374,6 +385,7 @@ class Neo4jEventStore(BaseEventStore):
         return self._write(_merge_edges, self.tenant, list(edges))
 
     def _set_status(self, ids: Sequence[str], status: Status, reason: str) -> int:
+        self._status_changed()
         if not isinstance(reason, str):
             raise ValueError("reason must be a string")
         ids = list(dict.fromkeys(ids))
@@ -405,6 +417,7 @@ class Neo4jEventStore(BaseEventStore):
         placeholders nothing points to any more, and emptied sessions."""
         if (session_id is None) == (ids is None):
             raise ValueError("purge() takes exactly one of session_id= or ids=")
+        self._status_changed()
         wanted = list(dict.fromkeys(ids or []))
         if ids is not None and not wanted:
             return 0
