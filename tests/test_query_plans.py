@@ -23,7 +23,28 @@ from beeweave_core.events import Event, EventType
 from beeweave_core.store import EventStore
 from tests.conftest import _purge_tenant, make_store
 
-_WORDS = ["kettle", "harbour", "violet", "ledger", "quarry", "pigeon", "saffron", "tundra", "walnut", "ember", "lantern", "orchard", "canyon", "meadow", "fossil", "glacier", "sparrow", "thistle", "copper", "marble"]
+_WORDS = [
+    "kettle",
+    "harbour",
+    "violet",
+    "ledger",
+    "quarry",
+    "pigeon",
+    "saffron",
+    "tundra",
+    "walnut",
+    "ember",
+    "lantern",
+    "orchard",
+    "canyon",
+    "meadow",
+    "fossil",
+    "glacier",
+    "sparrow",
+    "thistle",
+    "copper",
+    "marble",
+]
 
 
 def _fill(store: EventStore, users: int = 4, sessions: int = 3, per: int = 12) -> None:
