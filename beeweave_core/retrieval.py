@@ -330,7 +330,7 @@ class Retriever:
         if scope == "user":
             if not user_id:
                 raise ValueError("scope='user' needs user_id")
-            sessions = {s.session_id for s in self.store.sessions(user_id=user_id)}
+            sessions = set(self.store.user_session_ids(user_id))
             if session_id:
                 sessions.add(session_id)
             return _Scope(session_id, frozenset(sessions), user_id)

@@ -556,6 +556,10 @@ class Neo4jEventStore(BaseEventStore):
             done = [{"id": r["id"], "tokens": n} for r, n in zip(rows, counts, strict=True)]
             self._write(_run, q.CYPHER_SET_TOKENS, {"tenant": self.tenant, "rows": done})
 
+    def user_session_ids(self, user_id: str) -> list[str]:
+        """The sessions ``user_id`` took part in, through the (tenant, user_id) index."""
+        return self._user_sessions(user_id, None)
+
     def _user_sessions(self, user_id: str, within: list[str] | None) -> list[str]:
         """Sessions ``user_id`` took part in (any status), narrowed to ``within``."""
         mine = [r["sid"] for r in self._read(q.CYPHER_GET_USER_SESSIONS, user_id=user_id)]

@@ -328,6 +328,10 @@ class SQLiteEventStore(SideTables, BaseEventStore):
         out += [Edge(src=a, dst=b, type=EdgeType.NEXT) for a, b in next_pairs]
         return out
 
+    def user_session_ids(self, user_id: str) -> list[str]:
+        """The sessions ``user_id`` took part in, through the (tenant, user_id) index."""
+        return [r[0] for r in self._read(q.USER_SESSION_IDS, (self.tenant, user_id))]
+
     def _count_tokens(self, scope: tuple[str, str, list[Any]]) -> None:
         """Fill in exact token counts left for later by ``append`` (in ``scope`` only).
 

@@ -170,6 +170,10 @@ NEXT_OF_EVENT = (
     "WHERE a.tenant = ? AND {side}.id = ?"
 )
 
+USER_SESSION_IDS = (
+    "SELECT DISTINCT session_id FROM events INDEXED BY events_user WHERE tenant = ? AND user_id = ?"
+)
+
 #: ``{indexed}``: ``INDEXED BY events_session_seq`` when sessions or a user are
 #: named (the planner would otherwise walk the type index over the whole tenant).
 SESSION_STATS = """
