@@ -478,7 +478,9 @@ def ui(
     url: UrlOpt = None,
     tenant: TenantOpt = "default",
     auth: AuthOpt = None,
-    host: Annotated[str, typer.Option(help="Address to bind (beyond loopback: token needed).")] = "127.0.0.1",
+    host: Annotated[
+        str, typer.Option(help="Address to bind (beyond loopback: token needed).")
+    ] = "127.0.0.1",
     port: Annotated[int, typer.Option(help="Port to listen on.")] = 8765,
     open_browser: Annotated[bool, typer.Option("--open", help="Open the browser.")] = False,
 ) -> None:
@@ -486,7 +488,7 @@ def ui(
     try:
         from beeweave_ui.server import serve
     except ImportError as exc:
-        fail(f"the UI needs its extra: pip install \"beeweave[ui]\" ({exc})")
+        fail(f'the UI needs its extra: pip install "beeweave[ui]" ({exc})')
     with opened(url, tenant, auth) as weave:
         serve(weave, host=host, port=port, open_browser=open_browser, say=console.print)
 
