@@ -489,7 +489,7 @@ def ui(
         from beeweave_ui.server import serve
     except ImportError as exc:
         fail(f'the UI needs its extra: pip install "beeweave[ui]" ({exc})')
-    with opened(url, tenant, auth) as weave:
+    with opened(url, tenant, auth, index_options={"backfill": False}) as weave:  # read-mostly
         serve(weave, host=host, port=port, open_browser=open_browser, say=console.print)
 
 

@@ -39,7 +39,7 @@ def _json(fn: Handler) -> Callable[[Request], JSONResponse]:
         try:
             return JSONResponse(fn(request))
         except NotFound as exc:
-            return JSONResponse({"error": str(exc)}, status_code=404)
+            return JSONResponse({"error": str(exc.args[0] if exc.args else exc)}, status_code=404)
         except (ValueError, TypeError, StoreError) as exc:
             return JSONResponse({"error": " ".join(str(exc).split())[:300]}, status_code=400)
 

@@ -112,26 +112,53 @@ async function showSession(sid, params) {
   if (focus) await select(sid, focus);
 }
 
+// Lanes by type, x by seq; events written about earlier ones (memories, summaries,
+// assembly records) sit above what they came from, so their edges stay short.
+const DERIVED = new Set(["memory", "summary", "retrieval", "warning"]);
+function positions(g) {
+  const dx = 46, dy = Math.max(60, (g.nodes.length * dx) / (LANES.length * 2.2));
+  const x = new Map(g.nodes.map((n) => [n.id, n.seq * dx]));
+  const out = new Map();
+  g.edges.forEach((e) => { if (e.type !== "NEXT" && e.type !== "SUPERSEDES") (out.get(e.src) || out.set(e.src, []).get(e.src)).push(e.dst); });
+  const taken = new Map();
+  return new Map(g.nodes.map((n) => {
+    let px = x.get(n.id);
+    const lane = Math.max(0, LANES.indexOf(n.type));
+    if (DERIVED.has(n.type) && out.has(n.id)) {
+      const kind = new Map(g.nodes.map((m) => [m.id, m.type]));
+      const xs = out.get(n.id).filter((t) => x.has(t) && !DERIVED.has(kind.get(t))).map((t) => x.get(t));
+      if (xs.length) px = Math.round(xs.reduce((a, b) => a + b, 0) / xs.length / dx) * dx;
+    }
+    let py = lane * dy;
+    const key = (yy) => `${px}:${yy}`;
+    while (taken.has(key(py))) py += 24;
+    taken.set(key(py), true);
+    return [n.id, { x: px, y: py }];
+  }));
+}
+
 function drawGraph(sid, g) {
   const t0 = performance.now();
+  const pos = positions(g);
   const elements = g.nodes.map((n) => ({
-    data: { id: n.id, label: `#${n.seq}`, type: n.type, status: n.status },
-    position: { x: n.seq * 46, y: Math.max(0, LANES.indexOf(n.type)) * 70 },
+    data: { id: n.id, label: `#${n.seq}`, type: n.type, status: n.status }, position: pos.get(n.id),
   })).concat(g.edges.map((e, i) => ({ data: { id: `e${i}`, source: e.src, target: e.dst, type: e.type } })));
   const cy = cytoscape({
     container: document.getElementById("graph"), elements, layout: { name: "preset" },
-    wheelSensitivity: 0.3, textureOnViewport: g.nodes.length > 1000, hideEdgesOnViewport: g.nodes.length > 1000,
+    textureOnViewport: g.nodes.length > 1000, hideEdgesOnViewport: g.nodes.length > 1000,
     style: [
-      { selector: "node", style: { label: "data(label)", "font-size": 9, width: 18, height: 18,
+      { selector: "node", style: { label: "data(label)", "font-size": 11, width: 24, height: 24,
         "background-color": (n) => TYPE_COLORS[n.data("type")] || "#888" } },
       { selector: 'node[status != "active"]', style: { "border-width": 2, "border-color": "#dc2626", "border-style": "dashed" } },
       { selector: "edge", style: { width: 1.5, "curve-style": "bezier", "target-arrow-shape": "triangle",
         "arrow-scale": 0.7, "line-color": (e) => EDGE_COLORS[e.data("type")], "target-arrow-color": (e) => EDGE_COLORS[e.data("type")] } },
-      { selector: ".faded", style: { opacity: 0.15 } },
+      { selector: 'edge[type = "NEXT"]', style: { opacity: 0.45, width: 1 } },
+      { selector: ".faded", style: { opacity: 0.12 } },
       { selector: ".ancestor", style: { "border-width": 4, "border-color": "#facc15" } },
       { selector: ".chosen", style: { "border-width": 5, "border-color": "#111827", width: 26, height: 26 } },
     ],
   });
+  if (g.nodes.length > 150) cy.fit(cy.nodes().filter((n) => n.position("x") >= (g.nodes[g.nodes.length - 150].seq * 46)), 20);
   cy.on("tap", "node", (evt) => select(sid, evt.target.id()));
   cy.on("tap", (evt) => { if (evt.target === cy) cy.elements().removeClass("faded ancestor chosen"); });
   window.beeweave = { cy, ready: true, renderMs: performance.now() - t0, nodes: g.nodes.length };
