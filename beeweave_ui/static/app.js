@@ -16,6 +16,7 @@ const TYPE_COLORS = {
   internal_thought: "#a3a3a3", retrieval: "#0891b2", summary: "#9333ea", memory: "#db2777",
   error: "#dc2626", warning: "#f59e0b", checkpoint: "#475569",
 };
+const DONE = { purge: "purged", invalidate: "invalidated", confirm: "confirmed" };
 window.beeweave = { cy: null, ready: false };
 
 function el(tag, attrs, ...kids) {
@@ -246,7 +247,7 @@ async function showMemories(sid) {
     el("td", {}, el("a", { href: sessionLink(sid, m.id) }, `#${m.seq}`)), el("td", {}, m.kind),
     el("td", {}, m.content),
     el("td", { class: `status-${m.status}` }, m.status, m.status_reason ? `: ${m.status_reason}` : "", m.dormant ? el("span", { class: "badge" }, "dormant") : null,
-      m.actions.map((x) => el("span", { class: "badge" }, `${x.action}ed${x.reason ? ": " + x.reason : ""}`))),
+      m.actions.map((x) => el("span", { class: "badge" }, `${DONE[x.action] || x.action}${x.reason ? ": " + x.reason : ""}`))),
     el("td", {}, `v${m.version ?? 1}`, m.revision_of ? [" revises ", ref([m.revision_of])] : null,
       m.supersedes.length ? [" supersedes ", ref(m.supersedes)] : null,
       m.superseded_by.length ? [" superseded by ", ref(m.superseded_by)] : null),
