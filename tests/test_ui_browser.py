@@ -166,7 +166,7 @@ def test_graph_event_ancestry_and_the_assembly_that_used_it(page: Any, server: s
         [result["id"], invocation["id"]],
     )
     assert "chosen" in classes[0] and "ancestor" in classes[1]
-    page.evaluate("() => window.beeweave.cy.fit(undefined, 20)")
+    page.evaluate("() => { window.beeweave.cy.fit(window.beeweave.cy.elements(), 20); }")
     _shot(page, "graph")
     used = page.locator("[data-testid=used-by-link]")
     assert used.count() >= 1
