@@ -12,6 +12,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from starlette.applications import Starlette
+from starlette.concurrency import run_in_threadpool
 from starlette.middleware import Middleware
 from starlette.requests import Request
 from starlette.responses import FileResponse, JSONResponse
@@ -111,8 +112,6 @@ def _action_endpoint(weave: Weave) -> Callable[[Request], Any]:
             body = {}
         reason = body.get("reason", "") if isinstance(body, dict) else ""
         eid, action = request.path_params["eid"], request.path_params["action"]
-        from starlette.concurrency import run_in_threadpool
-
         return await run_in_threadpool(
             _json(lambda r: actions.apply(weave, eid, action, reason)), request
         )

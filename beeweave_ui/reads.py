@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from typing import Any
 
+from beeweave_core.context.assembler import LAYERS
 from beeweave_core.context.memory import expired
 from beeweave_core.events import EdgeType, Event, EventType
 from beeweave_core.governance.health import pooled, session_health
@@ -153,10 +154,9 @@ def assembly(store: EventStore, event_id: str) -> dict[str, Any]:
 def _layer_rows(p: dict[str, Any]) -> list[dict[str, Any]]:
     """Tokens per layer against the layer's share of the budget, from the audit record."""
     budgets = p.get("budget_by_layer") or {}  # absent in records older than this field
-    return [
-        {"layer": name, "tokens": tokens, "budget": budgets.get(name)}
-        for name, tokens in (p.get("tokens_by_layer") or {}).items()
-    ]
+    tokens = p.get("tokens_by_layer") or {}
+    order = [n for n in LAYERS if n in tokens] + [n for n in tokens if n not in LAYERS]
+    return [{"layer": n, "tokens": tokens[n], "budget": budgets.get(n)} for n in order]
 
 
 def memories(store: EventStore, session_id: str) -> list[dict[str, Any]]:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import threading
 import webbrowser
+from collections.abc import Callable
 
 from beeweave_core.weave import Weave
 from beeweave_ui.app import build_app
@@ -16,8 +17,8 @@ def serve(
     host: str = "127.0.0.1",
     port: int = 8765,
     open_browser: bool = False,
-    say: callable = print,
-) -> None:  # type: ignore[valid-type]
+    say: Callable[[str], None] = print,
+) -> None:
     """Serve until interrupted.  Bound beyond loopback, a fresh token guards the UI."""
     import uvicorn
 

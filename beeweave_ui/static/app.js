@@ -93,8 +93,10 @@ async function showSession(sid, params) {
     " ", el("a", { href: `#/memories/${encodeURIComponent(sid)}`, "data-testid": "memories-link" }, "Memories"),
     " · ", el("a", { href: `#/search?session=${encodeURIComponent(sid)}` }, "Search this session"),
     " · ", el("a", { href: `#/health?session=${encodeURIComponent(sid)}` }, "Health"));
+  const seen = new Set(g.nodes.map((n) => n.type));
   const legend = el("p", { class: "legend" }, Object.entries(EDGE_COLORS).map(([t, c]) =>
-    el("span", { style: `color:${c}` }, `— ${t}`)));
+    el("span", { style: `color:${c}` }, `— ${t}`)), " · ",
+  LANES.filter((t) => seen.has(t)).map((t) => el("span", { style: `color:${TYPE_COLORS[t]}` }, `● ${t}`)));
   const detail = el("div", { id: "detail", "data-testid": "detail" },
     el("p", { class: "muted" }, "Click an event in the graph or the timeline."));
   const asmRows = asm.map((a) => el("tr", {},
@@ -117,23 +119,24 @@ async function showSession(sid, params) {
 // assembly records) sit above what they came from, so their edges stay short.
 const DERIVED = new Set(["memory", "summary", "retrieval", "warning"]);
 function positions(g) {
-  const dx = 46, dy = Math.max(60, (g.nodes.length * dx) / (LANES.length * 2.2));
-  const x = new Map(g.nodes.map((n) => [n.id, n.seq * dx]));
+  const dx = 46;
+  const kind = new Map(g.nodes.map((m) => [m.id, m.type]));
   const out = new Map();
   g.edges.forEach((e) => { if (e.type !== "NEXT" && e.type !== "SUPERSEDES") (out.get(e.src) || out.set(e.src, []).get(e.src)).push(e.dst); });
-  const taken = new Map();
+  const x = new Map();
+  let col = 0;
+  g.nodes.forEach((n) => {  // columns count the run's own events; derived ones take their sources'
+    const src = DERIVED.has(n.type) ? (out.get(n.id) || []).filter((t) => x.has(t) && !DERIVED.has(kind.get(t))) : [];
+    if (src.length) x.set(n.id, Math.round(src.reduce((a, t) => a + x.get(t), 0) / src.length / dx) * dx);
+    else x.set(n.id, (DERIVED.has(n.type) ? col : col++) * dx);
+  });
+  const dy = Math.max(60, (col * dx) / (LANES.length * 1.6));
+  const taken = new Set();
   return new Map(g.nodes.map((n) => {
-    let px = x.get(n.id);
-    const lane = Math.max(0, LANES.indexOf(n.type));
-    if (DERIVED.has(n.type) && out.has(n.id)) {
-      const kind = new Map(g.nodes.map((m) => [m.id, m.type]));
-      const xs = out.get(n.id).filter((t) => x.has(t) && !DERIVED.has(kind.get(t))).map((t) => x.get(t));
-      if (xs.length) px = Math.round(xs.reduce((a, b) => a + b, 0) / xs.length / dx) * dx;
-    }
-    let py = lane * dy;
-    const key = (yy) => `${px}:${yy}`;
-    while (taken.has(key(py))) py += 24;
-    taken.set(key(py), true);
+    const px = x.get(n.id);
+    let py = Math.max(0, LANES.indexOf(n.type)) * dy;
+    while (taken.has(`${px}:${py}`)) py += 26;
+    taken.add(`${px}:${py}`);
     return [n.id, { x: px, y: py }];
   }));
 }
@@ -159,7 +162,7 @@ function drawGraph(sid, g) {
       { selector: ".chosen", style: { "border-width": 5, "border-color": "#111827", width: 26, height: 26 } },
     ],
   });
-  if (g.nodes.length > 150) cy.fit(cy.nodes().filter((n) => n.position("x") >= (g.nodes[g.nodes.length - 150].seq * 46)), 20);
+  if (g.nodes.length > 150) cy.fit(cy.nodes().filter((n) => n.position("x") >= pos.get(g.nodes[g.nodes.length - 150].id).x), 20);
   cy.on("tap", "node", (evt) => select(sid, evt.target.id()));
   cy.on("tap", (evt) => { if (evt.target === cy) cy.elements().removeClass("faded ancestor chosen"); });
   window.beeweave = { cy, ready: true, renderMs: performance.now() - t0, nodes: g.nodes.length };
@@ -220,7 +223,7 @@ async function showAssembly(id, params) {
       el("div", { class: "card" }, el("b", {}, p.phase || "-"), `phase · ${p.model || "?"} (${p.encoding || "?"})`)),
     el("h2", {}, "Tokens per layer"),
     table(["layer", "tokens", "budget", ""], layers, "layers"),
-    el("h2", {}, `Included (${(p.included || []).length}), in the order sent`),
+    el("h2", {}, `Included (${(p.included || []).length}), layer by layer`),
     table(["layer", "kind", "tokens", "score", "text", "from events"], pieceRows(p.included || [], false), "included"),
     el("h2", {}, `Left out (${(p.left_out || []).length}) and why`),
     table(["layer", "kind", "tokens", "score", "why", "text", "from events"], pieceRows(p.left_out || [], true), "left-out"));
