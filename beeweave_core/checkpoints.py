@@ -12,7 +12,8 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+import time
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
@@ -25,6 +26,8 @@ _FILTER_KEY = re.compile(r"^[a-zA-Z0-9_.-]+$")
 KEY_SEP = "\x1f"
 #: Page size of ``list``: rows are fetched in pages so no lock is held across yields.
 LIST_PAGE = 64
+#: The branch a thread that was never forked is on.
+MAIN_BRANCH = "main"
 
 
 class CheckpointStoreError(RuntimeError):
@@ -218,6 +221,48 @@ def plan_keep_latest(rows: Iterable[Skeleton]) -> set[tuple[str, str]]:
     return keep
 
 
+def prunable(rows: Sequence[Skeleton]) -> list[Skeleton]:
+    """The checkpoints ``prune(strategy="keep_latest")`` deletes: all it need not keep."""
+    keep = plan_keep_latest(rows)
+    return [r for r in rows if (r.checkpoint_ns, r.checkpoint_id) not in keep]
+
+
+def prune_threads(
+    thread_ids: Sequence[str],
+    strategy: str,
+    *,
+    delete_thread: Callable[[str], None],
+    keep_latest: Callable[[str], None],
+) -> None:
+    """``prune`` for both backends: ``delete`` drops whole threads, ``keep_latest`` thins them."""
+    check_strategy(strategy)
+    for tid in thread_ids:
+        (delete_thread if strategy == "delete" else keep_latest)(tid)
+
+
+#: ``fetch(page_size, after)``: up to ``page_size`` rows older than ``after`` (None: from the top).
+PageFetch = Callable[[int, "CheckpointRow | None"], list[CheckpointRow]]
+
+
+def paged(fetch: PageFetch, limit: int | None) -> Iterator[CheckpointRow]:
+    """``list``'s rows newest first, one page per round trip, each page after the last row.
+
+    Pages keep a backend from holding a lock or transaction open while the caller
+    works through the rows it was given.
+    """
+    left = limit if limit is not None else -1
+    after: CheckpointRow | None = None
+    while left != 0:
+        page = LIST_PAGE if left < 0 else min(left, LIST_PAGE)
+        rows = fetch(page, after)
+        yield from rows
+        if len(rows) < page:
+            return
+        after = rows[-1]
+        if left > 0:
+            left -= len(rows)
+
+
 def check_strategy(strategy: str) -> None:
     if strategy not in ("keep_latest", "delete"):
         raise ValueError(f"unknown prune strategy {strategy!r}: use 'keep_latest' or 'delete'")
@@ -227,6 +272,47 @@ def check_name(kind: str, value: Any) -> str:
     if not isinstance(value, str) or not value:
         raise ValueError(f"{kind} must be a non-empty string, got {value!r}")
     return value
+
+
+def implicit_main(latest: str | None, first_ts: float | None) -> list[BranchInfo]:
+    """The branches of a thread never forked: ``main`` at its newest checkpoint (or none)."""
+    if latest is None:
+        return []
+    return [BranchInfo(MAIN_BRANCH, latest, None, True, first_ts or 0.0)]
+
+
+class ForkTx(Protocol):
+    """What forking needs from one backend transaction on one thread and namespace."""
+
+    def exists(self, checkpoint_id: str) -> bool: ...
+    def branch_names(self) -> set[str]: ...
+    def latest(self) -> tuple[str | None, float | None]: ...
+    def create(
+        self, name: str, head: str | None, fork_point: str | None, created_at: float | None
+    ) -> None: ...
+    def activate(self, name: str) -> None: ...
+
+
+def fork_in(tx: ForkTx, thread_id: str, checkpoint_id: str, name: str) -> BranchInfo:
+    """Start branch ``name`` at ``checkpoint_id`` and make it active, inside ``tx``.
+
+    The first fork of a thread first records its implicit ``main`` branch, so the
+    line it leaves keeps a name to switch back to.
+    """
+    check_name("branch name", name)
+    if not tx.exists(checkpoint_id):
+        raise ValueError(f"no checkpoint {checkpoint_id!r} in thread {thread_id!r}")
+    existing = tx.branch_names()
+    if not existing:
+        latest, first_ts = tx.latest()
+        tx.create(MAIN_BRANCH, latest, None, first_ts)
+        existing = {MAIN_BRANCH}
+    if name in existing:
+        raise ValueError(f"branch {name!r} already exists in thread {thread_id!r}")
+    now = time.time()
+    tx.create(name, checkpoint_id, checkpoint_id, now)
+    tx.activate(name)
+    return BranchInfo(name, checkpoint_id, checkpoint_id, True, now)
 
 
 class BranchOps:
@@ -272,29 +358,3 @@ class BranchOps:
             TreeNode(cid, parent, tuple(heads.get(cid, ())))
             for cid, parent in self._tree_rows(thread_id, checkpoint_ns)
         ]
-
-
-def open_checkpoint_store(weave: Any) -> CheckpointStore:
-    """The checkpoint store beside ``weave``'s event store (same file / same database)."""
-    from beeweave_core.backends.sqlite.events import SQLiteEventStore
-
-    events = weave.store
-    if isinstance(events, SQLiteEventStore):
-        from beeweave_core.backends.sqlite.checkpoints import SQLiteCheckpointStore
-
-        if events.path == ":memory:":  # one in-memory database per connection: share it
-            return SQLiteCheckpointStore(
-                ":memory:", tenant=events.tenant, _shared=(events._conn, events._lock)
-            )
-        return SQLiteCheckpointStore(events.path, tenant=events.tenant)
-    driver = getattr(events, "driver", None)
-    if driver is not None:
-        from beeweave_core.backends.neo4j.checkpoints import Neo4jCheckpointStore
-
-        return Neo4jCheckpointStore(
-            driver, tenant=events.tenant, database=getattr(events, "database", None)
-        )
-    raise TypeError(
-        f"no checkpoint store for event store {type(events).__name__}: "
-        "expected SQLiteEventStore or a Neo4j store exposing .driver"
-    )

@@ -11,7 +11,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, NoReturn
 
 import typer
 from rich.console import Console
@@ -19,10 +19,12 @@ from rich.table import Table
 from rich.text import Text
 from rich.tree import Tree
 
-from beeweave_core.checkpoints import CheckpointStore, open_checkpoint_store
+from beeweave_core.backends.neo4j.auth import Credentials, auth_from_env
+from beeweave_core.checkpoints import CheckpointStore
 from beeweave_core.errors import StoreError, shown
 from beeweave_core.events import Event
 from beeweave_core.exports import export_thread, import_thread, parse_export
+from beeweave_core.extras import install_hint, missing_modules
 from beeweave_core.store import NotFound
 from beeweave_core.weave import Weave, default_url
 
@@ -45,26 +47,33 @@ UrlOpt = Annotated[
 ]
 TenantOpt = Annotated[str, typer.Option("--tenant", help="Tenant to read and write.")]
 AuthOpt = Annotated[
-    str | None, typer.Option("--auth", help="Neo4j credentials as user:password (or NEO4J_AUTH).")
+    str | None,
+    typer.Option(
+        "--auth", help="Neo4j credentials as user:password or user/password (or NEO4J_AUTH)."
+    ),
 ]
 
 
-def fail(message: str) -> None:
+def fail(message: str) -> NoReturn:
     """One clear line on stderr and a non-zero exit: what a shell user expects."""
     line = Text.assemble(("error:", "bold red"), " ", " ".join(str(message).split()))
     Console(stderr=True).print(line, highlight=False, soft_wrap=True)
     raise typer.Exit(code=1)
 
 
-def _auth(auth: str | None) -> Any:
-    import os
+def require_extras(command: str, *extras: str) -> None:
+    """A command whose optional packages are missing fails with the pip line that fixes it."""
+    missing = missing_modules(extras)
+    if missing:
+        fail(f"{command} needs {', '.join(missing)} (not installed): {install_hint(extras)}")
 
-    raw = auth or os.environ.get("NEO4J_AUTH")
-    if not raw or raw.lower() == "none":
-        user, pwd = os.environ.get("NEO4J_USER"), os.environ.get("NEO4J_PASSWORD")
-        return (user, pwd) if user and pwd else None
-    user, _, pwd = raw.partition(":") if ":" in raw else raw.partition("/")
-    return (user, pwd)
+
+def _auth(auth: str | None) -> Credentials | None:
+    """``--auth``, else the environment; parsed as every other part of BeeWeave parses it."""
+    try:
+        return auth_from_env(auth)
+    except ValueError as exc:
+        fail(str(exc))
 
 
 @contextmanager
@@ -364,7 +373,7 @@ def forget(
 @contextmanager
 def checkpoint_store(weave: Weave) -> Iterator[CheckpointStore]:
     """The checkpoints kept beside the weave's events (closed after use)."""
-    store = open_checkpoint_store(weave)
+    store = weave.backend.checkpoints()
     try:
         yield store
     finally:
@@ -519,6 +528,7 @@ def bench_capture(
             fail(
                 f"unknown framework {framework!r}; known: {', '.join(_framework_capture) or 'none'}"
             )
+        require_extras(f"bench capture --framework {framework}", framework)
         rows, summary = runner(n)
     else:
         rows, summary = capture.run(n)
@@ -527,7 +537,7 @@ def bench_capture(
            notes=[f"{k}: {v}" for k, v in summary.items()])  # fmt: skip
 
 
-#: Framework packages register their capture benchmarks here.
+#: Framework capture benchmarks, by the name of the extra that installs the framework.
 _framework_capture: dict[str, Callable[[int], tuple[list[dict[str, Any]], dict[str, Any]]]] = {}
 
 
@@ -562,6 +572,8 @@ def bench_ingest(
     from beeweave_bench.report import report
 
     backends = [b.strip() for b in backend.split(",") if b.strip()]
+    if "neo4j" in backends:
+        require_extras("bench ingest --backend neo4j", "neo4j")
     try:
         rows = ingest.run(backends, n=events, single=single, auth=_auth(auth))
     except ValueError as exc:
@@ -586,16 +598,14 @@ def bench_checkpoint(
     """put/get_tuple/list latency of BeeWeaveCheckpointer vs InMemorySaver and AsyncSqliteSaver."""
     import os
 
+    uri = neo4j or os.environ.get("NEO4J_URI")
+    require_extras("bench checkpoint", "langgraph", "bench", *(["neo4j"] if uri else []))
     from beeweave_bench import checkpoint
     from beeweave_bench.report import report
 
-    uri = neo4j or os.environ.get("NEO4J_URI")
-    try:
-        rows, summary = checkpoint.run(
-            steps=steps, rounds=rounds, reads=reads, neo4j_uri=uri, auth=_auth(auth)
-        )
-    except ImportError as exc:
-        fail(f"bench checkpoint needs the langgraph extras: {exc}")
+    rows, summary = checkpoint.run(
+        steps=steps, rounds=rounds, reads=reads, neo4j_uri=uri, auth=_auth(auth)
+    )
     notes = [
         f"target: BeeWeave sqlite <= {checkpoint.TARGET_RATIO}x AsyncSqliteSaver "
         "(median; put, get_tuple, list)",
@@ -614,6 +624,7 @@ def bench_context(
     out: OutOpt = None,
 ) -> None:
     """Retention, stale rate and token share: BeeWeave vs full history, trim_messages, ChatMemoryBuffer."""
+    require_extras("bench context", "langchain", "llamaindex")
     from beeweave_bench import context
     from beeweave_bench.report import report
 
@@ -688,6 +699,7 @@ def bench_locomo(
     out: OutOpt = None,
 ) -> None:
     """Evidence recall@k / hit@k on LoCoMo: BM25, dense, naive RRF and BeeWeave, one run."""
+    require_extras("bench locomo", "chroma", "bench")
     from beeweave_bench import locomo
     from beeweave_bench.report import report
 

@@ -18,7 +18,7 @@ import hashlib
 import json
 import threading
 import time
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any, Protocol, runtime_checkable
 
@@ -32,6 +32,8 @@ MAX_SESSION_CHARS = 400
 #: Payload key that marks a memory event as a store item.
 ITEM_KEY = "lg_store"
 SOURCE = {"framework": "langgraph", "component": "store"}
+#: Seconds a search waits for the items' vectors (InMemoryStore embeds on put).
+ITEM_INDEX_WAIT = 30.0
 
 
 def ns_path(namespace: Sequence[str]) -> str:
@@ -161,10 +163,18 @@ def namespace_matches(match_type: str, path: Sequence[str], namespace: tuple[str
 class ItemStore:
     """Items of one weave's tenant: versions in the event graph, pointers in ``index``."""
 
-    def __init__(self, weave: Any, index: ItemIndex | None = None) -> None:
+    def __init__(
+        self,
+        weave: Any,
+        index: ItemIndex | None = None,
+        *,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        """``clock`` is the time of writes and TTL checks (a test passes its own)."""
         self.weave = weave
         self.events = weave.store
-        self.index = index if index is not None else open_item_index(weave)
+        self.index = index if index is not None else weave.backend.items()
+        self.clock = clock
         self._lock = threading.Lock()
 
     # ------------------------------------------------------------- writes
@@ -183,7 +193,7 @@ class ItemStore:
         if not isinstance(key, str) or not key:
             raise ValueError(f"key must be a non-empty string, got {key!r}")
         body = encode_value(value)
-        now = time.time()
+        now = self.clock()
         with self._lock:
             prev = self.index.get(path, key, now=now)
             event = Event(
@@ -219,7 +229,7 @@ class ItemStore:
         """Invalidate the current version (history stays in the graph); False if absent."""
         path = ns_path(tuple(namespace))
         with self._lock:
-            prev = self.index.get(path, key, now=time.time())
+            prev = self.index.get(path, key, now=self.clock())
             if prev is None:
                 return False
             self.events.invalidate([prev.event_id], "deleted from the store")
@@ -229,7 +239,7 @@ class ItemStore:
 
     def sweep(self, now: float | None = None) -> int:
         """Delete items whose TTL ran out; returns how many."""
-        now = time.time() if now is None else now
+        now = self.clock() if now is None else now
         gone = self.index.expired(now=now)
         with self._lock:
             if gone:
@@ -259,7 +269,7 @@ class ItemStore:
     def get(
         self, namespace: Sequence[str], key: str, *, refresh_ttl: bool = True
     ) -> ItemRow | None:
-        now = time.time()
+        now = self.clock()
         row = self.index.get(ns_path(tuple(namespace)), key, now=now)
         return self._refreshed(row, refresh_ttl, now) if row is not None else None
 
@@ -279,7 +289,7 @@ class ItemStore:
         (semantic + lexical over the items' memory events) orders the items it finds;
         the rest follow unscored, as in LangGraph's own stores.
         """
-        now = time.time()
+        now = self.clock()
         path = ns_path(tuple(prefix)) or None
         pushdown = offset + limit if not filter and not query else None
         rows = [
@@ -294,6 +304,9 @@ class ItemStore:
         return [(self._refreshed(r, refresh_ttl, now), s) for r, s in page]
 
     def _recall(self, query: str, live: set[str], want: int) -> dict[str, float]:
+        indexer = self.weave.indexer
+        if indexer is not None:  # read your writes: an item put a moment ago is found by meaning
+            indexer.sync(ITEM_INDEX_WAIT)
         hits = self.weave.retrieve(
             query,
             k=max(want * 4, 20),
@@ -311,30 +324,8 @@ class ItemStore:
         limit: int = 100,
         offset: int = 0,
     ) -> list[tuple[str, ...]]:
-        spaces = [ns_from_path(p) for p in self.index.paths(now=time.time())]
+        spaces = [ns_from_path(p) for p in self.index.paths(now=self.clock())]
         spaces = [ns for ns in spaces if all(namespace_matches(t, p, ns) for t, p in conditions)]
         if max_depth is not None:
             spaces = list({ns[:max_depth] for ns in spaces})
         return sorted(set(spaces))[offset : offset + limit]
-
-
-def open_item_index(weave: Any) -> ItemIndex:
-    """The item index beside ``weave``'s events (same SQLite file / Neo4j database)."""
-    from beeweave_core.backends.sqlite.events import SQLiteEventStore
-
-    events = weave.store
-    if isinstance(events, SQLiteEventStore):
-        from beeweave_core.backends.sqlite.items import SQLiteItemIndex
-
-        shared = (events._conn, events._lock) if events.path == ":memory:" else None
-        index: ItemIndex = SQLiteItemIndex(events.path, tenant=events.tenant, _shared=shared)
-    elif getattr(events, "driver", None) is not None:
-        from beeweave_core.backends.neo4j.items import Neo4jItemIndex
-
-        index = Neo4jItemIndex(
-            events.driver, tenant=events.tenant, database=getattr(events, "database", None)
-        )
-    else:
-        raise TypeError(f"no item index for event store {type(events).__name__}")
-    weave._closers.append(index.close)
-    return index

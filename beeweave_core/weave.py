@@ -12,56 +12,31 @@ import os
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlsplit
 
+from beeweave_core.backends import Backend, open_backend
+from beeweave_core.backends.neo4j.auth import AuthSpec
 from beeweave_core.bus import ContextBus
 from beeweave_core.events import AppendResult, EdgeType, Event, EventType
+from beeweave_core.paths import beeweave_home, default_url
 from beeweave_core.store import EventStore
 
-NEO4J_SCHEMES = ("neo4j", "neo4j+s", "neo4j+ssc", "bolt", "bolt+s", "bolt+ssc")
-
-
-def beeweave_home() -> Path:
-    """Where embedded data lives: ``$BEEWEAVE_HOME`` or ``~/.beeweave``."""
-    return Path(os.environ.get("BEEWEAVE_HOME") or Path.home() / ".beeweave").expanduser()
-
-
-def default_url() -> str:
-    return f"sqlite:///{beeweave_home() / 'beeweave.db'}"
+__all__ = ["Weave", "beeweave_home", "default_url", "open_store"]
 
 
 def open_store(
     url: str | None = None,
     *,
     tenant: str = "default",
-    auth: Any = None,
+    auth: AuthSpec = None,
     database: str | None = None,
     **kw: Any,
 ) -> EventStore:
-    """Open the EventStore a URL names; a bad URL is a ``ValueError`` that says why."""
-    url = url or default_url()
-    if not isinstance(url, str):
-        raise ValueError(f"store URL must be a string, got {type(url).__name__}")
-    scheme = urlsplit(url).scheme.lower()
-    if scheme == "sqlite":
-        if not url.lower().startswith("sqlite:///"):
-            raise ValueError(
-                f"bad SQLite URL {url!r}: use sqlite:///relative.db or sqlite:////abs.db"
-            )
-        path = url[len("sqlite:///") :]
-        if not path:
-            raise ValueError(f"bad SQLite URL {url!r}: no file path")
-        from beeweave_core.backends.sqlite.events import SQLiteEventStore
+    """Open the EventStore a URL names; a bad URL is a ``ValueError`` that says why.
 
-        return SQLiteEventStore(path, tenant=tenant, **kw)
-    if scheme in NEO4J_SCHEMES:
-        from beeweave_core.backends.neo4j.events import Neo4jEventStore
-
-        return Neo4jEventStore(url, tenant=tenant, auth=auth, database=database, **kw)
-    raise ValueError(
-        f"unsupported store URL {url!r}: expected sqlite:///path or one of "
-        + ", ".join(f"{s}://" for s in NEO4J_SCHEMES)
-    )
+    The store is the backend's (see :func:`beeweave_core.backends.open_backend`);
+    closing it closes the connection or driver it holds.
+    """
+    return open_backend(url, tenant=tenant, auth=auth, database=database, **kw).events
 
 
 class _IndexedStore:
@@ -98,9 +73,8 @@ class Weave:
 
     def __init__(
         self,
-        store: EventStore,
+        backend: Backend,
         *,
-        url: str,
         spool_dir: str | os.PathLike[str] | None = None,
         embeddings: Any = None,
         index: Any = None,
@@ -108,8 +82,10 @@ class Weave:
         index_options: Mapping[str, Any] | None = None,
         **bus_kw: Any,
     ) -> None:
-        self.store = store
-        self.url = url
+        #: Where the events and everything beside them live (chosen once, from the URL).
+        self.backend = backend
+        self.store = store = backend.events
+        self.url = url = backend.url
         self.tenant = store.tenant
         digest = hashlib.sha1(f"{url}\x1f{store.tenant}".encode()).hexdigest()[:12]
         spool = Path(spool_dir) if spool_dir else beeweave_home() / "spool"
@@ -138,7 +114,7 @@ class Weave:
         url: str | None = None,
         *,
         tenant: str = "default",
-        auth: Any = None,
+        auth: AuthSpec = None,
         database: str | None = None,
         spool_dir: str | os.PathLike[str] | None = None,
         store_options: Mapping[str, Any] | None = None,
@@ -154,14 +130,17 @@ class Weave:
         ``index_options`` configure semantic recall (see
         :func:`beeweave_core.index.indexer.attach_indexer`).
         """
-        url = url or default_url()
-        store = open_store(
+        backend = open_backend(
             url, tenant=tenant, auth=auth, database=database, **(store_options or {})
         )
-        return cls(
-            store, url=url, spool_dir=spool_dir, embeddings=embeddings, index=index,
-            vector_url=vector_url, index_options=index_options, **bus_kw,
-        )  # fmt: skip
+        try:
+            return cls(
+                backend, spool_dir=spool_dir, embeddings=embeddings, index=index,
+                vector_url=vector_url, index_options=index_options, **bus_kw,
+            )  # fmt: skip
+        except BaseException:
+            backend.close()
+            raise
 
     # ------------------------------------------------------------ capture
     def emit(
@@ -261,7 +240,7 @@ class Weave:
                 import logging
 
                 logging.getLogger("beeweave").exception("beeweave: closer failed")
-        self.store.close()
+        self.backend.close()
 
     def __enter__(self) -> Weave:
         return self

@@ -10,6 +10,7 @@
 ``BeeWeaveCheckpointer``           LangGraph checkpointer on the same store (+ async)
 ``BeeWeaveStore``                  LangGraph ``BaseStore`` backed by long-term memory
 ``BeeWeaveKeyValueStore``          LangChain ``BaseStore`` (key-value) on the same memory
+``LangChainLLM``                   a chat model as the LLM of summaries / memory extraction
 =================================  ==========================================================
 
 Names are imported on first use, so ``import beeweave_langchain`` stays cheap and a
@@ -34,6 +35,7 @@ _EXPORTS = {
     "AsyncBeeWeaveCheckpointer": "checkpoint",
     "BeeWeaveStore": "store",
     "BeeWeaveKeyValueStore": "store",
+    "LangChainLLM": "llm",
 }
 
 __all__ = sorted(_EXPORTS)
@@ -43,6 +45,7 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
     from beeweave_langchain.checkpoint import AsyncBeeWeaveCheckpointer, BeeWeaveCheckpointer  # noqa: F401
     from beeweave_langchain.history import BeeWeaveChatMessageHistory  # noqa: F401
     from beeweave_langchain.hooks import BeeWeaveContextHook, beeweave_context_hook  # noqa: F401
+    from beeweave_langchain.llm import LangChainLLM  # noqa: F401
     from beeweave_langchain.memory import BeeWeaveMemory  # noqa: F401
     from beeweave_langchain.middleware import BeeWeaveContextMiddleware  # noqa: F401
     from beeweave_langchain.retriever import BeeWeaveRetriever  # noqa: F401

@@ -50,6 +50,7 @@ from langgraph.checkpoint.base import (
     get_checkpoint_metadata,
 )
 
+from beeweave_core.backends import store_url
 from beeweave_core.checkpoints import (
     LIST_PAGE,
     BranchInfo,
@@ -57,7 +58,6 @@ from beeweave_core.checkpoints import (
     CheckpointStore,
     TreeNode,
     WriteRow,
-    open_checkpoint_store,
     version_text,
 )
 from beeweave_core.payloads import to_jsonable
@@ -71,13 +71,6 @@ __all__ = ["AsyncBeeWeaveCheckpointer", "BeeWeaveCheckpointer"]
 
 #: Threads whose woven-message prefix is remembered (beyond this, a rescan is idempotent).
 _MAX_WOVEN_THREADS = 4_096
-
-
-def store_url(conn_string: str | None) -> str | None:
-    """A ``SqliteSaver``-style path (``"agent.db"``, ``":memory:"``) or a BeeWeave URL."""
-    if conn_string is None or "://" in conn_string:
-        return conn_string
-    return f"sqlite:///{conn_string}"
 
 
 def open_weave(
@@ -147,8 +140,7 @@ class BeeWeaveCheckpointer(BaseCheckpointSaver[str]):
         if store is None:
             if weave is None:
                 raise ValueError("BeeWeaveCheckpointer needs weave= (or store=)")
-            store = open_checkpoint_store(weave)
-            weave._closers.append(store.close)
+            store = weave.backend.checkpoints()  # closed with the weave's backend
         self.weave = weave
         self.store = store
         self.messages_channel = messages_channel
@@ -217,7 +209,7 @@ class BeeWeaveCheckpointer(BaseCheckpointSaver[str]):
     def close(self) -> None:
         """Close the store (and the weave, when ``from_conn_string`` opened it)."""
         if self._owned_weave is not None:
-            self._owned_weave.close()  # also closes the store: it is in weave._closers
+            self._owned_weave.close()  # also closes the store: its backend opened it
         else:
             self.store.close()
 

@@ -23,7 +23,7 @@ from __future__ import annotations
 import asyncio
 import json
 import time
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from datetime import datetime, timezone
 from typing import Any
@@ -82,9 +82,11 @@ class BeeWeaveStore(BaseStore):
         index: IndexConfig | None = None,
         ttl: TTLConfig | None = None,
         items: ItemStore | None = None,
+        clock: Callable[[], float] = time.time,
     ) -> None:
+        """``clock`` dates versions and runs TTLs (a test passes its own instead of sleeping)."""
         self.weave = weave
-        self.items = items or ItemStore(weave)
+        self.items = items or ItemStore(weave, clock=clock)
         self._fields = _tokenized((index or {}).get("fields") or ["$"])
         self.index_config = index
         self.ttl_config = ttl

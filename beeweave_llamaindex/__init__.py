@@ -1,4 +1,5 @@
-"""BeeWeave for LlamaIndex: instrumentation capture, a drop-in memory, a memory block, a retriever.
+"""BeeWeave for LlamaIndex: instrumentation capture, a drop-in memory, a memory block, a
+retriever, and ``LlamaIndexLLM`` (a LlamaIndex LLM as the LLM of summaries / memory extraction).
 
 Thin translators into :mod:`beeweave_core`; storage, ranking and token budgets live there.
 """
@@ -9,6 +10,7 @@ from beeweave_llamaindex.instrumentation import (
     instrument,
     session_tags,
 )
+from beeweave_llamaindex.llm import LlamaIndexLLM
 from beeweave_llamaindex.memory import BeeWeaveChatMemory, BeeWeaveMemoryBlock
 from beeweave_llamaindex.retriever import BeeWeaveRetriever
 
@@ -18,6 +20,7 @@ __all__ = [
     "BeeWeaveMemoryBlock",
     "BeeWeaveRetriever",
     "BeeWeaveSpanHandler",
+    "LlamaIndexLLM",
     "instrument",
     "session_tags",
 ]

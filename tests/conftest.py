@@ -16,20 +16,17 @@ from typing import Any
 
 import pytest
 
+from beeweave_core.backends.neo4j.auth import Credentials, auth_from_env
 from beeweave_core.store import EventStore
 from beeweave_core.weave import Weave
 
 BACKENDS = ["sqlite", "neo4j"]
 
 
-def neo4j_auth() -> Any:
-    """Credentials from NEO4J_AUTH (``none`` or ``user/password``) or NEO4J_USER/PASSWORD."""
-    raw = os.environ.get("NEO4J_AUTH")
-    if raw and raw.lower() != "none":
-        user, _, pwd = raw.partition("/") if "/" in raw else raw.partition(":")
-        return (user, pwd)
-    user, pwd = os.environ.get("NEO4J_USER"), os.environ.get("NEO4J_PASSWORD")
-    return (user, pwd) if user and pwd else None
+def neo4j_auth() -> Credentials | None:
+    """Credentials from NEO4J_AUTH (``none`` or ``user/password``) or NEO4J_USER/PASSWORD,
+    parsed by the same function as the CLI and the stores."""
+    return auth_from_env()
 
 
 @pytest.fixture(scope="session")

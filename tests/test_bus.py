@@ -138,25 +138,40 @@ def test_store_failure_spools_then_replays_in_order_once(db, tmp_path):
     bus.close()
 
 
+CRASH = """
+import os, sqlite3, sys
+from beeweave_core.backends.sqlite.events import SQLiteEventStore
+from beeweave_core.bus import ContextBus
+
+db, spool = sys.argv[1], sys.argv[2]
+bus = ContextBus(SQLiteEventStore(db, busy_timeout=0.05), spool_dir=spool)
+blocker = sqlite3.connect(db, isolation_level=None)
+blocker.execute("BEGIN EXCLUSIVE")  # the store refuses writes: the bus spools
+for i in range(10):
+    bus.emit("user_message", f"m{i}", session_id="s", key=f"m{i}")
+bus.flush(2)
+print(bus.spool_path, flush=True)
+os._exit(1)  # a crash: no close(), no atexit flush; the OS drops the lock
+"""
+
+
 def test_spool_left_by_a_crash_is_replayed_on_start(db, tmp_path):
-    bus = open_bus(db, tmp_path, busy_timeout=0.05)
-    blocker = sqlite3.connect(db, isolation_level=None)
-    blocker.execute("BEGIN EXCLUSIVE")
-    for i in range(10):
-        bus.emit("user_message", f"m{i}", session_id="s", key=f"m{i}")
-    bus.flush(2)
-    spool = bus.spool_path
-    assert spool.exists()
-    bus._closing = True  # simulate a crash: writer stops, spool stays
-    bus._wake.set()
-    bus._thread.join(5)
-    blocker.execute("ROLLBACK")
-    blocker.close()
+    crashed = subprocess.run([sys.executable, "-c", CRASH, str(db), str(tmp_path / "spool")],
+                             capture_output=True, text=True, timeout=120)  # fmt: skip
+    spool = Path(crashed.stdout.strip())
+    assert crashed.returncode == 1 and spool.is_file(), crashed.stderr
+    with SQLiteEventStore(db) as store:
+        assert contents(store) == []  # nothing reached the store before the crash
+    left = spool.read_bytes()
     bus2 = open_bus(db, tmp_path)
     assert bus2.flush()
     assert contents(bus2.store) == [f"m{i}" for i in range(10)]
-    # replaying the same spool again would not duplicate (ids are fixed)
     bus2.close()
+    spool.write_bytes(left)  # the same spool replayed again adds nothing (ids are fixed)
+    bus3 = open_bus(db, tmp_path)
+    assert bus3.flush() and not bus3.stats()["spool_pending"]
+    assert contents(bus3.store) == [f"m{i}" for i in range(10)]
+    bus3.close()
 
 
 def test_close_flushes(db, tmp_path):

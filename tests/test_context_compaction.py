@@ -8,11 +8,13 @@ Stores are real SQLite files; tokens are real tiktoken counts.
 
 from __future__ import annotations
 
+import pytest
 from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
 
 from beeweave_core.context import CompactionPolicy, LLMSummarizer
 from beeweave_core.events import EdgeType, EventType, Status
 from beeweave_core.text.language import fold
+from beeweave_langchain import LangChainLLM
 
 from .context_helpers import chatter, say
 
@@ -33,7 +35,9 @@ def test_llm_summary_that_loses_a_number_is_rolled_back_and_originals_kept(weave
     # FAKE LLM: both attempts drop "45" and "5,000"
     fake = GenericFakeChatModel(messages=iter(["- Goal: a nightly job with a time limit.",
                                                "- Goal: nightly job; batches; time limit."]))  # fmt: skip
-    engine = _engine(weave, llm=fake, policy=CompactionPolicy(segment_turns=2, retries=1))
+    engine = _engine(
+        weave, llm=LangChainLLM(fake), policy=CompactionPolicy(segment_turns=2, retries=1)
+    )
     say(weave, "s", [{"role": "user", "content": FACT},
                      {"role": "assistant", "content": "Noted, I will plan the job around that."},
                      {"role": "user", "content": "Now draft the schedule."}])  # fmt: skip
@@ -61,7 +65,7 @@ def test_llm_summary_retried_with_the_missing_values_named(weave_factory):
         "- Constraint: finish within 45 minutes.",
         "- Constraint: finish within 45 minutes; batches of 5,000 rows.",
     ]))  # fmt: skip
-    engine = _engine(weave, llm=fake, policy=CompactionPolicy(segment_turns=2))
+    engine = _engine(weave, llm=LangChainLLM(fake), policy=CompactionPolicy(segment_turns=2))
     ids = say(weave, "s", [{"role": "user", "content": FACT},
                            {"role": "assistant", "content": "Noted, I will plan the job around that."},
                            {"role": "user", "content": "Now draft the schedule."}])  # fmt: skip
@@ -81,13 +85,17 @@ def test_llm_summary_retried_with_the_missing_values_named(weave_factory):
     assert summary.payload["ratio"] > 0 and report.ratio is not None
 
 
-def test_llamaindex_llm_is_accepted_duck_typed(weave_factory):
+def test_llamaindex_llm_through_its_adapter(weave_factory):
     from llama_index.core.llms.mock import MockLLM
+
+    from beeweave_llamaindex import LlamaIndexLLM
 
     weave = weave_factory(index=False)
     # FAKE LLM: LlamaIndex's MockLLM echoes the prompt, so nothing is lost
     engine = _engine(
-        weave, summarizer=LLMSummarizer(MockLLM()), policy=CompactionPolicy(segment_turns=2)
+        weave,
+        summarizer=LLMSummarizer(LlamaIndexLLM(MockLLM())),
+        policy=CompactionPolicy(segment_turns=2),
     )
     say(weave, "s", [{"role": "user", "content": FACT},
                      {"role": "assistant", "content": "Noted, I will plan the job around that."},
@@ -96,6 +104,27 @@ def test_llamaindex_llm_is_accepted_duck_typed(weave_factory):
     (summary,) = _summaries(weave, "s")
     assert summary.payload["retention"]["outcome"] == "ok"
     assert summary.payload["summarizer"].startswith("llm:")
+
+
+def test_a_plain_function_is_an_llm_and_an_unwrapped_chat_model_is_refused(weave_factory):
+    weave = weave_factory(index=False)
+    prompts: list[str] = []
+
+    def notes(prompt: str) -> str:  # FAKE LLM: keeps the user's lines of the prompt
+        prompts.append(prompt)
+        return "\n".join(ln for ln in prompt.splitlines() if " user: " in ln)
+
+    engine = _engine(weave, llm=notes, policy=CompactionPolicy(segment_turns=2))
+    say(weave, "s", [{"role": "user", "content": FACT},
+                     {"role": "assistant", "content": "Noted, I will plan the job around that."},
+                     {"role": "user", "content": "Go."}])  # fmt: skip
+    engine.compact("s", window_tokens=60, model="gpt-4", force=True)
+    (summary,) = _summaries(weave, "s")
+    assert summary.payload["summarizer"] == "llm:notes" and "45 minutes" in summary.content
+    assert prompts and prompts[0].startswith("You compress part of a conversation")
+    chat_model = GenericFakeChatModel(messages=iter(["- nothing"]))  # FAKE LLM
+    with pytest.raises(TypeError, match="beeweave_langchain.LangChainLLM"):
+        LLMSummarizer(chat_model)
 
 
 def test_segments_merge_hierarchically_with_compression(weave_factory):

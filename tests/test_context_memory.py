@@ -221,12 +221,14 @@ def test_other_sessions_of_the_same_user_are_recalled_with_their_origin(weave_fa
 def test_optional_llm_extractor_adds_what_rules_miss(weave_factory):
     from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
 
+    from beeweave_langchain import LangChainLLM
+
     weave = weave_factory(index=False)
     # FAKE LLM: the scripted extraction a real model would return as JSON lines
     fake = GenericFakeChatModel(
         messages=iter(['{"kind": "preference", "text": "The user likes short weekly summaries."}'])
     )
-    weave.options["context"] = {"memory_llm": fake}
+    weave.options["context"] = {"memory_llm": LangChainLLM(fake)}
     say(
         weave,
         "s",

@@ -1,8 +1,9 @@
-"""Every notebook under notebooks/ runs top to bottom, offline, in a fresh kernel."""
+"""Every notebook under notebooks/ runs top to bottom, offline, in a fresh kernel, and
+prints what only comes out when BeeWeave did its part."""
 
 from __future__ import annotations
 
-import os
+import re
 from pathlib import Path
 
 import nbformat
@@ -11,10 +12,25 @@ from nbclient import NotebookClient
 
 NOTEBOOKS = sorted((Path(__file__).resolve().parent.parent / "notebooks").glob("*.ipynb"))
 CELL_TIMEOUT = 300  # seconds per cell: the first one loads tokenizer + embedding model
+#: Per notebook, what its printed output must show.  Each line depends on BeeWeave's own
+#: work, not on the scripted (fake) models: a value linked between tool calls, a thread
+#: restored from the checkpointer after reopening, a fact recalled from another session.
+EXPECTED = {
+    "langchain_quickstart": [
+        r"refund arguments reuse values from: \[.*CUST-8812",
+        r"\d+ messages restored; first: Please refund order ORD-11499\.",
+    ],
+    "llamaindex_quickstart": [
+        r"250 EUR is 270\.00 USD; with 20% tax: 324\.00 USD\.",
+        r"(?m)^Parquet, partitioned by month\.$",
+        r"recalled from session planning",
+    ],
+}
 
 
 def test_there_are_notebooks():
     assert NOTEBOOKS, "notebooks/ is empty"
+    assert {p.stem for p in NOTEBOOKS} == set(EXPECTED), "say what each notebook must print"
 
 
 @pytest.mark.timeout(900)
@@ -33,4 +49,7 @@ def test_notebook_runs_offline(path: Path, tmp_path: Path, monkeypatch: pytest.M
     errors = [o for c in nb.cells if c.cell_type == "code" for o in c.get("outputs", [])
               if o.get("output_type") == "error"]  # fmt: skip
     assert not errors
-    assert os.environ["BEEWEAVE_HOME"] == str(tmp_path / "home")
+    printed = "".join(o.get("text", "") for c in nb.cells if c.cell_type == "code"
+                      for o in c.get("outputs", []) if o.get("output_type") == "stream")  # fmt: skip
+    missing = [p for p in EXPECTED[path.stem] if not re.search(p, printed)]
+    assert not missing, f"{path.name} did not print {missing}:\n{printed}"

@@ -282,7 +282,11 @@ def test_chinese_recall(open_weave):
 async def test_async_twin(scenario):
     w, ids = scenario
     hits = await w.aretrieve("HTL-88412", user_id="alice", now=NOW)
-    assert hits and hits == w.retrieve("HTL-88412", user_id="alice", now=NOW)
+    twin = w.retrieve("HTL-88412", user_id="alice", now=NOW)
+    # the same hits in the same order; scores agree to float noise (the query is embedded
+    # on another thread, and ONNX Runtime's threaded kernels may round the last bits apart)
+    assert hits and [h.event.id for h in hits] == [h.event.id for h in twin]
+    assert [h.score for h in hits] == pytest.approx([h.score for h in twin], abs=2e-3)
 
 
 def test_bad_arguments_are_clear_errors(scenario):

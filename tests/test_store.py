@@ -28,6 +28,19 @@ from beeweave_langchain.store import BeeWeaveKeyValueStore, BeeWeaveStore
 U1 = ("users", "u1", "memories")
 
 
+class Clock:
+    """The store's clock, moved by the test instead of sleeping (TTLs run in minutes)."""
+
+    def __init__(self) -> None:
+        self.now = time.time()
+
+    def __call__(self) -> float:
+        return self.now
+
+    def advance(self, seconds: float) -> None:
+        self.now += seconds
+
+
 @pytest.fixture
 def stores(backend: str, weave_factory: Callable[..., Weave]) -> Iterator[Callable[..., Any]]:
     """``stores(tenant=None, vectors=False, **store_kw)`` → a BeeWeaveStore on a fresh weave.
@@ -56,13 +69,14 @@ def _versions(store: BeeWeaveStore, namespace: tuple[str, ...], key: str) -> lis
 
 
 def test_put_get_versions_and_delete(stores: Callable[..., Any]) -> None:
-    store = stores()
+    clock = Clock()
+    store = stores(clock=clock)
     assert store.get(U1, "food") is None
     store.put(U1, "food", {"text": "loves spicy noodles", "score": 3})
     first = store.get(U1, "food")
     assert first.value == {"text": "loves spicy noodles", "score": 3}
     assert first.namespace == U1 and first.created_at == first.updated_at
-    time.sleep(0.01)
+    clock.advance(1)
     store.put(U1, "food", {"text": "now prefers mild ramen", "score": 4})
     second = store.get(U1, "food")
     assert second.value["text"] == "now prefers mild ramen"
@@ -165,14 +179,15 @@ def test_lexical_recall_without_a_vector_index(stores: Callable[..., Any]) -> No
 
 
 def test_ttl_expires_refreshes_and_sweeps(stores: Callable[..., Any]) -> None:
-    store = stores(ttl={"default_ttl": 0.02, "refresh_on_read": True})  # 1.2 s
+    clock = Clock()
+    store = stores(ttl={"default_ttl": 10, "refresh_on_read": True}, clock=clock)  # minutes
     store.put(U1, "short", {"v": 1})
     store.put(U1, "forever", {"v": 2}, ttl=None)
-    time.sleep(0.8)
+    clock.advance(8 * 60)
     assert store.get(U1, "short") is not None  # read refreshes the TTL
-    time.sleep(0.8)
-    assert store.get(U1, "short", refresh_ttl=False) is not None  # refreshed 0.8 s ago
-    time.sleep(0.6)
+    clock.advance(8 * 60)  # 16 min after the put: alive only because of the refresh
+    assert store.get(U1, "short", refresh_ttl=False) is not None
+    clock.advance(3 * 60)  # 11 min after the refresh (that read did not refresh)
     assert store.get(U1, "short") is None  # expired: never returned
     assert [i.key for i in store.search(U1)] == ["forever"]
     assert store.sweep_ttl() == 1

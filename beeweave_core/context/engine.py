@@ -13,7 +13,7 @@ import asyncio
 import contextlib
 import logging
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from beeweave_core.context.assembler import (
@@ -32,6 +32,7 @@ from beeweave_core.context.recall import Recallable, RecallInputs, gather
 from beeweave_core.context.summarizers import ExtractiveSummarizer, LLMSummarizer, Summarizer
 from beeweave_core.context.working_state import Item, WorkingState, build_working_state
 from beeweave_core.events import EventType
+from beeweave_core.llm import TextLLM
 from beeweave_core.text import language as L
 from beeweave_core.tokens import DEFAULT_MODEL, TokenCounter
 
@@ -48,7 +49,9 @@ class ContextEngine:
 
     Settings come from the arguments or from ``weave.options["context"]`` (a dict with
     any of ``summarizer``, ``llm``, ``policy``, ``edit_policy``, ``memory_llm``,
-    ``presets``).  ``llm`` is a shortcut for ``summarizer=LLMSummarizer(llm)``.
+    ``presets``).  ``llm`` is a shortcut for ``summarizer=LLMSummarizer(llm)``; an LLM
+    is a :class:`~beeweave_core.llm.TextLLM` (framework models are wrapped by their
+    integration package) or a function ``str -> str``.
     """
 
     def __init__(
@@ -56,10 +59,10 @@ class ContextEngine:
         weave: Any,
         *,
         summarizer: Summarizer | None = None,
-        llm: Any = None,
+        llm: TextLLM | Callable[[str], str] | None = None,
         policy: CompactionPolicy | None = None,
         edit_policy: EditPolicy | None = None,
-        memory_llm: Any = None,
+        memory_llm: TextLLM | Callable[[str], str] | None = None,
         presets: dict[str, LayerShares] | None = None,
         listen: bool = True,
     ) -> None:

@@ -39,6 +39,7 @@ from beeweave_core.context.supersession import (
     llm_judge,
 )
 from beeweave_core.events import Edge, EdgeType, Event, EventType, event_id_for
+from beeweave_core.llm import TextLLM, as_text_llm
 from beeweave_core.store import EventStore
 from beeweave_core.text import language as L
 from beeweave_core.text.statements import is_statement
@@ -155,18 +156,20 @@ class MemoryWriter:
         self,
         store: EventStore,
         *,
-        llm: Any = None,
+        llm: TextLLM | Callable[[str], str] | None = None,
         policy: EditPolicy | None = None,
         clock: Callable[[], float] = time.time,
         judge: Judge | None = None,
         similarity: Similarity | None = None,
     ) -> None:
         self.store = store
-        self.llm = llm
+        self.llm = as_text_llm(llm) if llm is not None else None
         self.policy = policy or EditPolicy()
         self.clock = clock
         #: asked about ambiguous look-alike settings; by default the LLM, when one is set
-        self.judge = judge if judge is not None else (llm_judge(llm) if llm is not None else None)
+        self.judge = (
+            judge if judge is not None else (llm_judge(self.llm) if self.llm is not None else None)
+        )
         self.similarity = similarity or (default_similarity() if self.judge else None)
         self._lock = threading.RLock()
         self._cursor: dict[str, int] = {}
@@ -285,7 +288,7 @@ class MemoryWriter:
                 continue  # acknowledgements, questions and commands for now are not facts
             cands.append(Candidate(classify(s, "user"), s, "user"))
         if use_llm and self.llm is not None:
-            cands += self._llm_candidates(text)
+            cands += self._llm_candidates(self.llm, text)
         written: list[str] = []
         if L.is_change(text):
             written += self._apply_change(ev, text, cands)
@@ -294,12 +297,10 @@ class MemoryWriter:
                 written.append(i)
         return written
 
-    def _llm_candidates(self, text: str) -> list[Candidate]:
-        from beeweave_core.context.summarizers import call_llm
-
+    def _llm_candidates(self, llm: TextLLM, text: str) -> list[Candidate]:
         out: list[Candidate] = []
         try:
-            reply = call_llm(self.llm, MEMORY_EXTRACT_PROMPT, text)
+            reply = llm.complete(MEMORY_EXTRACT_PROMPT, text)
         except Exception:  # the optional LLM failing must not lose the rule memories
             return out
         for line in reply.splitlines():

@@ -1,19 +1,19 @@
 """Summarizers behind one protocol: any chat model, or none at all.
 
 The compactor only needs "turn these edited lines into shorter text, and keep these
-values if you can".  :class:`LLMSummarizer` asks a LangChain ``BaseChatModel`` or a
-LlamaIndex ``LLM`` with a structured prompt; :class:`ExtractiveSummarizer` keeps the
-sentences that carry numbers, identifiers, constraints and decisions, offline and in
-microseconds.  Both are checked the same way afterwards (verified retention).
+values if you can".  :class:`LLMSummarizer` asks an LLM (any
+:class:`~beeweave_core.llm.TextLLM`) with a structured prompt;
+:class:`ExtractiveSummarizer` keeps the sentences that carry numbers, identifiers,
+constraints and decisions, offline and in microseconds.  Both are checked the same way afterwards (verified retention).
 """
 
 from __future__ import annotations
 
-import asyncio
-from collections.abc import Sequence
-from typing import Any, Protocol, runtime_checkable
+from collections.abc import Callable, Sequence
+from typing import Protocol, runtime_checkable
 
 from beeweave_core.context.editing import SourceLine
+from beeweave_core.llm import ADAPTERS_HINT, TextLLM, as_text_llm
 from beeweave_core.text import language as L
 
 
@@ -122,90 +122,35 @@ def build_prompt(lines: Sequence[SourceLine], must_keep: Sequence[str] = ()) -> 
     return body
 
 
-def _text_of(out: Any) -> str:
-    """Text of a LangChain message, a LlamaIndex response, or a plain string."""
-    if isinstance(out, str):
-        return out
-    msg = getattr(out, "message", None)  # LlamaIndex ChatResponse
-    if msg is not None and hasattr(msg, "content"):
-        return str(msg.content or "")
-    content = getattr(out, "content", None)  # LangChain AIMessage
-    if isinstance(content, list):
-        return "".join(p if isinstance(p, str) else str(p.get("text", "")) for p in content)
-    if content is not None:
-        return str(content)
-    text = getattr(out, "text", None)  # LlamaIndex CompletionResponse
-    return str(text if text is not None else out)
-
-
-def _is_llamaindex_llm(llm: Any) -> bool:
-    try:
-        from llama_index.core.base.llms.base import BaseLLM
-    except ImportError:  # LlamaIndex not installed
-        return False
-    return isinstance(llm, BaseLLM)
-
-
-def _li_messages(system: str, user: str) -> list[Any]:
-    from llama_index.core.llms import ChatMessage
-
-    return [ChatMessage(role="system", content=system), ChatMessage(role="user", content=user)]
-
-
-def _lc_messages(system: str, user: str) -> list[Any]:
-    from langchain_core.messages import HumanMessage, SystemMessage
-
-    return [SystemMessage(content=system), HumanMessage(content=user)]
-
-
-def call_llm(llm: Any, system: str, user: str) -> str:
-    """One chat turn with a LangChain chat model / runnable or a LlamaIndex LLM."""
-    if _is_llamaindex_llm(llm):
-        return _text_of(llm.chat(_li_messages(system, user)))
-    if hasattr(llm, "invoke"):
-        return _text_of(llm.invoke(_lc_messages(system, user)))
-    if callable(llm):
-        return _text_of(llm(system + "\n\n" + user))
-    raise TypeError(
-        f"unsupported LLM {type(llm).__name__}: pass a LangChain BaseChatModel or a LlamaIndex LLM"
-    )
-
-
-async def acall_llm(llm: Any, system: str, user: str) -> str:
-    if _is_llamaindex_llm(llm):
-        return _text_of(await llm.achat(_li_messages(system, user)))
-    if hasattr(llm, "ainvoke"):
-        return _text_of(await llm.ainvoke(_lc_messages(system, user)))
-    return await asyncio.to_thread(call_llm, llm, system, user)
-
-
 class LLMSummarizer:
-    """Summaries written by a chat model, with a structured prompt.
+    """Summaries written by an LLM, with a structured prompt.
 
-    ``llm`` is any LangChain ``BaseChatModel`` (``ChatOpenAI``, ``ChatOllama`` …) or
-    LlamaIndex ``LLM``; neither package is imported unless that kind of model is
-    passed.  The compactor checks every summary for lost values and asks again with
-    the missing ones named (``must_keep``), so a model that paraphrases ``17 seconds``
-    into "a short timeout" is caught, not trusted.
+    ``llm`` is a :class:`~beeweave_core.llm.TextLLM` (a framework chat model wrapped by
+    its integration package: ``beeweave_langchain.LangChainLLM``,
+    ``beeweave_llamaindex.LlamaIndexLLM``) or a function ``str -> str``.  The compactor
+    checks every summary for lost values and asks again with the missing ones named
+    (``must_keep``), so a model that paraphrases ``17 seconds`` into "a short timeout"
+    is caught, not trusted.
     """
 
-    def __init__(self, llm: Any, *, system_prompt: str = SUMMARY_SYSTEM_PROMPT) -> None:
+    def __init__(
+        self, llm: TextLLM | Callable[[str], str], *, system_prompt: str = SUMMARY_SYSTEM_PROMPT
+    ) -> None:
         if llm is None:
-            raise ValueError("LLMSummarizer needs a chat model (LangChain or LlamaIndex)")
-        self.llm = llm
+            raise ValueError(f"LLMSummarizer needs an LLM: {ADAPTERS_HINT}")
+        self.llm = as_text_llm(llm)
         self.system_prompt = system_prompt
-        self.name = f"llm:{getattr(llm, 'model_name', None) or getattr(llm, 'model', None) or type(llm).__name__}"
+        self.name = f"llm:{self.llm.name}"
 
     def summarize(self, lines: Sequence[SourceLine], *, must_keep: Sequence[str] = ()) -> str:
         if not lines:
             return ""
-        return call_llm(self.llm, self.system_prompt, build_prompt(lines, must_keep)).strip()
+        return self.llm.complete(self.system_prompt, build_prompt(lines, must_keep)).strip()
 
     async def asummarize(
         self, lines: Sequence[SourceLine], *, must_keep: Sequence[str] = ()
     ) -> str:
         if not lines:
             return ""
-        return (
-            await acall_llm(self.llm, self.system_prompt, build_prompt(lines, must_keep))
-        ).strip()
+        reply = await self.llm.acomplete(self.system_prompt, build_prompt(lines, must_keep))
+        return reply.strip()

@@ -23,6 +23,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
 from beeweave_core.events import Event
+from beeweave_core.llm import TextLLM, as_text_llm
 from beeweave_core.text import language as L
 from beeweave_core.text.statements import Setting, settings
 
@@ -189,12 +190,13 @@ def _value_changed(old: Setting, new: Setting) -> bool:
     return not old_vals <= new_vals
 
 
-def llm_judge(llm: object) -> Judge:
-    """A :data:`Judge` that asks ``llm`` (anything :func:`call_llm` accepts)."""
-    from beeweave_core.context.summarizers import call_llm
+def llm_judge(llm: TextLLM | Callable[[str], str]) -> Judge:
+    """A :data:`Judge` that asks ``llm`` (a :class:`~beeweave_core.llm.TextLLM` or a
+    function ``str -> str``)."""
+    text_llm = as_text_llm(llm)
 
     def judge(older: str, newer: str) -> bool | None:
-        reply = call_llm(llm, JUDGE_PROMPT, f"First: {older}\nLater: {newer}")
+        reply = text_llm.complete(JUDGE_PROMPT, f"First: {older}\nLater: {newer}")
         word = (reply or "").strip().casefold()
         if word.startswith(("yes", "是")):
             return True

@@ -23,12 +23,16 @@ import time
 from collections import deque
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from beeweave_core.events import Event, Status
+from beeweave_core.extras import install_hint
 from beeweave_core.index import IndexFilter, IndexState, VectorIndex, open_index
 from beeweave_core.index.base import Chunk, EmbeddingIdentity, EmbeddingMismatch, IndexBusy
 from beeweave_core.index.chunking import ChunkPolicy, chunk_events, embed_chunks, embed_query
+
+if TYPE_CHECKING:
+    from beeweave_core.backends import Backend
 
 log = logging.getLogger("beeweave.indexer")
 #: ``BEEWEAVE_INDEX=off`` opens weaves without a vector index unless one is asked for.
@@ -442,10 +446,10 @@ def attach_indexer(weave: Any) -> Indexer | None:
         kind = False
     if kind is False:
         return None
-    missing = _missing_packages(weave.store, kind, opts)
+    missing = _missing_packages(weave.backend, kind, opts)
     if missing:
-        log.info("beeweave: semantic recall is off (not installed: %s); words, graph and "
-                 "recency still recall", ", ".join(missing))  # fmt: skip
+        log.info("beeweave: semantic recall is off (not installed: %s; %s); words, graph "
+                 "and recency still recall", ", ".join(missing), install_hint(["chroma"]))  # fmt: skip
         return None
     embeddings = opts.get("embeddings")
     if embeddings is None:
@@ -462,8 +466,7 @@ def attach_indexer(weave: Any) -> Indexer | None:
 
     def factory() -> VectorIndex:
         return open_index(
-            weave.store,
-            url=weave.url,
+            weave.backend,
             embeddings=embeddings,
             identity=EmbeddingIdentity.of(embeddings, policy.recipe),
             kind=kind,
@@ -485,19 +488,19 @@ def attach_indexer(weave: Any) -> Indexer | None:
     return indexer
 
 
-def _missing_packages(store: Any, kind: Any, opts: dict[str, Any]) -> list[str]:
-    """Packages the default index / embeddings need that are not installed."""
+#: What the default (offline MiniLM ONNX) embeddings import.
+EMBEDDING_PACKAGES = ("onnxruntime", "tokenizers")
+
+
+def _missing_packages(backend: Backend, kind: object, opts: dict[str, Any]) -> list[str]:
+    """Packages the chosen index / default embeddings need that are not installed."""
     from importlib.util import find_spec
 
     need: list[str] = []
-    uses_chroma = kind == "chroma" or (
-        kind in (None, "auto")
-        and (opts.get("vector_url") is not None or not type(store).__name__.startswith("Neo4j"))
-    )
-    if uses_chroma:
-        need += ["chromadb", "langchain_chroma"]
+    if kind is None or isinstance(kind, str):  # a ready VectorIndex needs nothing more
+        need += backend.required_packages(kind=kind or "auto", vector_url=opts.get("vector_url"))
     if opts.get("embeddings") is None:
-        need += ["onnxruntime", "tokenizers"]
+        need += EMBEDDING_PACKAGES
     return [n for n in need if find_spec(n) is None]
 
 

@@ -19,9 +19,9 @@ from typing import Any
 
 from beeweave_core.backends.neo4j import checkpoints_cypher as q
 from beeweave_core.backends.neo4j import tx as neo4j_tx
+from beeweave_core.backends.neo4j.auth import AuthSpec, driver_auth
 from beeweave_core.checkpoints import (
     KEY_SEP,
-    LIST_PAGE,
     BranchInfo,
     BranchOps,
     CheckpointRow,
@@ -30,17 +30,48 @@ from beeweave_core.checkpoints import (
     WriteRow,
     blob_key,
     canonical,
-    check_name,
-    check_strategy,
     delta_channels,
     filter_pairs,
+    fork_in,
+    implicit_main,
     metadata_pairs,
-    plan_keep_latest,
+    paged,
+    prunable,
+    prune_threads,
 )
 
 
 def _bytes(value: Any) -> bytes | None:
     return bytes(value) if value is not None else None
+
+
+class _ForkTx:
+    """:class:`~beeweave_core.checkpoints.ForkTx` on one managed Neo4j transaction."""
+
+    def __init__(self, tx: Any, params: dict[str, str]) -> None:
+        self.tx, self.params = tx, params  # tenant, thread_id, checkpoint_ns
+
+    def exists(self, checkpoint_id: str) -> bool:
+        found = self.tx.run(q.CYPHER_CHECKPOINT_EXISTS, checkpoint_id=checkpoint_id, **self.params)
+        return bool(found.single()["found"])
+
+    def branch_names(self) -> set[str]:
+        return {r["name"] for r in self.tx.run(q.CYPHER_LIST_BRANCHES, **self.params)}
+
+    def latest(self) -> tuple[str | None, float | None]:
+        rec = self.tx.run(q.CYPHER_LATEST_ID, **self.params).single()
+        return rec["latest"], rec["first_ts"]
+
+    def create(
+        self, name: str, head: str | None, fork_point: str | None, created_at: float | None
+    ) -> None:
+        self.tx.run(
+            q.CYPHER_CREATE_BRANCH, name=name, head=head, fork_point=fork_point,
+            created_at=created_at, **self.params,
+        ).consume()  # fmt: skip
+
+    def activate(self, name: str) -> None:
+        self.tx.run(q.CYPHER_SET_ACTIVE_BRANCH, name=name, **self.params).consume()
 
 
 class Neo4jCheckpointStore(neo4j_tx.TenantNodes, BranchOps):
@@ -51,12 +82,17 @@ class Neo4jCheckpointStore(neo4j_tx.TenantNodes, BranchOps):
 
     @classmethod
     def from_uri(
-        cls, uri: str, *, auth: Any = None, database: str | None = None, tenant: str = "default"
+        cls,
+        uri: str,
+        *,
+        auth: AuthSpec = None,
+        database: str | None = None,
+        tenant: str = "default",
     ) -> Neo4jCheckpointStore:
         """A store with its own driver (closed by :meth:`close`)."""
         import neo4j
 
-        driver = neo4j.GraphDatabase.driver(uri, auth=auth)
+        driver = neo4j.GraphDatabase.driver(uri, auth=driver_auth(auth))
         try:
             return cls(driver, tenant=tenant, database=database, owns_driver=True)
         except BaseException:
@@ -170,22 +206,17 @@ class Neo4jCheckpointStore(neo4j_tx.TenantNodes, BranchOps):
             "checkpoint_id": checkpoint_id, "before": before, "must": must,
             "null_keys": null_keys, "after_id": None, "after_thread": None, "after_ns": None,
         }  # fmt: skip
-        left = limit if limit is not None else -1
-        while left != 0:
-            page = LIST_PAGE if left < 0 else min(left, LIST_PAGE)
-            recs = self._run(query, read=True, limit=page, **params)
-            rows = [self._row(r["row"]) for r in recs]
-            yield from rows
-            if len(rows) < page:
-                return
-            last = rows[-1]
-            params.update(
-                after_id=last.checkpoint_id,
-                after_thread=last.thread_id,
-                after_ns=last.checkpoint_ns,
-            )
-            if left > 0:
-                left -= len(rows)
+
+        def fetch(page: int, after: CheckpointRow | None) -> list[CheckpointRow]:
+            if after is not None:
+                params.update(
+                    after_id=after.checkpoint_id,
+                    after_thread=after.thread_id,
+                    after_ns=after.checkpoint_ns,
+                )
+            return [self._row(r["row"]) for r in self._run(query, read=True, limit=page, **params)]
+
+        return paged(fetch, limit)
 
     # --------------------------------------------------------- housekeeping
     def delete_thread(self, thread_id: str) -> None:
@@ -234,21 +265,16 @@ class Neo4jCheckpointStore(neo4j_tx.TenantNodes, BranchOps):
             self._run(q.CYPHER_DELETE_BLOBS, thread_id=thread_id, keys=orphans)
 
     def prune(self, thread_ids: Sequence[str], *, strategy: str = "keep_latest") -> None:
-        check_strategy(strategy)
-        for tid in thread_ids:
-            if strategy == "delete":
-                self.delete_thread(tid)
-                continue
-            skeleton, _ = self._skeleton(tid)
-            keep = plan_keep_latest(skeleton)
-            drop = [
-                {"ns": s.checkpoint_ns, "id": s.checkpoint_id}
-                for s in skeleton
-                if (s.checkpoint_ns, s.checkpoint_id) not in keep
-            ]
-            if drop:
-                self._run(q.CYPHER_DELETE_CHECKPOINTS, thread_id=tid, ids=drop)
-                self._drop_orphan_blobs(tid)
+        prune_threads(
+            thread_ids, strategy, delete_thread=self.delete_thread, keep_latest=self._keep_latest
+        )
+
+    def _keep_latest(self, thread_id: str) -> None:
+        skeleton, _ = self._skeleton(thread_id)
+        drop = [{"ns": s.checkpoint_ns, "id": s.checkpoint_id} for s in prunable(skeleton)]
+        if drop:
+            self._run(q.CYPHER_DELETE_CHECKPOINTS, thread_id=thread_id, ids=drop)
+            self._drop_orphan_blobs(thread_id)
 
     # ------------------------------------------------------------- branches
     def list_branches(self, thread_id: str, checkpoint_ns: str = "") -> list[BranchInfo]:
@@ -262,38 +288,14 @@ class Neo4jCheckpointStore(neo4j_tx.TenantNodes, BranchOps):
                 for r in rows
             ]
         rec = self._run(q.CYPHER_LATEST_ID, read=True, **params)[0]
-        if rec["latest"] is None:
-            return []
-        return [BranchInfo("main", rec["latest"], None, True, rec["first_ts"])]
+        return implicit_main(rec["latest"], rec["first_ts"])
 
     def fork(self, thread_id: str, checkpoint_ns: str, checkpoint_id: str, name: str) -> BranchInfo:
-        check_name("branch name", name)
         params = {"tenant": self.tenant, "thread_id": thread_id, "checkpoint_ns": checkpoint_ns}
-        now = time.time()
-
-        def work(tx: Any) -> None:
-            found = tx.run(q.CYPHER_CHECKPOINT_EXISTS, checkpoint_id=checkpoint_id, **params)
-            if not found.single()["found"]:
-                raise ValueError(f"no checkpoint {checkpoint_id!r} in thread {thread_id!r}")
-            existing = {r["name"] for r in tx.run(q.CYPHER_LIST_BRANCHES, **params)}
-            if not existing:
-                latest = tx.run(q.CYPHER_LATEST_ID, **params).single()
-                tx.run(
-                    q.CYPHER_CREATE_BRANCH, name="main", head=latest["latest"], fork_point=None,
-                    created_at=latest["first_ts"], **params,
-                ).consume()  # fmt: skip
-                existing = {"main"}
-            if name in existing:
-                raise ValueError(f"branch {name!r} already exists in thread {thread_id!r}")
-            tx.run(
-                q.CYPHER_CREATE_BRANCH, name=name, head=checkpoint_id, fork_point=checkpoint_id,
-                created_at=now, **params,
-            ).consume()  # fmt: skip
-            tx.run(q.CYPHER_SET_ACTIVE_BRANCH, name=name, **params).consume()
-
         with self._session() as session:
-            session.execute_write(work)
-        return BranchInfo(name, checkpoint_id, checkpoint_id, True, now)
+            return session.execute_write(
+                lambda tx: fork_in(_ForkTx(tx, params), thread_id, checkpoint_id, name)
+            )
 
     def _set_active_branch(self, thread_id: str, checkpoint_ns: str, name: str) -> None:
         self._run(

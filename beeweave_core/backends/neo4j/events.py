@@ -32,6 +32,7 @@ from typing import Any
 
 from beeweave_core.backends.neo4j import events_cypher as q
 from beeweave_core.backends.neo4j import tx as neo4j_tx
+from beeweave_core.backends.neo4j.auth import AuthSpec, driver_auth
 from beeweave_core.backends.sqlite.events import TokenCount, default_token_count
 from beeweave_core.errors import shown
 from beeweave_core.events import (
@@ -142,7 +143,7 @@ class Neo4jEventStore(BaseEventStore):
         url: str | None = None,
         *,
         tenant: str = "default",
-        auth: Any = None,
+        auth: AuthSpec = None,
         database: str | None = None,
         driver: Any = None,
         token_count: TokenCount | None = None,
@@ -166,10 +167,8 @@ class Neo4jEventStore(BaseEventStore):
         else:
             import neo4j
 
-            if isinstance(auth, str):
-                auth = None if auth.lower() == "none" else tuple(auth.split(":", 1))
             driver_kw.setdefault("connection_timeout", connect_timeout)
-            self.driver = neo4j.GraphDatabase.driver(url, auth=auth, **driver_kw)
+            self.driver = neo4j.GraphDatabase.driver(url, auth=driver_auth(auth), **driver_kw)
             self._owner = True
         try:
             if setup:

@@ -8,6 +8,8 @@ class: "property key does not exist" for optional properties (``expires_at``,
 
 from __future__ import annotations
 
+import threading
+import weakref
 from typing import Any
 
 
@@ -36,18 +38,24 @@ def run(
         return s.execute_read(work) if read else s.execute_write(work)
 
 
-#: (id(driver), database, statements) this process has already ensured.
-_SCHEMA_DONE: set[tuple[int, str | None, tuple[str, ...]]] = set()
+#: Per live driver: the (database, statements) already ensured.  Weakly keyed, so a
+#: closed and collected driver's entry goes with it (an ``id()`` could be reused).
+SCHEMA_DONE: weakref.WeakKeyDictionary[Any, set[tuple[str | None, tuple[str, ...]]]] = (
+    weakref.WeakKeyDictionary()
+)
+_SCHEMA_LOCK = threading.Lock()
 
 
 def ensure_schema(driver: Any, database: str | None, statements: tuple[str, ...]) -> None:
     """Run idempotent ``CREATE … IF NOT EXISTS`` statements once per driver and process."""
-    key = (id(driver), database, statements)
-    if key in _SCHEMA_DONE:
-        return
+    key = (database, statements)
+    with _SCHEMA_LOCK:
+        if key in SCHEMA_DONE.get(driver, ()):
+            return
     for stmt in statements:
         driver.execute_query(stmt, database_=database)
-    _SCHEMA_DONE.add(key)
+    with _SCHEMA_LOCK:
+        SCHEMA_DONE.setdefault(driver, set()).add(key)
 
 
 class TenantNodes:

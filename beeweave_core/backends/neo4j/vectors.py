@@ -18,7 +18,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -32,6 +32,9 @@ from beeweave_core.index.base import (
     check_vector,
     chunk_metadata,
 )
+
+if TYPE_CHECKING:
+    from beeweave_core.backends.neo4j.events import Neo4jEventStore
 
 LABEL = "BeeweaveChunk"
 
@@ -141,7 +144,7 @@ class Neo4jVectorIndex(neo4j_tx.TenantNodes):
         super().__init__(driver, tenant=tenant, database=database, owns_driver=owns_driver)
 
     @classmethod
-    def for_store(cls, store: Any, *, identity: EmbeddingIdentity) -> Neo4jVectorIndex:
+    def for_store(cls, store: Neo4jEventStore, *, identity: EmbeddingIdentity) -> Neo4jVectorIndex:
         """On the driver and database of a :class:`Neo4jEventStore` (not closed here)."""
         return cls(store.driver, tenant=store.tenant, identity=identity, database=store.database)
 

@@ -9,6 +9,7 @@ reads), one transaction per ``put``, and each channel value stored once per vers
 from __future__ import annotations
 
 import json
+import sqlite3
 import time
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
@@ -17,7 +18,6 @@ from typing import Any
 from beeweave_core.backends.sqlite import checkpoints_sql as q
 from beeweave_core.backends.sqlite.db import SideTables
 from beeweave_core.checkpoints import (
-    LIST_PAGE,
     BranchInfo,
     BranchOps,
     CheckpointRow,
@@ -26,9 +26,11 @@ from beeweave_core.checkpoints import (
     WriteRow,
     canonical,
     check_filter,
-    check_name,
-    check_strategy,
-    plan_keep_latest,
+    fork_in,
+    implicit_main,
+    paged,
+    prunable,
+    prune_threads,
 )
 
 
@@ -49,10 +51,38 @@ def _filter_value(value: Any) -> Any:
     return canonical(value)
 
 
+class _ForkTx:
+    """:class:`~beeweave_core.checkpoints.ForkTx` on one SQLite transaction."""
+
+    def __init__(self, conn: sqlite3.Connection, scope: tuple[str, str, str]) -> None:
+        self.conn, self.scope = conn, scope  # (tenant, thread_id, checkpoint_ns)
+
+    def exists(self, checkpoint_id: str) -> bool:
+        return (
+            self.conn.execute(q.CHECKPOINT_EXISTS, (*self.scope, checkpoint_id)).fetchone()
+            is not None
+        )
+
+    def branch_names(self) -> set[str]:
+        return {r[0] for r in self.conn.execute(q.LIST_BRANCHES, self.scope)}
+
+    def latest(self) -> tuple[str | None, float | None]:
+        latest, first_ts = self.conn.execute(q.LATEST_ID, self.scope).fetchone()
+        return latest, first_ts
+
+    def create(
+        self, name: str, head: str | None, fork_point: str | None, created_at: float | None
+    ) -> None:
+        self.conn.execute(q.INSERT_BRANCH, (*self.scope, name, head, fork_point, 0, created_at))
+
+    def activate(self, name: str) -> None:
+        self.conn.execute(q.SET_ACTIVE_BRANCH, (name, *self.scope))
+
+
 class SQLiteCheckpointStore(SideTables, BranchOps):
     """Checkpoints, blobs, pending writes and branches in a SQLite file.
 
-    ``path`` is usually the event store's file.  ``_shared`` (connection, lock) lets
+    ``path`` is usually the event store's file.  ``connection`` (the backend's) lets
     an in-memory event store and its checkpoints share one ``:memory:`` database.
     """
 
@@ -177,22 +207,15 @@ class SQLiteCheckpointStore(SideTables, BranchOps):
             else:
                 sql += q.LIST_META_EQ
                 params += [_json_path(key), _filter_value(value)]
-        left = limit if limit is not None else -1
-        after: tuple[str, str, str] | None = None
-        while left != 0:
-            page = LIST_PAGE if left < 0 else min(left, LIST_PAGE)
+
+        def fetch(page: int, after: CheckpointRow | None) -> list[CheckpointRow]:
             page_sql, page_params = sql, list(params)
             if after is not None:
                 page_sql += q.LIST_AFTER
-                page_params += after
-            recs = self._read(page_sql + q.LIST_ORDER, (*page_params, page))
-            for rec in recs:
-                yield self._row(rec)
-            if len(recs) < page:
-                return
-            after = (recs[-1][2], recs[-1][0], recs[-1][1])
-            if left > 0:
-                left -= len(recs)
+                page_params += [after.checkpoint_id, after.thread_id, after.checkpoint_ns]
+            return [self._row(r) for r in self._read(page_sql + q.LIST_ORDER, (*page_params, page))]
+
+        return paged(fetch, limit)
 
     # --------------------------------------------------------- housekeeping
     def delete_thread(self, thread_id: str) -> None:
@@ -221,38 +244,33 @@ class SQLiteCheckpointStore(SideTables, BranchOps):
 
     def prune(self, thread_ids: Sequence[str], *, strategy: str = "keep_latest") -> None:
         """``keep_latest``: newest per namespace (+ DeltaChannel seeds); ``delete``: all."""
-        check_strategy(strategy)
+        prune_threads(
+            thread_ids, strategy, delete_thread=self.delete_thread, keep_latest=self._keep_latest
+        )
+
+    def _keep_latest(self, thread_id: str) -> None:
         t = self.tenant
-        for tid in thread_ids:
-            if strategy == "delete":
-                self.delete_thread(tid)
-                continue
-            with self._tx() as c:
-                stored = {(ns, ch, v) for ns, ch, v in c.execute(q.STORED_BLOBS, (t, tid))}
-                skeleton = []
-                for ns, cid, parent, counters, versions in c.execute(q.PRUNE_SKELETON, (t, tid)):
-                    cv = json.loads(versions)
-                    skeleton.append(
-                        Skeleton(
-                            checkpoint_ns=ns,
-                            checkpoint_id=cid,
-                            parent_checkpoint_id=parent,
-                            delta_channels=tuple(json.loads(counters)) if counters else (),
-                            stored_channels=frozenset(
-                                ch for ch, v in cv.items() if (ns, ch, v) in stored
-                            ),
-                        )
+        with self._tx() as c:
+            stored = {(ns, ch, v) for ns, ch, v in c.execute(q.STORED_BLOBS, (t, thread_id))}
+            skeleton = []
+            for ns, cid, parent, counters, versions in c.execute(q.PRUNE_SKELETON, (t, thread_id)):
+                cv = json.loads(versions)
+                skeleton.append(
+                    Skeleton(
+                        checkpoint_ns=ns,
+                        checkpoint_id=cid,
+                        parent_checkpoint_id=parent,
+                        delta_channels=tuple(json.loads(counters)) if counters else (),
+                        stored_channels=frozenset(
+                            ch for ch, v in cv.items() if (ns, ch, v) in stored
+                        ),
                     )
-                keep = plan_keep_latest(skeleton)
-                drop = [
-                    (t, tid, s.checkpoint_ns, s.checkpoint_id)
-                    for s in skeleton
-                    if (s.checkpoint_ns, s.checkpoint_id) not in keep
-                ]
-                if drop:
-                    c.executemany(q.DELETE_WRITES_OF_CHECKPOINT, drop)
-                    c.executemany(q.DELETE_CHECKPOINT, drop)
-                    c.execute(q.DELETE_ORPHAN_BLOBS, (t, tid))
+                )
+            drop = [(t, thread_id, s.checkpoint_ns, s.checkpoint_id) for s in prunable(skeleton)]
+            if drop:
+                c.executemany(q.DELETE_WRITES_OF_CHECKPOINT, drop)
+                c.executemany(q.DELETE_CHECKPOINT, drop)
+                c.execute(q.DELETE_ORPHAN_BLOBS, (t, thread_id))
 
     # ------------------------------------------------------------- branches
     def list_branches(self, thread_id: str, checkpoint_ns: str = "") -> list[BranchInfo]:
@@ -260,37 +278,13 @@ class SQLiteCheckpointStore(SideTables, BranchOps):
         rows = self._read(q.LIST_BRANCHES, (self.tenant, thread_id, checkpoint_ns))
         if rows:
             return [BranchInfo(n, h, f, bool(a), ts) for n, h, f, a, ts in rows]
-        latest, first_ts = self._read(q.LATEST_ID, (self.tenant, thread_id, checkpoint_ns))[0]
-        if latest is None:
-            return []
-        return [BranchInfo("main", latest, None, True, first_ts)]
+        return implicit_main(*self._read(q.LATEST_ID, (self.tenant, thread_id, checkpoint_ns))[0])
 
     def fork(self, thread_id: str, checkpoint_ns: str, checkpoint_id: str, name: str) -> BranchInfo:
         """Start branch ``name`` at ``checkpoint_id`` and make it the active one."""
-        check_name("branch name", name)
-        t = self.tenant
-        now = time.time()
         with self._tx() as c:
-            if not c.execute(
-                q.CHECKPOINT_EXISTS, (t, thread_id, checkpoint_ns, checkpoint_id)
-            ).fetchone():
-                raise ValueError(f"no checkpoint {checkpoint_id!r} in thread {thread_id!r}")
-            existing = {r[0] for r in c.execute(q.LIST_BRANCHES, (t, thread_id, checkpoint_ns))}
-            if not existing:
-                latest = c.execute(q.LATEST_ID, (t, thread_id, checkpoint_ns)).fetchone()
-                c.execute(
-                    q.INSERT_BRANCH,
-                    (t, thread_id, checkpoint_ns, "main", latest[0], None, 0, latest[1]),
-                )
-                existing = {"main"}
-            if name in existing:
-                raise ValueError(f"branch {name!r} already exists in thread {thread_id!r}")
-            c.execute(
-                q.INSERT_BRANCH,
-                (t, thread_id, checkpoint_ns, name, checkpoint_id, checkpoint_id, 0, now),
-            )
-            c.execute(q.SET_ACTIVE_BRANCH, (name, t, thread_id, checkpoint_ns))
-        return BranchInfo(name, checkpoint_id, checkpoint_id, True, now)
+            return fork_in(_ForkTx(c, (self.tenant, thread_id, checkpoint_ns)), thread_id,
+                           checkpoint_id, name)  # fmt: skip
 
     def _set_active_branch(self, thread_id: str, checkpoint_ns: str, name: str) -> None:
         with self._tx() as c:

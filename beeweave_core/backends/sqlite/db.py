@@ -3,6 +3,8 @@
 Checkpoints and store items each keep their own connection to the file (WAL: their
 writes never block the event bus's reads), their own lock, and their own schema
 version in the shared ``beeweave_meta`` table; this base class holds that once.
+A ``:memory:`` database exists per connection, so there the backend opens one
+:class:`SharedConnection` and hands it to every table set.
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ import sqlite3
 import threading
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -30,11 +33,37 @@ class ClosedError(RuntimeError):
     """The tables' connection was closed."""
 
 
+@dataclass(frozen=True, slots=True)
+class SharedConnection:
+    """One connection and the lock that serialises it, used by several table sets."""
+
+    conn: sqlite3.Connection
+    lock: threading.RLock
+
+    @classmethod
+    def open(cls, path: str, *, busy_timeout: float = 30.0) -> SharedConnection:
+        """A connection in autocommit mode (transactions are explicit), WAL for files."""
+        if path != ":memory:":
+            Path(path).parent.mkdir(parents=True, exist_ok=True)
+        conn = sqlite3.connect(
+            path, check_same_thread=False, isolation_level=None, timeout=busy_timeout
+        )
+        conn.execute("PRAGMA journal_mode=WAL")
+        conn.execute("PRAGMA synchronous=NORMAL")
+        # deleted rows are overwritten, not left in free pages: a purge is a purge
+        conn.execute("PRAGMA secure_delete=ON")
+        return cls(conn, threading.RLock())
+
+    def close(self) -> None:
+        with self.lock:
+            self.conn.close()
+
+
 class SideTables:
     """A connection, a lock and a migrated schema (``sql``: SCHEMA_KEY/VERSION, MIGRATIONS).
 
-    ``_shared`` (connection, lock) lets tables beside an in-memory event store use
-    its connection: each ``:memory:`` connection is a database of its own.
+    ``connection`` lends the tables a connection another object owns (and closes):
+    the backend's one ``:memory:`` database, or a tenant view's parent store.
     """
 
     sql: ModuleType
@@ -45,30 +74,24 @@ class SideTables:
         *,
         tenant: str = "default",
         busy_timeout: float = 30.0,
-        _shared: tuple[sqlite3.Connection, threading.RLock] | None = None,
+        connection: SharedConnection | None = None,
     ) -> None:
         if not isinstance(tenant, str) or not tenant:
             raise ValueError(f"tenant must be a non-empty string, got {tenant!r}")
         self.tenant = tenant
         self.path = str(path)
-        if _shared is not None:
-            self._conn, self._lock = _shared
-            self._owner = False
-        else:
-            if self.path != ":memory:":
-                Path(self.path).parent.mkdir(parents=True, exist_ok=True)
-            self._conn = sqlite3.connect(
-                self.path, check_same_thread=False, isolation_level=None, timeout=busy_timeout
-            )
-            self._lock = threading.RLock()
-            self._owner = True
-            self._conn.execute("PRAGMA journal_mode=WAL")
-            self._conn.execute("PRAGMA synchronous=NORMAL")
-            # deleted rows are overwritten, not left in free pages: a purge is a purge
-            self._conn.execute("PRAGMA secure_delete=ON")
+        self._owner = connection is None
+        self._shared = connection or SharedConnection.open(self.path, busy_timeout=busy_timeout)
+        self._conn, self._lock = self._shared.conn, self._shared.lock
+        with self._lock:
             self._prepare(self._conn)
         self._closed = False
         self.setup()
+
+    @property
+    def connection(self) -> SharedConnection:
+        """This store's connection, for a view that must see the same database."""
+        return self._shared
 
     def _prepare(self, conn: sqlite3.Connection) -> None:
         """Per-connection set-up before the schema is touched (functions, pragmas)."""
@@ -92,6 +115,11 @@ class SideTables:
             if self._closed:
                 raise ClosedError(f"{type(self).__name__} is closed")
             return self._conn.execute(sql, params).fetchall()
+
+    def _write(self, sql: str, params: Sequence[Any]) -> None:
+        """One statement in its own write transaction."""
+        with self._tx() as c:
+            c.execute(sql, params)
 
     def setup(self) -> None:
         """Create or migrate the tables; safe to call any number of times."""
@@ -118,5 +146,5 @@ class SideTables:
     def close(self) -> None:
         with self._lock:
             if self._owner and not self._closed:
-                self._conn.close()
+                self._shared.close()
             self._closed = True

@@ -11,12 +11,11 @@ from __future__ import annotations
 import json
 import os
 import sqlite3
-import threading
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 from beeweave_core.backends.sqlite import events_sql as q
-from beeweave_core.backends.sqlite.db import SideTables
+from beeweave_core.backends.sqlite.db import SharedConnection, SideTables
 from beeweave_core.events import (
     AppendResult,
     Edge,
@@ -90,10 +89,10 @@ class SQLiteEventStore(SideTables, BaseEventStore):
         tenant: str = "default",
         token_count: TokenCount | None = None,
         busy_timeout: float = 30.0,
-        _shared: tuple[sqlite3.Connection, threading.RLock] | None = None,
+        connection: SharedConnection | None = None,
     ) -> None:
         self._token_count = token_count or default_token_count
-        super().__init__(path, tenant=tenant, busy_timeout=busy_timeout, _shared=_shared)
+        super().__init__(path, tenant=tenant, busy_timeout=busy_timeout, connection=connection)
 
     def _prepare(self, conn: sqlite3.Connection) -> None:
         conn.execute("PRAGMA foreign_keys=OFF")
@@ -106,7 +105,7 @@ class SQLiteEventStore(SideTables, BaseEventStore):
             self.path,
             tenant=tenant,
             token_count=self._token_count,
-            _shared=(self._conn, self._lock),
+            connection=self.connection,
         )
 
     # --------------------------------------------------------------- writes

@@ -24,18 +24,12 @@ class SQLiteItemIndex(SideTables):
 
     sql = q
 
-    def _exec(self, sql: str, params: Sequence[Any]) -> list[tuple[Any, ...]]:
-        if sql.lstrip().upper().startswith("SELECT"):
-            return self._read(sql, params)
-        with self._tx() as c:
-            return c.execute(sql, params).fetchall()
-
     def get(self, path: str, key: str, *, now: float) -> ItemRow | None:
-        recs = self._exec(q.GET_ITEM, (self.tenant, path, key, now))
+        recs = self._read(q.GET_ITEM, (self.tenant, path, key, now))
         return _row(recs[0]) if recs else None
 
     def upsert(self, row: ItemRow) -> None:
-        self._exec(
+        self._write(
             q.UPSERT_ITEM,
             (
                 self.tenant, row.path, row.key, encode_value(row.value), row.event_id,
@@ -44,10 +38,10 @@ class SQLiteItemIndex(SideTables):
         )  # fmt: skip
 
     def remove(self, path: str, key: str) -> None:
-        self._exec(q.DELETE_ITEM, (self.tenant, path, key))
+        self._write(q.DELETE_ITEM, (self.tenant, path, key))
 
     def touch(self, path: str, key: str, expires_at: float) -> None:
-        self._exec(q.TOUCH_ITEM, (expires_at, self.tenant, path, key))
+        self._write(q.TOUCH_ITEM, (expires_at, self.tenant, path, key))
 
     def scan(
         self, prefix: str | None, *, now: float, limit: int | None = None
@@ -58,11 +52,11 @@ class SQLiteItemIndex(SideTables):
         else:
             sql = q.SCAN_PREFIX
             params = [self.tenant, prefix, prefix + NS_SEP, prefix + chr(ord(NS_SEP) + 1), now]
-        for rec in self._exec(sql + q.SCAN_ORDER, (*params, _NO_LIMIT if limit is None else limit)):
+        for rec in self._read(sql + q.SCAN_ORDER, (*params, _NO_LIMIT if limit is None else limit)):
             yield _row(rec)
 
     def paths(self, *, now: float) -> list[str]:
-        return [r[0] for r in self._exec(q.PATHS, (self.tenant, now))]
+        return [r[0] for r in self._read(q.PATHS, (self.tenant, now))]
 
     def expired(self, *, now: float) -> list[ItemRow]:
-        return [_row(r) for r in self._exec(q.EXPIRED, (self.tenant, now))]
+        return [_row(r) for r in self._read(q.EXPIRED, (self.tenant, now))]
