@@ -494,10 +494,9 @@ def ui(
     open_browser: Annotated[bool, typer.Option("--open", help="Open the browser.")] = False,
 ) -> None:
     """A local web UI: sessions, the causal graph, assembled context, memories, search."""
-    try:
-        from beeweave_ui.server import serve
-    except ImportError as exc:
-        fail(f'the UI needs its extra: pip install "beeweave[ui]" ({exc})')
+    require_extras("ui", "ui")
+    from beeweave_ui.server import serve
+
     with opened(url, tenant, auth, index_options={"backfill": False}) as weave:  # read-mostly
         serve(weave, host=host, port=port, open_browser=open_browser, say=console.print)
 
