@@ -35,7 +35,7 @@ def apply(weave: Weave, memory_id: str, action: str, reason: str = "") -> dict[s
     if action == "purge":
         changed = weave.purge(ids=[mem.id])
     elif action == "invalidate":
-        changed = weave.store.invalidate([mem.id], f"{reason} (beeweave ui)", by=record)
+        changed = weave.store.invalidate([mem.id], f"{reason} (beeweave ui)")
         if weave.indexer is not None:
             weave.indexer.forget([mem.id])
     return {"action": action, "memory_id": mem.id, "changed": changed, "record_id": record}

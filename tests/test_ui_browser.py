@@ -230,6 +230,13 @@ def test_memory_actions_delete_invalidate_confirm(page: Any, server: str) -> Non
     cell = f"[data-testid=memory][data-id='{wrong['id']}'] .status-invalidated"
     page.wait_for_selector(cell)
     assert "never agreed" in page.inner_text(cell)
+    text = page.inner_text("[data-testid=memories]")
+    assert "[object" not in text
+    chains = [m for m in mems if m["supersedes"]]
+    assert chains, "the demo overturns a batch size: some memory supersedes another"
+    for m in chains:
+        row = page.inner_text(f"[data-testid=memory][data-id='{m['id']}']")
+        assert f"supersedes #{next(x['seq'] for x in mems if x['id'] == m['supersedes'][0])}" in row
     _shot(page, "memories", full=True)
     audit = [
         n for n in _get(server, f"/api/sessions/{DEMO}/graph")["nodes"] if n["type"] == "warning"

@@ -26,7 +26,7 @@ function el(tag, attrs, ...kids) {
     if (k.startsWith("on")) node.addEventListener(k.slice(2), v);
     else node.setAttribute(k, v === true ? "" : String(v));
   }
-  for (const kid of kids.flat()) {
+  for (const kid of kids.flat(Infinity)) {
     if (kid === null || kid === undefined || kid === false) continue;
     node.append(kid instanceof Node ? kid : document.createTextNode(String(kid)));
   }
