@@ -1,14 +1,22 @@
-"""ContextBus: capture that never blocks or breaks the agent it watches.
+"""ContextBus: capture that never blocks or breaks the agent it watches, and loses nothing.
 
-``emit()`` runs on the agent's thread.  It only mints an id and appends a tuple to an
-in-memory deque; a background writer turns tuples into events, coalesces bursts of
-low-priority fragments, and writes batches into the store.  When the store fails,
-batches go to an append-only spool file and are replayed, in order, once the store
-answers again (ids are fixed before spooling, so a replay is idempotent).
+``emit()`` runs on the agent's thread.  It checks the cheap things (types, the
+session id), mints an id and appends a tuple to an in-memory deque.  Two
+background threads do the rest:
 
+* the *journal* thread, every ``flush_interval`` (50 ms), turns tuples into events
+  (coalescing bursts of low-priority fragments), one at a time so a bad one is
+  dead-lettered alone, and appends them to this process's spool file;
+* the *store* thread hands those events to the store in batches and cuts the
+  spool back once the store has them.  When the store fails or hangs it stops
+  asking, and later replays the spool in order (ids are fixed before spooling,
+  so a replay is idempotent).
+
+So an event is on disk one journal tick after ``emit()`` returned, whether the
+store answers or not; see "Durability" in the README for the full contract.
 Bounds: at most ``max_low`` low-priority items wait in memory (beyond that the
-newest are dropped and counted); at most ``max_high`` high-priority items wait in
-memory (beyond that they overflow to a disk file, never dropped).
+newest are dropped and counted); past ``max_high`` high-priority items go
+straight to an overflow file on the caller's thread, never dropped.
 """
 
 from __future__ import annotations
@@ -17,15 +25,18 @@ import atexit
 import itertools
 import json
 import logging
+import math
 import os
+import sqlite3
 import threading
 import time
 import weakref
-from collections import deque
-from collections.abc import Callable, Mapping, Sequence
-from pathlib import Path
-from typing import Any
+from collections import Counter, deque
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from typing import IO, Any
 
+from beeweave_core import shutdown
+from beeweave_core.errors import StoreError
 from beeweave_core.events import (
     HIGH_PRIORITY_TYPES,
     EdgeType,
@@ -34,22 +45,104 @@ from beeweave_core.events import (
     event_id_for,
     new_event_id,
 )
+from beeweave_core.governance.redaction import Redactor, redact_value
+from beeweave_core.ids import check_tenant, file_key, session_problem, short
 from beeweave_core.payloads import PayloadError, dumps, to_jsonable
+from beeweave_core.spool import (
+    DRAINING,
+    OVERFLOW,
+    DeadLetters,
+    Match,
+    Spool,
+    chunks,
+    encode,
+    filter_file,
+    keys_of,
+    line_matches,
+)
 from beeweave_core.store import EventStore
 
 log = logging.getLogger("beeweave.bus")
+#: What :meth:`ContextBus.subscribe` takes: called with each batch once it is stored.
+Listener = Callable[[list[Event]], None]
 
 _HIGH = frozenset(t.value for t in HIGH_PRIORITY_TYPES)
+_TYPES = frozenset(t.value for t in EventType)
 _BAD_INPUT = (ValueError, TypeError, PayloadError)
+#: Times the store may fail one event for an unknown reason before it is dead-lettered.
+_STRIKES = 3
+#: Items the journal takes from memory per write (each chunk is on disk before the next).
+_CHUNK = 250
 
 # Positions in the queued tuple (a tuple is the cheapest thing to build on emit()).
 _N, _ID, _TYPE, _CONTENT, _SID, _ROLE, _PAYLOAD, _PARENTS, _LINKS, _META, _SOURCE, _TS, _CK, _HI = (
     range(14)
 )
+Built = tuple[int, dict[str, Any]]  # (n, the event in its JSON record form)
+
+
+def _as_str(value: Any) -> Any:
+    """A ``str`` subclass (an enum, a custom id type) as a plain, hashable ``str``."""
+    return str.__str__(value) if isinstance(value, str) and type(value) is not str else value
+
+
+def emit_problem(tv: Any, sid: Any, ck: Any, ts: Any, priority: Any, key: Any) -> str | None:
+    """Why an emit() cannot become an event (None: it can).  Cheap: the caller's thread."""
+    if type(tv) is not str or tv not in _TYPES:
+        return f"unknown event type {short(tv)}"
+    problem = session_problem(sid)
+    if problem:
+        return problem
+    if ck is not None and type(ck) is not str:
+        return f"coalesce_key must be a string, got {type(ck).__name__}"
+    if key is not None and type(key) is not str:
+        return f"key must be a string, got {type(key).__name__}"
+    if ts is not None and (type(ts) not in (int, float) or not math.isfinite(ts)):
+        return f"ts must be a finite number of seconds, got {short(ts)}"
+    if priority not in (None, "high", "low"):
+        return f"priority must be 'high' or 'low', got {short(priority)}"
+    return None
+
+
+def is_outage(exc: BaseException) -> bool:
+    """The store did not answer (retry later) rather than refused this input."""
+    if isinstance(exc, _BAD_INPUT):
+        return False
+    retryable = getattr(exc, "is_retryable", None)  # the neo4j driver's own verdict
+    if callable(retryable):
+        try:
+            if retryable():
+                return True
+        except Exception:
+            pass
+    return isinstance(exc, (OSError, sqlite3.OperationalError, StoreError, RuntimeError))
+
+
+def _reason(exc: BaseException) -> str:
+    """One bounded line saying why (a validation error's lines joined, not its first)."""
+    return f"{type(exc).__name__}: {' '.join(str(exc).split())[:300]}"
+
+
+def _raw(item: Any) -> Any:
+    """A JSON form of whatever was refused, however broken its parts are."""
+    if isinstance(item, Event):
+        return item.to_record()
+    if isinstance(item, dict):
+        return item
+    try:
+        return to_jsonable(list(item))
+    except Exception:
+        out = []
+        for part in item:
+            try:
+                out.append(to_jsonable(part))
+            except Exception:
+                out.append({"$unreadable": type(part).__name__})
+        return out
 
 
 class ContextBus:
-    """Bounded, prioritised, non-blocking capture in front of an :class:`EventStore`."""
+    """Bounded, prioritised, non-blocking, durable capture in front of an :class:`EventStore`."""
 
     def __init__(
         self,
@@ -60,13 +153,18 @@ class ContextBus:
         batch_size: int = 1000,
         flush_interval: float = 0.05,
         coalesce_window: float = 0.1,
-        max_high: int = 100_000,
+        max_high: int = 1_000,
         max_low: int = 10_000,
         retry_interval: float = 0.5,
         max_retry_interval: float = 30.0,
+        stall_after: float = 5.0,
+        dead_letter_days: float | None = 30.0,
+        redactor: Redactor | None = None,
     ) -> None:
         self.store = store
-        self.tenant = store.tenant
+        #: Runs on every record before it reaches a file or the store (see governance/).
+        self.redactor = redactor
+        self.tenant = check_tenant(store.tenant)
         self.batch_size = batch_size
         self.flush_interval = flush_interval
         self.coalesce_window = coalesce_window
@@ -74,39 +172,68 @@ class ContextBus:
         self.max_low = max_low
         self.retry_interval = retry_interval
         self.max_retry_interval = max_retry_interval
-        spool = Path(spool_dir)
-        spool.mkdir(parents=True, exist_ok=True)
-        self.spool_path = spool / f"{name}.spool.jsonl"
-        self.overflow_path = spool / f"{name}.overflow.jsonl"
-        self.dead_letter_path = spool / f"{name}.dead-letter.jsonl"
+        #: A store call running longer than this counts as "not answering" for flush().
+        self.stall_after = stall_after
+        key = file_key(name, self.tenant)
+        self._spool = Spool(spool_dir, key)
+        self.spool_path = self._spool.path
+        self.overflow_path = self._spool.file(OVERFLOW)
+        self.dead_letter_path = self._spool.folder / f"{key}.dead-letter.jsonl"
+        self._dead = DeadLetters(self.dead_letter_path, retention_days=dead_letter_days)
+        self._redacted_counts: Counter[str] = Counter()
+        self._init_state()
+        #: Called on the store thread with each batch once it is in the store
+        #: (the vector indexer and the memory writer hang off this).
+        self.listeners: list[Listener] = []
+        self._orphans = self._spool.orphans()
+        self._jthread = threading.Thread(target=self._journal_loop, name="beeweave-journal", daemon=True)  # fmt: skip
+        self._sthread = threading.Thread(
+            target=self._store_loop, name="beeweave-store", daemon=True
+        )
+        self._jthread.start()
+        self._sthread.start()
+        ref = weakref.ref(self)
+        self._atexit = lambda: (b := ref()) is not None and b.close(timeout=5.0)
+        atexit.register(self._atexit)
+        shutdown.register(self)
 
+    def _init_state(self) -> None:
         self._counter = itertools.count()
         self._high: deque[tuple[Any, ...]] = deque()
         self._low: deque[tuple[Any, ...]] = deque()
-        self._overflow_lock = threading.Lock()
-        self._wake = threading.Event()
-        self._cond = threading.Condition()
-        self._done_upto = -1  # every item numbered <= this is stored, spooled or refused
-        self._closing = False
+        self._rejects: deque[tuple[int, str, tuple[Any, ...]]] = deque()
+        self._pending_low: dict[tuple[Any, ...], list[tuple[Any, ...]]] = {}
+        self._overflow_lock = threading.RLock()  # RLock: SIGTERM may land inside emit()
+        self._overflow_f: IO[bytes] | None = None
+        self._overflowing = False
+        self._inflight = 0  # items the journal has taken but not yet written
+        self._wake, self._swake = threading.Event(), threading.Event()
+        self._cond = threading.Condition(threading.RLock())  # RLock: SIGTERM may re-enter
+        # held by each journal cycle / store step (two locks: neither waits on the other);
+        # purge takes both to see the files and queues still
+        self._jpause, self._spause = threading.RLock(), threading.RLock()
+        self._spool_lock = threading.Lock()  # spool offsets, _ready, _marks, _disk
+        self._ready: deque[tuple[list[dict[str, Any]], int]] = deque()
+        self._marks: deque[tuple[int, int]] = deque()  # (spool offset, every n <= is done)
+        self._stored_off = 0
+        self._disk = False  # the store thread replays from the spool file, not from memory
+        self._persisted_upto = self._stored_upto = self._flush_target = -1
+        self._orphan_off = 0
+        self._store_up = True
+        self._next_retry = 0.0
+        self._backoff = self.retry_interval
+        self._call_since: float | None = None
+        self._strikes: dict[str, int] = {}
+        self._closing = self._closed = False
+        self._stop_at = math.inf
+        self._refused_seen = 0
         self._stats: dict[str, int] = dict.fromkeys(
             (
-                "emitted", "written", "duplicates", "coalesced", "dropped_low", "overflowed",
-                "spooled", "replayed", "refused", "store_errors", "emit_errors",
+                "emitted", "journaled", "written", "duplicates", "coalesced", "dropped_low",
+                "overflowed", "spooled", "replayed", "refused", "store_errors", "emit_errors",
             ),
             0,
         )  # fmt: skip
-        self._store_up = True
-        self._next_retry = 0.0
-        self._backoff = retry_interval
-        self._pending_low: dict[tuple[Any, ...], list[tuple[Any, ...]]] = {}
-        #: Called on the writer thread with each batch once it is in the store
-        #: (the vector indexer and the memory writer hang off this).
-        self.listeners: list[Callable[[list[Event]], None]] = []
-        self._thread = threading.Thread(target=self._run, name=f"beeweave-{name}", daemon=True)
-        self._thread.start()
-        ref = weakref.ref(self)
-        self._atexit = lambda: (b := ref()) is not None and b.close(timeout=10.0)
-        atexit.register(self._atexit)
 
     # ------------------------------------------------------------ caller side
     def emit(
@@ -131,27 +258,33 @@ class ContextBus:
         ``key`` makes the id deterministic (a redelivered hook maps to the same id);
         without it every call is a new event.  ``priority`` overrides the type's
         default ("high" / "low"); low-priority events with the same
-        ``coalesce_key`` inside ``coalesce_window`` are merged into one.
+        ``coalesce_key`` inside ``coalesce_window`` are merged into one.  Input that
+        cannot become an event (a non-string session id, ``ts="yesterday"``) is
+        refused: counted, and kept in the dead-letter file with the reason.
         """
         eid = ""
         try:
-            eid = event_id_for(self.tenant, session_id, key) if key is not None else new_event_id()
-            tv = type.value if isinstance(type, EventType) else type
+            n = next(self._counter)
+            self._stats["emitted"] += 1
+            tv = type.value if isinstance(type, EventType) else _as_str(type)
+            session_id, coalesce_key, key = (_as_str(session_id), _as_str(coalesce_key), _as_str(key))  # fmt: skip
+            problem = emit_problem(tv, session_id, coalesce_key, ts, priority, key)
+            eid = new_event_id() if problem or key is None else event_id_for(self.tenant, session_id, key)  # fmt: skip
             hi = priority == "high" or (priority is None and tv in _HIGH)
             item = (
-                next(self._counter), eid, tv, content, session_id, role, payload, parents,
+                n, eid, tv, content, session_id, role, payload, parents,
                 links, meta, source, ts if ts is not None else time.time(), coalesce_key, hi,
             )  # fmt: skip
-            self._stats["emitted"] += 1
-            if hi:
-                if len(self._high) < self.max_high:
-                    self._high.append(item)
-                else:
+            if problem:
+                self._rejects.append((n, problem, item))
+            elif hi:
+                if self._overflowing or len(self._high) + self._inflight >= self.max_high:
                     self._overflow(item)
-                # Waking the writer on every event makes it fight the agent for the GIL;
-                # the timer (flush_interval) picks up small amounts, a full batch wakes it.
-                if len(self._high) >= self.batch_size and not self._wake.is_set():
-                    self._wake.set()
+                else:
+                    self._high.append(item)
+                    # waking the writer per event would make it fight the agent for the GIL
+                    if len(self._high) >= self.max_high // 2 and not self._wake.is_set():
+                        self._wake.set()
             elif len(self._low) < self.max_low:
                 self._low.append(item)
             else:
@@ -171,38 +304,100 @@ class ContextBus:
     def _overflow(self, item: tuple[Any, ...]) -> None:
         """Memory bound reached for high priority: keep it on disk instead of dropping it."""
         try:
-            ev = self._build(item)
-        except _BAD_INPUT as exc:
-            self._dead_letter(item, exc)
+            line = encode(item[_N], self._redacted(self._record(item)))
+        except Exception as exc:
+            self._rejects.append((item[_N], _reason(exc), item))
             return
-        with self._overflow_lock, self.overflow_path.open("a", encoding="utf-8") as f:
-            f.write(json.dumps({"n": item[_N], "event": ev.to_record()}) + "\n")
+        with self._overflow_lock:
+            if self._overflow_f is None:
+                from beeweave_core.private import open_private
+
+                self._overflow_f = open_private(self.overflow_path, "ab", buffering=0)
+            self._overflow_f.write(line)
+            self._overflowing = True
         self._stats["overflowed"] += 1
 
     def flush(self, timeout: float = 30.0) -> bool:
-        """Wait until everything emitted so far is stored (True) or safely spooled (False)."""
+        """Wait until everything emitted so far is in the store.
+
+        True: every event emitted before the call is stored, and nothing was refused
+        since the previous ``flush()``.  False: some events are only in the spool
+        (the store is down or did not answer within ``stall_after``; they are
+        replayed later), were refused (dead-letter file), or ``timeout`` passed.
+        Either way everything emitted before the call is on disk or stored when
+        this returns, unless the timeout passed first.
+        """
         target = next(self._counter)
-        deadline = time.monotonic() + timeout
         self._flush_target = max(self._flush_target, target)
         self._wake.set()
+        deadline = time.monotonic() + timeout
         with self._cond:
-            while self._done_upto < target:
+            while self._stored_upto < target:
+                if self._persisted_upto >= target and self._store_unavailable():
+                    break
                 left = deadline - time.monotonic()
-                if left <= 0 or not self._thread.is_alive():
-                    return False
+                if left <= 0 or not self._jthread.is_alive():
+                    break
                 self._cond.wait(min(left, 0.05))
                 self._wake.set()
-        return self._store_up and not self._spool_pending()
+                self._swake.set()
+        refused, self._refused_seen = self._stats["refused"] > self._refused_seen, self._stats["refused"]  # fmt: skip
+        return self._stored_upto >= target and not refused
+
+    def persisted(self, timeout: float = 5.0) -> bool:
+        """Wait until everything emitted so far is at least on disk (spool or store)."""
+        target = next(self._counter)
+        self._flush_target = max(self._flush_target, target)
+        self._wake.set()
+        deadline = time.monotonic() + timeout
+        with self._cond:
+            while self._persisted_upto < target and time.monotonic() < deadline:
+                self._cond.wait(0.02)
+                self._wake.set()
+        return self._persisted_upto >= target
 
     def close(self, timeout: float = 30.0) -> None:
-        """Flush, stop the writer and release the atexit hook.  Safe to call twice."""
-        if self._closing:
+        """Store what the store takes within ``timeout``, keep the rest spooled, stop.
+
+        Safe to call twice.  Whatever is not stored stays in the spool file and is
+        replayed by the next bus opened for the same store and tenant.
+        """
+        if self._closed:
             return
+        self._closed = True
+        start = time.monotonic()
         self.flush(timeout)
+        self._stop_at = start + timeout
         self._closing = True
         self._wake.set()
-        self._thread.join(timeout)
+        self._jthread.join(max(1.0, self._stop_at - time.monotonic()))
+        self._swake.set()
+        self._sthread.join(max(0.5, self._stop_at - time.monotonic()))
+        with self._overflow_lock:
+            if self._overflow_f is not None:
+                self._overflow_f.close()
+                self._overflow_f = None
+        for _, handle in self._orphans:
+            if handle is not None:
+                handle.close()
+        self._spool.close()
         atexit.unregister(self._atexit)
+        shutdown.unregister(self)
+
+    def subscribe(self, listener: Listener) -> None:
+        """Call ``listener`` on the writer thread with each batch once it is stored.
+
+        A listener must be quick (capture waits for it) and may fail: the failure is
+        logged and capture goes on.  Subscribing the same listener twice is a no-op.
+        The list is replaced, never changed in place, so the writer thread can walk
+        it without a lock.
+        """
+        if listener not in self.listeners:
+            self.listeners = [*self.listeners, listener]
+
+    def unsubscribe(self, listener: Listener) -> None:
+        """Stop calling ``listener``; safe to repeat."""
+        self.listeners = [x for x in self.listeners if x != listener]
 
     def stats(self) -> dict[str, Any]:
         """Counters that say what happened to every emitted event."""
@@ -211,80 +406,160 @@ class ContextBus:
             "queue_high": len(self._high),
             "queue_low": len(self._low) + sum(len(g) for g in self._pending_low.values()),
             "spool_pending": self._spool_pending(),
-            "store_up": self._store_up,
+            "store_up": self._store_up and not self._store_unavailable(),
+            "redacted": dict(self._redacted_counts),
         }
 
-    # ------------------------------------------------------------ writer side
-    _flush_target = -1
+    def _spool_pending(self) -> bool:
+        return bool(self._orphans) or (not self._store_up and self._stored_off < self._spool.end)
 
-    def _mark_done(self, n: int) -> None:
-        with self._cond:
-            if n > self._done_upto:
-                self._done_upto = n
-                self._cond.notify_all()
+    def _store_unavailable(self) -> bool:
+        since = self._call_since
+        stalled = since is not None and time.monotonic() - since > self.stall_after
+        return stalled or not self._store_up
 
-    def _run(self) -> None:
-        self._replay_spool()
+    # ------------------------------------------------------------ purge
+    def forget(self, match: Match) -> int:
+        """Drop pending events ``match(id, session_id, user_id)`` selects from memory, the
+        spool, the overflow and spools left by dead processes, and such entries from
+        the dead-letter file; the number of pending events dropped."""
+        with self._jpause, self._spause:
+            dropped = self._forget_memory(match)
+            with self._spool_lock:
+                dropped += self._spool.rewrite(match, self._stored_off)
+                self._stored_off = 0
+                self._ready.clear()
+                self._disk = self._spool.end > 0
+                self._marks.clear()
+                self._marks.append((self._spool.end, self._persisted_upto))
+            with self._overflow_lock:
+                if self._overflow_f is not None:
+                    self._overflow_f.close()
+                    self._overflow_f = None
+                for path in (self.overflow_path, self._spool.file(DRAINING)):
+                    dropped += filter_file(path, lambda line: line_matches(line, match))
+            for i, (path, _) in enumerate(self._orphans):
+                start = self._orphan_off if i == 0 else 0
+                dropped += filter_file(path, lambda line: line_matches(line, match), start)
+            self._orphan_off = 0
+            self._dead.forget(match)
+        self._swake.set()
+        return dropped
+
+    def _forget_memory(self, match: Match) -> int:
+        def hit(it: tuple[Any, ...]) -> bool:
+            if len(it) == 2:
+                return match(it[1].id, it[1].session_id, it[1].user_id)
+            meta = it[_META] if isinstance(it[_META], Mapping) else {}
+            user = meta.get("user_id")
+            return match(it[_ID], it[_SID], user if isinstance(user, str) else None)
+
+        dropped = 0
+        for q in (self._high, self._low):
+            for _ in range(len(q)):
+                it = q.popleft()
+                if hit(it):
+                    dropped += 1
+                else:
+                    q.append(it)  # order is restored by ``n`` when the journal takes them
+        for ck in list(self._pending_low):
+            group = [it for it in self._pending_low[ck] if not hit(it)]
+            dropped += len(self._pending_low[ck]) - len(group)
+            if group:
+                self._pending_low[ck] = group
+            else:
+                del self._pending_low[ck]
+        with self._spool_lock:
+            for records, _ in self._ready:
+                dropped += sum(1 for r in records if match(*keys_of(r)))
+        return dropped
+
+    # ------------------------------------------------------------ journal thread
+    def _journal_loop(self) -> None:
         while True:
             self._wake.wait(self.flush_interval)
             self._wake.clear()
+            closing = self._closing
             try:
-                self._cycle(force=self._closing or self._flush_target > self._done_upto)
+                with self._jpause:
+                    self._journal_cycle(force=closing or self._flush_target > self._persisted_upto)
             except Exception:  # the writer must survive anything
-                log.exception("beeweave: writer cycle failed")
-            if self._closing and not self._high and not self._low:
-                self._cycle(force=True)
+                log.exception("beeweave: journal cycle failed")
+            if closing and not (self._high or self._low or self._pending_low or self._rejects):
+                self._swake.set()
                 return
 
-    def _drain(self) -> list[tuple[Any, ...]]:
+    def _take(self, k: int) -> list[tuple[Any, ...]]:
+        """Up to ``k`` queued items in emit order (they count as in memory until written)."""
         items: list[tuple[Any, ...]] = []
-        for q in (self._high, self._low):
-            for _ in range(len(q)):
-                items.append(q.popleft())
-        if self.overflow_path.exists():
-            with self._overflow_lock:
-                lines = self.overflow_path.read_text(encoding="utf-8").splitlines()
-                self.overflow_path.unlink()
-            for line in lines:
-                rec = json.loads(line)
-                items.append((rec["n"], Event.from_record(rec["event"])))
-        items.sort(key=lambda it: it[0])
+        high, low = self._high, self._low
+        while len(items) < k and (high or low):
+            take_high = high and (not low or high[0][0] < low[0][0])
+            items.append(high.popleft() if take_high else low.popleft())
+        self._inflight = len(items)
         return items
 
-    def _cycle(self, force: bool) -> None:
-        items = self._drain()
-        batch: list[tuple[int, Event]] = []
+    def _journal_cycle(self, force: bool) -> None:
+        seen = -1
+        for _ in range(len(self._rejects)):
+            n, reason, item = self._rejects.popleft()
+            self._refuse(item, reason)
+            seen = max(seen, n)
+        seen = max(seen, self._journal_memory())
+        if self._start_overflow_drain():
+            # what reached memory before the overflow file was cut off may be older than
+            # lines in it (a thread's next emit overflowed): those go first
+            seen = max(seen, self._journal_memory())
+            self._drain_overflow()
+        batch: list[Built] = []
         now = time.time()
-        for it in items:
-            if len(it) == 2:  # pre-built event (submit/overflow)
-                self._close_groups(batch, session_id=it[1].session_id)
-                batch.append((it[0], it[1]))
-                continue
-            if it[_HI]:
-                self._close_groups(batch, session_id=it[_SID])
-                self._add_built(batch, it)
-            else:
-                self._coalesce(batch, it)
         for ck in [
             ck
             for ck, g in self._pending_low.items()
             if force or now - g[0][_TS] >= self.coalesce_window
         ]:
             self._add_group(batch, self._pending_low.pop(ck))
-        if batch:
-            for i in range(0, len(batch), self.batch_size):
-                self._write(batch[i : i + self.batch_size])
-        elif self._spool_pending():
-            self._replay_spool()
-        done = max((it[0] for it in items), default=-1)
+        self._persist(batch)
+        done = seen
         if self._pending_low:
             done = min([done] + [g[0][_N] - 1 for g in self._pending_low.values()])
-        elif not self._high and not self._low:
+        elif not (self._high or self._low or self._overflowing):
             done = max(done, self._flush_target)
-        if done >= 0:
-            self._mark_done(done)
+        self._commit(done)
 
-    def _coalesce(self, batch: list[tuple[int, Event]], it: tuple[Any, ...]) -> None:
+    def _journal_memory(self) -> int:
+        """Write what is queued now, in small chunks (each on disk before the next is
+        taken); the highest ``n`` written (-1: none)."""
+        seen = -1
+        budget = len(self._high) + len(self._low)
+        while budget > 0:
+            items = self._take(min(budget, _CHUNK))
+            if not items:
+                break
+            budget -= len(items)
+            batch: list[Built] = []
+            for it in items:
+                self._arrange(batch, it)
+            self._persist(batch)
+            self._inflight = 0
+            seen = max(seen, items[-1][0])
+        return seen
+
+    def _arrange(self, batch: list[Built], it: tuple[Any, ...]) -> None:
+        """Place one queued item: pre-built, high priority, or a fragment to coalesce."""
+        try:
+            if len(it) == 2:  # pre-built event (submit)
+                self._close_groups(batch, session_id=it[1].session_id)
+                batch.append((it[0], it[1].to_record()))
+            elif it[_HI]:
+                self._close_groups(batch, session_id=it[_SID])
+                self._add_built(batch, it)
+            else:
+                self._coalesce(batch, it)
+        except Exception as exc:  # one bad item never takes the others with it
+            self._refuse(it, _reason(exc))
+
+    def _coalesce(self, batch: list[Built], it: tuple[Any, ...]) -> None:
         ck = (it[_SID], it[_TYPE], it[_CK])
         group = self._pending_low.get(ck)
         if group is not None and it[_TS] - group[0][_TS] <= self.coalesce_window:
@@ -294,42 +569,45 @@ class ContextBus:
             self._add_group(batch, self._pending_low.pop(ck))
         self._pending_low[ck] = [it]
 
-    def _close_groups(self, batch: list[tuple[int, Event]], session_id: str) -> None:
+    def _close_groups(self, batch: list[Built], session_id: str) -> None:
         """Fragments of a session precede the high-priority event that follows them."""
         for ck in [ck for ck in self._pending_low if ck[0] == session_id]:
             self._add_group(batch, self._pending_low.pop(ck))
 
-    def _add_group(self, batch: list[tuple[int, Event]], group: list[tuple[Any, ...]]) -> None:
+    def _add_group(self, batch: list[Built], group: list[tuple[Any, ...]]) -> None:
         if len(group) == 1:
             self._add_built(batch, group[0])
             return
         first = group[0]
-        text = "".join(
-            x[_CONTENT] if isinstance(x[_CONTENT], str) else str(x[_CONTENT]) for x in group
-        )
-        payload = dict(first[_PAYLOAD] or {})
-        payload["coalesced"] = {
-            "fragments": len(group),
-            "first_ts": first[_TS],
-            "last_ts": group[-1][_TS],
-        }
-        merged = (
-            first[:_CONTENT]
-            + (text,)
-            + first[_CONTENT + 1 : _PAYLOAD]
-            + (payload,)
-            + first[_PAYLOAD + 1 :]
-        )
-        self._stats["coalesced"] += len(group) - 1
-        self._add_built(batch, merged)
-
-    def _add_built(self, batch: list[tuple[int, Event]], it: tuple[Any, ...]) -> None:
         try:
-            batch.append((it[_N], self._build(it)))
-        except _BAD_INPUT as exc:
-            self._dead_letter(it, exc)
+            text = "".join(
+                x[_CONTENT] if isinstance(x[_CONTENT], str) else str(x[_CONTENT]) for x in group
+            )
+            payload = dict(first[_PAYLOAD] or {})
+        except Exception:  # a fragment that cannot be merged: keep each one on its own
+            for it in group:
+                self._add_built(batch, it)
+            return
+        payload["coalesced"] = {
+            "fragments": len(group), "first_ts": first[_TS], "last_ts": group[-1][_TS],
+        }  # fmt: skip
+        merged = first[:_CONTENT] + (text,) + first[_CONTENT + 1 : _PAYLOAD] + (payload,)
+        self._stats["coalesced"] += len(group) - 1
+        self._add_built(batch, merged + first[_PAYLOAD + 1 :])
 
-    def _build(self, it: tuple[Any, ...]) -> Event:
+    def _add_built(self, batch: list[Built], it: tuple[Any, ...]) -> None:
+        try:
+            batch.append((it[_N], self._record(it)))
+        except Exception as exc:  # a payload whose model_dump raises …
+            self._refuse(it, _reason(exc))
+
+    def _record(self, it: tuple[Any, ...]) -> dict[str, Any]:
+        """The event's JSON record, in canonical form, without building a model yet.
+
+        This is all the journal does per event, so it stays fast (the window in which
+        an event is only in memory); the store thread validates it into an
+        :class:`Event` (a record it cannot validate is refused there, alone).
+        """
         content = it[_CONTENT]
         payload = dict(it[_PAYLOAD] or {})
         if content is None:
@@ -341,120 +619,294 @@ class ContextBus:
                 if isinstance(content, bytes)
                 else dumps(to_jsonable(content))
             )
-        links = {EdgeType(k): tuple(v) for k, v in (it[_LINKS] or {}).items()}
-        # canonical JSON now, so the spool and dead-letter files keep every value intact
-        return Event(
-            id=it[_ID], tenant=self.tenant, session_id=it[_SID], type=EventType(it[_TYPE]),
-            role=it[_ROLE], content=content, payload=to_jsonable(payload), ts=it[_TS],
-            parents=tuple(it[_PARENTS] or ()), links=links, meta=to_jsonable(dict(it[_META] or {})),
-            source=to_jsonable(dict(it[_SOURCE] or {})),
-        )  # fmt: skip
+        links = it[_LINKS]
+        return {
+            "id": it[_ID], "tenant": self.tenant, "session_id": it[_SID], "seq": -1,
+            "type": it[_TYPE], "role": it[_ROLE], "content": content,
+            "payload": to_jsonable(payload), "ts": it[_TS], "parents": list(it[_PARENTS] or ()),
+            "links": {_as_str(k.value if isinstance(k, EdgeType) else k): list(v)
+                      for k, v in links.items()} if links else {},
+            "meta": to_jsonable(dict(it[_META] or {})),
+            "source": to_jsonable(dict(it[_SOURCE] or {})), "status": "active",
+            "status_reason": None,
+        }  # fmt: skip
 
-    def _write(self, batch: list[tuple[int, Event]]) -> None:
-        events = [ev for _, ev in batch]
-        if self._spool_pending():  # keep order: older spooled events go first
-            self._spool(events)
-            self._replay_spool()
+    def _redacted(self, rec: dict[str, Any]) -> dict[str, Any]:
+        """``rec`` with personal data replaced in its text, payload and meta (ids kept)."""
+        if self.redactor is None:
+            return rec
+        found: Counter[str] = Counter()
+        out = {**rec}
+        for field in ("content", "payload", "meta"):
+            out[field] = redact_value(rec[field], self.redactor, found)
+        if found:
+            self._redacted_counts.update(found)
+        return out
+
+    def _persist(self, batch: list[Built]) -> None:
+        """Append records to the spool and hand them to the store thread."""
+        if not batch:
             return
+        parts: list[bytes] = []
+        records: list[dict[str, Any]] = []
+        for n, rec in batch:
+            try:
+                rec = self._redacted(rec)
+                parts.append(encode(n, rec))
+                records.append(rec)
+            except Exception as exc:
+                self._refuse(rec, _reason(exc))
+        with self._spool_lock:
+            end = self._spool.append(b"".join(parts))
+            if self._disk:
+                self._stats["spooled"] += 0 if self._store_up else len(records)
+            else:
+                self._ready.append((records, end))
+        self._stats["journaled"] += len(records)
+        self._swake.set()
+
+    def _start_overflow_drain(self) -> bool:
+        """Cut the overflow file off (new emits go to memory again); True if there is one."""
+        draining = self._spool.file(DRAINING)
+        if draining.exists():
+            return True
+        if not self._overflowing:
+            return False
+        with self._overflow_lock:
+            if self._overflow_f is not None:
+                self._overflow_f.close()
+                self._overflow_f = None
+            if self.overflow_path.exists():
+                os.replace(self.overflow_path, draining)
+            self._overflowing = False
+        return draining.exists()
+
+    def _drain_overflow(self) -> None:
+        """Move the overflow file into the spool, streamed in blocks (never loaded whole)."""
+        draining = self._spool.file(DRAINING)
+        for lines, _ in chunks(draining, self.batch_size):  # same line format: copy them
+            with self._spool_lock:
+                self._spool.append(b"".join(lines))
+                self._ready.clear()  # the store thread reads these from the spool
+                self._disk = True
+        draining.unlink(missing_ok=True)
+        self._swake.set()
+
+    def _commit(self, done: int) -> None:
+        if done < 0:
+            return
+        with self._spool_lock:
+            self._marks.append((self._spool.end, done))
+        with self._cond:
+            if done > self._persisted_upto:
+                self._persisted_upto = done
+                self._cond.notify_all()
+        self._swake.set()
+
+    # ------------------------------------------------------------ store thread
+    def _store_loop(self) -> None:
+        while True:
+            self._swake.wait(0.05)
+            self._swake.clear()
+            try:
+                with self._spause:
+                    self._store_step()
+            except Exception:  # the writer must survive anything
+                log.exception("beeweave: store step failed")
+            if time.monotonic() > self._stop_at:
+                return
+            if not self._jthread.is_alive() and self._caught_up():
+                return
+
+    def _caught_up(self) -> bool:
+        with self._spool_lock:
+            return not self._orphans and not self._ready and self._stored_off >= self._spool.end
+
+    def _store_step(self) -> None:
+        self._advance()
+        if time.monotonic() < self._next_retry:
+            return
+        if self._orphans and not self._replay_orphans():
+            return
+        if self._disk:
+            self._replay_own()
+            return
+        while self._ready and time.monotonic() <= self._stop_at:
+            records, end = self._ready[0]
+            if not self._store(self._events(records)):
+                with self._spool_lock:
+                    self._stats["spooled"] += sum(len(e) for e, _ in self._ready)
+                    self._ready.clear()
+                    self._disk = True
+                return
+            with self._spool_lock:
+                if self._ready and self._ready[0][1] == end:  # the journal may have cleared it
+                    self._ready.popleft()
+                self._stored_off = max(self._stored_off, end)
+            self._advance()
+
+    def _advance(self) -> None:
+        """Publish what is stored; cut the spool back when the store has all of it."""
+        done = -1
+        with self._spool_lock:
+            # spools of dead processes hold older events: nothing newer counts as stored first
+            while not self._orphans and self._marks and self._marks[0][0] <= self._stored_off:
+                done = self._marks.popleft()[1]
+            if not self._ready and not self._marks and self._stored_off >= self._spool.end > 0:
+                self._spool.reset()
+                self._stored_off = 0
+        if done > self._stored_upto:
+            with self._cond:
+                self._stored_upto = done
+                self._cond.notify_all()
+
+    def _replay_own(self) -> None:
+        """The store is back (or was slow): replay the spool from the first unstored line."""
+        with self._spool_lock:
+            start, end = self._stored_off, self._spool.end
+        for lines, pos in chunks(self._spool.path, self.batch_size, start, end):
+            events = self._events(line["event"] for line in self._parse(lines))
+            if not self._store(events):
+                return
+            self._stats["replayed"] += len(events)
+            with self._spool_lock:
+                self._stored_off = max(self._stored_off, pos)
+            self._advance()
+            if time.monotonic() > self._stop_at:
+                return
+        with self._spool_lock:
+            if self._stored_off >= self._spool.end:
+                self._disk = False
+        self._advance()
+
+    def _replay_orphans(self) -> bool:
+        """Replay spools left by dead processes, oldest first; False while the store is down."""
+        while self._orphans:
+            path, handle = self._orphans[0]
+            for lines, pos in chunks(path, self.batch_size, self._orphan_off):
+                events = self._events(line["event"] for line in self._parse(lines))
+                if not self._store(events):
+                    return False
+                self._stats["replayed"] += len(events)
+                self._orphan_off = pos
+            path.unlink(missing_ok=True)
+            if handle is not None:
+                handle.close()
+            self._orphans.pop(0)
+            self._orphan_off = 0
+            log.info("beeweave: replayed events a stopped process left in %s", path.name)
+        return True
+
+    def _parse(self, lines: list[bytes]) -> Iterator[dict[str, Any]]:
+        for line in lines:
+            try:
+                rec = json.loads(line)
+                if isinstance(rec, dict) and isinstance(rec.get("event"), dict):
+                    yield rec
+                    continue
+                problem = "not a spool record"
+            except ValueError as exc:
+                problem = str(exc)
+            self._refuse((line.decode("utf-8", "replace"),), f"unreadable spool line: {problem}")
+
+    def _events(self, records: Iterable[dict[str, Any]]) -> list[Event]:
+        """Validate records into events; one that does not validate is refused alone."""
+        out: list[Event] = []
+        for rec in records:
+            try:
+                out.append(Event.from_record(rec))
+            except Exception as exc:  # ts="yesterday" from a spool, an unknown edge type …
+                self._refuse(rec, _reason(exc))
+        return out
+
+    def _store(self, events: list[Event]) -> bool:
+        """Hand ``events`` to the store; False when it is not answering (retry later)."""
+        if not events:
+            return True
+        self._call_since = time.monotonic()
         try:
             res = self.store.append(events)
-        except _BAD_INPUT:
-            self._write_one_by_one(events)
         except Exception as exc:
-            self._store_failed(exc)
-            self._spool(events)
-        else:
-            self._stats["written"] += res.inserted
-            self._stats["duplicates"] += res.duplicates
-            self._notify(events)
+            self._call_since = None
+            if is_outage(exc):
+                self._store_failed(exc)
+                return False
+            return self._store_one_by_one(events)
+        self._call_since = None
+        self._stored(res.inserted, res.duplicates, events)
+        return True
 
-    def _notify(self, events: list[Event]) -> None:
+    def _store_one_by_one(self, events: list[Event]) -> bool:
+        """Isolate the event(s) a batch was refused for; the rest still go in."""
+        for ev in events:
+            try:
+                res = self.store.append([ev])
+            except _BAD_INPUT as exc:
+                self._refuse(ev, _reason(exc))
+                continue
+            except Exception as exc:
+                outage = is_outage(exc)
+                strikes = self._strikes[ev.id] = self._strikes.get(ev.id, 0) + (not outage)
+                if outage or strikes < _STRIKES:
+                    self._store_failed(exc)
+                    return False
+                self._strikes.pop(ev.id, None)
+                self._refuse(ev, f"store keeps failing it: {_reason(exc)}")
+                continue
+            self._stored(res.inserted, res.duplicates, [ev])
+        return True
+
+    def _stored(self, inserted: int, duplicates: int, events: list[Event]) -> None:
+        self._stats["written"] += inserted
+        self._stats["duplicates"] += duplicates
+        if not self._store_up:
+            log.warning("beeweave: store is back; replaying the spool")
+        self._store_up = True
+        self._backoff = self.retry_interval
         for listener in self.listeners:
             try:
                 listener(events)
             except Exception:  # a listener must not stop capture
                 log.exception("beeweave: bus listener %r failed", listener)
 
-    def _write_one_by_one(self, events: list[Event]) -> None:
-        """Isolate the event(s) a batch was refused for; the rest still go in."""
-        for i, ev in enumerate(events):
-            try:
-                res = self.store.append([ev])
-            except _BAD_INPUT as exc:
-                self._dead_letter(ev, exc)
-            except Exception as exc:
-                self._store_failed(exc)
-                self._spool(events[i:])
-                return
-            else:
-                self._stats["written"] += res.inserted
-                self._stats["duplicates"] += res.duplicates
-                self._notify([ev])
-
     def _store_failed(self, exc: BaseException) -> None:
         self._stats["store_errors"] += 1
         if self._store_up:
-            log.warning("beeweave: store unavailable (%s); spooling to %s", exc, self.spool_path)
+            log.warning("beeweave: store unavailable (%s); events wait in %s", exc, self.spool_path)
         self._store_up = False
         self._next_retry = time.monotonic() + self._backoff
         self._backoff = min(self._backoff * 2, self.max_retry_interval)
 
-    def _spool(self, events: list[Event]) -> None:
-        with self.spool_path.open("a", encoding="utf-8") as f:
-            for ev in events:
-                f.write(json.dumps(ev.to_record(), ensure_ascii=False) + "\n")
-            f.flush()
-            os.fsync(f.fileno())
-        self._stats["spooled"] += len(events)
-
-    def _spool_pending(self) -> bool:
+    def _redacted_raw(self, raw: Any) -> Any:
+        """A refused item's kept form, redacted like everything else that reaches disk."""
+        if self.redactor is None:
+            return raw
+        found: Counter[str] = Counter()
         try:
-            return self.spool_path.stat().st_size > 0
-        except FileNotFoundError:
-            return False
+            return redact_value(raw, self.redactor, found)
+        finally:
+            self._redacted_counts.update(found)
 
-    def _replay_spool(self) -> None:
-        """Replay the spool in order once the store answers; keep it until all is in."""
-        if not self._spool_pending() or time.monotonic() < self._next_retry:
-            return
-        lines = self.spool_path.read_text(encoding="utf-8").splitlines()
-        events = [Event.from_record(json.loads(x)) for x in lines if x.strip()]
-        for i in range(0, len(events), self.batch_size):
-            chunk = events[i : i + self.batch_size]
-            try:
-                res = self.store.append(chunk)
-            except _BAD_INPUT:
-                for ev in chunk:
-                    try:
-                        res = self.store.append([ev])
-                        self._stats["written"] += res.inserted
-                    except _BAD_INPUT as exc:
-                        self._dead_letter(ev, exc)
-                continue
-            except Exception as exc:
-                self._store_failed(exc)
-                rest = lines[i:]
-                tmp = self.spool_path.with_suffix(".tmp")
-                tmp.write_text("".join(x + "\n" for x in rest), encoding="utf-8")
-                os.replace(tmp, self.spool_path)
-                return
-            self._stats["written"] += res.inserted
-            self._stats["duplicates"] += res.duplicates
-            self._stats["replayed"] += len(chunk)
-            self._notify(chunk)
-        self.spool_path.unlink(missing_ok=True)
-        if not self._store_up:
-            log.warning("beeweave: store is back; spool replayed")
-        self._store_up = True
-        self._backoff = self.retry_interval
-
-    def _dead_letter(self, item: Any, exc: BaseException) -> None:
+    def _refuse(self, item: Any, reason: str) -> None:
         """Keep what was refused, with why, so nothing is lost silently."""
         self._stats["refused"] += 1
-        raw = item.to_record() if isinstance(item, Event) else to_jsonable(list(item))
-        log.error("beeweave: event refused (%s); kept in %s", exc, self.dead_letter_path)
+        if isinstance(item, Event):
+            item = item.to_record()
+        if isinstance(item, dict):
+            eid, sid, user = keys_of(item)
+        elif isinstance(item, tuple) and len(item) == 14:
+            meta = item[_META] if isinstance(item[_META], Mapping) else {}
+            eid, sid, user = item[_ID], item[_SID], meta.get("user_id")
+        else:
+            eid = sid = user = None
+        log.error("beeweave: event refused (%s); kept in %s", reason[:200], self.dead_letter_path)
         try:
-            with self.dead_letter_path.open("a", encoding="utf-8") as f:
-                f.write(json.dumps({"error": str(exc), "item": raw}, ensure_ascii=False) + "\n")
+            self._dead.add({
+                "at": time.time(), "error": reason,
+                "id": eid if isinstance(eid, str) else None,
+                "session_id": sid if isinstance(sid, str) else None,
+                "user_id": user if isinstance(user, str) else None,
+                "item": self._redacted_raw(_raw(item)),
+            })  # fmt: skip
         except Exception:
             log.exception("beeweave: could not write the dead-letter file")

@@ -25,6 +25,7 @@ from beeweave_core.errors import StoreError, shown
 from beeweave_core.events import Event
 from beeweave_core.exports import export_thread, import_thread, parse_export
 from beeweave_core.extras import install_hint, missing_modules
+from beeweave_core.private import write_private_text
 from beeweave_core.store import NotFound
 from beeweave_core.weave import Weave, default_url
 
@@ -331,21 +332,14 @@ def purge(
             confirmed(f"Purge session {shown(session)} of tenant {shown(tenant)}?", yes)
             n = weave.purge(session_id=session)
         else:
-            ids = list(event or []) if user is None else user_event_ids(weave, user)
+            ids = list(event or []) if user is None else weave.user_event_ids(user)
             what = f"{len(ids)} event(s) of user {shown(user)}" if user else f"{len(ids)} event(s)"
             confirmed(f"Purge {what} of tenant {shown(tenant)}?", yes)
-            n = weave.purge(ids=ids) if ids else 0
+            if user is not None:  # also drops the user's events still pending on disk
+                n = weave.purge(user_id=user)
+            else:
+                n = weave.purge(ids=ids) if ids else 0
         console.print(f"purged {n} event(s)")
-
-
-def user_event_ids(weave: Weave, user_id: str) -> list[str]:
-    """Every event id of ``user_id`` in this tenant, whatever its status."""
-    return [
-        e.id
-        for s in weave.store.sessions(user_id=user_id)
-        for e in weave.store.timeline(s.session_id, include_inactive=True)
-        if e.meta.get("user_id") == user_id
-    ]
 
 
 @app.command()
@@ -401,9 +395,7 @@ def export_cmd(
         if not out.parent.is_dir():
             fail(f"cannot write {shown(str(out))}: folder {shown(str(out.parent))} does not exist")
         try:  # an export holds a user's conversation: readable by its owner only
-            fd = os.open(out, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-            with os.fdopen(fd, "w", encoding="utf-8") as fh:
-                fh.write(text)
+            write_private_text(out, text)
         except OSError as exc:
             fail(f"cannot write {shown(str(out))}: {exc.strerror}")
         console.print(f"wrote {len(data['events'])} events to {out}")
@@ -595,7 +587,6 @@ def bench_checkpoint(
     out: OutOpt = None,
 ) -> None:
     """put/get_tuple/list latency of BeeWeaveCheckpointer vs InMemorySaver and AsyncSqliteSaver."""
-    import os
 
     uri = neo4j or os.environ.get("NEO4J_URI")
     require_extras("bench checkpoint", "langgraph", "bench", *(["neo4j"] if uri else []))
@@ -613,6 +604,39 @@ def bench_checkpoint(
     report("checkpoint", rows, out=out,
            params={"steps": steps, "rounds": rounds, "reads": reads, "neo4j": bool(uri), **summary},
            notes=notes)  # fmt: skip
+
+
+@bench_app.command("durability")
+def bench_durability(
+    neo4j_script: Annotated[
+        Path | None,
+        typer.Option(help="scripts/neo4j-test-server: adds the Neo4j stop/start scenario."),
+    ] = None,
+    neo4j_port: Annotated[
+        int, typer.Option(help="Port for that scenario's own Neo4j (never a shared one).")
+    ] = 7795,
+    burst: Annotated[int, typer.Option(help="Events in the burst scenarios.")] = 20_000,
+    seed: Annotated[int, typer.Option(help="Seed for the kill times.")] = 7,
+    out: OutOpt = None,
+) -> None:
+    """Events lost per failure (SIGKILL, SIGTERM, store outage, lock, poison, purge)."""
+    from beeweave_bench import durability
+    from beeweave_bench.report import report
+
+    if neo4j_script is not None and not neo4j_script.is_file():
+        fail(f"no such script: {neo4j_script}")
+    rows = durability.run(
+        neo4j_script=neo4j_script.resolve() if neo4j_script else None,
+        neo4j_port=neo4j_port, seed=seed, burst=burst,
+    )  # fmt: skip
+    notes = [
+        f"contract: an event is on disk {durability.CONTRACT_WINDOW * 1000:.0f} ms after emit() "
+        "while the writer keeps up, and at most max_high (1,000) events are only in memory; "
+        "SIGTERM and exit lose nothing",
+        "'lost beyond window': lost events emitted more than that window before the kill",
+    ]
+    report("durability", [durability.table_row(r) for r in rows], out=out,
+           params={"burst": burst, "seed": seed, "details": rows}, notes=notes)  # fmt: skip
 
 
 @bench_app.command("context")
@@ -638,6 +662,8 @@ def bench_context(
         f"(offline extractive summarizer): {'MET' if ok else 'NOT MET'}",
         "stale_rate is over probes with a forbid list; tokens are exact cl100k_base counts",
         f"summary compression ratio (summary/source tokens): {extra['summary_compression_ratio']}",
+        "short sessions (history fits): BeeWeave tokens <= full history in "
+        f"{extra['short_session_le_full_history']:.0%} of cases (target 100%)",
     ]
     sib = next((r for r in rows if r["system"] == "beeweave" and r["kind"] == "sibling"), None)
     if sib is not None:  # a knowledge-update set: stricter staleness, look-alikes all kept
@@ -648,6 +674,37 @@ def bench_context(
         )
     report("context", rows, out=out, params={"scenarios": str(scenarios), **extra, "details": details},
            notes=notes)  # fmt: skip
+
+
+@bench_app.command("assemble")
+def bench_assemble(
+    sizes: Annotated[
+        str, typer.Option(help="Comma-separated session sizes (events) on SQLite.")
+    ] = "100,1000,10000,100000",
+    calls: Annotated[int, typer.Option(help="Measured calls per size (one new turn each).")] = 30,
+    neo4j: Annotated[
+        str | None, typer.Option("--neo4j", help="Neo4j URI for one row (default: $NEO4J_URI).")
+    ] = None,
+    neo4j_size: Annotated[int, typer.Option(help="Session size of the Neo4j row.")] = 10_000,
+    auth: AuthOpt = None,
+    out: OutOpt = None,
+) -> None:
+    """p50 and first-call time of assemble as a session grows, beside a plain buffer."""
+    import os
+
+    from beeweave_bench import assemble
+    from beeweave_bench.report import report
+
+    try:
+        ns = tuple(int(x) for x in sizes.split(",") if x.strip())
+    except ValueError:
+        fail(f"--sizes must be comma-separated integers, got {sizes!r}")
+    uri = neo4j or os.environ.get("NEO4J_URI")
+    rows, verdict = assemble.run(sizes=ns, calls=calls, neo4j_uri=uri, auth=_auth(auth),
+                                 neo4j_size=neo4j_size)  # fmt: skip
+    notes = ["targets: p50 <= 20 ms at 10k events; p50 at 100k <= 2x p50 at 1k",
+             *(f"{k}: {v}" for k, v in verdict.items())]  # fmt: skip
+    report("assemble", rows, out=out, params={"sizes": ns, "calls": calls, **verdict}, notes=notes)
 
 
 @bench_app.command("supersession")

@@ -22,6 +22,7 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, get_bu
 from pydantic import ConfigDict, Field, PrivateAttr
 
 from beeweave_core.tokens import DEFAULT_MODEL
+from beeweave_core.weave import Weave
 from beeweave_langchain.history import BeeWeaveChatMessageHistory
 from beeweave_langchain.messages import dicts_to_messages
 
@@ -38,7 +39,7 @@ class BeeWeaveMemory(BaseMemory):
 
     model_config = ConfigDict(arbitrary_types_allowed=True)
 
-    weave: Any = Field(exclude=True)
+    weave: Weave = Field(exclude=True)
     session_id: str
     memory_key: str = "history"
     input_key: str | None = None
@@ -103,6 +104,12 @@ class BeeWeaveMemory(BaseMemory):
     def load_memory_variables(self, inputs: dict[str, Any]) -> dict[str, Any]:
         ctx = self.weave.assemble(self.session_id, self._query(inputs), **self._assemble_kw())
         return self._format(ctx)
+
+    def inspect(self, inputs: dict[str, Any] | None = None) -> dict[str, Any]:
+        """What ``load_memory_variables`` would return, writing nothing (no memories,
+        compaction or audit record): for looking at the context without changing it."""
+        kw = {**self._assemble_kw(), "dry_run": True}
+        return self._format(self.weave.assemble(self.session_id, self._query(inputs or {}), **kw))
 
     async def aload_memory_variables(self, inputs: dict[str, Any]) -> dict[str, Any]:
         ctx = await self.weave.aassemble(

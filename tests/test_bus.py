@@ -138,6 +138,25 @@ def test_store_failure_spools_then_replays_in_order_once(db, tmp_path):
     bus.close()
 
 
+def test_spool_left_at_close_is_replayed_by_the_next_bus(db, tmp_path):
+    bus = open_bus(db, tmp_path, busy_timeout=0.05)
+    blocker = sqlite3.connect(db, isolation_level=None)
+    blocker.execute("BEGIN EXCLUSIVE")
+    for i in range(10):
+        bus.emit("user_message", f"m{i}", session_id="s", key=f"m{i}")
+    assert bus.flush(2) is False
+    spool = bus.spool_path
+    bus.close(timeout=1)  # the store is still locked: the events stay in the spool
+    assert spool.exists() and len(spool.read_text().splitlines()) == 10
+    blocker.execute("ROLLBACK")
+    blocker.close()
+    bus2 = open_bus(db, tmp_path)
+    assert bus2.flush()
+    assert contents(bus2.store) == [f"m{i}" for i in range(10)]
+    assert not spool.exists() and bus2.stats()["replayed"] == 10
+    bus2.close()
+
+
 CRASH = """
 import os, sqlite3, sys
 from beeweave_core.backends.sqlite.events import SQLiteEventStore

@@ -137,3 +137,32 @@ def test_never_raises_and_is_idempotent(text):
     redactor = PIIRedactor(SECRET)
     once, _ = redactor.redact(text)
     assert redactor.redact(once)[0] == once
+
+
+# ------------------------------------------------------------ wired into capture
+def test_capture_redacts_before_any_file(tmp_path: Path):
+    """Raw values reach no file under the home: db, WAL, spool, dead letters, vectors."""
+    from beeweave_core.governance import default_redactor
+    from beeweave_core.weave import Weave
+
+    email, card = (
+        "ines.quarrow@tidewell.example",
+        f"{CARD[:4]} {CARD[4:8]} {CARD[8:12]} {CARD[12:]}",
+    )
+    url = f"sqlite:///{tmp_path / 'memory.db'}"
+    with Weave.open(url, spool_dir=tmp_path / "spool", redactor=default_redactor(tmp_path)) as w:
+        w.emit("user_message", f"The customer's email is {email}; bill card {card}.",
+               session_id="billing", payload={"contact": email})  # fmt: skip
+        w.emit("tool_result", "ok", session_id="billing", ts=float("nan"),  # refused: bad ts
+               payload={"card": card})  # fmt: skip
+        w.emit("user_message", "ship to the usual depot", session_id="billing")
+        w.flush()
+        assert w.indexer is not None and w.indexer.sync(120)
+        assert w.stats()["redacted"] == {"EMAIL": 2, "CARD": 2}  # one card in a dead letter
+        hit = w.retrieve("the customer's email", session_id="billing", k=1)[0]
+        assert "[EMAIL:" in hit.event.content and email not in hit.event.content
+    raw = (email.encode(), CARD.encode(), CARD[:4].encode() + b" " + CARD[4:8].encode())
+    for path in tmp_path.rglob("*"):
+        if path.is_file():
+            data = path.read_bytes()
+            assert not any(v in data for v in raw), path

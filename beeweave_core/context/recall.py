@@ -4,29 +4,33 @@ Candidates are memories and summary lines of the session, the original turns of
 segments whose summary was rolled back or that are not compacted yet but fell out of
 the immediate window, and — for the same user — memories and summaries of their other
 sessions (through the fused retriever when it is available, else straight from the
-store).  Each is scored by lexical relevance to the query (BM25 over the same terms the
-search index uses, Chinese segmented), a prior by kind, recency, and memory decay.
+store).  Each is scored by lexical relevance to the query (BM25 from
+:mod:`beeweave_core.ranking`, over the same terms the search index uses, Chinese
+segmented), a prior by kind, recency, and memory decay (a half-life per kind).
 """
 
 from __future__ import annotations
 
 import logging
-import math
-from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import Any
 
 from beeweave_core.context.compactor import summary_lines
-from beeweave_core.context.editing import Editor
+from beeweave_core.context.editing import Editor, SourceLine
 from beeweave_core.context.memory import decay, expired
 from beeweave_core.context.messages import Unit
 from beeweave_core.events import Event, EventType
+from beeweave_core.ranking import bm25, rrf_shares
 from beeweave_core.text import language as L
-from beeweave_core.text import lexical
+from beeweave_core.text import segment
 
 log = logging.getLogger("beeweave.context")
 
+#: How much a piece of each kind is worth before the query is known: what the agent
+#: was told to do (decisions, constraints) first, then what the user likes, then
+#: things produced and facts; a summary line and a raw turn are the least distilled.
 PRIOR = {
     "decision": 0.9,
     "constraint": 0.9,
@@ -36,6 +40,18 @@ PRIOR = {
     "summary": 0.55,
     "original": 0.5,
 }
+#: A piece's score: ``RELEVANCE * bm25 / best bm25 + KIND_PRIOR * prior + RECENCY *
+#: recency`` (each part in 0..1, the weights sum to 1).  Relevance dominates: a piece
+#: with the best match scores at least 0.725, one matching nothing at most 0.375, so a
+#: piece with over ~42 % of the best relevance outranks any non-matching piece
+#: whatever its kind or age.  The prior (spread 0.1 over the kinds) and recency
+#: (spread 0.15) order pieces that match alike, and everything when nothing matches;
+#: recency weighs a little more because the latest word on a subject is the one that
+#: holds.
+RELEVANCE, KIND_PRIOR, RECENCY = 0.6, 0.25, 0.15
+#: Weight of another session's memories and summaries: the same user's, but said in
+#: another task whose context may not apply here.
+OTHER_SESSION = 0.85
 
 
 @dataclass
@@ -73,14 +89,19 @@ class RecallInputs:
     exclude_texts: set[str]
     top_summaries: Sequence[Event]
     rolled_back: Sequence[Event]
-    units: Sequence[Unit]
-    covered_to: int
+    #: turns no visible summary stands for, oldest first (bounded by the caller)
+    uncovered: Sequence[Unit]
+    span: int  # the session's last seq (for recency)
     window_from: int  # first seq in the immediate window (tentative)
     editor: Editor
     now: float
     other_sessions: Callable[[], list[tuple[str, list[Event], list[Event]]]] = lambda: []
     retrieve: Callable[[str], list[Any]] | None = None
     extra: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def query_terms(self) -> frozenset[str]:
+        return frozenset(t for t in _tokens(self.query or "") if t not in segment.STOPWORDS)
 
 
 def _mem_piece(m: Event, origin: str, weight: float, recency: float) -> Recallable:
@@ -99,25 +120,62 @@ def _mem_piece(m: Event, origin: str, weight: float, recency: float) -> Recallab
     )
 
 
+#: Summary lines offered to recall per summary: the newest, and as many sharing the most
+#: query terms.
+SUMMARY_LINES = 40
+
+
+_PARSED: dict[str, tuple[tuple[SourceLine, frozenset[str]], ...]] = {}
+
+
+def _parsed(summary: Event) -> tuple[tuple[SourceLine, frozenset[str]], ...]:
+    """A summary's lines with their terms (a stored summary never changes: parse once)."""
+    hit = _PARSED.get(summary.id)
+    if hit is None:
+        if len(_PARSED) > 8192:
+            _PARSED.clear()
+        hit = _PARSED[summary.id] = tuple(
+            (ln, frozenset(_tokens(ln.text))) for ln in summary_lines(summary)
+        )
+    return hit
+
+
 def _summary_pieces(
-    s: Event, origin: str, weight: float, window_from: int | None
+    s: Event,
+    origin: str,
+    weight: float,
+    window_from: int | None,
+    query_terms: frozenset[str] = frozenset(),
 ) -> list[Recallable]:
     a, b = int(s.payload.get("seq_from", s.seq)), int(s.payload.get("seq_to", s.seq))
     group = f"[summary · {origin} · turns #{a}-#{b}]"
+    lines = _parsed(s)
+    newest = len(lines) - SUMMARY_LINES
+    shared = sorted(((len(t & query_terms), i) for i, (_ln, t) in enumerate(lines[:newest])
+                     if t & query_terms), reverse=True)[:SUMMARY_LINES]  # fmt: skip
+    picked = {i for _n, i in shared}
     out = []
-    for i, ln in enumerate(summary_lines(s)):
+    for i, (ln, _terms) in enumerate(lines):
         if window_from is not None and ln.seq >= window_from:
             continue  # that turn is shown verbatim
+        if i < newest and i not in picked:
+            continue  # an older line the query touches less: bounded cost per call
         text = ln.text if ln.role == "summary" else f"#{ln.seq} {ln.role}: {ln.text}"
         out.append(Recallable(f"{s.id}:{i}", "summary", text, group, (s.id,), s.session_id,
-                              (a, b), weight, 0.0, core=ln.text))  # fmt: skip
+                              (ln.seq, ln.seq), weight, 0.0, core=ln.text))  # fmt: skip
     return out
+
+
+@lru_cache(maxsize=65536)
+def _tokens(text: str) -> tuple[str, ...]:
+    """BM25 terms of a text (pieces repeat across calls: tokenised once)."""
+    return tuple(segment.tokens(text))
 
 
 def gather(inp: RecallInputs) -> list[Recallable]:
     """All candidates for the recalled layer, scored for ``inp.query``."""
     out: list[Recallable] = []
-    span = max(1, max((u.seq_to for u in inp.units), default=1))
+    span = max(1, inp.span)
     for m in inp.memories:
         if m.id in inp.exclude or expired(m, inp.now):
             continue
@@ -128,7 +186,7 @@ def gather(inp: RecallInputs) -> list[Recallable]:
         out.append(_mem_piece(m, "this session", decay(m, inp.now), seq / span))
     for s in inp.top_summaries:
         if s.content:
-            pieces = _summary_pieces(s, "this session", 1.0, inp.window_from)
+            pieces = _summary_pieces(s, "this session", 1.0, inp.window_from, inp.query_terms)
             for p in pieces:
                 p.recency = p.seq_range[1] / span
             out += pieces
@@ -153,12 +211,15 @@ def _originals(inp: RecallInputs, span: int) -> list[Recallable]:
     fell out of the immediate window."""
     out: list[Recallable] = []
     groups: list[tuple[str, list[Unit]]] = []
+    before = [u for u in inp.uncovered if u.seq_to < inp.window_from]
+    taken: set[int] = set()
     for s in inp.rolled_back:
         ids = set(s.payload.get("source_ids") or ())
-        units = [u for u in inp.units if set(u.ids) & ids and u.seq_from < inp.window_from]
+        units = [u for u in before if set(u.ids) & ids]
+        taken.update(id(u) for u in units)
         if units:
             groups.append(("summary rolled back, originals kept", units))
-    gap = [u for u in inp.units if u.seq_from > inp.covered_to and u.seq_to < inp.window_from]
+    gap = [u for u in before if id(u) not in taken]
     if gap:
         groups.append(("not yet compacted", gap))
     seen: set[str] = set()
@@ -176,6 +237,7 @@ def _originals(inp: RecallInputs, span: int) -> list[Recallable]:
 
 
 def _cross_session(inp: RecallInputs) -> list[Recallable]:
+    """The same user's memories and summaries from their other sessions."""
     if not inp.user_id:
         return []
     out: list[Recallable] = []
@@ -184,52 +246,54 @@ def _cross_session(inp: RecallInputs) -> list[Recallable]:
         origin = f"session {sid}"
         for m in mems:
             if not expired(m, inp.now):
-                out.append(_mem_piece(m, origin, 0.85 * decay(m, inp.now), 0.0))
+                out.append(_mem_piece(m, origin, OTHER_SESSION * decay(m, inp.now), 0.0))
                 known.add(m.id)
         for s in sums:
-            out += _summary_pieces(s, origin, 0.85, None)
+            out += _summary_pieces(s, origin, OTHER_SESSION, None)
             known.add(s.id)
     if inp.retrieve is not None and inp.query:
-        ranked: dict[str, int] = {}
-        for rank, hit in enumerate(inp.retrieve(inp.query)):
-            ev = hit.event
-            if ev.session_id == inp.session_id:
-                continue
-            ranked[ev.id] = rank
-            if ev.id in known:
-                continue
-            if ev.type == EventType.MEMORY and not expired(ev, inp.now):
-                p = _mem_piece(ev, f"session {ev.session_id}", 0.85 * decay(ev, inp.now), 0.0)
-                p.via = "retriever"
-                out.append(p)
-            elif ev.type == EventType.SUMMARY and ev.content:
-                for p in _summary_pieces(ev, f"session {ev.session_id}", 0.85, None):
-                    p.via = "retriever"
-                    out.append(p)
-        for p in out:
-            if p.event_ids[0] in ranked:
-                p.via = "retriever"
-                p.weight *= 1.0 + 1.0 / (1 + ranked[p.event_ids[0]])
+        _add_retrieved(inp, out, known)
     return out
 
 
+def _add_retrieved(inp: RecallInputs, out: list[Recallable], known: set[str]) -> None:
+    """What the fused retriever finds in other sessions, and its order as a bonus.
+
+    A piece the retriever returned gets its weight times ``1 + 1/rank`` (reciprocal
+    rank with no damping, k=0): the retriever already kept only its few best hits and
+    sees meaning the BM25 of :func:`_score` misses, so its first hit doubles a
+    piece's weight and its tenth still adds a tenth.
+    """
+    hits = inp.retrieve(inp.query) if inp.retrieve is not None else []
+    share = dict(rrf_shares([(h.event.id, 0.0) for h in hits], k=0.0))
+    bonus: dict[str, float] = {}
+    for hit in hits:
+        ev = hit.event
+        if ev.session_id == inp.session_id:
+            continue
+        bonus[ev.id] = share[ev.id]
+        if ev.id in known:
+            continue
+        origin = f"session {ev.session_id}"
+        found: list[Recallable] = []
+        if ev.type == EventType.MEMORY and not expired(ev, inp.now):
+            found = [_mem_piece(ev, origin, OTHER_SESSION * decay(ev, inp.now), 0.0)]
+        elif ev.type == EventType.SUMMARY and ev.content:
+            found = _summary_pieces(ev, origin, OTHER_SESSION, None)
+        for p in found:
+            p.via = "retriever"
+        out += found
+    for p in out:
+        if p.event_ids[0] in bonus:
+            p.via = "retriever"
+            p.weight *= 1.0 + bonus[p.event_ids[0]]
+
+
 def _score(pieces: list[Recallable], query: str) -> None:
-    """BM25 relevance (0..1, by the best piece) + kind prior + recency, x weight."""
-    q = [t for t in dict.fromkeys(lexical.tokens(query)) if t not in lexical.STOPWORDS]
-    docs = [Counter(lexical.tokens(p.text)) for p in pieces]
-    n = len(docs)
-    avg = sum(sum(d.values()) for d in docs) / n if n else 1.0
-    df = Counter(t for d in docs for t in set(d))
-    rel = []
-    for d in docs:
-        dl = sum(d.values()) or 1
-        s = 0.0
-        for t in q:
-            tf = d.get(t, 0)
-            if tf:
-                idf = math.log(1 + (n - df[t] + 0.5) / (df[t] + 0.5))
-                s += idf * tf * 2.2 / (tf + 1.2 * (0.25 + 0.75 * dl / avg))
-        rel.append(s)
+    """Blend BM25 relevance (0..1, by the best piece), the kind prior and recency, x weight."""
+    q = [t for t in segment.tokens(query) if t not in segment.STOPWORDS]
+    rel = bm25(q, [list(_tokens(p.text)) for p in pieces])
     top = max(rel, default=0.0) or 1.0
     for p, r in zip(pieces, rel, strict=True):
-        p.score = (0.6 * r / top + 0.25 * PRIOR.get(p.kind, 0.5) + 0.15 * p.recency) * p.weight
+        blend = RELEVANCE * r / top + KIND_PRIOR * PRIOR.get(p.kind, 0.5) + RECENCY * p.recency
+        p.score = blend * p.weight

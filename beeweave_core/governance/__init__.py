@@ -6,6 +6,7 @@ from beeweave_core.governance.redaction import (
     PIIRedactor,
     Redactor,
     RedactorChain,
+    default_redactor,
     load_secret,
     redact_value,
 )
@@ -16,6 +17,7 @@ __all__ = [
     "PIIRedactor",
     "Redactor",
     "RedactorChain",
+    "default_redactor",
     "load_secret",
     "redact_value",
 ]

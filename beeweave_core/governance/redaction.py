@@ -186,3 +186,11 @@ def load_secret(path: Path) -> bytes:
         with os.fdopen(fd, "wb") as fh:
             fh.write(secret)
         return secret
+
+
+def default_redactor(home: Path | None = None) -> PIIRedactor:
+    """The built-in redactor keyed by ``<home>/redaction.key`` (``$BEEWEAVE_HOME`` default):
+    ``Weave.open(redactor=default_redactor())``."""
+    from beeweave_core.paths import beeweave_home
+
+    return PIIRedactor(load_secret((home or beeweave_home()) / "redaction.key"))

@@ -40,6 +40,7 @@ from beeweave_core.index.base import (
     chunk_metadata,
     safe_name,
 )
+from beeweave_core.private import make_tree_private, private_dir
 
 #: Collection-level metadata keys (what a listing needs to find stale identities).
 META_TENANT = "beeweave_tenant"
@@ -150,8 +151,10 @@ def _make_client(location: str | os.PathLike[str] | None) -> Any:
             f"unsupported Chroma location {text!r}: use a directory or http://host:port"
         )
     path = Path(parts.path if parts.scheme == "file" else text).expanduser()
-    path.mkdir(parents=True, exist_ok=True)
-    return chromadb.PersistentClient(path=str(path), settings=_settings())
+    private_dir(path)
+    client = chromadb.PersistentClient(path=str(path), settings=_settings())
+    make_tree_private(path)  # chroma.sqlite3 and segments: readable by the user only
+    return client
 
 
 def _where(filters: IndexFilter | None) -> tuple[dict[str, Any] | None, bool]:

@@ -47,6 +47,7 @@ from beeweave_core.events import (
 )
 from beeweave_core.payloads import dumps
 from beeweave_core.store import BaseEventStore, Prepared, StoreError
+from beeweave_core.text import lucene
 
 #: Events per write transaction; a bigger ``append`` is split (each chunk atomic).
 DEFAULT_WRITE_BATCH = 2_000
@@ -54,23 +55,6 @@ DEFAULT_WRITE_BATCH = 2_000
 DEFAULT_CONNECT_TIMEOUT = 5.0
 #: ``tokens`` of an event whose content has not been counted yet (see _count_tokens).
 TOKENS_UNCOUNTED = -1
-
-_LUCENE_SPECIAL = re.compile(r'([+\-!(){}\[\]^"~*?:\\/&|])')
-_LUCENE_OPERATOR = re.compile(r"\b(AND|OR|NOT|TO)\b")
-
-
-def lucene_escape(text: str) -> str:
-    """Make any text a plain list of words for Lucene's query parser.
-
-    Every syntax character is backslash-escaped and the operator words
-    (AND/OR/NOT/TO) are lower-cased, so user text can neither change the query's
-    structure nor name another field.
-    """
-    return _LUCENE_OPERATOR.sub(lambda m: m.group(1).lower(), _LUCENE_SPECIAL.sub(r"\\\1", text))
-
-
-def _lucene_phrase(value: str) -> str:
-    return '"' + value.replace("\\", "\\\\").replace('"', '\\"') + '"'
 
 
 def _scalar(value: Any) -> Any:
@@ -129,6 +113,13 @@ def _merge_edges(tx: Any, tenant: str, edges: Sequence[Edge]) -> int:
     return created
 
 
+#: Driver settings BeeWeave sets unless given (seconds); pass your own to override.
+DRIVER_TIMEOUTS = {
+    "connection_acquisition_timeout": 5.0,
+    "max_transaction_retry_time": 5.0,
+}
+
+
 class Neo4jEventStore(BaseEventStore):
     """Event graph in Neo4j; one object per tenant, sharing one driver.
 
@@ -167,7 +158,11 @@ class Neo4jEventStore(BaseEventStore):
         else:
             import neo4j
 
+            # bounded waits (driver defaults: 30 s retry, 60 s pool): a server that does not
+            # answer is reported in seconds, and the capture bus keeps spooling meanwhile
             driver_kw.setdefault("connection_timeout", connect_timeout)
+            for option, seconds in DRIVER_TIMEOUTS.items():
+                driver_kw.setdefault(option, seconds)
             self.driver = neo4j.GraphDatabase.driver(url, auth=driver_auth(auth), **driver_kw)
             self._owner = True
         try:
@@ -368,6 +363,7 @@ class Neo4jEventStore(BaseEventStore):
         return self._write(_merge_edges, self.tenant, list(edges))
 
     def _set_status(self, ids: Sequence[str], status: Status, reason: str) -> int:
+        self._status_changed()
         if not isinstance(reason, str):
             raise ValueError("reason must be a string")
         ids = list(dict.fromkeys(ids))
@@ -399,6 +395,7 @@ class Neo4jEventStore(BaseEventStore):
         placeholders nothing points to any more, and emptied sessions."""
         if (session_id is None) == (ids is None):
             raise ValueError("purge() takes exactly one of session_id= or ids=")
+        self._status_changed()
         wanted = list(dict.fromkeys(ids or []))
         if ids is not None and not wanted:
             return 0
@@ -584,7 +581,7 @@ class Neo4jEventStore(BaseEventStore):
         ``user_id`` means the sessions that user took part in (as ``sessions()``).
         Any text is safe: it is escaped for Lucene and sent as a parameter.
         """
-        words = lucene_escape(query or "").strip()
+        words = lucene.escape(query or "").strip()
         if not words or k <= 0:
             return []
         type_values = None if types is None else [EventType(t).value for t in types]
@@ -595,12 +592,12 @@ class Neo4jEventStore(BaseEventStore):
             session_ids = self._user_sessions(user_id, session_ids)
             if not session_ids:
                 return []
-        lucene = f"+tenant:{_lucene_phrase(self.tenant)}^0 "
+        search = f"+tenant:{lucene.phrase(self.tenant)}^0 "
         if session_id is not None:
-            lucene += f"+session_id:{_lucene_phrase(session_id)}^0 "
-        lucene += f"+content:({words})"
+            search += f"+session_id:{lucene.phrase(session_id)}^0 "
+        search += f"+content:({words})"
         params = {
-            "index": q.FULLTEXT_INDEX, "search": lucene, "k": int(k), "session_ids": session_ids,
+            "index": q.FULLTEXT_INDEX, "search": search, "k": int(k), "session_ids": session_ids,
             "types": type_values, "since": since, "until": until,
         }  # fmt: skip
         limit = max(4 * int(k), 50)

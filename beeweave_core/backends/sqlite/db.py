@@ -15,11 +15,11 @@ import threading
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
-from pathlib import Path
 from types import ModuleType
 from typing import Any
 
 from beeweave_core.errors import StoreError
+from beeweave_core.private import touch_private
 
 CREATE_META = "CREATE TABLE IF NOT EXISTS beeweave_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)"
 GET_VERSION = "SELECT value FROM beeweave_meta WHERE key = ?"
@@ -44,7 +44,8 @@ class SharedConnection:
     def open(cls, path: str, *, busy_timeout: float = 30.0) -> SharedConnection:
         """A connection in autocommit mode (transactions are explicit), WAL for files."""
         if path != ":memory:":
-            Path(path).parent.mkdir(parents=True, exist_ok=True)
+            # created 0600 before SQLite opens it: its -wal/-shm files copy that mode
+            touch_private(path)
         conn = sqlite3.connect(
             path, check_same_thread=False, isolation_level=None, timeout=busy_timeout
         )
