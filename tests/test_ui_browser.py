@@ -265,6 +265,7 @@ def test_ten_thousand_events_render_in_a_window(page: Any, server: str) -> None:
     _click_node(page, f"bulk-{BULK_EVENTS - 2:05d}")
     page.wait_for_selector(f"[data-testid=detail-title]:has-text('#{BULK_EVENTS - 2}')")
     assert page.locator("[data-testid=ancestry] li").count() == 8  # back to the turn's user message
+    assert "null" not in page.inner_text("[data-testid=detail]").splitlines()  # no empty part shown
     _shot(page, "bulk")
     page.click("text=◀ earlier")
     page.wait_for_function("() => document.body.dataset.loaded.includes('from=')")

@@ -52,7 +52,7 @@ function table(headers, rows, testid) {
 }
 
 function page(title, ...kids) {
-  main.replaceChildren(el("h1", {}, title), ...kids);
+  main.replaceChildren(el("h1", {}, title), ...kids.filter(Boolean));
 }
 
 // ----------------------------------------------------------------- sessions
@@ -130,7 +130,7 @@ function positions(g) {
     if (src.length) x.set(n.id, Math.round(src.reduce((a, t) => a + x.get(t), 0) / src.length / dx) * dx);
     else x.set(n.id, (DERIVED.has(n.type) ? col : col++) * dx);
   });
-  const dy = Math.max(60, (col * dx) / (LANES.length * 1.6));
+  const dy = Math.min(160, Math.max(60, (col * dx) / (LANES.length * 1.6)));
   const taken = new Set();
   return new Map(g.nodes.map((n) => {
     const px = x.get(n.id);
@@ -180,8 +180,7 @@ async function select(sid, id) {
     cy.getElementById(ev.id).addClass("chosen");
   }
   document.querySelectorAll("tr[data-id]").forEach((tr) => tr.classList.toggle("hl", tr.dataset.id === ev.id));
-  const detail = document.getElementById("detail");
-  detail.replaceChildren(
+  document.getElementById("detail").replaceChildren(...[
     el("h2", { "data-testid": "detail-title" }, `#${ev.seq} ${ev.type}`),
     el("p", {}, `role ${ev.role || "-"} · ${when(ev.ts)} · `, el("span", { class: `status-${ev.status}` }, ev.status),
       ev.status_reason ? ` (${ev.status_reason})` : ""),
@@ -193,7 +192,7 @@ async function select(sid, id) {
     el("h2", {}, `Assemblies that used it (${ev.assemblies.length})`),
     el("ul", { "data-testid": "used-by" }, ev.assemblies.map((a) => el("li", {},
       el("a", { href: `#/assembly/${encodeURIComponent(a.id)}?piece=${encodeURIComponent(ev.id)}`, "data-testid": "used-by-link" },
-        `assembly #${a.seq}`), ` — ${a.how === "included" ? "included in" : "left out of"} layer ${a.layer}`))));
+        `assembly #${a.seq}`), ` — ${a.how === "included" ? "included in" : "left out of"} layer ${a.layer}`)))].filter(Boolean));
 }
 
 // ----------------------------------------------------------------- assembly
