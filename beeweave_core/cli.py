@@ -474,6 +474,25 @@ def reindex(
         )
 
 
+@app.command()
+def ui(
+    url: UrlOpt = None,
+    tenant: TenantOpt = "default",
+    auth: AuthOpt = None,
+    host: Annotated[
+        str, typer.Option(help="Address to bind (beyond loopback: token needed).")
+    ] = "127.0.0.1",
+    port: Annotated[int, typer.Option(help="Port to listen on.")] = 8765,
+    open_browser: Annotated[bool, typer.Option("--open", help="Open the browser.")] = False,
+) -> None:
+    """A local web UI: sessions, the causal graph, assembled context, memories, search."""
+    require_extras("ui", "ui")
+    from beeweave_ui.server import serve
+
+    with opened(url, tenant, auth, index_options={"backfill": False}) as weave:  # read-mostly
+        serve(weave, host=host, port=port, open_browser=open_browser, say=console.print)
+
+
 def main() -> None:  # pragma: no cover - console entry point alias
     app()
 
