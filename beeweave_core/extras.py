@@ -19,6 +19,7 @@ EXTRA_MODULES: dict[str, tuple[str, ...]] = {
     "llamaindex": ("llama_index.core",),
     "mcp": ("mcp", "uvicorn"),
     "bench": ("bm25s", "langgraph.checkpoint.sqlite", "langchain_neo4j"),
+    "ui": ("starlette", "uvicorn"),
 }
 
 
