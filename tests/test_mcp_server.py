@@ -14,7 +14,6 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import httpx
 import pytest
 from mcp import Client, StdioServerParameters
 from mcp.client.streamable_http import streamable_http_client
@@ -142,36 +141,13 @@ async def test_http_on_localhost(tmp_path: Path, http_server: Any) -> None:
     _check_stored(tmp_path / "w.db")
 
 
-def _outward_address() -> str | None:
-    """A non-loopback IPv4 address of this machine, if it has one (no packet is sent)."""
-    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
-        try:
-            s.connect(("192.0.2.254", 9))
-            addr = str(s.getsockname()[0])
-        except OSError:
-            return None
-    return None if is_loopback(addr) or addr == "0.0.0.0" else addr
+async def test_remote_clients_need_the_token() -> None:
+    """The guard on the HTTP app: a non-local client without the token is refused.
 
-
-async def test_remote_binding_needs_the_printed_token(tmp_path: Path, http_server: Any) -> None:
-    addr = _outward_address()
-    if addr is None:  # no outward interface here: the guard itself is tested below
-        await _guard_refuses_remote_without_token()
-        return
-    _seed(tmp_path / "w.db")
-    url, token = http_server(addr)
-    assert token and len(token) >= 32
-    body = {"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {}}
-    headers = {"Accept": "application/json, text/event-stream"}
-    async with httpx.AsyncClient(timeout=10) as http:
-        assert (await http.post(url, json=body, headers=headers)).status_code == 401
-        wrong = {**headers, "Authorization": "Bearer not-the-token"}
-        assert (await http.post(url, json=body, headers=wrong)).status_code == 401
-    import httpx2
-
-    authed = httpx2.AsyncClient(headers={"Authorization": f"Bearer {token}"}, timeout=30)
-    async with Client(streamable_http_client(url, http_client=authed)) as client:
-        assert "recall" in {t.name for t in (await client.list_tools()).tools}
+    Tested on the ASGI app with a non-loopback client address rather than over a real
+    outward interface: tests send traffic to loopback only.
+    """
+    await _guard_refuses_remote_without_token()
 
 
 async def _guard_refuses_remote_without_token() -> None:
