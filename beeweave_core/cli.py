@@ -294,6 +294,39 @@ def trace_records(weave: Weave, event_id: str, depth: int) -> list[dict[str, Any
     return [{"depth": d, "event": ev.to_record()} for ev, d in chain]
 
 
+@app.command()
+def stats(
+    session_id: Annotated[str | None, typer.Argument(help="One session (default: all).")] = None,
+    url: UrlOpt = None,
+    tenant: TenantOpt = "default",
+    auth: AuthOpt = None,
+    budget: Annotated[int, typer.Option(help="Token budget of the amnesia check.")] = 8000,
+    as_json: JsonOpt = False,
+) -> None:
+    """Context health per session and pooled: compression, retrieval hit rate, amnesia."""
+    from beeweave_core.governance.health import weave_health
+
+    if budget < 1:
+        fail(f"--budget must be a positive number of tokens, got {budget}")
+    with opened(url, tenant, auth, index_options={"backfill": False}) as weave:
+        if session_id is not None and not weave.store.timeline(session_id, last=1):
+            fail(f"no session {shown(session_id)} for tenant {shown(tenant)}")
+        parts, total = weave_health(weave, session_id, budget_tokens=budget)
+    rows = [*parts, total] if len(parts) != 1 else parts
+    if as_json:
+        print_json({"sessions": [h.to_dict() for h in parts], "pooled": total.to_dict()})
+        return
+    table = Table("session", "compression", "hit rate", "amnesia", "warnings", title="Health")
+    for h in rows:
+        pct = [
+            "-" if v is None else f"{v:.0%}" for v in (h.compression_ratio, h.retrieval_hit_rate)
+        ]
+        a = h.amnesia
+        table.add_row(h.scope, *pct, "-" if a is None else f"{a.carried}/{a.sampled}",
+                      "\n".join(h.warnings) or "ok")  # fmt: skip
+    console.print(table)
+
+
 YesOpt = Annotated[bool, typer.Option("--yes", "-y", help="Do not ask for confirmation.")]
 
 

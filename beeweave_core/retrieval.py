@@ -33,6 +33,7 @@ from typing import Any
 
 from beeweave_core.events import EdgeType, Event, EventType, Status
 from beeweave_core.index.base import IndexFilter
+from beeweave_core.telemetry import traced
 from beeweave_core.text.timehints import TimeWindow, find_windows
 
 log = logging.getLogger("beeweave.retrieval")
@@ -324,6 +325,7 @@ class Retriever:
         return getattr(self.weave, "indexer", None)
 
     # ---------------------------------------------------------------- API
+    @traced("retrieve")
     def retrieve(
         self,
         query: str,

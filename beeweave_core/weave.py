@@ -12,6 +12,7 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from beeweave_core import telemetry
 from beeweave_core.backends import Backend, open_backend
 from beeweave_core.backends.neo4j.auth import AuthSpec
 from beeweave_core.bus import ContextBus
@@ -90,6 +91,7 @@ class Weave:
         spool = Path(spool_dir) if spool_dir else beeweave_home() / "spool"
         # the bus names its files by a hash of (url, tenant): no raw id reaches a path
         self.bus = ContextBus(store, spool_dir=spool, name=url, **bus_kw)
+        telemetry.enable_capture()
         self._closed = False
         #: Called (newest first) on close(): indexes and engines register here.
         self._closers: list[Callable[[], None]] = []

@@ -33,6 +33,7 @@ from beeweave_core.context.summarizers import ExtractiveSummarizer, LLMSummarize
 from beeweave_core.context.working_state import Item, WorkingState, build_working_state
 from beeweave_core.events import EventType
 from beeweave_core.llm import TextLLM
+from beeweave_core.telemetry import traced
 from beeweave_core.text import language as L
 from beeweave_core.tokens import DEFAULT_MODEL, TokenCounter
 
@@ -120,6 +121,7 @@ class ContextEngine:
         """Catch up long-term memory for ``session_id``; returns new memory ids."""
         return self.memory.process(session_id)
 
+    @traced("compact", session_pos=1)
     def compact(
         self,
         session_id: str,
@@ -157,6 +159,7 @@ class ContextEngine:
                                    include_inactive=include_inactive)  # fmt: skip
 
     # ------------------------------------------------------------ assembly
+    @traced("assemble", session_pos=1)
     def assemble(
         self,
         session_id: str,
