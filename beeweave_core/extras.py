@@ -17,6 +17,7 @@ EXTRA_MODULES: dict[str, tuple[str, ...]] = {
     "langchain": ("langchain_core", "langchain_classic", "langchain"),
     "langgraph": ("langgraph", "langgraph.checkpoint"),
     "llamaindex": ("llama_index.core",),
+    "otel": ("opentelemetry.trace", "opentelemetry.metrics"),
     "bench": ("bm25s", "langgraph.checkpoint.sqlite", "langchain_neo4j"),
 }
 

@@ -21,10 +21,11 @@ instruments live under ``beeweave.*``:
 from __future__ import annotations
 
 import functools
-import importlib.util
 import time
 from collections.abc import Callable
 from typing import Any, TypeVar
+
+from beeweave_core.extras import missing_modules
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -38,10 +39,7 @@ def available() -> bool:
     """Whether the OpenTelemetry API can be imported (looked up once, without importing)."""
     global _AVAILABLE
     if _AVAILABLE is None:
-        try:
-            _AVAILABLE = importlib.util.find_spec("opentelemetry.trace") is not None
-        except (ImportError, ValueError):
-            _AVAILABLE = False
+        _AVAILABLE = not missing_modules(["otel"])
     return _AVAILABLE
 
 
@@ -60,7 +58,6 @@ class _Instruments:
         self.tokens = meter.create_histogram(
             "beeweave.context.tokens", unit="{token}", description="Tokens of assembled contexts"
         )
-        self.status_error = trace.StatusCode.ERROR
 
 
 _instruments: _Instruments | None = None

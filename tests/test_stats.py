@@ -16,7 +16,7 @@ from .test_cli import run
 
 @pytest.fixture(scope="module")
 def home(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """Two sessions: one healthy, one whose latest assembly predates a stored fact."""
+    """Two sessions: one healthy, one holding an early fact its assembled context does not carry."""
     home = tmp_path_factory.mktemp("stats")
     with Weave.open(f"sqlite:///{home}/beeweave.db", index=False, spool_dir=home / "sp") as w:
         fact = "My locker code is LK-5820 and I cycle to work."
