@@ -441,9 +441,15 @@ def import_cmd(
     tenant: TenantOpt = "default",
     auth: AuthOpt = None,
 ) -> None:
-    """Import a session exported by ``beeweave export`` (checked whole before any write)."""
+    """Import a session exported by ``beeweave export``, or a retention archive (``.jsonl.gz``)
+    (checked whole before any write)."""
+    from beeweave_core.governance import retention as R
+
     try:
-        export = parse_export(path.read_bytes())
+        raw = path.read_bytes()
+        if R.is_archive(raw):
+            return _import_archive(R.read_archive(path), url, tenant, auth)
+        export = parse_export(raw)
     except OSError as exc:
         fail(f"cannot read {shown(str(path))}: {exc.strerror}")
     except ValueError as exc:
@@ -457,6 +463,52 @@ def import_cmd(
             f"imported {res.inserted} events ({res.duplicates} already present), "
             f"{len(export.checkpoints)} checkpoints"
         )
+
+
+def _import_archive(sessions: list[Any], url: str | None, tenant: str, auth: str | None) -> None:
+    from beeweave_core.governance.retention import import_archive
+
+    with opened(url, tenant, auth) as weave:
+        try:
+            inserted, duplicates = import_archive(weave.writer, sessions)
+        except (ValueError, StoreError) as exc:
+            fail(" ".join(str(exc).split())[:300])
+    console.print(f"imported {inserted} events ({duplicates} already present) from the archive")
+
+
+retention_app = typer.Typer(help="Retention: archive what expired, prune the rest.")
+app.add_typer(retention_app, name="retention")
+
+
+@retention_app.command("apply")
+def retention_apply(
+    rule: Annotated[
+        list[str] | None,
+        typer.Option("--rule", help="TYPES=DAYS, repeatable (default: raw=90, retrieval=30)."),
+    ] = None,
+    archive_dir: Annotated[
+        Path | None, typer.Option(help="Where archives go (default: $BEEWEAVE_HOME/archive).")
+    ] = None,
+    dry_run: Annotated[bool, typer.Option("--dry-run", help="Only count what expired.")] = False,
+    url: UrlOpt = None,
+    tenant: TenantOpt = "default",
+    auth: AuthOpt = None,
+) -> None:
+    """Archive expired events to a gzip JSON Lines file (with manifest) and purge them."""
+    from beeweave_core.governance import retention as R
+    from beeweave_core.paths import beeweave_home
+
+    try:
+        rules = [R.parse_rule(r) for r in rule] if rule else list(R.DEFAULT_RULES)
+    except ValueError as exc:
+        fail(str(exc))
+    folder = archive_dir or beeweave_home() / "archive"
+    with opened(url, tenant, auth) as weave:
+        report = R.apply_retention(weave, folder, rules, dry_run=dry_run)
+    verb = "would archive" if dry_run else "archived"
+    console.print(f"{verb} {report.total} event(s) from {len(report.expired)} session(s)")
+    if report.archive is not None:
+        console.print(f"archive: {report.archive} (purged {report.purged})")
 
 
 @app.command()

@@ -335,6 +335,10 @@ class ContextEngine:
         room = budget - sys_cost - (c.count_message(qmsg) if qmsg else 0)
         units, edited_out, whole = self.edits.newest(editor, snap.units, c, room)
         whole = whole and snap.history_tokens(c) <= budget  # a plain buffer would fit too
+        first = snap.units[0].seq_from if snap.units else 1 << 62
+        # turns a summary stands for that are gone (archived by retention): not whole
+        whole = whole and all(int(s.payload.get("seq_from", first)) >= first
+                              for s in snap.top_summaries)  # fmt: skip
         phase = phase or infer_phase(snap.units)
         shares = self.presets[phase]
         if snap.level:
