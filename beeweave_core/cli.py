@@ -20,7 +20,7 @@ from rich.text import Text
 from rich.tree import Tree
 
 from beeweave_core.backends.neo4j.auth import Credentials, auth_from_env
-from beeweave_core.checkpoints import CheckpointStore
+from beeweave_core.checkpoints import CheckpointStore, PruneLimits
 from beeweave_core.errors import StoreError, shown
 from beeweave_core.events import Event
 from beeweave_core.exports import export_thread, import_thread, parse_export
@@ -490,6 +490,12 @@ def retention_apply(
         Path | None, typer.Option(help="Where archives go (default: $BEEWEAVE_HOME/archive).")
     ] = None,
     dry_run: Annotated[bool, typer.Option("--dry-run", help="Only count what expired.")] = False,
+    keep_checkpoints: Annotated[
+        int | None, typer.Option(help="Keep the newest N checkpoints per thread.")
+    ] = None,
+    checkpoint_days: Annotated[
+        float | None, typer.Option(help="Drop checkpoints older than this (newest stays).")
+    ] = None,
     url: UrlOpt = None,
     tenant: TenantOpt = "default",
     auth: AuthOpt = None,
@@ -503,8 +509,19 @@ def retention_apply(
     except ValueError as exc:
         fail(str(exc))
     folder = archive_dir or beeweave_home() / "archive"
+    limits = None
+    if keep_checkpoints is not None or checkpoint_days is not None:
+        if (keep_checkpoints is not None and keep_checkpoints < 1) or (
+            checkpoint_days is not None and checkpoint_days <= 0
+        ):
+            fail("--keep-checkpoints and --checkpoint-days must be positive")
+        limits = PruneLimits(keep_last=keep_checkpoints or 1 << 30, max_age_days=checkpoint_days)
     with opened(url, tenant, auth) as weave:
         report = R.apply_retention(weave, folder, rules, dry_run=dry_run)
+        if limits is not None and not dry_run:
+            with checkpoint_store(weave) as checkpoints:
+                threads = R.prune_checkpoints(checkpoints, limits)
+            console.print(f"pruned checkpoints of {len(threads)} thread(s)")
     verb = "would archive" if dry_run else "archived"
     console.print(f"{verb} {report.total} event(s) from {len(report.expired)} session(s)")
     if report.archive is not None:

@@ -134,3 +134,28 @@ def test_cli_dry_run_and_bad_rule(home: Path):
     assert bad.returncode == 1 and "unknown type 'chatter'" in bad.stderr
     with Weave.open(url, spool_dir=home / "spool", index=False) as w:
         assert len(w.store.timeline("s")) == 1  # a dry run and a bad rule change nothing
+
+
+def test_cli_prunes_checkpoints_per_thread(home: Path):
+    from beeweave_langchain.checkpoint import BeeWeaveCheckpointer
+
+    from .test_checkpoint import _counter_graph
+
+    url = f"sqlite:///{home}/beeweave.db"
+    with Weave.open(url, spool_dir=home / "spool", index=False) as w:
+        saver = BeeWeaveCheckpointer.from_weave(w)
+        graph = _counter_graph(saver)
+        for tid in ("t1", "t2"):
+            graph.invoke({"n": 0, "log": []}, {"configurable": {"thread_id": tid}})
+            for _ in range(4):
+                graph.invoke({}, {"configurable": {"thread_id": tid}})
+    out = run(home, "retention", "apply", "--keep-checkpoints", "2", "--url", url).stdout
+    assert "pruned checkpoints of 2 thread(s)" in out
+    with Weave.open(url, spool_dir=home / "spool", index=False) as w:
+        saver = BeeWeaveCheckpointer.from_weave(w)
+        for tid in ("t1", "t2"):
+            cfg = {"configurable": {"thread_id": tid}}
+            assert len(list(saver.list(cfg))) == 2
+            assert _counter_graph(saver).get_state(cfg).values["n"] == 5
+    bad = run(home, "retention", "apply", "--keep-checkpoints", "0", "--url", url, check=False)
+    assert bad.returncode == 1 and "must be positive" in bad.stderr

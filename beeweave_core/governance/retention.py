@@ -28,6 +28,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from beeweave_core.checkpoints import CheckpointStore, PruneLimits
 from beeweave_core.events import Edge, EdgeType, Event, EventType, event_id_for
 from beeweave_core.exports import SessionExport, validate_export
 from beeweave_core.private import open_private, private_dir, write_private_text
@@ -216,6 +217,17 @@ def archived_in(store: EventStore, event: Event) -> list[str]:
         for e in store.edges(event_id=event.id, direction="in", types=[EdgeType.REFERS_TO])
         if "archived_in" in e.meta
     ]
+
+
+def prune_checkpoints(
+    store: CheckpointStore, limits: PruneLimits, thread_ids: Sequence[str] | None = None
+) -> list[str]:
+    """Thin every thread (or ``thread_ids``) to ``limits``; returns the threads visited."""
+    threads = (
+        sorted({r.thread_id for r in store.list()}) if thread_ids is None else list(thread_ids)
+    )
+    store.prune(threads, limits=limits)
+    return threads
 
 
 # ------------------------------------------------------------------ reading back
