@@ -306,6 +306,14 @@ class Weave:
         """Async twin of :meth:`assemble` (runs in a worker thread)."""
         return await self.context.aassemble(session_id, query, **kw)
 
+    def confirm(self, memory_id: str) -> str:
+        """Wake a dormant memory (or keep one awake): it was confirmed now.  Returns the
+        id of the note that records it (see ``governance/dormancy.py``)."""
+        from beeweave_core.governance.dormancy import confirm
+
+        self.flush()
+        return confirm(self.writer, memory_id, now=self.context.dormancy.clock())
+
     # ------------------------------------------------------------ lifecycle
     def on_close(self, fn: Callable[[], None]) -> None:
         """Call ``fn`` when the weave closes: after capture is flushed, before the store
