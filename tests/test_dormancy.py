@@ -85,3 +85,18 @@ def test_user_restating_wakes_and_policy_is_configurable(weave: Weave):
         weave.confirm("no-such-memory")
     with pytest.raises(ValueError, match="after_days"):
         DormancyPolicy(after_days=0)
+
+
+def test_amnesia_check_does_not_count_dormant_memories(weave: Weave):
+    from beeweave_core.governance.health import weave_health
+
+    now = time.time()
+    say(weave, "g", [{"role": "user", "content": FACT}, {"role": "assistant", "content": "Ok."}],
+        ts=now - 60)  # fmt: skip
+    weave.context.update("g")
+    at(weave, now)
+    (fresh,), _ = weave_health(weave, "g")
+    assert fresh.amnesia is not None and fresh.amnesia.sampled == 1
+    at(weave, now + 365 * DAY)
+    (old,), _ = weave_health(weave, "g")
+    assert old.amnesia is not None and old.amnesia.sampled == 0 and old.warnings == []

@@ -19,11 +19,12 @@ from __future__ import annotations
 
 import inspect
 import re
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Collection, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from beeweave_core.events import Event, EventType
+from beeweave_core.governance.dormancy import dormant_ages
 from beeweave_core.store import EventStore
 from beeweave_core.text.segment import HAN
 
@@ -76,9 +77,16 @@ class Health:
 
 
 def session_health(
-    store: EventStore, session_id: str, *, assemble_text: AssembleText | None = None
+    store: EventStore,
+    session_id: str,
+    *,
+    assemble_text: AssembleText | None = None,
+    asleep: Callable[[Sequence[Event]], Collection[str]] | None = None,
 ) -> Health:
-    """Compression and hit rate from the session's records; amnesia when asked."""
+    """Compression and hit rate from the session's records; amnesia when asked.
+
+    ``asleep`` names dormant memories: the context leaves them out on purpose, so the
+    amnesia check does not sample them."""
     health = Health(scope=session_id)
     summaries = store.timeline(session_id, types=(EventType.SUMMARY,))
     assemblies = store.timeline(session_id, types=(EventType.RETRIEVAL,))
@@ -86,6 +94,8 @@ def session_health(
     _add_hit_rate(health, assemblies)
     if assemble_text is not None:
         memories = store.timeline(session_id, types=(EventType.MEMORY,))
+        gone = asleep(memories) if asleep is not None else ()
+        memories = [m for m in memories if m.id not in gone]
         health.amnesia = amnesia_check(memories, assemble_text(session_id))
     _judge(health)
     return health
@@ -122,7 +132,10 @@ def weave_health(
             return "\n".join(str(m.get("content", "")) for m in ctx.messages)
         return recorded_text(weave.store, sid)
 
-    parts = [session_health(weave.store, sid, assemble_text=text) for sid in sids]
+    def asleep(memories: Sequence[Event]) -> Collection[str]:
+        return dormant_ages(weave.store, memories, engine.dormancy).keys()
+
+    parts = [session_health(weave.store, sid, assemble_text=text, asleep=asleep) for sid in sids]
     return parts, pooled(parts)
 
 
