@@ -36,7 +36,7 @@ _AVAILABLE: bool | None = None
 
 
 def available() -> bool:
-    """Whether the OpenTelemetry API can be imported (looked up once, without importing)."""
+    """Whether the OpenTelemetry API is installed (looked up once; the API is not imported)."""
     global _AVAILABLE
     if _AVAILABLE is None:
         _AVAILABLE = not missing_modules(["otel"])
