@@ -35,7 +35,7 @@ from collections import Counter, deque
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import IO, Any
 
-from beeweave_core import shutdown
+from beeweave_core import shutdown, telemetry
 from beeweave_core.errors import StoreError
 from beeweave_core.events import (
     HIGH_PRIORITY_TYPES,
@@ -266,6 +266,8 @@ class ContextBus:
         try:
             n = next(self._counter)
             self._stats["emitted"] += 1
+            if telemetry.CAPTURE is not None:
+                telemetry.CAPTURE.add(1)
             tv = type.value if isinstance(type, EventType) else _as_str(type)
             session_id, coalesce_key, key = (_as_str(session_id), _as_str(coalesce_key), _as_str(key))  # fmt: skip
             problem = emit_problem(tv, session_id, coalesce_key, ts, priority, key)
@@ -297,6 +299,8 @@ class ContextBus:
     def submit(self, event: Event) -> str:
         """Queue an already built :class:`Event` (integrations that need full control)."""
         self._stats["emitted"] += 1
+        if telemetry.CAPTURE is not None:
+            telemetry.CAPTURE.add(1)
         self._high.append((next(self._counter), event))
         self._wake.set()
         return event.id

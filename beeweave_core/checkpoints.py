@@ -115,7 +115,13 @@ class CheckpointStore(Protocol):
     def delete_thread(self, thread_id: str) -> None: ...
     def delete_for_runs(self, run_ids: Sequence[str]) -> None: ...
     def copy_thread(self, source_thread_id: str, target_thread_id: str) -> None: ...
-    def prune(self, thread_ids: Sequence[str], *, strategy: str = "keep_latest") -> None: ...
+    def prune(
+        self,
+        thread_ids: Sequence[str],
+        *,
+        strategy: str = "keep_latest",
+        limits: PruneLimits | None = None,
+    ) -> None: ...
     def fork(
         self, thread_id: str, checkpoint_ns: str, checkpoint_id: str, name: str
     ) -> BranchInfo: ...
@@ -194,37 +200,71 @@ class Skeleton:
     parent_checkpoint_id: str | None
     delta_channels: tuple[str, ...]
     stored_channels: frozenset[str]
+    created_at: float = 0.0
 
 
-def plan_keep_latest(rows: Iterable[Skeleton]) -> set[tuple[str, str]]:
-    """The ``(ns, checkpoint_id)`` pairs ``prune(strategy="keep_latest")`` must keep.
+def plan_keep(
+    rows: Iterable[Skeleton], keep_last: int = 1, cutoff: float | None = None
+) -> set[tuple[str, str]]:
+    """The ``(ns, checkpoint_id)`` pairs pruning must keep.
 
-    The newest checkpoint of each namespace, plus — for each ``DeltaChannel`` it
-    rebuilds from ancestors — every ancestor up to the nearest one that stores a
-    value (snapshot) for that channel.  Without those, LangGraph would silently
-    rebuild the channel as empty (see ``BaseCheckpointSaver.prune``).
+    Per namespace: the newest ``keep_last`` checkpoints that are not older than
+    ``cutoff`` (a ``created_at`` time), and always the newest one (a thread must stay
+    resumable); plus — for each ``DeltaChannel`` a kept checkpoint rebuilds from
+    ancestors — every ancestor up to the nearest one that stores a value (snapshot)
+    for that channel.  Without those, LangGraph would silently rebuild the channel as
+    empty (see ``BaseCheckpointSaver.prune``).
     """
+    if keep_last < 1:
+        raise ValueError(f"keep_last must be at least 1, got {keep_last}")
     by_ns: dict[str, dict[str, Skeleton]] = {}
     for r in rows:
         by_ns.setdefault(r.checkpoint_ns, {})[r.checkpoint_id] = r
     keep: set[tuple[str, str]] = set()
     for ns, nodes in by_ns.items():
-        latest = nodes[max(nodes)]
-        keep.add((ns, latest.checkpoint_id))
-        needed = set(latest.delta_channels) - latest.stored_channels
-        cursor = latest.parent_checkpoint_id
-        while needed and cursor is not None and cursor in nodes:
-            node = nodes[cursor]
-            keep.add((ns, node.checkpoint_id))
-            needed -= node.stored_channels
-            cursor = node.parent_checkpoint_id
+        newest = sorted(nodes, reverse=True)[:keep_last]
+        chosen = [nodes[i] for i in newest[:1]] + [
+            nodes[i] for i in newest[1:] if cutoff is None or nodes[i].created_at >= cutoff
+        ]
+        for kept in chosen:
+            keep.add((ns, kept.checkpoint_id))
+            needed = set(kept.delta_channels) - kept.stored_channels
+            cursor = kept.parent_checkpoint_id
+            while needed and cursor is not None and cursor in nodes:
+                node = nodes[cursor]
+                keep.add((ns, node.checkpoint_id))
+                needed -= node.stored_channels
+                cursor = node.parent_checkpoint_id
     return keep
 
 
-def prunable(rows: Sequence[Skeleton]) -> list[Skeleton]:
-    """The checkpoints ``prune(strategy="keep_latest")`` deletes: all it need not keep."""
-    keep = plan_keep_latest(rows)
+def plan_keep_latest(rows: Iterable[Skeleton]) -> set[tuple[str, str]]:
+    """What ``prune(strategy="keep_latest")`` keeps: the newest per namespace (+ seeds)."""
+    return plan_keep(rows)
+
+
+def prunable(
+    rows: Sequence[Skeleton], keep_last: int = 1, cutoff: float | None = None
+) -> list[Skeleton]:
+    """The checkpoints pruning deletes: all that :func:`plan_keep` need not keep."""
+    keep = plan_keep(rows, keep_last, cutoff)
     return [r for r in rows if (r.checkpoint_ns, r.checkpoint_id) not in keep]
+
+
+@dataclass(frozen=True, slots=True)
+class PruneLimits:
+    """``keep_latest`` generalised: newest ``keep_last`` per namespace, none older
+    than ``max_age_days`` at ``now`` (the newest always stays)."""
+
+    keep_last: int = 1
+    max_age_days: float | None = None
+    now: float | None = None
+
+    @property
+    def cutoff(self) -> float | None:
+        if self.max_age_days is None:
+            return None
+        return (time.time() if self.now is None else self.now) - self.max_age_days * 86_400.0
 
 
 def prune_threads(

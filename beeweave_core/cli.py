@@ -20,7 +20,7 @@ from rich.text import Text
 from rich.tree import Tree
 
 from beeweave_core.backends.neo4j.auth import Credentials, auth_from_env
-from beeweave_core.checkpoints import CheckpointStore
+from beeweave_core.checkpoints import CheckpointStore, PruneLimits
 from beeweave_core.errors import StoreError, shown
 from beeweave_core.events import Event
 from beeweave_core.exports import export_thread, import_thread, parse_export
@@ -294,6 +294,39 @@ def trace_records(weave: Weave, event_id: str, depth: int) -> list[dict[str, Any
     return [{"depth": d, "event": ev.to_record()} for ev, d in chain]
 
 
+@app.command()
+def stats(
+    session_id: Annotated[str | None, typer.Argument(help="One session (default: all).")] = None,
+    url: UrlOpt = None,
+    tenant: TenantOpt = "default",
+    auth: AuthOpt = None,
+    budget: Annotated[int, typer.Option(help="Token budget of the amnesia check.")] = 8000,
+    as_json: JsonOpt = False,
+) -> None:
+    """Context health per session and pooled: compression, retrieval hit rate, amnesia."""
+    from beeweave_core.governance.health import weave_health
+
+    if budget < 1:
+        fail(f"--budget must be a positive number of tokens, got {budget}")
+    with opened(url, tenant, auth, index_options={"backfill": False}) as weave:
+        if session_id is not None and not weave.store.timeline(session_id, last=1):
+            fail(f"no session {shown(session_id)} for tenant {shown(tenant)}")
+        parts, total = weave_health(weave, session_id, budget_tokens=budget)
+    rows = [*parts, total] if len(parts) != 1 else parts
+    if as_json:
+        print_json({"sessions": [h.to_dict() for h in parts], "pooled": total.to_dict()})
+        return
+    table = Table("session", "compression", "hit rate", "amnesia", "warnings", title="Health")
+    for h in rows:
+        pct = [
+            "-" if v is None else f"{v:.0%}" for v in (h.compression_ratio, h.retrieval_hit_rate)
+        ]
+        a = h.amnesia
+        table.add_row(h.scope, *pct, "-" if a is None else f"{a.carried}/{a.sampled}",
+                      "\n".join(h.warnings) or "ok")  # fmt: skip
+    console.print(table)
+
+
 YesOpt = Annotated[bool, typer.Option("--yes", "-y", help="Do not ask for confirmation.")]
 
 
@@ -408,9 +441,15 @@ def import_cmd(
     tenant: TenantOpt = "default",
     auth: AuthOpt = None,
 ) -> None:
-    """Import a session exported by ``beeweave export`` (checked whole before any write)."""
+    """Import a session exported by ``beeweave export``, or a retention archive (``.jsonl.gz``)
+    (checked whole before any write)."""
+    from beeweave_core.governance import retention as R
+
     try:
-        export = parse_export(path.read_bytes())
+        raw = path.read_bytes()
+        if R.is_archive(raw):
+            return _import_archive(R.read_archive(path), url, tenant, auth)
+        export = parse_export(raw)
     except OSError as exc:
         fail(f"cannot read {shown(str(path))}: {exc.strerror}")
     except ValueError as exc:
@@ -424,6 +463,69 @@ def import_cmd(
             f"imported {res.inserted} events ({res.duplicates} already present), "
             f"{len(export.checkpoints)} checkpoints"
         )
+
+
+def _import_archive(sessions: list[Any], url: str | None, tenant: str, auth: str | None) -> None:
+    from beeweave_core.governance.retention import import_archive
+
+    with opened(url, tenant, auth) as weave:
+        try:
+            inserted, duplicates = import_archive(weave.writer, sessions)
+        except (ValueError, StoreError) as exc:
+            fail(" ".join(str(exc).split())[:300])
+    console.print(f"imported {inserted} events ({duplicates} already present) from the archive")
+
+
+retention_app = typer.Typer(help="Retention: archive what expired, prune the rest.")
+app.add_typer(retention_app, name="retention")
+
+
+@retention_app.command("apply")
+def retention_apply(
+    rule: Annotated[
+        list[str] | None,
+        typer.Option("--rule", help="TYPES=DAYS, repeatable (default: raw=90, retrieval=30)."),
+    ] = None,
+    archive_dir: Annotated[
+        Path | None, typer.Option(help="Where archives go (default: $BEEWEAVE_HOME/archive).")
+    ] = None,
+    dry_run: Annotated[bool, typer.Option("--dry-run", help="Only count what expired.")] = False,
+    keep_checkpoints: Annotated[
+        int | None, typer.Option(help="Keep the newest N checkpoints per thread.")
+    ] = None,
+    checkpoint_days: Annotated[
+        float | None, typer.Option(help="Drop checkpoints older than this (newest stays).")
+    ] = None,
+    url: UrlOpt = None,
+    tenant: TenantOpt = "default",
+    auth: AuthOpt = None,
+) -> None:
+    """Archive expired events to a gzip JSON Lines file (with manifest) and purge them."""
+    from beeweave_core.governance import retention as R
+    from beeweave_core.paths import beeweave_home
+
+    try:
+        rules = [R.parse_rule(r) for r in rule] if rule else list(R.DEFAULT_RULES)
+    except ValueError as exc:
+        fail(str(exc))
+    folder = archive_dir or beeweave_home() / "archive"
+    limits = None
+    if keep_checkpoints is not None or checkpoint_days is not None:
+        if (keep_checkpoints is not None and keep_checkpoints < 1) or (
+            checkpoint_days is not None and checkpoint_days <= 0
+        ):
+            fail("--keep-checkpoints and --checkpoint-days must be positive")
+        limits = PruneLimits(keep_last=keep_checkpoints or 1 << 30, max_age_days=checkpoint_days)
+    with opened(url, tenant, auth) as weave:
+        report = R.apply_retention(weave, folder, rules, dry_run=dry_run)
+        if limits is not None and not dry_run:
+            with checkpoint_store(weave) as checkpoints:
+                threads = R.prune_checkpoints(checkpoints, limits)
+            console.print(f"pruned checkpoints of {len(threads)} thread(s)")
+    verb = "would archive" if dry_run else "archived"
+    console.print(f"{verb} {report.total} event(s) from {len(report.expired)} session(s)")
+    if report.archive is not None:
+        console.print(f"archive: {report.archive} (purged {report.purged})")
 
 
 @app.command()

@@ -37,6 +37,7 @@ from beeweave_core.events import EdgeType, Event, EventType, SessionStats, Statu
 from beeweave_core.index.base import IndexFilter
 from beeweave_core.ranking import age_weight, minmax_shares, rrf_shares
 from beeweave_core.store import EventStore
+from beeweave_core.telemetry import traced
 from beeweave_core.text.timehints import TimeWindow, find_windows
 
 if TYPE_CHECKING:
@@ -330,6 +331,7 @@ class Retriever:
         self.config = config or RetrievalConfig()
 
     # ---------------------------------------------------------------- API
+    @traced("retrieve")
     def retrieve(
         self,
         query: str,

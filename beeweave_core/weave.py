@@ -14,6 +14,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from beeweave_core import telemetry
 from beeweave_core.backends import Backend, open_backend
 from beeweave_core.backends.neo4j.auth import AuthSpec
 from beeweave_core.bus import ContextBus
@@ -109,6 +110,7 @@ class Weave:
         spool = Path(spool_dir) if spool_dir else beeweave_home() / "spool"
         # the bus names its files by a hash of (url, tenant): no raw id reaches a path
         self.bus = ContextBus(store, spool_dir=spool, name=url, **bus_kw)  # type: ignore[arg-type]
+        telemetry.enable_capture()
         self._closed = False
         self._closers: list[Callable[[], None]] = []
         self._retriever: Retriever | None = None
@@ -308,6 +310,14 @@ class Weave:
     ) -> AssembledContext:
         """Async twin of :meth:`assemble` (runs in a worker thread)."""
         return await self.context.aassemble(session_id, query, **kw)
+
+    def confirm(self, memory_id: str) -> str:
+        """Wake a dormant memory (or keep one awake): it was confirmed now.  Returns the
+        id of the note that records it (see ``governance/dormancy.py``)."""
+        from beeweave_core.governance.dormancy import confirm
+
+        self.flush()
+        return confirm(self.writer, memory_id, now=self.context.dormancy.clock())
 
     # ------------------------------------------------------------ lifecycle
     def on_close(self, fn: Callable[[], None]) -> None:

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import datetime as dt
 import operator
+import time
 import uuid
 from collections import Counter
 from collections.abc import Callable, Iterator
@@ -27,6 +28,7 @@ from langgraph.checkpoint.base import empty_checkpoint
 from langgraph.graph import END, START, StateGraph
 from langgraph.prebuilt import create_react_agent
 
+from beeweave_core.checkpoints import PruneLimits
 from beeweave_core.events import EdgeType, EventType
 from beeweave_core.weave import Weave
 from beeweave_langchain.checkpoint import AsyncBeeWeaveCheckpointer, BeeWeaveCheckpointer
@@ -301,6 +303,35 @@ def test_prune_keeps_what_a_delta_channel_needs(savers: Callable[..., Any]) -> N
     assert plain.get_state(cfg2).values == {"n": 2, "log": [1, 2]}
     with pytest.raises(ValueError, match="strategy"):
         saver.prune(["plain"], strategy="keep_everything")
+
+
+def test_prune_keep_last_n_and_by_age(savers: Callable[..., Any]) -> None:
+    """Retention: the newest N per thread, none older than an age; the newest always stays."""
+    saver = savers()
+    plain = _counter_graph(saver)
+    cfg = {"configurable": {"thread_id": "aged"}}
+    plain.invoke({"n": 0, "log": []}, cfg)
+    for _ in range(3):
+        plain.invoke({}, cfg)
+    time.sleep(0.05)
+    mark = time.time()
+    time.sleep(0.05)
+    for _ in range(3):
+        plain.invoke({}, cfg)
+    ids = [t.config["configurable"]["checkpoint_id"] for t in saver.list(cfg)]  # newest first
+    assert len(ids) >= 7
+    saver.store.prune(["aged"], limits=PruneLimits(keep_last=len(ids), max_age_days=30,
+                                                   now=mark + 30 * 86_400))  # fmt: skip
+    left = [t.config["configurable"]["checkpoint_id"] for t in saver.list(cfg)]
+    assert 3 <= len(left) < len(ids) and left == ids[: len(left)]  # only the young ones
+    saver.store.prune(["aged"], limits=PruneLimits(keep_last=2))
+    assert [t.config["configurable"]["checkpoint_id"] for t in saver.list(cfg)] == ids[:2]
+    far = PruneLimits(keep_last=5, max_age_days=1, now=time.time() + 400 * 86_400)
+    saver.store.prune(["aged"], limits=far)
+    assert [t.config["configurable"]["checkpoint_id"] for t in saver.list(cfg)] == ids[:1]
+    assert plain.get_state(cfg).values == {"n": 7, "log": [1, 2, 3, 4, 5, 6, 7]}
+    with pytest.raises(ValueError, match="keep_last"):
+        saver.store.prune(["aged"], limits=PruneLimits(keep_last=0))
 
 
 # --------------------------------------------------------------- metadata

@@ -14,6 +14,7 @@ import logging
 import threading
 import time
 from collections.abc import Callable, Collection, Sequence
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any, TypedDict
 
 from typing_extensions import Required
@@ -40,12 +41,19 @@ from beeweave_core.context.session_view import (
     Snapshot,
     Views,
     WatchedStore,
+    index_terms,
     snapshot,
 )
 from beeweave_core.context.summarizers import ExtractiveSummarizer, LLMSummarizer, Summarizer
-from beeweave_core.context.working_state import Item, WorkingState
+from beeweave_core.context.working_state import Item, WorkingState, put_to_sleep
 from beeweave_core.events import Event, EventType
+from beeweave_core.governance.dormancy import (
+    DormancyPolicy,
+    dormant_ages,
+    needs_confirmation_text,
+)
 from beeweave_core.store import EventStore
+from beeweave_core.telemetry import traced
 from beeweave_core.text import language as L
 from beeweave_core.tokens import DEFAULT_MODEL, TokenCounter
 
@@ -134,6 +142,8 @@ class ContextEngine:
             edit_policy=self.edit_policy, overturned=self.memory.overturned_index,
         )  # fmt: skip
         self._counters: dict[str, TokenCounter] = {}
+        #: When long-term memories turn dormant (replace it to change the age or clock).
+        self.dormancy = DormancyPolicy()
 
     def on_batch(self, events: list[Event]) -> None:
         """A stored batch: extract the memories its rules find (quick, no model)."""
@@ -162,6 +172,7 @@ class ContextEngine:
         """Catch up long-term memory for ``session_id``; returns new memory ids."""
         return self.memory.process(session_id)
 
+    @traced("compact", session_pos=1)
     def compact(
         self,
         session_id: str,
@@ -254,6 +265,7 @@ class ContextEngine:
             return session_id in self._catching_up
 
     # ------------------------------------------------------------ assembly
+    @traced("assemble", session_pos=1)
     def assemble(
         self,
         session_id: str,
@@ -298,7 +310,7 @@ class ContextEngine:
             self._flush()
         window = window_tokens or budget_tokens
         report = None if dry_run else self._upkeep(session_id, c, compact, window)
-        snap = self._snapshot(session_id, lineage, agent_id)
+        snap = self._asleep(self._snapshot(session_id, lineage, agent_id), query)
         uid = user_id or snap.user_id
         plan = self._plan(snap, query, budget_tokens, c, phase, include_query, single_system,
                           self._recall(snap, query, uid, use_retriever, not dry_run))  # fmt: skip
@@ -342,6 +354,25 @@ class ContextEngine:
             return snapshot(view, lineage, working_items=WORKING_PER_SECTION,
                             recent_memories=RECALL_RECENT, agent_id=agent_id)  # fmt: skip
 
+    def _asleep(self, snap: Snapshot, query: str | None) -> Snapshot:
+        """Dormant memories leave the working state and recall; those the query matches
+        are listed as needing confirmation, with their age (governance/dormancy.py)."""
+        with self.views.lock:
+            memories = list(snap.view.memories.values())
+            terms = index_terms(query or _last_user_text(snap.units))
+            matching = snap.view.memories_matching(terms)
+        ages = dormant_ages(self.store, memories, self.dormancy)
+        if not ages:
+            return snap
+        by_id = {m.id: m for m in memories}
+        asked = [
+            Item("needs_confirmation", needs_confirmation_text(by_id[i], ages[i]), (i,),
+                 int(by_id[i].payload.get("source_seq", by_id[i].seq)))
+            for i in matching if i in ages
+        ]  # fmt: skip
+        working = put_to_sleep(snap.working, ages.keys(), asked)
+        return replace(snap, asleep=frozenset(ages), working=working)
+
     def _plan(
         self, snap: Snapshot, query: str | None, budget: int, c: TokenCounter,
         phase: str | None, include_query: bool, single_system: bool,
@@ -355,6 +386,10 @@ class ContextEngine:
         room = budget - sys_cost - (c.count_message(qmsg) if qmsg else 0)
         units, edited_out, whole = self.edits.newest(editor, snap.units, c, room)
         whole = whole and snap.history_tokens(c) <= budget  # a plain buffer would fit too
+        first = snap.units[0].seq_from if snap.units else 1 << 62
+        # turns a summary stands for that are gone (archived by retention): not whole
+        whole = whole and all(int(s.payload.get("seq_from", first)) >= first
+                              for s in snap.top_summaries)  # fmt: skip
         phase = phase or infer_phase(snap.units)
         shares = self.presets[phase]
         if snap.level:
@@ -403,6 +438,8 @@ class ContextEngine:
             if write:  # imported / written elsewhere: catch its memories up
                 self.memory.process(s.session_id, use_llm=False)
             mems = self.store.timeline(s.session_id, types=(EventType.MEMORY,))
+            asleep = dormant_ages(self.store, mems, self.dormancy)
+            mems = [m for m in mems if m.id not in asleep]
             sums = self.compactor.top_summaries(s.session_id)
             if mems or sums:
                 out.append((s.session_id, mems, sums))

@@ -273,6 +273,8 @@ class Snapshot:
     view: SessionView
     branch: set[str] | None = None  # ids on the branch (None: the whole session)
     recent_memories: int = 200
+    #: Dormant memories (see governance/dormancy.py): recall does not offer them.
+    asleep: frozenset[str] = frozenset()
 
     @property
     def last_seq(self) -> int:
@@ -307,7 +309,7 @@ class Snapshot:
         view = self.view
         ids = set(view.memories_matching(index_terms(query)))
         ids.update(m.id for m in view.newest_memories(self.recent_memories))
-        mems = [view.memories[i] for i in ids if i in view.memories]
+        mems = [view.memories[i] for i in ids if i in view.memories and i not in self.asleep]
         if self.branch is not None:
             mems = [m for m in mems if _on_branch(m, self.branch)]
         return sorted(mems, key=lambda m: m.seq)

@@ -9,8 +9,8 @@ what the events say.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Collection, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
 
 from beeweave_core.context.memory import conflicts, expired
 from beeweave_core.context.messages import Unit
@@ -26,6 +26,7 @@ SECTIONS = (
     "todos",
     "open_questions",
     "conflicts",
+    "needs_confirmation",
 )
 TITLES = {
     "goal": "Goal",
@@ -36,10 +37,12 @@ TITLES = {
     "todos": "Todos",
     "open_questions": "Open questions",
     "conflicts": "Conflicts (ask the user which holds)",
+    "needs_confirmation": "Needs confirmation (dormant: not affirmed for a long time)",
 }
 #: Which items survive first when the layer's budget is short (higher first).
 PRIORITY = {
     "conflicts": 6.0,
+    "needs_confirmation": 5.5,
     "decisions": 5.0,
     "constraints": 5.0,
     "goal": 4.5,
@@ -79,6 +82,7 @@ class WorkingState:
     todos: list[Item] = field(default_factory=list)
     open_questions: list[Item] = field(default_factory=list)
     conflicts: list[Item] = field(default_factory=list)
+    needs_confirmation: list[Item] = field(default_factory=list)
 
     def items(self) -> list[Item]:
         out: list[Item] = [self.goal] if self.goal else []
@@ -116,6 +120,15 @@ class WorkingState:
             )
             for name in SECTIONS
         }
+
+
+def put_to_sleep(ws: WorkingState, asleep: Collection[str], asked: Sequence[Item]) -> WorkingState:
+    """``ws`` without the items of dormant memories, with ``asked`` (dormant memories the
+    query matched) under "needs confirmation"."""
+    out = replace(ws, needs_confirmation=list(asked))
+    for name in ("constraints", "preferences", "decisions", "done", "conflicts"):
+        setattr(out, name, [i for i in getattr(ws, name) if asleep.isdisjoint(i.event_ids)])
+    return out
 
 
 _SECTION_OF_KIND = {

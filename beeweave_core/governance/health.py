@@ -17,12 +17,14 @@ the agent's path:
 
 from __future__ import annotations
 
+import inspect
 import re
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Collection, Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 from beeweave_core.events import Event, EventType
+from beeweave_core.governance.dormancy import dormant_ages
 from beeweave_core.store import EventStore
 from beeweave_core.text.segment import HAN
 
@@ -75,9 +77,16 @@ class Health:
 
 
 def session_health(
-    store: EventStore, session_id: str, *, assemble_text: AssembleText | None = None
+    store: EventStore,
+    session_id: str,
+    *,
+    assemble_text: AssembleText | None = None,
+    asleep: Callable[[Sequence[Event]], Collection[str]] | None = None,
 ) -> Health:
-    """Compression and hit rate from the session's records; amnesia when asked."""
+    """Compression and hit rate from the session's records; amnesia when asked.
+
+    ``asleep`` names dormant memories: the context leaves them out on purpose, so the
+    amnesia check does not sample them."""
     health = Health(scope=session_id)
     summaries = store.timeline(session_id, types=(EventType.SUMMARY,))
     assemblies = store.timeline(session_id, types=(EventType.RETRIEVAL,))
@@ -85,20 +94,73 @@ def session_health(
     _add_hit_rate(health, assemblies)
     if assemble_text is not None:
         memories = store.timeline(session_id, types=(EventType.MEMORY,))
+        gone = asleep(memories) if asleep is not None else ()
+        memories = [m for m in memories if m.id not in gone]
         health.amnesia = amnesia_check(memories, assemble_text(session_id))
     _judge(health)
     return health
 
 
+class _Assembler(Protocol):
+    """What :func:`weave_health` needs of a weave: its store and its context engine."""
+
+    store: EventStore
+
+    @property
+    def context(self) -> Any: ...
+
+
+#: Budget of the dry-run assembly the amnesia check reads (what a mid-size model gets).
+AMNESIA_BUDGET = 8000
+
+
+def weave_health(
+    weave: _Assembler, session_id: str | None = None, *, budget_tokens: int = AMNESIA_BUDGET
+) -> tuple[list[Health], Health]:
+    """Each session's health (or only ``session_id``'s) and the pooled figures.
+
+    The amnesia check reads a dry-run assembly when the engine offers one (nothing
+    written, nothing compacted); otherwise what the latest recorded assembly carried.
+    """
+    sids = [session_id] if session_id else [s.session_id for s in weave.store.sessions()]
+    engine = weave.context
+    dry = "dry_run" in inspect.signature(engine.assemble).parameters
+
+    def text(sid: str) -> str:
+        if dry:
+            ctx = engine.assemble(sid, budget_tokens=budget_tokens, dry_run=True)
+            return "\n".join(str(m.get("content", "")) for m in ctx.messages)
+        return recorded_text(weave.store, sid)
+
+    def asleep(memories: Sequence[Event]) -> Collection[str]:
+        return dormant_ages(weave.store, memories, engine.dormancy).keys()
+
+    parts = [session_health(weave.store, sid, assemble_text=text, asleep=asleep) for sid in sids]
+    return parts, pooled(parts)
+
+
+def recorded_text(store: EventStore, session_id: str) -> str:
+    """The full text of what the session's latest recorded assembly injected."""
+    records = store.timeline(session_id, types=(EventType.RETRIEVAL,), last=1)
+    if not records:
+        return ""
+    ids = [i for p in records[-1].payload.get("included") or () for i in p.get("event_ids") or ()]
+    return "\n".join(e.content for e in store.get(list(dict.fromkeys(ids))))
+
+
 def pooled(parts: Iterable[Health]) -> Health:
     """All sessions together: token sums and piece counts pooled, not averages of ratios."""
-    total = Health(scope="all sessions")
+    total = Health(scope="pooled")
     for h in parts:
         total.summary_tokens += h.summary_tokens
         total.source_tokens += h.source_tokens
         total.recalled_injected += h.recalled_injected
         total.recalled_total += h.recalled_total
         total.assemblies += h.assemblies
+        if h.amnesia is not None:
+            a = total.amnesia = total.amnesia or AmnesiaReport(0, 0)
+            a.sampled, a.carried = a.sampled + h.amnesia.sampled, a.carried + h.amnesia.carried
+            a.missing += h.amnesia.missing
     if total.source_tokens:
         total.compression_ratio = total.summary_tokens / total.source_tokens
     if total.recalled_total:

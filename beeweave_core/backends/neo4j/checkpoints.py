@@ -25,6 +25,7 @@ from beeweave_core.checkpoints import (
     BranchInfo,
     BranchOps,
     CheckpointRow,
+    PruneLimits,
     Skeleton,
     Typed,
     WriteRow,
@@ -250,6 +251,7 @@ class Neo4jCheckpointStore(neo4j_tx.TenantNodes, BranchOps):
                     stored_channels=frozenset(
                         k.split(KEY_SEP, 1)[0] for k in r["keys"] if (r["ns"], k) in stored
                     ),
+                    created_at=float(r["created"] or 0.0),
                 )
             )
         return rows, blobs
@@ -264,14 +266,21 @@ class Neo4jCheckpointStore(neo4j_tx.TenantNodes, BranchOps):
         if orphans:
             self._run(q.CYPHER_DELETE_BLOBS, thread_id=thread_id, keys=orphans)
 
-    def prune(self, thread_ids: Sequence[str], *, strategy: str = "keep_latest") -> None:
-        prune_threads(
-            thread_ids, strategy, delete_thread=self.delete_thread, keep_latest=self._keep_latest
-        )
+    def prune(
+        self,
+        thread_ids: Sequence[str],
+        *,
+        strategy: str = "keep_latest",
+        limits: PruneLimits | None = None,
+    ) -> None:
+        lim = limits or PruneLimits()
+        prune_threads(thread_ids, strategy, delete_thread=self.delete_thread,
+                      keep_latest=lambda tid: self._keep_latest(tid, lim))  # fmt: skip
 
-    def _keep_latest(self, thread_id: str) -> None:
+    def _keep_latest(self, thread_id: str, limits: PruneLimits) -> None:
         skeleton, _ = self._skeleton(thread_id)
-        drop = [{"ns": s.checkpoint_ns, "id": s.checkpoint_id} for s in prunable(skeleton)]
+        gone = prunable(skeleton, limits.keep_last, limits.cutoff)
+        drop = [{"ns": s.checkpoint_ns, "id": s.checkpoint_id} for s in gone]
         if drop:
             self._run(q.CYPHER_DELETE_CHECKPOINTS, thread_id=thread_id, ids=drop)
             self._drop_orphan_blobs(thread_id)

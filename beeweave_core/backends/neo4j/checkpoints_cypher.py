@@ -191,7 +191,7 @@ RETURN collect(DISTINCT tid) AS threads
 CYPHER_THREAD_SKELETON = """
 MATCH (c:LgCheckpoint {tenant: $tenant, thread_id: $thread_id})
 RETURN c.checkpoint_ns AS ns, c.checkpoint_id AS id, c.parent_checkpoint_id AS parent,
-       c.metadata AS metadata, c.cv_keys AS keys
+       c.metadata AS metadata, c.cv_keys AS keys, c.created_at AS created
 """
 CYPHER_THREAD_BLOBS = """
 MATCH (b:LgCheckpointBlob {tenant: $tenant, thread_id: $thread_id})

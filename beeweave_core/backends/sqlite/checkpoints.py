@@ -21,6 +21,7 @@ from beeweave_core.checkpoints import (
     BranchInfo,
     BranchOps,
     CheckpointRow,
+    PruneLimits,
     Skeleton,
     Typed,
     WriteRow,
@@ -242,18 +243,27 @@ class SQLiteCheckpointStore(SideTables, BranchOps):
             for sql in q.COPY_THREAD:
                 c.execute(sql, (target_thread_id, self.tenant, source_thread_id))
 
-    def prune(self, thread_ids: Sequence[str], *, strategy: str = "keep_latest") -> None:
-        """``keep_latest``: newest per namespace (+ DeltaChannel seeds); ``delete``: all."""
-        prune_threads(
-            thread_ids, strategy, delete_thread=self.delete_thread, keep_latest=self._keep_latest
-        )
+    def prune(
+        self,
+        thread_ids: Sequence[str],
+        *,
+        strategy: str = "keep_latest",
+        limits: PruneLimits | None = None,
+    ) -> None:
+        """``keep_latest``: newest per namespace (``limits``: newest N, none older than an
+        age) plus DeltaChannel seeds; ``delete``: all."""
+        lim = limits or PruneLimits()
+        prune_threads(thread_ids, strategy, delete_thread=self.delete_thread,
+                      keep_latest=lambda tid: self._keep_latest(tid, lim))  # fmt: skip
 
-    def _keep_latest(self, thread_id: str) -> None:
+    def _keep_latest(self, thread_id: str, limits: PruneLimits) -> None:
         t = self.tenant
         with self._tx() as c:
             stored = {(ns, ch, v) for ns, ch, v in c.execute(q.STORED_BLOBS, (t, thread_id))}
             skeleton = []
-            for ns, cid, parent, counters, versions in c.execute(q.PRUNE_SKELETON, (t, thread_id)):
+            for ns, cid, parent, counters, versions, created in c.execute(
+                q.PRUNE_SKELETON, (t, thread_id)
+            ):
                 cv = json.loads(versions)
                 skeleton.append(
                     Skeleton(
@@ -264,9 +274,11 @@ class SQLiteCheckpointStore(SideTables, BranchOps):
                         stored_channels=frozenset(
                             ch for ch, v in cv.items() if (ns, ch, v) in stored
                         ),
+                        created_at=created,
                     )
                 )
-            drop = [(t, thread_id, s.checkpoint_ns, s.checkpoint_id) for s in prunable(skeleton)]
+            gone = prunable(skeleton, limits.keep_last, limits.cutoff)
+            drop = [(t, thread_id, s.checkpoint_ns, s.checkpoint_id) for s in gone]
             if drop:
                 c.executemany(q.DELETE_WRITES_OF_CHECKPOINT, drop)
                 c.executemany(q.DELETE_CHECKPOINT, drop)

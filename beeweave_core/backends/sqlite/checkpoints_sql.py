@@ -176,7 +176,7 @@ WHERE tenant = ?1 AND thread_id = ?2 AND NOT EXISTS (
 """
 PRUNE_SKELETON = (
     "SELECT checkpoint_ns, checkpoint_id, parent_checkpoint_id, "
-    "json_extract(metadata, '$.counters_since_delta_snapshot'), channel_versions "
+    "json_extract(metadata, '$.counters_since_delta_snapshot'), channel_versions, created_at "
     "FROM lg_checkpoints WHERE tenant = ? AND thread_id = ?"
 )
 STORED_BLOBS = (

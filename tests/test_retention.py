@@ -1,0 +1,161 @@
+"""Retention on a generated 30-day history: archive, remove, re-import, identical export."""
+
+from __future__ import annotations
+
+import gzip
+import hashlib
+import json
+import stat
+import time
+from pathlib import Path
+
+import pytest
+
+from beeweave_core.events import EventType
+from beeweave_core.governance import retention as R
+from beeweave_core.weave import Weave
+
+from .context_helpers import say
+from .test_cli import run
+
+DAY = R.DAY
+ORCHARDS = ["pear", "plum", "quince", "medlar", "cherry", "apricot", "walnut", "hazel"]
+
+
+def history(w: Weave, base: float) -> dict[str, list[int]]:
+    """Three sessions over 30 days (ten days each), two turns a day, a fact every day."""
+    days: dict[str, list[int]] = {}
+    for d in range(30):
+        sid = f"orchard-{d // 10}"
+        tree = ORCHARDS[d % len(ORCHARDS)]
+        msgs = [
+            {"role": "user", "content": f"Day {d}: row {d + 3} of {tree} trees got {d * 7 + 11} litres, code W{d:03d}."},
+            {"role": "assistant", "content": f"Logged watering W{d:03d} for the {tree} row."},
+        ]  # fmt: skip
+        say(w, sid, msgs, prefix=f"d{d}", ts=base + d * DAY)
+        days.setdefault(sid, []).append(d)
+    return days
+
+
+def exports(w: Weave) -> dict[str, dict]:
+    return {s.session_id: w.store.export_session(s.session_id) for s in w.store.sessions()}
+
+
+def without_notes(data: dict) -> dict:
+    notes = {e["id"] for e in data["events"] if e["payload"].get("kind") == R.NOTE_KIND}
+    return {**data, "events": [e for e in data["events"] if e["id"] not in notes],
+            "edges": [e for e in data["edges"] if e["src"] not in notes]}  # fmt: skip
+
+
+@pytest.fixture
+def home(tmp_path: Path) -> Path:
+    return tmp_path
+
+
+def test_archive_remove_reimport_identical(home: Path):
+    url = f"sqlite:///{home}/beeweave.db"
+    now = time.time()
+    base = now - 30 * DAY
+    with Weave.open(url, spool_dir=home / "spool") as w:
+        history(w, base)
+        for sid in ("orchard-0", "orchard-1"):
+            w.context.compact(sid, window_tokens=200, force=True)  # summaries and memories
+        w.flush()
+        w.indexer.sync()
+        before = exports(w)
+        summaries = w.store.timeline("orchard-0", types=(EventType.SUMMARY,))
+        assert summaries, "the compactor summarised the old turns"
+        plan = R.apply_retention(w, home / "cold", [R.parse_rule("raw=14")], now=now, dry_run=True)
+        assert plan.archive is None and plan.total == 20 + 12  # days 0-15, two turns each
+        assert len(w.store.timeline("orchard-0", include_inactive=True)) == len(
+            before["orchard-0"]["events"]
+        )
+        report = R.apply_retention(w, home / "cold", [R.parse_rule("raw=14")], now=now)
+        archive = report.archive
+        assert archive is not None and report.expired == {"orchard-0": 20, "orchard-1": 12}
+        assert report.purged == 32
+        # gone from the hot store, the full-text index and the vector index
+        gone = [e["id"] for e in before["orchard-0"]["events"] if e["type"] == "user_message"]
+        assert w.store.get(gone, include_inactive=True) == []
+        found = w.store.search_text("W004", session_id="orchard-0")
+        assert found and not {e.id for e, _ in found} & set(gone)  # the summary still has it
+        hits = w.retrieve("litres of watering code W004", session_id="orchard-0", k=20)
+        assert not {h.event.id for h in hits} & set(gone)
+        # derived summaries keep working and name the archive
+        kept = w.store.get([s.id for s in summaries])
+        assert len(kept) == len(summaries)
+        assert all(R.archived_in(w.store, s) == [archive.name] for s in kept)
+        q = "how many litres for watering code W004?"
+        ctx = w.assemble("orchard-0", q, budget_tokens=2000, dry_run=True)
+        assert "W004" in "\n".join(str(m["content"]) for m in ctx.messages)
+        ctx = w.assemble("orchard-1", budget_tokens=2000, dry_run=True)  # half archived
+        assert ctx.tokens_by_layer["recalled"] > 0 and ctx.tokens_by_layer["immediate"] > 0
+        assert w.store.timeline("orchard-2")  # young session untouched
+    assert stat.S_IMODE(archive.stat().st_mode) == 0o600
+    manifest = json.loads(R.manifest_path(archive).read_text())
+    assert manifest["sha256"] == hashlib.sha256(archive.read_bytes()).hexdigest()
+    assert manifest["events"] == 32 and manifest["sessions"] == report.expired
+    assert b"W004" in gzip.decompress(archive.read_bytes())
+
+    run(home, "import", str(archive), "--url", url)
+    with Weave.open(url, spool_dir=home / "spool", index=False) as w:
+        after = exports(w)
+    assert set(after) == set(before)
+    for sid in before:
+        assert without_notes(after[sid]) == before[sid], sid
+
+
+def test_tampered_archive_is_refused_and_nothing_written(home: Path):
+    url = f"sqlite:///{home}/beeweave.db"
+    now = time.time()
+    with Weave.open(url, spool_dir=home / "spool", index=False) as w:
+        say(w, "old", [{"role": "user", "content": "The gate code is 4471."}], ts=now - 200 * DAY)
+        say(w, "old", [{"role": "user", "content": "Bring gloves."}], ts=now)
+        archive = R.apply_retention(w, home / "cold", now=now).archive
+    assert archive is not None
+    raw = bytearray(archive.read_bytes())
+    raw[-9] ^= 0xFF
+    archive.write_bytes(bytes(raw))
+    out = run(home, "import", str(archive), "--url", url, check=False)
+    assert out.returncode == 1 and "SHA-256" in out.stderr and "Traceback" not in out.stderr
+    with Weave.open(url, spool_dir=home / "spool", index=False) as w:
+        assert [e.content for e in w.store.timeline("old", types=(EventType.USER_MESSAGE,))] == [
+            "Bring gloves."
+        ]
+
+
+def test_cli_dry_run_and_bad_rule(home: Path):
+    url = f"sqlite:///{home}/beeweave.db"
+    with Weave.open(url, spool_dir=home / "spool", index=False) as w:
+        say(w, "s", [{"role": "user", "content": "hello there"}], ts=time.time() - 100 * DAY)
+    out = run(home, "retention", "apply", "--dry-run", "--url", url).stdout
+    assert "would archive 1 event(s) from 1 session(s)" in out
+    bad = run(home, "retention", "apply", "--rule", "chatter=3", "--url", url, check=False)
+    assert bad.returncode == 1 and "unknown type 'chatter'" in bad.stderr
+    with Weave.open(url, spool_dir=home / "spool", index=False) as w:
+        assert len(w.store.timeline("s")) == 1  # a dry run and a bad rule change nothing
+
+
+def test_cli_prunes_checkpoints_per_thread(home: Path):
+    from beeweave_langchain.checkpoint import BeeWeaveCheckpointer
+
+    from .test_checkpoint import _counter_graph
+
+    url = f"sqlite:///{home}/beeweave.db"
+    with Weave.open(url, spool_dir=home / "spool", index=False) as w:
+        saver = BeeWeaveCheckpointer.from_weave(w)
+        graph = _counter_graph(saver)
+        for tid in ("t1", "t2"):
+            graph.invoke({"n": 0, "log": []}, {"configurable": {"thread_id": tid}})
+            for _ in range(4):
+                graph.invoke({}, {"configurable": {"thread_id": tid}})
+    out = run(home, "retention", "apply", "--keep-checkpoints", "2", "--url", url).stdout
+    assert "pruned checkpoints of 2 thread(s)" in out
+    with Weave.open(url, spool_dir=home / "spool", index=False) as w:
+        saver = BeeWeaveCheckpointer.from_weave(w)
+        for tid in ("t1", "t2"):
+            cfg = {"configurable": {"thread_id": tid}}
+            assert len(list(saver.list(cfg))) == 2
+            assert _counter_graph(saver).get_state(cfg).values["n"] == 5
+    bad = run(home, "retention", "apply", "--keep-checkpoints", "0", "--url", url, check=False)
+    assert bad.returncode == 1 and "must be positive" in bad.stderr
