@@ -29,35 +29,22 @@ import time
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timezone
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypedDict
 
+from beeweave_core.config import DAY, DEFAULT_TYPE_WEIGHTS, PATHS, RetrievalConfig
 from beeweave_core.events import EdgeType, Event, EventType, Status
 from beeweave_core.index.base import IndexFilter
+from beeweave_core.ranking import age_weight, minmax_shares, rrf_shares
+from beeweave_core.store import EventStore
 from beeweave_core.text.timehints import TimeWindow, find_windows
+
+if TYPE_CHECKING:
+    from beeweave_core.index.indexer import Indexer
 
 log = logging.getLogger("beeweave.retrieval")
 
-PATHS = ("recent", "semantic", "lexical", "temporal", "metadata", "graph")
-DAY = 86_400.0
 #: The metadata path looks at this many of the scope's most recent sessions.
 METADATA_SESSIONS = 50
-
-#: How much an event of each type is worth as an answer, before fusion weights.
-DEFAULT_TYPE_WEIGHTS: dict[EventType, float] = {
-    EventType.USER_MESSAGE: 1.0,
-    EventType.ASSISTANT_MESSAGE: 1.0,
-    EventType.TOOL_RESULT: 1.0,
-    EventType.TOOL_INVOCATION: 0.8,
-    EventType.MEMORY: 1.2,
-    EventType.SUMMARY: 0.9,
-    EventType.INTERNAL_THOUGHT: 0.6,
-    EventType.SYSTEM_PROMPT: 0.5,
-    EventType.ERROR: 0.8,
-    EventType.WARNING: 0.5,
-    EventType.RETRIEVAL: 0.3,  # an echo of what was recalled before
-    EventType.MODEL_CALL: 0.2,
-    EventType.CHECKPOINT: 0.1,
-}
 
 #: Edge types the graph path follows from a seed (NEXT is walked by seq).
 GRAPH_EDGES: tuple[EdgeType, ...] = (
@@ -138,70 +125,6 @@ class Filters:
         if self.agent_id is not None and ev.agent_id != self.agent_id:
             return False
         return not (self.tags and not set(self.tags) <= set(ev.tags))
-
-
-@dataclass(frozen=True)
-class RetrievalConfig:
-    """Knobs of fusion; the defaults suit an agent's working memory.
-
-    ``weights``: per path, multiplies its reciprocal-rank term (0 turns it off).
-    ``fusion``: ``"rrf"`` (weighted reciprocal rank) or ``"score"`` (weighted sum of
-    min-max normalised scores, a convex combination).
-    ``rrf_k``: the reciprocal-rank constant.  Small (10, not the customary 60) so each
-    path's first hits dominate: with 60, ranks 1 and 50 differ by less than 2x and a
-    weaker path's noise outweighs a stronger path's confident top hit.
-    ``type_weights``: per event type, multiplies the fused score.
-    ``half_life``: seconds after which an event's score is halved (towards
-    ``decay_floor``); ``None`` disables recency decay.
-    ``candidates``: how many results each path fetches before fusion.
-    ``graph_seeds``/``graph_depth``/``neighbours``/``hop_decay``: how far the graph
-    path looks from the best hits (4 causal hops reach the user question behind a
-    tool result: result → call → message → model call → question) and how much of
-    a seed's score it passes on.
-    ``time_margin``: days added after a date the query names (people talk about
-    things after they happen).
-    ``index_wait``: seconds to wait for the vector indexer to catch up first.
-    """
-
-    weights: Mapping[str, float] = field(
-        default_factory=lambda: {
-            "semantic": 1.0,
-            "lexical": 1.0,
-            "temporal": 1.0,
-            "recent": 0.5,
-            "metadata": 0.3,
-            "graph": 0.5,
-        }
-    )
-    fusion: str = "rrf"
-    rrf_k: float = 10.0
-    type_weights: Mapping[EventType, float] = field(
-        default_factory=lambda: dict(DEFAULT_TYPE_WEIGHTS)
-    )
-    half_life: float | None = 30 * DAY
-    decay_floor: float = 0.5
-    candidates: int = 50
-    recent_n: int = 10
-    graph_seeds: int = 8
-    graph_depth: int = 4
-    neighbours: int = 1
-    hop_decay: float = 0.5
-    time_margin: float = 14.0
-    dedup: bool = True
-    index_wait: float = 1.0
-
-    def __post_init__(self) -> None:
-        if self.fusion not in ("rrf", "score"):
-            raise ValueError(f"fusion must be 'rrf' or 'score', got {self.fusion!r}")
-        if self.rrf_k <= 0 or self.candidates <= 0:
-            raise ValueError("rrf_k and candidates must be positive")
-        if self.half_life is not None and self.half_life <= 0:
-            raise ValueError("half_life must be positive (or None for no decay)")
-        if not 0.0 <= self.decay_floor <= 1.0:
-            raise ValueError("decay_floor must be between 0 and 1")
-        bad = set(self.weights) - set(PATHS)
-        if bad:
-            raise ValueError(f"weights for unknown path(s) {sorted(bad)}")
 
 
 @dataclass(frozen=True)
@@ -291,37 +214,119 @@ class _Call:
 
 
 def _shares(ranked: list[tuple[str, float]], cfg: RetrievalConfig) -> list[tuple[str, float]]:
-    """What each entry of one path's ranking (best first) adds before weighting.
-
-    ``rrf``: 1 / (rrf_k + rank).  ``score``: the raw score min-max normalised over
-    the list (1 = this path's best, 0 = its worst), which keeps how far ahead a
-    confident top hit is -- ranks forget that.
-    """
-    if cfg.fusion == "rrf":
-        return [(eid, 1.0 / (cfg.rrf_k + r)) for r, (eid, _) in enumerate(ranked, 1)]
-    if not ranked:
-        return []
-    lo = min(x for _, x in ranked)
-    hi = max(x for _, x in ranked)
-    span = hi - lo
-    return [(eid, (x - lo) / span if span > 0 else 1.0) for eid, x in ranked]
+    """What each entry of one path's ranking (best first) adds before weighting."""
+    return rrf_shares(ranked, cfg.rrf_k) if cfg.fusion == "rrf" else minmax_shares(ranked)
 
 
 def _norm_text(text: str) -> str:
     return hashlib.sha1(" ".join(text.lower().split()).encode()).hexdigest()
 
 
+class RetrieveOptions(TypedDict, total=False):
+    """Keyword arguments of :meth:`Retriever.retrieve` (for ``Weave.retrieve``).
+
+    ``retrieve`` also takes any :class:`RetrievalConfig` field as a one-call
+    override (``half_life=None``); typed code passes ``config=replace(...)`` instead.
+    """
+
+    session_id: str | None
+    user_id: str | None
+    k: int
+    filters: Filters | Mapping[str, object] | None
+    paths: Iterable[str] | None
+    scope: str | None
+    now: float | None
+    config: RetrievalConfig | None
+
+
+def _on(c: _Call, name: str) -> bool:
+    """Whether path ``name`` runs in this call: chosen, and weighted above zero."""
+    return name in c.chosen and c.cfg.weights.get(name, 0) > 0
+
+
+@dataclass
+class _Fusion:
+    """The fused score of each event, and each path's own score and rank for it."""
+
+    score: dict[str, float] = field(default_factory=dict)
+    paths: dict[str, dict[str, float]] = field(default_factory=dict)
+    ranks: dict[str, dict[str, int]] = field(default_factory=dict)
+    via: dict[str, list[str]] = field(default_factory=dict)
+
+    def add(self, eid: str, path: str, share: float, raw: float, rank: int) -> None:
+        self.score[eid] = self.score.get(eid, 0.0) + share
+        self.paths.setdefault(eid, {})[path] = raw
+        self.ranks.setdefault(eid, {})[path] = rank
+
+
+def _fuse(
+    c: _Call, ranked: Mapping[str, list[tuple[str, float]]], events: Mapping[str, Event]
+) -> _Fusion:
+    """Weighted sum of each path's shares over the events that passed the gate."""
+    fusion = _Fusion()
+    for name, lst in ranked.items():
+        kept = [(eid, raw) for eid, raw in lst if eid in events]
+        weight = c.cfg.weights.get(name, 0.0)
+        for rank, ((eid, raw), (_, share)) in enumerate(
+            zip(kept, _shares(kept, c.cfg), strict=True), 1
+        ):
+            fusion.add(eid, name, weight * share, raw, rank)
+    return fusion
+
+
+def _decay(ev: Event, c: _Call) -> float:
+    """Recency weight: the event's own half-life (a memory's by its kind, see
+    :func:`beeweave_core.ranking.half_life`), else ``half_life``, towards ``decay_floor``."""
+    return age_weight(ev, c.now, default=c.cfg.half_life, floor=c.cfg.decay_floor)
+
+
+def _top_hits(
+    c: _Call,
+    order: list[str],
+    final: Mapping[str, float],
+    fusion: _Fusion,
+    events: Mapping[str, Event],
+    k: int,
+) -> list[Hit]:
+    """The best ``k`` non-empty events, each near-identical text merged into its first hit."""
+    hits: list[Hit] = []
+    merged: dict[str, list[str]] = {}
+    kept_by_text: dict[str, str] = {}
+    for eid in order:
+        ev = events[eid]
+        if not ev.content.strip():
+            continue  # an empty marker (a model call) links the graph but answers nothing
+        key = _norm_text(ev.content) if c.cfg.dedup else None
+        if key is not None and key in kept_by_text:
+            merged.setdefault(kept_by_text[key], []).append(eid)
+            continue
+        if len(hits) >= k:
+            continue  # keep scanning: later duplicates still get merged into shown hits
+        via = tuple(fusion.via.get(eid, ()))
+        prov = Provenance(ev.id, ev.session_id, ev.seq, ev.ts, ev.type, via=via)
+        hits.append(Hit(ev, final[eid], fusion.paths.get(eid, {}), fusion.ranks.get(eid, {}), prov))
+        if key is not None:
+            kept_by_text[key] = eid
+    for h in hits:
+        if h.event.id in merged:
+            h.provenance = replace(h.provenance, duplicates=tuple(merged[h.event.id]))
+    return hits
+
+
 class Retriever:
     """Fused recall over a weave (its store, and its vector index when there is one)."""
 
-    def __init__(self, weave: Any, config: RetrievalConfig | None = None) -> None:
-        self.weave = weave
-        self.store = weave.store
-        self.config = config or weave.options.get("retrieval") or RetrievalConfig()
-
-    @property
-    def indexer(self) -> Any:
-        return getattr(self.weave, "indexer", None)
+    def __init__(
+        self,
+        store: EventStore,
+        *,
+        indexer: Indexer | None = None,
+        config: RetrievalConfig | None = None,
+    ) -> None:
+        self.store = store
+        #: Semantic search; ``None`` (no vector index) leaves the other paths.
+        self.indexer = indexer
+        self.config = config or RetrievalConfig()
 
     # ---------------------------------------------------------------- API
     def retrieve(
@@ -425,8 +430,8 @@ class Retriever:
             return []
 
     def _lexical(self, c: _Call, window: TimeWindow | None = None) -> list[tuple[str, float]]:
-        search = getattr(self.store, "search_text", None)
-        if search is None or not c.query.strip():
+        search = self.store.search_text
+        if not c.query.strip():
             return []
         since, until = self._span(c, window)
         sc = c.sc
@@ -498,83 +503,40 @@ class Retriever:
 
     # ------------------------------------------------------------- fusion
     def _run(self, c: _Call, k: int) -> list[Hit]:
-        cfg, w, chosen = c.cfg, c.cfg.weights, c.chosen
-
-        def on(name: str) -> bool:
-            return name in chosen and w.get(name, 0) > 0
-
-        ranked: dict[str, list[tuple[str, float]]] = {}
-        if (on("semantic") or on("temporal")) and self.indexer is not None:
-            self.indexer.sync(cfg.index_wait)  # read your writes, within reason
-        if on("recent"):
-            ranked["recent"] = self._recent(c)
-        if on("semantic"):
-            ranked["semantic"] = self._semantic(c)
-        if on("lexical"):
-            ranked["lexical"] = self._lexical(c)
-        if on("metadata"):
-            ranked["metadata"] = self._metadata(c)
-        if on("temporal"):
-            ranked["temporal"] = self._temporal(c)
-
+        """Rank by each path, fuse, follow the graph, weight, then keep the best ``k``."""
+        ranked = self._rank_paths(c)
         events = self._hydrate(c, {eid for lst in ranked.values() for eid, _ in lst})
-        fused: dict[str, float] = {}
-        path_scores: dict[str, dict[str, float]] = {}
-        path_ranks: dict[str, dict[str, int]] = {}
-        for name, lst in ranked.items():
-            kept = [(eid, raw) for eid, raw in lst if eid in events]
-            for rank, (eid, share) in enumerate(_shares(kept, cfg), 1):
-                fused[eid] = fused.get(eid, 0.0) + w.get(name, 0.0) * share
-                path_scores.setdefault(eid, {})[name] = kept[rank - 1][1]
-                path_ranks.setdefault(eid, {})[name] = rank
-
-        via: dict[str, list[str]] = {}
-        if on("graph") and fused:
-            graph = self._graph(c, fused, events)
-            order = sorted(graph.items(), key=lambda p: -p[1][0])
-            for rank, (eid, (score, seeds)) in enumerate(order, 1):
-                fused[eid] = fused.get(eid, 0.0) + w["graph"] * score
-                path_scores.setdefault(eid, {})["graph"] = score
-                path_ranks.setdefault(eid, {})["graph"] = rank
-                via[eid] = seeds
-
+        fusion = _fuse(c, ranked, events)
+        if _on(c, "graph") and fusion.score:
+            self._add_graph(c, fusion, events)
         final = {
-            eid: s
-            * cfg.type_weights.get(events[eid].type, 1.0)
-            * self._decay(events[eid], cfg, c.now)
-            for eid, s in fused.items()
+            eid: s * c.cfg.type_weights.get(events[eid].type, 1.0) * _decay(events[eid], c)
+            for eid, s in fusion.score.items()
         }
         order = sorted(final, key=lambda e: (-final[e], -events[e].ts))
-        hits: list[Hit] = []
-        merged: dict[str, list[str]] = {}
-        kept_by_text: dict[str, str] = {}
-        for eid in order:
-            ev = events[eid]
-            if not ev.content.strip():
-                continue  # an empty marker (a model call) links the graph but answers nothing
-            key = _norm_text(ev.content) if cfg.dedup else None
-            if key is not None and key in kept_by_text:
-                merged.setdefault(kept_by_text[key], []).append(eid)
-                continue
-            if len(hits) >= k:
-                continue  # keep scanning: later duplicates still get merged into shown hits
-            hits.append(
-                Hit(
-                    event=ev,
-                    score=final[eid],
-                    paths=path_scores.get(eid, {}),
-                    ranks=path_ranks.get(eid, {}),
-                    provenance=Provenance(
-                        ev.id, ev.session_id, ev.seq, ev.ts, ev.type, via=tuple(via.get(eid, ()))
-                    ),
-                )
-            )
-            if key is not None:
-                kept_by_text[key] = eid
-        for h in hits:
-            if h.event.id in merged:
-                h.provenance = replace(h.provenance, duplicates=tuple(merged[h.event.id]))
-        return hits
+        return _top_hits(c, order, final, fusion, events, k)
+
+    def _rank_paths(self, c: _Call) -> dict[str, list[tuple[str, float]]]:
+        """Each chosen path's own ranking (best first) of event ids."""
+        if (_on(c, "semantic") or _on(c, "temporal")) and self.indexer is not None:
+            self.indexer.sync(c.cfg.index_wait)  # read your writes, within reason
+        runs = {
+            "recent": self._recent,
+            "semantic": self._semantic,
+            "lexical": self._lexical,
+            "metadata": self._metadata,
+            "temporal": self._temporal,
+        }
+        return {name: run(c) for name, run in runs.items() if _on(c, name)}
+
+    def _add_graph(self, c: _Call, fusion: _Fusion, events: dict[str, Event]) -> None:
+        """The graph path: neighbours of the best fused hits, ranked by what they inherit."""
+        graph = self._graph(c, fusion.score, events)
+        order = sorted(graph.items(), key=lambda p: -p[1][0])
+        weight = c.cfg.weights["graph"]
+        for rank, (eid, (score, seeds)) in enumerate(order, 1):
+            fusion.add(eid, "graph", weight * score, score, rank)
+            fusion.via[eid] = seeds
 
     def _hydrate(self, c: _Call, ids: set[str]) -> dict[str, Event]:
         """Active events by id, in scope and passing the filters (the one gate for all paths)."""
@@ -632,13 +594,6 @@ class Retriever:
         events.update(fetched)
         return reached
 
-    @staticmethod
-    def _decay(ev: Event, cfg: RetrievalConfig, now: float) -> float:
-        if not cfg.half_life:
-            return 1.0
-        age = max(0.0, now - ev.ts)
-        return cfg.decay_floor + (1.0 - cfg.decay_floor) * 0.5 ** (age / cfg.half_life)
-
 
 __all__ = [
     "DEFAULT_TYPE_WEIGHTS",
@@ -647,5 +602,6 @@ __all__ = [
     "Hit",
     "Provenance",
     "RetrievalConfig",
+    "RetrieveOptions",
     "Retriever",
 ]

@@ -22,6 +22,7 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, get_bu
 from pydantic import ConfigDict, Field, PrivateAttr
 
 from beeweave_core.tokens import DEFAULT_MODEL
+from beeweave_core.weave import Weave
 from beeweave_langchain.history import BeeWeaveChatMessageHistory
 from beeweave_langchain.messages import dicts_to_messages
 
@@ -38,7 +39,7 @@ class BeeWeaveMemory(BaseMemory):
 
     model_config = ConfigDict(arbitrary_types_allowed=True)
 
-    weave: Any = Field(exclude=True)
+    weave: Weave = Field(exclude=True)
     session_id: str
     memory_key: str = "history"
     input_key: str | None = None

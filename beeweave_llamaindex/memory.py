@@ -33,9 +33,10 @@ from typing import Any
 
 from llama_index.core.base.llms.types import ChatMessage
 from llama_index.core.memory import BaseMemory, BaseMemoryBlock
-from pydantic import ConfigDict, Field, PrivateAttr
+from pydantic import ConfigDict, Field, PrivateAttr, SkipValidation
 
 from beeweave_core.transcript import transcript_for
+from beeweave_core.weave import Weave
 from beeweave_llamaindex.instrumentation import current_run
 from beeweave_llamaindex.messages import (
     event_to_dict,
@@ -98,8 +99,8 @@ def _without(
     return out + [(m, ids) for u, ids in paired for m in u]
 
 
-def _check_weave(weave: Any) -> None:
-    if weave is None or not callable(getattr(weave, "emit", None)):
+def _check_weave(weave: object) -> None:
+    if not isinstance(weave, Weave):
         raise ValueError(
             f"weave= must be an open beeweave_core.Weave (Weave.open(...)), got {weave!r}"
         )
@@ -116,7 +117,9 @@ class BeeWeaveChatMemory(BaseMemory):
 
     model_config = ConfigDict(arbitrary_types_allowed=True)
 
-    weave: Any = Field(exclude=True, description="The beeweave_core.Weave holding the memory.")
+    weave: SkipValidation[Weave] = Field(
+        exclude=True, description="The beeweave_core.Weave holding the memory."
+    )
     session_id: str = Field(description="The BeeWeave session this conversation is.")
     token_limit: int = Field(default=DEFAULT_TOKEN_LIMIT, gt=0)
     user_id: str | None = Field(default=None, description="Whose memories are recalled.")
@@ -146,7 +149,7 @@ class BeeWeaveChatMemory(BaseMemory):
     @classmethod
     def from_defaults(  # type: ignore[override]
         cls,
-        weave: Any = None,
+        weave: Weave | None = None,
         session_id: str | None = None,
         token_limit: int | None = None,
         user_id: str | None = None,
@@ -355,7 +358,9 @@ class BeeWeaveMemoryBlock(BaseMemoryBlock[str]):
     name: str = Field(default="beeweave_memory", description="Name of the block.")
     priority: int = Field(default=1, description="1 = truncated last among truncatable blocks.")
     accept_short_term_memory: bool = Field(default=False)
-    weave: Any = Field(exclude=True, description="The beeweave_core.Weave to recall from.")
+    weave: SkipValidation[Weave] = Field(
+        exclude=True, description="The beeweave_core.Weave to recall from."
+    )
     user_id: str | None = Field(default=None, description="Recall across this user's sessions.")
     session_id: str | None = Field(default=None, description="Restrict recall to one session.")
     k: int = Field(default=5, gt=0)
