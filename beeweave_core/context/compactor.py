@@ -27,7 +27,13 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from beeweave_core.context.editing import Editor, EditPolicy, SourceLine, seen_sentences
+from beeweave_core.context.editing import (
+    Editor,
+    EditPolicy,
+    SeenCache,
+    SourceLine,
+    seen_sentences,
+)
 from beeweave_core.context.messages import Unit, read_units, split_units
 from beeweave_core.context.summarizers import Summarizer
 from beeweave_core.events import EdgeType, Event, EventType, event_id_for
@@ -133,6 +139,7 @@ class Compactor:
         #: callable(session_id) -> {event id: [overturned wording]}
         self.overturned = overturned or (lambda _sid: {})
         self._lock = threading.RLock()
+        self._unit_seen = SeenCache()  # per-unit sentences: rebuilds don't re-edit every turn
         self._unit_tokens: dict[tuple[str, ...], int] = {}
         #: session -> (last covered seq, sentences said up to it): grows with coverage
         self._seen: dict[str, tuple[int, set[str]]] = {}
@@ -511,12 +518,11 @@ class Compactor:
         version = int(s.payload.get("version", 1)) + 1
         if int(s.payload.get("level", 0)) == 0:
             ids = set(s.payload.get("source_ids") or ())
-            seg = [u for u in units if set(u.ids) & ids]
+            lo, hi = int(s.payload.get("seq_from", 0)), int(s.payload.get("seq_to", 1 << 62))
+            seg = [u for u in units if u.seq_from <= hi and u.seq_to >= lo and set(u.ids) & ids]
             if not seg:  # sources gone (purged): rebuild from the stored events
                 _sys, seg = split_units(self.store.get(list(ids)))
-            seen = seen_sentences(
-                editor, [u for u in units if u.seq_to < int(s.payload.get("seq_from", 0))]
-            )
+            seen = seen_sentences(editor, [u for u in units if u.seq_to < lo], self._unit_seen)
             keep = {k: s.payload[k] for k in ("at_seq", "window_tokens", "thrash_level", "cooldown_turns")
                     if k in s.payload}  # fmt: skip
             new = self._segment(session_id, seg, editor, seen, counter, keep, version=version)

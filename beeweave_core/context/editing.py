@@ -334,11 +334,43 @@ class Editor:
         return lines
 
 
-def seen_sentences(editor: Editor, units: Sequence[Unit]) -> set[str]:
-    """The folded sentences of ``units`` (what later segments need not repeat)."""
+def seen_sentences(
+    editor: Editor, units: Sequence[Unit], cache: SeenCache | None = None
+) -> set[str]:
+    """The folded sentences of ``units`` (what later segments need not repeat).
+
+    The set is the union of what each unit says (a sentence is added once, whichever
+    unit says it first), so a ``cache`` of per-unit sets gives the same answer without
+    editing every earlier turn again on each rebuild."""
     seen: set[str] = set()
-    editor.source_lines(units, seen=seen)
+    if cache is None:
+        editor.source_lines(units, seen=seen)
+        return seen
+    for u in units:
+        seen |= cache.of(editor, u)
     return seen
+
+
+class SeenCache:
+    """Per unit (and the overturned wording of its events): the folded sentences it says."""
+
+    def __init__(self, max_entries: int = 200_000) -> None:
+        self.max_entries = max_entries
+        self._sets: dict[tuple[Any, ...], frozenset[str]] = {}
+
+    def of(self, editor: Editor, unit: Unit) -> frozenset[str]:
+        ids = tuple(unit.ids)
+        ov = editor.overturned
+        key = (id(editor.policy), ids,
+               tuple((i, tuple(ov[i])) for i in ids if i in ov))  # fmt: skip
+        hit = self._sets.get(key)
+        if hit is None:
+            seen: set[str] = set()
+            editor.source_lines([unit], seen=seen)
+            if len(self._sets) >= self.max_entries:
+                self._sets.clear()
+            hit = self._sets[key] = frozenset(seen)
+        return hit
 
 
 class EditCache:

@@ -30,6 +30,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from beeweave_core.context.editing import EditPolicy, tool_digest
+from beeweave_core.context.memory_views import MemoryView, ViewSet
 from beeweave_core.context.messages import tool_args, tool_name
 from beeweave_core.context.supersession import (
     Judge,
@@ -86,42 +87,6 @@ def _too_short(sentence: str) -> bool:
 
 
 @dataclass
-class MemoryView:
-    """What the writer compares a new statement with (one active memory)."""
-
-    event: Event
-    fold: str
-    terms: set[str]
-    slot: set[str]
-    values: set[str]
-    sources: list[str] = field(default_factory=list)
-
-    @property
-    def id(self) -> str:
-        return self.event.id
-
-    @property
-    def kind(self) -> str:
-        return str(self.event.payload.get("kind", "fact"))
-
-    @property
-    def text(self) -> str:
-        return self.event.content
-
-    @classmethod
-    def of(cls, ev: Event) -> MemoryView:
-        text = ev.content
-        return cls(
-            event=ev,
-            fold=L.fold(text),
-            terms=set(L.terms(text)),
-            slot=L.slot_terms(text),
-            values={L.bare_number(L.fold(v)) for v in L.key_values(text)},
-            sources=list(ev.payload.get("source_ids") or ()),
-        )
-
-
-@dataclass
 class Candidate:
     kind: str
     text: str
@@ -165,7 +130,7 @@ class MemoryWriter:
         self.similarity = similarity or (default_similarity() if self.judge else None)
         self._lock = threading.RLock()
         self._cursor: dict[str, int] = {}
-        self._views: dict[str, list[MemoryView]] = {}
+        self._views: dict[str, ViewSet] = {}
         self._slots: dict[str, SlotIndex] = {}
 
     # --------------------------------------------------------------- driving
@@ -193,7 +158,9 @@ class MemoryWriter:
                 self._cursor[session_id] = cursor
                 return written
             if session_id not in self._views:  # kept current by _write/_forget after that
-                self._views[session_id] = [MemoryView.of(e) for e in self.active(session_id)]
+                self._views[session_id] = ViewSet(
+                    [MemoryView.of(e) for e in self.active(session_id)]
+                )
             invocations = {e.id: e for e in events if e.type == EventType.TOOL_INVOCATION}
             for ev in events:
                 try:
@@ -347,7 +314,7 @@ class MemoryWriter:
                 return True
             return bool(negated & {L.fold(x) for x in L.overturned_terms(v.text)})
 
-        return [v for v in self._views.get(ev.session_id, []) if v.kind != "artifact"
+        return [v for v in self._views.get(ev.session_id, ()) if v.kind != "artifact"
                 and v.event.payload.get("source_seq", -1) < ev.seq and not agrees(v)]  # fmt: skip
 
     @staticmethod
@@ -431,8 +398,8 @@ class MemoryWriter:
         if c.role != "user" or c.kind == "artifact":
             return []
         ids = self.slot_index(ev.session_id).superseded_by(c.text)
-        views = {v.id: v for v in self._views.get(ev.session_id, [])}
-        return [views[i] for i in ids if i in views]
+        views = self._views.get(ev.session_id) or ViewSet()
+        return [v for i in ids if (v := views.get(i)) is not None]
 
     def _supersede(
         self, ev: Event, c: Candidate, targets: list[MemoryView], sources: list[str]
@@ -461,25 +428,23 @@ class MemoryWriter:
     def _store(self, ev: Event, c: Candidate, sources: Sequence[str] | None = None) -> str | None:
         """Write ``c`` unless it repeats an active memory; version or flag conflicts."""
         sources = list(sources or [ev.id])
-        views = self._views.setdefault(ev.session_id, [])
+        views = self._views.setdefault(ev.session_id, ViewSet())
         new = MemoryView.of(
             Event(id="_", session_id=ev.session_id, type=EventType.MEMORY, content=c.text)
         )
-        same_group = [v for v in views if (v.kind == "artifact") == (c.kind == "artifact")]
-        for v in same_group:
-            if v.fold == new.fold:  # said again: one memory, one more source
-                self.store.link(
-                    [Edge(src=v.id, dst=s, type=EdgeType.DERIVED_FROM) for s in sources]
-                )
-                return None
-        if c.kind == "artifact":
-            prior = [v for v in same_group if c.extra.get("tool") is not None
-                     and v.event.payload.get("tool") == c.extra.get("tool")
-                     and v.event.payload.get("args") == c.extra.get("args")]  # fmt: skip
-            if prior:
-                return self._new_version(ev, c, prior[-1], sources)
+        artifact = c.kind == "artifact"
+        if (v := views.same_wording(artifact, new.fold)) is not None:
+            # said again: one memory, one more source
+            self.store.link([Edge(src=v.id, dst=s, type=EdgeType.DERIVED_FROM) for s in sources])
+            return None
+        if artifact:
+            prior = (views.last_call(c.extra["tool"], c.extra.get("args"))
+                     if c.extra.get("tool") is not None else None)  # fmt: skip
+            if prior is not None:
+                return self._new_version(ev, c, prior, sources)
             return self._write(ev, c, sources)
-        best_sim, best = max(((L.jaccard(new.terms, v.terms), v) for v in same_group),
+        near = views.near_terms(new.terms, False, NEAR_DUPLICATE)
+        best_sim, best = max(((L.jaccard(new.terms, v.terms), v) for v in near),
                              key=lambda p: p[0], default=(0.0, None))  # fmt: skip
         if best is not None and best_sim >= NEAR_DUPLICATE and new.values >= best.values:
             return self._new_version(ev, c, best, sources)
@@ -488,7 +453,7 @@ class MemoryWriter:
         if "supersedes" not in c.extra and c.kind in INSTRUCTION_KINDS:
             # instructions only: a series of measurements is not a contradiction
             rivals = [(L.jaccard(new.slot, v.slot), int(v.event.payload.get("source_seq", -1)), v.id)
-                      for v in same_group
+                      for v in views.near_slot(new.slot, False, SAME_SUBJECT)
                       if v.kind in INSTRUCTION_KINDS and v.values and new.values
                       and v.values != new.values and L.jaccard(new.slot, v.slot) >= SAME_SUBJECT]  # fmt: skip
             if rivals:
@@ -508,7 +473,8 @@ class MemoryWriter:
         return nid
 
     def _forget(self, session_id: str, memory_id: str) -> None:
-        self._views[session_id] = [v for v in self._views.get(session_id, []) if v.id != memory_id]
+        if session_id in self._views:
+            self._views[session_id].remove(memory_id)
         if session_id in self._slots:
             self._slots[session_id].forget(memory_id)
 
@@ -538,7 +504,7 @@ class MemoryWriter:
             links={EdgeType.DERIVED_FROM: tuple(sources)}, meta=meta, source=_SOURCE,
         )  # fmt: skip
         self.store.append([mem])
-        self._views.setdefault(ev.session_id, []).append(MemoryView.of(mem))
+        self._views.setdefault(ev.session_id, ViewSet()).add(MemoryView.of(mem))
         if kind != "artifact":
             self.slot_index(ev.session_id).observe(mid, c.text, ev.seq, supersede=False)
         return mid
