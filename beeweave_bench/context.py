@@ -180,13 +180,56 @@ def _beeweave(
     return rows
 
 
+def _short_session(scn: dict[str, Any], counter: TokenCounter, tmp: str) -> dict[str, Any] | None:
+    """The scenario's opening turns while they fit half its budget: the whole history
+    fits, so BeeWeave must send no more than the history itself (a plain buffer)."""
+    from beeweave_core.context import record_messages
+    from beeweave_core.weave import Weave
+
+    budget = int(scn["budget_tokens"])
+    msgs: list[dict[str, Any]] = []
+    for t in scn["turns"]:
+        m = openai_message(t)
+        if counter.count_messages([*msgs, m]) > budget // 2:
+            break
+        msgs.append(m)
+    while msgs and msgs[-1]["role"] != "assistant":  # end on a finished exchange
+        msgs.pop()
+    if not msgs:
+        return None
+    sid = f"{scn['id']}-short"
+    with Weave.open(f"sqlite:///{tmp}/{sid}.db", spool_dir=tmp, tenant=f"bench-{sid}",
+                    index=False) as weave:  # fmt: skip
+        record_messages(weave.store, sid, msgs, user_id=f"user-{sid}", key_prefix="t")
+        ctx = weave.context.assemble(sid, budget_tokens=budget, counter=counter)
+    return {"scenario": scn["id"], "turns": len(msgs), "tokens": ctx.total_tokens,
+            "full_tokens": counter.count_messages(msgs)}  # fmt: skip
+
+
+def _short_row(cases: list[dict[str, Any]]) -> dict[str, Any]:
+    def mean(values: list[float]) -> float:
+        return sum(values) / len(values) if values else float("nan")
+
+    return {
+        "system": "beeweave (short session)",
+        "kind": "history fits",
+        "probes": len(cases),
+        "tokens_share": mean([c["tokens"] / c["full_tokens"] for c in cases]),
+        "within_budget": mean([c["tokens"] <= c["full_tokens"] for c in cases]),
+        "mean_tokens": mean([c["tokens"] for c in cases]),
+    }
+
+
 def run(directory: str | Path) -> tuple[list[dict[str, Any]], list[dict[str, Any]], dict[str, Any]]:
     """(table rows per system, per-probe details, extra facts) over every scenario."""
     scenarios = load_scenarios(directory)
     counter = TokenCounter(encoding=ENCODING)
     details: list[dict[str, Any]] = []
+    short: list[dict[str, Any]] = []
     with tempfile.TemporaryDirectory() as tmp:
         for scn in scenarios:
+            if (case := _short_session(scn, counter, tmp)) is not None:
+                short.append(case)
             budget = int(scn["budget_tokens"])
             base = {"scenario": scn["id"], "lang": scn.get("lang", "?"), "budget": budget}
             kinds = [p.get("kind", "plain") for p in scn["probes"]]
@@ -208,6 +251,7 @@ def run(directory: str | Path) -> tuple[list[dict[str, Any]], list[dict[str, Any
                                     "stale": stale, "tokens": counter.count_messages(out),
                                     "full_tokens": full, "ms": ms})  # fmt: skip
     rows = by_kind(details)
+    rows.append(_short_row(short))
     comp = [d["compaction"] for d in details if d["system"] == "beeweave" and d.get("compaction")]
     src = sum(c.get("source_tokens") or 0 for c in comp)
     dst = sum(c.get("summary_tokens") or 0 for c in comp)
@@ -216,6 +260,10 @@ def run(directory: str | Path) -> tuple[list[dict[str, Any]], list[dict[str, Any
         "probes": sum(len(s["probes"]) for s in scenarios),
         "summary_compression_ratio": round(dst / src, 4) if src else None,
         "summaries_rolled_back": sum(c.get("rolled_back") or 0 for c in comp),
+        # short sessions: the history fits, so BeeWeave's prompt must not exceed it
+        # ("within_budget" of that row = share of cases with tokens <= full history)
+        "short_session_le_full_history": _short_row(short)["within_budget"],
+        "short_sessions": short,
     }
     return rows, details, extra
 

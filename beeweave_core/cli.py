@@ -643,6 +643,8 @@ def bench_context(
         f"(offline extractive summarizer): {'MET' if ok else 'NOT MET'}",
         "stale_rate is over probes with a forbid list; tokens are exact cl100k_base counts",
         f"summary compression ratio (summary/source tokens): {extra['summary_compression_ratio']}",
+        "short sessions (history fits): BeeWeave tokens <= full history in "
+        f"{extra['short_session_le_full_history']:.0%} of cases (target 100%)",
     ]
     sib = next((r for r in rows if r["system"] == "beeweave" and r["kind"] == "sibling"), None)
     if sib is not None:  # a knowledge-update set: stricter staleness, look-alikes all kept
@@ -653,6 +655,37 @@ def bench_context(
         )
     report("context", rows, out=out, params={"scenarios": str(scenarios), **extra, "details": details},
            notes=notes)  # fmt: skip
+
+
+@bench_app.command("assemble")
+def bench_assemble(
+    sizes: Annotated[
+        str, typer.Option(help="Comma-separated session sizes (events) on SQLite.")
+    ] = "100,1000,10000,100000",
+    calls: Annotated[int, typer.Option(help="Measured calls per size (one new turn each).")] = 30,
+    neo4j: Annotated[
+        str | None, typer.Option("--neo4j", help="Neo4j URI for one row (default: $NEO4J_URI).")
+    ] = None,
+    neo4j_size: Annotated[int, typer.Option(help="Session size of the Neo4j row.")] = 10_000,
+    auth: AuthOpt = None,
+    out: OutOpt = None,
+) -> None:
+    """p50 and first-call time of assemble as a session grows, beside a plain buffer."""
+    import os
+
+    from beeweave_bench import assemble
+    from beeweave_bench.report import report
+
+    try:
+        ns = tuple(int(x) for x in sizes.split(",") if x.strip())
+    except ValueError:
+        fail(f"--sizes must be comma-separated integers, got {sizes!r}")
+    uri = neo4j or os.environ.get("NEO4J_URI")
+    rows, verdict = assemble.run(sizes=ns, calls=calls, neo4j_uri=uri, auth=_auth(auth),
+                                 neo4j_size=neo4j_size)  # fmt: skip
+    notes = ["targets: p50 <= 20 ms at 10k events; p50 at 100k <= 2x p50 at 1k",
+             *(f"{k}: {v}" for k, v in verdict.items())]  # fmt: skip
+    report("assemble", rows, out=out, params={"sizes": ns, "calls": calls, **verdict}, notes=notes)
 
 
 @bench_app.command("supersession")

@@ -206,6 +206,12 @@ class BaseEventStore:
 
     tenant: str
     inline_limit: int = DEFAULT_INLINE_LIMIT
+    #: Bumped by every status change or purge made through this object, so a reader
+    #: holding derived state (the context engine) knows when to read again.
+    status_changes: int = 0
+
+    def _status_changed(self) -> None:
+        self.status_changes += 1
 
     # ----------------------------------------------------------------- writes
     def append(self, events: Sequence[Event]) -> AppendResult:

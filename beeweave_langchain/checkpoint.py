@@ -101,6 +101,13 @@ def _plain(value: Any) -> bool:
     return False
 
 
+def _delete_mode(value: bool | str) -> str:
+    modes = {True: "purge", False: "keep", "purge": "purge", "keep": "keep", "hide": "hide"}
+    if value not in modes:
+        raise ValueError(f"delete_events must be 'hide', 'purge' or 'keep', got {value!r}")
+    return modes[value]
+
+
 def _config(thread_id: str, checkpoint_ns: str, checkpoint_id: str) -> RunnableConfig:
     return {
         "configurable": {
@@ -122,8 +129,12 @@ class BeeWeaveCheckpointer(BaseCheckpointSaver[str]):
             one beside ``weave``'s events).
         record_messages: Record the ``messages_channel`` as events (default True).
         messages_channel: The state key holding the conversation (``"messages"``).
-        delete_events: Also purge the thread's events on ``delete_thread`` (default
-            False: checkpoints are housekeeping, the event graph is the memory).
+        delete_events: What ``delete_thread`` does to the thread's events:
+            ``"hide"`` (default) soft-deletes them, so no read path (retrieve,
+            assemble, memory) shows them and a new run on the same thread id starts
+            clean, while audit and recovery still can (``include_inactive``);
+            ``"purge"`` (or True) deletes them for good; ``"keep"`` (or False) leaves
+            them as they are (checkpoints as housekeeping only).
     """
 
     def __init__(
@@ -134,7 +145,7 @@ class BeeWeaveCheckpointer(BaseCheckpointSaver[str]):
         store: CheckpointStore | None = None,
         record_messages: bool = True,
         messages_channel: str = "messages",
-        delete_events: bool = False,
+        delete_events: bool | str = "hide",
     ) -> None:
         super().__init__(serde=serde)
         if store is None:
@@ -144,7 +155,7 @@ class BeeWeaveCheckpointer(BaseCheckpointSaver[str]):
         self.weave = weave
         self.store = store
         self.messages_channel = messages_channel
-        self.delete_events = delete_events
+        self.delete_events = _delete_mode(delete_events)
         self._recorder: Transcript | None = None
         if record_messages and weave is not None:
             self._recorder = transcript_for(weave)
@@ -327,13 +338,22 @@ class BeeWeaveCheckpointer(BaseCheckpointSaver[str]):
         )
 
     def delete_thread(self, thread_id: str) -> None:
-        """Delete the thread's checkpoints and writes (its events too if ``delete_events``)."""
+        """Delete the thread's checkpoints and writes; hide (or purge, or keep) its events
+        as ``delete_events`` says."""
         thread_id = str(thread_id)
         self.store.delete_thread(thread_id)
         self._forget(thread_id)
-        if self.delete_events and self.weave is not None:
-            self.weave.flush()
-            self.weave.store.purge(session_id=thread_id)
+        if self.delete_events == "keep" or self.weave is None:
+            return
+        self.weave.flush()
+        if self.delete_events == "purge":
+            self.weave.purge(session_id=thread_id)
+        else:
+            ids = [e.id for e in self.weave.store.timeline(thread_id)]
+            if ids:
+                self.weave.store.soft_delete(ids, "thread deleted (BeeWeaveCheckpointer)")
+        if self._recorder is not None:
+            self._recorder.forget(thread_id)
 
     def delete_for_runs(self, run_ids: Sequence[str]) -> None:
         """Delete the checkpoints (and their writes) created by the given runs."""

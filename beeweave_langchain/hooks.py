@@ -31,6 +31,13 @@ from beeweave_langchain.messages import STORED_ID_PREFIX, dict_to_message, to_me
 
 #: Key of ``additional_kwargs`` where assembled messages keep BeeWeave's accounts.
 BEEWEAVE_KWARG = "beeweave"
+#: LangGraph's config key for the run's checkpointer (set, possibly to None, by Pregel).
+CHECKPOINTER_KEY = "__pregel_checkpointer"
+
+
+def checkpointed(config: Mapping[str, Any] | None) -> bool:
+    """True when the run resumes a checkpoint: its state's messages are the branch."""
+    return ((config or {}).get("configurable") or {}).get(CHECKPOINTER_KEY) is not None
 
 
 def _tail_event_ids(ctx: Any, store: Any) -> list[str | None]:
@@ -145,37 +152,45 @@ class BeeWeaveContextHook:
             convert_to_messages(raw) if raw and not isinstance(raw[0], BaseMessage) else list(raw)
         )
 
-    def record_messages(self, session_id: str, messages: Sequence[BaseMessage]) -> None:
-        """Record the messages not seen before (the weave's one writer dedupes)."""
-        transcript_for(self.weave).record(
+    def record_messages(self, session_id: str, messages: Sequence[BaseMessage]) -> list[str | None]:
+        """Record the messages not seen before (the weave's one writer dedupes);
+        returns the event id of each message."""
+        return transcript_for(self.weave).record(
             session_id, to_messages(messages), meta=self._meta, source=self._source
         )
 
-    def context(self, session_id: str, messages: Sequence[BaseMessage]) -> list[BaseMessage]:
+    def context(
+        self, session_id: str, messages: Sequence[BaseMessage], *, branch: bool = False
+    ) -> list[BaseMessage]:
         """What the model should read instead of ``messages``: records the new ones,
         compacts the session when due, and returns the assembly as messages.
 
-        The one step both harnesses share (the ``pre_model_hook`` here and
-        :class:`~beeweave_langchain.middleware.BeeWeaveContextMiddleware`), so they
-        cannot drift apart.
+        ``branch``: ``messages`` are the whole conversation of the checkpoint being
+        resumed (a checkpointed graph), so the assembly keeps to their events and a
+        rewound or forked thread never shows the abandoned turns.  The one step both
+        harnesses share (the ``pre_model_hook`` here and
+        :class:`~beeweave_langchain.middleware.BeeWeaveContextMiddleware`).
         """
-        if self.record:
-            self.record_messages(session_id, messages)
+        ids = self.record_messages(session_id, messages) if self.record or branch else []
+        lineage = [i for i in ids if i] if branch else None
         ctx = self.weave.assemble(
             session_id, budget_tokens=self.budget_tokens, model=self.model,
             window_tokens=self.window_tokens, compact=self.compact, user_id=self.user_id,
-            **self.assemble_kw,
+            lineage=lineage, **self.assemble_kw,
         )  # fmt: skip
         self.last = ctx
         return assembled_messages(ctx, self.weave.store)
 
-    async def acontext(self, session_id: str, messages: Sequence[BaseMessage]) -> list[BaseMessage]:
+    async def acontext(
+        self, session_id: str, messages: Sequence[BaseMessage], *, branch: bool = False
+    ) -> list[BaseMessage]:
         """:meth:`context` off the event loop (assembly reads the store and counts tokens)."""
-        return await asyncio.to_thread(self.context, session_id, messages)
+        return await asyncio.to_thread(self.context, session_id, messages, branch=branch)
 
     def __call__(self, state: Any, config: RunnableConfig | None = None) -> dict[str, Any]:
         sid = self.session(((config or {}).get("configurable") or {}).get("thread_id"))
-        return {self.output_key: self.context(sid, self._messages(state))}
+        msgs = self._messages(state)
+        return {self.output_key: self.context(sid, msgs, branch=checkpointed(config))}
 
     async def acall(self, state: Any, config: RunnableConfig | None = None) -> dict[str, Any]:
         return await asyncio.to_thread(self.__call__, state, config)

@@ -104,6 +104,12 @@ class BeeWeaveMemory(BaseMemory):
         ctx = self.weave.assemble(self.session_id, self._query(inputs), **self._assemble_kw())
         return self._format(ctx)
 
+    def inspect(self, inputs: dict[str, Any] | None = None) -> dict[str, Any]:
+        """What ``load_memory_variables`` would return, writing nothing (no memories,
+        compaction or audit record): for looking at the context without changing it."""
+        kw = {**self._assemble_kw(), "dry_run": True}
+        return self._format(self.weave.assemble(self.session_id, self._query(inputs or {}), **kw))
+
     async def aload_memory_variables(self, inputs: dict[str, Any]) -> dict[str, Any]:
         ctx = await self.weave.aassemble(
             self.session_id, self._query(inputs), **self._assemble_kw()

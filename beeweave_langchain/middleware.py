@@ -26,7 +26,7 @@ from langchain_core.messages import AIMessage, BaseMessage
 from langgraph.config import get_config
 
 from beeweave_core.weave import Weave
-from beeweave_langchain.hooks import BeeWeaveContextHook
+from beeweave_langchain.hooks import BeeWeaveContextHook, checkpointed
 
 log = logging.getLogger("beeweave.langchain")
 
@@ -93,7 +93,8 @@ class BeeWeaveContextMiddleware(AgentMiddleware):
         handler: Callable[[ModelRequest], ModelResponse],
     ) -> Any:
         sid, messages = self._inputs(request)
-        response = handler(self._request(request, self.hook.context(sid, messages)))
+        ctx = self.hook.context(sid, messages, branch=checkpointed(get_config()))
+        response = handler(self._request(request, ctx))
         self._record_answer(sid, response)
         return response
 
@@ -103,7 +104,9 @@ class BeeWeaveContextMiddleware(AgentMiddleware):
         handler: Callable[[ModelRequest], Awaitable[ModelResponse]],
     ) -> Any:
         sid, messages = self._inputs(request)
-        response = await handler(self._request(request, await self.hook.acontext(sid, messages)))
+        branch = checkpointed(get_config())
+        ctx = await self.hook.acontext(sid, messages, branch=branch)
+        response = await handler(self._request(request, ctx))
         self._record_answer(sid, response)
         return response
 

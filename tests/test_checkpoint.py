@@ -366,15 +366,17 @@ def test_tenants_do_not_see_each_other(savers: Callable[..., Any]) -> None:
     assert [t.config for t in alice.list(None)] == [stored]
 
 
-def test_delete_thread_keeps_or_purges_the_events(savers: Callable[..., Any]) -> None:
-    """Checkpoints are housekeeping; the event graph is the memory — unless asked."""
-    keep, purge = savers(), savers(delete_events=True)
+def test_delete_thread_hides_keeps_or_purges_the_events(savers: Callable[..., Any]) -> None:
+    """By default the thread's events are hidden from every read; kept or purged on request."""
+    hide, keep, purge = savers(), savers(delete_events="keep"), savers(delete_events=True)
     config = {"configurable": {"thread_id": "gone"}}
-    for saver in (keep, purge):
+    for saver in (hide, keep, purge):
         agent = create_react_agent(fake_model(1), TOOLS, checkpointer=saver)
         n = len(_run_turns(agent, config, range(1))["messages"])
         assert len(_message_events(saver.weave, "gone")) == n == 6
         saver.delete_thread("gone")
         assert saver.get_tuple(config) is None and list(saver.list(config)) == []
     assert len(_message_events(keep.weave, "gone")) == 6
+    assert hide.weave.store.timeline("gone") == []
+    assert len(hide.weave.store.timeline("gone", include_inactive=True)) >= 6
     assert purge.weave.store.timeline("gone", include_inactive=True) == []

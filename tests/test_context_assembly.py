@@ -138,7 +138,10 @@ def test_bench_context_runs_all_systems_on_a_tiny_scenario(tmp_path):
     (tmp_path / "tiny.json").write_text(json.dumps(scn))
     rows, details, extra = context.run(tmp_path)
     by = {r["system"]: r for r in rows}
-    assert set(by) == set(context.SYSTEMS)
+    assert set(by) == {*context.SYSTEMS, "beeweave (short session)"}
+    short = by["beeweave (short session)"]  # the opening turns fit: never above the history
+    assert short["probes"] == 1 and short["within_budget"] == 1.0
+    assert extra["short_sessions"][0]["tokens"] <= extra["short_sessions"][0]["full_tokens"]
     assert by["beeweave"]["retention"] == 1.0 and by["beeweave"]["stale_rate"] == 0.0
     assert by["beeweave"]["within_budget"] == 1.0
     assert by["full history"]["retention"] == 1.0 and by["full history"]["tokens_share"] == 1.0

@@ -29,6 +29,8 @@ from beeweave_core.text import language as L
 from beeweave_core.tokens import TokenCounter
 
 LAYERS = ("system", "working", "recalled", "immediate")
+#: Working-state sections made from turns (not memories): shown verbatim, they go.
+TURN_SECTIONS = frozenset({"goal", "todos", "open_questions"})
 RECALL_HEADER = "Recalled by BeeWeave (earlier context, not the current turns; latest wins):"
 
 
@@ -63,12 +65,15 @@ PRESETS: dict[str, LayerShares] = {
 
 def infer_phase(units: Sequence[Unit]) -> str:
     """requirement early on, closing when the user wraps up, execution otherwise."""
-    users = [u for u in units if u.kind == "user"]
-    if users and L.CLOSING.search(users[-1].events[0].content):
+    last = next((u for u in reversed(units) if u.kind == "user"), None)
+    if last is not None and L.CLOSING.search(last.events[0].content):
         return "closing"
-    if len(users) <= 3 and not any(u.kind == "tool_group" for u in units):
-        return "requirement"
-    return "execution"
+    users = 0
+    for u in units:  # stops at the fourth user turn or the first tool call
+        users += u.kind == "user"
+        if users > 3 or u.kind == "tool_group":
+            return "execution"
+    return "requirement"
 
 
 @dataclass(frozen=True)
@@ -177,6 +182,10 @@ class _Block:
 
 #: Within this many tokens of a budget the fill re-counts exactly instead of estimating.
 MARGIN = 8
+#: Exact re-counts one fill may make near its budget (each counts the whole block).
+MAX_RECOUNTS = 6
+#: Recalled candidates listed as left out in the audit (the best-scored first).
+LEFT_OUT_SHOWN = 100
 
 
 def _greedy(
@@ -193,7 +202,11 @@ def _greedy(
     block re-counted, so filling is linear, and the final exact count has the last word.
     """
     used = exact(chosen)
+    recounts = 0
     for item in items:
+        if recounts >= MAX_RECOUNTS:  # the block is full to within a line: stop trying
+            skipped.append(item)
+            continue
         if not chosen:
             cost = exact([item])
             if cost <= budget:
@@ -210,6 +223,7 @@ def _greedy(
             skipped.append(item)
         else:
             cost = exact([*chosen, item])
+            recounts += 1
             if cost <= budget:
                 chosen.append(item)
                 used = cost
@@ -240,7 +254,7 @@ def _fill(
 
     def line_cost(r: Recallable, ch: list[Recallable]) -> int:
         new_group = all(x.group != r.group for x in ch)
-        return c.count_text(r.line()) + 1 + (c.count_text(r.group) + 1 if new_group else 0)
+        return _text_tokens(c, r.line()) + 1 + (_text_tokens(c, r.group) + 1 if new_group else 0)
 
     used = _greedy(exact, line_cost, candidates, budget, chosen, skipped)
     block.groups = {}
@@ -249,8 +263,33 @@ def _fill(
     return used
 
 
+_TEXT_TOKENS: dict[tuple[str, str], int] = {}
+
+
+def _text_tokens(c: TokenCounter, text: str) -> int:
+    """Tokens of a line; lines recur from call to call, so they are counted once."""
+    key = (c.encoding_name, text)
+    n = _TEXT_TOKENS.get(key)
+    if n is None:
+        if len(_TEXT_TOKENS) > 200_000:
+            _TEXT_TOKENS.clear()
+        n = _TEXT_TOKENS[key] = c.count_text(text)
+    return n
+
+
+_UNIT_TOKENS: dict[tuple[Any, ...], int] = {}
+
+
 def _unit_cost(counter: TokenCounter, unit: Unit) -> int:
-    return sum(counter.count_message(m) for m in unit.messages)
+    """Tokens of a unit's messages (cached: the same stored turns recur every call)."""
+    size = sum(len(m.get("content") or "") + len(m.get("tool_calls") or ()) for m in unit.messages)
+    key = (counter.encoding_name, *unit.ids, len(unit.messages), size)
+    n = _UNIT_TOKENS.get(key)
+    if n is None:
+        if len(_UNIT_TOKENS) > 200_000:
+            _UNIT_TOKENS.clear()
+        n = _UNIT_TOKENS[key] = sum(counter.count_message(m) for m in unit.messages)
+    return n
 
 
 @dataclass
@@ -273,12 +312,66 @@ class Plan:
     recall: Callable[[int, Sequence[Item]], list[Recallable]]
     query_message: dict[str, Any] | None = None
     single_system: bool = False
+    #: the edited units are the whole history and fit: send them as they are
+    whole_history: bool = False
+
+
+@dataclass
+class _Fill:
+    """What each layer took and left while one assembly is filled."""
+
+    avail: int
+    w_in: list[Item] = field(default_factory=list)
+    w_out: list[Item] = field(default_factory=list)
+    r_in: list[Recallable] = field(default_factory=list)
+    r_out: list[Recallable] = field(default_factory=list)
+    window: list[Unit] = field(default_factory=list)
+    dropped: list[Unit] = field(default_factory=list)
+    w_used: int = 0
+    r_used: int = 0
 
 
 def assemble(plan: Plan) -> tuple[list[dict[str, Any]], dict[str, LayerReport], int]:
-    """Run the layered fill of ``plan``: (messages, layer reports, overhead tokens)."""
+    """Run the layered fill of ``plan``: (messages, layer reports, overhead tokens).
+
+    When the whole (edited) history fits, it is sent as it is, after the system
+    prompt: a plain buffer would send no less, and layers would only add tokens."""
     c = plan.counter
     reports = {name: LayerReport(name, 0) for name in LAYERS}
+    sys_msg, overhead, avail = _system_layer(plan, reports)
+    if plan.whole_history and (not plan.units or plan.units[0].kind == "user"):
+        f = _whole_history(plan, reports, avail)
+    else:
+        f = _fill_layers(plan, reports, avail)
+        _share_spare(plan, reports, f)
+        _drop_repeats(f)
+    wmsg = _working_message(plan.working, f.w_in)
+    rmsg = _recall_message(c, f.r_in)
+    messages = _within_budget(plan, sys_msg, f, wmsg, rmsg)
+    _account(plan, reports, f)
+    return messages, reports, overhead
+
+
+def _whole_history(plan: Plan, reports: dict[str, LayerReport], avail: int) -> _Fill:
+    """The session's history as it is; only what other sessions of the user hold is
+    recalled beside it (this session's own memories would repeat its turns)."""
+    c = plan.counter
+    f = _Fill(avail, window=list(plan.units))
+    used = sum(_unit_cost(c, u) for u in f.window)
+    window_from = f.window[0].seq_from if f.window else 1 << 62
+    others = [r for r in plan.recall(window_from, []) if r.session_id != plan.session_id]
+    if others:
+        reports["recalled"].budget = avail - used
+        f.r_used = _fill(_Block(c, RECALL_HEADER), others, avail - used, f.r_in, f.r_out)
+    reports["immediate"].budget = used
+    return f
+
+
+def _system_layer(
+    plan: Plan, reports: dict[str, LayerReport]
+) -> tuple[dict[str, Any] | None, int, int]:
+    """(pinned system message, fixed overhead, tokens left for the other layers)."""
+    c = plan.counter
     sys_text = "\n\n".join(dict.fromkeys(t for t in plan.systems if t))
     sys_msg = {"role": "system", "content": sys_text} if sys_text else None
     sys_cost = c.count_message(sys_msg) if sys_msg else 0
@@ -294,87 +387,116 @@ def assemble(plan: Plan) -> tuple[list[dict[str, Any]], dict[str, LayerReport], 
     if sys_msg:
         reports["system"].pieces.append(Piece("system", "system_prompt", sys_text, sys_cost,
                                               tuple(plan.system_ids), plan.session_id, None))  # fmt: skip
-    avail = plan.budget - overhead - sys_cost
+    return sys_msg, overhead, plan.budget - overhead - sys_cost
+
+
+def _fill_layers(plan: Plan, reports: dict[str, LayerReport], avail: int) -> _Fill:
+    """Working, then recalled, then immediate; each hands what it left to the next."""
+    c = plan.counter
+    f = _Fill(avail)
     b_work = int(avail * plan.shares.working)
     b_rec = int(avail * plan.shares.recalled)
     b_imm = avail - b_work - b_rec
-
     # a first look at the immediate window, so recall skips what it will show verbatim
     window, _ = _fit_newest(c, plan.units, b_imm)
     window_from = window[0].seq_from if window else 1 << 62
-
-    # working state
     items = _rank_items(plan.working, plan.query)
-    w_in: list[Item] = []
-    w_out: list[Item] = []
-    w_used = _fill_working(c, plan.working, items, b_work, w_in, w_out)
+    f.w_used = _fill_working(c, plan.working, items, b_work, f.w_in, f.w_out)
     reports["working"].budget = b_work
-
-    # recalled
-    b_rec += b_work - w_used
+    b_rec += b_work - f.w_used
     reports["recalled"].budget = b_rec
-    candidates = plan.recall(window_from, w_in)
-    rblock = _Block(c, RECALL_HEADER)
-    r_in: list[Recallable] = []
-    r_out: list[Recallable] = []
-    r_used = _fill(rblock, candidates, b_rec, r_in, r_out)
-
-    # immediate
-    b_imm += b_rec - r_used
+    candidates = plan.recall(window_from, f.w_in)[: max(64, (b_rec + b_imm) // 4)]
+    f.r_used = _fill(_Block(c, RECALL_HEADER), candidates, b_rec, f.r_in, f.r_out)
+    b_imm += b_rec - f.r_used
     reports["immediate"].budget = b_imm
-    window, dropped = _fit_newest(c, plan.units, b_imm)
-    imm_used = sum(_unit_cost(c, u) for u in window)
+    f.window, f.dropped = _fit_newest(c, plan.units, b_imm)
+    return f
 
-    # what is left goes back to the layers that had to leave things out
-    spare = avail - (w_used + r_used + imm_used)
-    if spare > 0 and w_out:
-        retry, w_out = w_out, []
-        reports["working"].budget = w_used + spare
-        w_used = _fill_working(c, plan.working, retry, w_used + spare, w_in, w_out)
-        spare = avail - (w_used + r_used + imm_used)
-    if spare > 0 and r_out:
-        retry_r, r_out = r_out, []
-        reports["recalled"].budget = r_used + spare
-        r_used = _fill(rblock, retry_r, r_used + spare, r_in, r_out)
 
-    wmsg = _working_message(plan.working, w_in)
-    rmsg = rblock.message()
-    messages = _compose(plan, sys_msg, wmsg, rmsg, window)
-    total = c.count_messages(messages)
-    while total > plan.budget:  # safety net: the exact count has the last word
-        if window and (len(window) > 1 or not rmsg):
-            dropped.append(window.pop(0))
-        elif r_in:
-            r_out.append(r_in.pop())
-            rblock = _Block(c, RECALL_HEADER)
-            for r in r_in:
-                rblock.add(r.group, r.line())
-            rmsg = rblock.message()
-        elif w_in:
-            w_out.append(w_in.pop())
-            wmsg = _working_message(plan.working, w_in)
-        elif window:
-            dropped.append(window.pop(0))
+def _share_spare(plan: Plan, reports: dict[str, LayerReport], f: _Fill) -> None:
+    """What is left goes back to the layers that had to leave things out."""
+    c = plan.counter
+    imm_used = sum(_unit_cost(c, u) for u in f.window)
+    spare = f.avail - (f.w_used + f.r_used + imm_used)
+    if spare > 0 and f.w_out:
+        retry, f.w_out = f.w_out, []
+        reports["working"].budget = f.w_used + spare
+        f.w_used = _fill_working(c, plan.working, retry, f.w_used + spare, f.w_in, f.w_out)
+        spare = f.avail - (f.w_used + f.r_used + imm_used)
+    if spare > 0 and f.r_out:
+        retry_r, f.r_out = f.r_out, []
+        reports["recalled"].budget = f.r_used + spare
+        f.r_used = _fill(_Block(c, RECALL_HEADER), retry_r, f.r_used + spare, f.r_in, f.r_out)
+
+
+def _drop_repeats(f: _Fill) -> None:
+    """Nothing twice: recalled pieces and turn-derived working items whose turns the
+    final immediate window shows verbatim are taken out (the window may have grown
+    past the first look that recall was told about)."""
+    shown = {i for u in f.window for i in u.ids}
+    if not shown:
+        return
+    for r in [r for r in f.r_in if shown.intersection(r.event_ids)]:
+        f.r_in.remove(r)
+        f.r_out.append(r)
+    for it in [
+        it for it in f.w_in if it.section in TURN_SECTIONS and shown.issuperset(it.event_ids)
+    ]:
+        f.w_in.remove(it)
+        f.w_out.append(it)
+
+
+def _recall_message(c: TokenCounter, chosen: Sequence[Recallable]) -> dict[str, Any] | None:
+    block = _Block(c, RECALL_HEADER)
+    for r in chosen:
+        block.add(r.group, r.line())
+    return block.message()
+
+
+def _within_budget(
+    plan: Plan,
+    sys_msg: dict[str, Any] | None,
+    f: _Fill,
+    wmsg: dict[str, Any] | None,
+    rmsg: dict[str, Any] | None,
+) -> list[dict[str, Any]]:
+    """Compose, then drop until the exact count fits (the count has the last word)."""
+    c = plan.counter
+    messages = _compose(plan, sys_msg, wmsg, rmsg, f.window)
+    while c.count_messages(messages) > plan.budget:
+        if f.window and (len(f.window) > 1 or not rmsg):
+            f.dropped.append(f.window.pop(0))
+            while f.window and f.window[0].kind != "user" and len(f.window) > 1:
+                f.dropped.append(f.window.pop(0))  # the window starts on a user turn
+        elif f.r_in:
+            f.r_out.append(f.r_in.pop())
+            rmsg = _recall_message(c, f.r_in)
+        elif f.w_in:
+            f.w_out.append(f.w_in.pop())
+            wmsg = _working_message(plan.working, f.w_in)
+        elif f.window:
+            f.dropped.append(f.window.pop(0))
         else:
             break
-        messages = _compose(plan, sys_msg, wmsg, rmsg, window)
-        total = c.count_messages(messages)
+        messages = _compose(plan, sys_msg, wmsg, rmsg, f.window)
+    return messages
 
-    # accounts
+
+def _account(plan: Plan, reports: dict[str, LayerReport], f: _Fill) -> None:
+    c, sid = plan.counter, plan.session_id
     wr, rr, ir = reports["working"], reports["recalled"], reports["immediate"]
+    wmsg = _working_message(plan.working, f.w_in)
+    rmsg = _recall_message(c, f.r_in)
     wr.tokens = c.count_message(wmsg) if wmsg else 0
     rr.tokens = c.count_message(rmsg) if rmsg else 0
-    ir.tokens = sum(_unit_cost(c, u) for u in window)
-    wr.pieces = [_item_piece(c, it, plan.session_id) for it in w_in]
-    wr.left_out = [_item_piece(c, it, plan.session_id, note="over budget") for it in w_out]
-    rr.pieces = [_recall_piece(c, r) for r in r_in]
-    rr.left_out = [_recall_piece(c, r, note="over budget") for r in r_out]
-    ir.pieces = [_unit_piece(c, u, plan.session_id) for u in window]
-    ir.left_out = [
-        _unit_piece(c, u, plan.session_id, note="older than the window") for u in dropped
-    ]
-    ir.left_out += [_unit_piece(c, u, plan.session_id, note=why) for u, why in plan.edited_out]
-    return messages, reports, overhead
+    ir.tokens = sum(_unit_cost(c, u) for u in f.window)
+    wr.pieces = [_item_piece(c, it, sid) for it in f.w_in]
+    wr.left_out = [_item_piece(c, it, sid, note="over budget") for it in f.w_out]
+    rr.pieces = [_recall_piece(c, r) for r in f.r_in]
+    rr.left_out = [_recall_piece(c, r, note="over budget") for r in f.r_out[:LEFT_OUT_SHOWN]]
+    ir.pieces = [_unit_piece(c, u, sid) for u in f.window]
+    ir.left_out = [_unit_piece(c, u, sid, note="older than the window") for u in f.dropped]
+    ir.left_out += [_unit_piece(c, u, sid, note=why) for u, why in plan.edited_out]
 
 
 def _compose(
@@ -415,9 +537,9 @@ def _fill_working(
     def line_cost(it: Item, ch: list[Item]) -> int:
         new_section = all(x.section != it.section for x in ch)
         return (
-            c.count_text(it.render())
+            _text_tokens(c, it.render())
             + 1
-            + (c.count_text(TITLES.get(it.section, "")) + 2 if new_section else 0)
+            + (_text_tokens(c, TITLES.get(it.section, "")) + 2 if new_section else 0)
         )
 
     return _greedy(exact, line_cost, items, budget, chosen, skipped)
@@ -437,6 +559,42 @@ def _rank_items(ws: WorkingState, query: str | None) -> list[Item]:
 def _fit_newest(
     c: TokenCounter, units: Sequence[Unit], budget: int
 ) -> tuple[list[Unit], list[Unit]]:
+    """The newest units that fit, oldest first, starting on a user turn (providers
+    reject a conversation that opens with an assistant or tool message): when the
+    newest that fit begin mid-exchange, the user turn that opened the exchange leads
+    and the newest units after it fill the rest."""
+    window, dropped = _newest_that_fit(c, units, budget)
+    if not window or window[0].kind == "user":
+        return window, dropped
+    start = len(units) - len(window)
+    j = next((k for k in range(start - 1, -1, -1) if units[k].kind == "user"), None)
+    inside = any(u.kind == "user" for u in window)
+    head = _cut_user(c, units[j], budget) if j is not None and not inside else None
+    if head is None:  # start at the first user turn inside the window
+        while window and window[0].kind != "user":
+            dropped.append(window.pop(0))
+        return window, dropped
+    rest, _ = _newest_that_fit(c, units[j + 1 :], budget - _unit_cost(c, head))
+    kept = {id(u) for u in rest}
+    dropped = [u for u in units if id(u) not in kept and u is not units[j]]
+    return [head, *rest], dropped
+
+
+def _cut_user(c: TokenCounter, unit: Unit, budget: int) -> Unit | None:
+    """``unit`` whole if it fits ``budget``, else its text cut to fit (or ``None``)."""
+    if _unit_cost(c, unit) <= budget:
+        return unit
+    room = budget - c.count_message({"role": "user", "content": ""}) - 12
+    if room <= 0:
+        return None
+    text = c.truncate_to_tokens(unit.messages[0]["content"], room) + " [cut by BeeWeave]"
+    cut = Unit("user", unit.events, [{"role": "user", "content": text}])
+    return cut if _unit_cost(c, cut) <= budget else None
+
+
+def _newest_that_fit(
+    c: TokenCounter, units: Sequence[Unit], budget: int
+) -> tuple[list[Unit], list[Unit]]:
     """The newest units that fit, oldest first; the newest user message is cut rather
     than dropped when it alone is too big."""
     window: list[Unit] = []
@@ -449,13 +607,9 @@ def _fit_newest(
             used += cost
             continue
         if not window and u.kind == "user":
-            room = budget - c.count_message({"role": "user", "content": ""}) - 12
-            if room > 0:
-                text = c.truncate_to_tokens(u.messages[0]["content"], room) + " [cut by BeeWeave]"
-                cut = Unit("user", u.events, [{"role": "user", "content": text}])
-                if _unit_cost(c, cut) <= budget:
-                    window.insert(0, cut)
-                    return window, list(units[:i])
+            cut = _cut_user(c, u, budget)
+            if cut is not None:
+                return [cut], list(units[:i])
         return window, list(units[: i + 1])
     return window, []
 
@@ -477,7 +631,7 @@ def _item_piece(c: TokenCounter, it: Item, sid: str, note: str | None = None) ->
 
 def _recall_piece(c: TokenCounter, r: Recallable, note: str | None = None) -> Piece:
     line = r.line()
-    return Piece("recalled", r.kind, f"{r.group} {line}", c.count_text(line), r.event_ids,
+    return Piece("recalled", r.kind, f"{r.group} {line}", _text_tokens(c, line), r.event_ids,
                  r.session_id, r.seq_range, r.score, note or f"via {r.via}")  # fmt: skip
 
 

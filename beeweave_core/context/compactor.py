@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import re
 import threading
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -83,6 +83,17 @@ class CompactionReport:
         return self.summary_tokens / self.source_tokens if self.source_tokens else None
 
 
+@dataclass(frozen=True)
+class SessionInputs:
+    """What the compactor reads of a session, when the caller already holds it
+    (the engine's session view), so a call does not read the timeline again."""
+
+    units: Sequence[Unit]
+    summaries: Sequence[Event]  # every summary, any status, oldest first
+    level: int
+    overturned: Mapping[str, Sequence[str]]
+
+
 def summary_lines(summary: Event) -> list[SourceLine]:
     """A stored summary as source lines again (for merging and for recall)."""
     out = []
@@ -123,6 +134,8 @@ class Compactor:
         self.overturned = overturned or (lambda _sid: {})
         self._lock = threading.RLock()
         self._unit_tokens: dict[tuple[str, ...], int] = {}
+        #: session -> (last covered seq, sentences said up to it): grows with coverage
+        self._seen: dict[str, tuple[int, set[str]]] = {}
 
     # ----------------------------------------------------------------- state
     def summaries(self, session_id: str, *, include_inactive: bool = False) -> list[Event]:
@@ -138,9 +151,7 @@ class Compactor:
 
     def top_summaries(self, session_id: str) -> list[Event]:
         """Active summaries not merged into a higher one, oldest first."""
-        active = self.summaries(session_id)
-        covered = {c for s in active for c in s.payload.get("children") or ()}
-        return [s for s in active if s.id not in covered]
+        return top_of(self.summaries(session_id))
 
     def covered_to(self, session_id: str, summaries: Sequence[Event] | None = None) -> int:
         """Last seq handled by a level-0 segment (summarised, or kept as originals)."""
@@ -161,22 +172,11 @@ class Compactor:
             and s.payload.get("level", 0) == 0
         ]
 
-    def stats(self, session_id: str) -> dict[str, Any]:
-        allsum = self.summaries(session_id, include_inactive=True)
-        seg = [s for s in allsum if s.payload.get("level", 0) == 0 and s.status.value == "active"]
-        src = sum(int(s.payload.get("source_tokens", 0)) for s in seg)
-        dst = sum(int(s.payload.get("summary_tokens", 0)) for s in seg)
-        return {
-            "segments": len(seg),
-            "merged": sum(
-                1 for s in allsum if s.payload.get("level", 0) > 0 and s.status.value == "active"
-            ),
-            "rolled_back": len(self.rolled_back(session_id)),
-            "source_tokens": src,
-            "summary_tokens": dst,
-            "ratio": dst / src if src else None,
-            "thrash_level": self.level(session_id),
-        }
+    def stats(self, session_id: str, inputs: SessionInputs | None = None) -> dict[str, Any]:
+        if inputs is None:
+            return stats_of(self.summaries(session_id, include_inactive=True),
+                            self.level(session_id))  # fmt: skip
+        return stats_of(inputs.summaries, inputs.level)
 
     # ------------------------------------------------------------ compaction
     def unit_tokens(self, unit: Unit, editor: Editor, counter: TokenCounter) -> int:
@@ -198,42 +198,41 @@ class Compactor:
         window_tokens: int,
         counter: TokenCounter,
         force: bool = False,
+        inputs: SessionInputs | None = None,
     ) -> CompactionReport:
         """Compact if the uncovered turns passed the trigger (or ``force``)."""
         if window_tokens <= 0:
             raise ValueError("window_tokens must be positive")
         with self._lock:
-            return self._maybe_compact(session_id, window_tokens, counter, force)
+            inp = inputs or self.read_inputs(session_id)
+            return self._maybe_compact(session_id, window_tokens, counter, force, inp)
+
+    def read_inputs(self, session_id: str) -> SessionInputs:
+        """The session's inputs straight from the store (no view at hand)."""
+        _systems, units = read_units(self.store, session_id)
+        return SessionInputs(units, self.summaries(session_id, include_inactive=True),
+                             self.level(session_id), self.overturned(session_id))  # fmt: skip
 
     def _maybe_compact(
-        self, session_id: str, window: int, counter: TokenCounter, force: bool
-    ) -> CompactionReport:
+        self, session_id: str, window: int, counter: TokenCounter, force: bool,
+        inp: SessionInputs,
+    ) -> CompactionReport:  # fmt: skip
         p = self.policy
         report = CompactionReport(session_id, threshold=int(p.trigger_fraction * window))
-        allsum = self.summaries(session_id, include_inactive=True)
+        allsum = list(inp.summaries)
         covered = self.covered_to(session_id, allsum)
-        _systems, units = read_units(self.store, session_id)
-        editor = Editor(self.edit_policy, self.overturned(session_id), self.store.get_artifact)
-        tail = [u for u in units if u.seq_from > covered]
+        units = inp.units
+        editor = Editor(self.edit_policy, inp.overturned, self.store.get_artifact)
+        tail = units_after(units, covered)
         tokens = [self.unit_tokens(u, editor, counter) for u in tail]
         report.tail_tokens = sum(tokens)
-        level = self.level(session_id)
-        report.level = level
+        report.level = level = min(inp.level, p.max_level)
         if report.tail_tokens <= report.threshold and not force:
             report.reason = "below trigger"
             return report
-        last = max(allsum, key=lambda s: int(s.payload.get("at_seq", -1)), default=None)
-        at_seq = int(last.payload.get("at_seq", -1)) if last is not None else None
-        turns_since = sum(u.turns for u in tail if at_seq is None or u.seq_from > at_seq)
-        if last is not None and not force:
-            cooldown = int(last.payload.get("cooldown_turns", 0))
-            if turns_since < cooldown:
-                report.reason = f"backing off: {turns_since}/{cooldown} turns since last compaction"
-                return report
-            if turns_since <= p.thrash_turns:
-                level = min(level + 1, p.max_level)
-                report.thrash, report.level = True, level
-                self._warn_thrash(session_id, turns_since, report, level, window)
+        level, wait = self._pace(session_id, allsum, tail, report, level, window, force)
+        if wait:
+            return report
         keep = p.keep_fraction * window * 0.5**level
         min_turns = max(2, p.segment_turns >> level) if level else p.segment_turns
         segments = self._plan(tail[:-1] if len(tail) > 1 else [], tokens, keep, min_turns)
@@ -244,7 +243,7 @@ class Compactor:
         report.reason = (
             "forced" if force else f"tail {report.tail_tokens} > trigger {report.threshold}"
         )
-        seen = seen_sentences(editor, [u for u in units if u.seq_to <= covered])
+        seen = self._seen_until(session_id, editor, units, covered)
         last_seq = units[-1].seq_to if units else -1
         cooldown = p.thrash_turns * 2 ** (level - 1) if level else 0
         for seg in segments:
@@ -256,8 +255,39 @@ class Compactor:
             report.summary_tokens += int(ev.payload["summary_tokens"])
             if ev.payload["retention"]["outcome"] == "rolled_back":
                 report.rolled_back.append(ev.id)
+        self._seen[session_id] = (max(covered, segments[-1][-1].seq_to), seen)
         report.merged = self._merge_all(session_id, counter)
         return report
+
+    def _pace(
+        self, session_id: str, allsum: Sequence[Event], tail: Sequence[Unit],
+        report: CompactionReport, level: int, window: int, force: bool,
+    ) -> tuple[int, bool]:  # fmt: skip
+        """(thrash level, wait?): back off after a recent compaction, or adapt to thrash."""
+        last = max(allsum, key=lambda s: int(s.payload.get("at_seq", -1)), default=None)
+        if last is None or force:
+            return level, False
+        at_seq = int(last.payload.get("at_seq", -1))
+        turns_since = sum(u.turns for u in tail if u.seq_from > at_seq)
+        cooldown = int(last.payload.get("cooldown_turns", 0))
+        if turns_since < cooldown:
+            report.reason = f"backing off: {turns_since}/{cooldown} turns since last compaction"
+            return level, True
+        if turns_since <= self.policy.thrash_turns:
+            level = min(level + 1, self.policy.max_level)
+            report.thrash, report.level = True, level
+            self._warn_thrash(session_id, turns_since, report, level, window)
+        return level, False
+
+    def _seen_until(
+        self, session_id: str, editor: Editor, units: Sequence[Unit], covered: int
+    ) -> set[str]:
+        """Sentences said in turns up to ``covered`` (extended, not re-read, per call)."""
+        upto, seen = self._seen.get(session_id, (-1, set()))
+        if upto > covered:
+            upto, seen = -1, set()
+        editor.source_lines([u for u in units if upto < u.seq_to <= covered], seen=seen)
+        return seen
 
     @staticmethod
     def _plan(
@@ -447,16 +477,19 @@ class Compactor:
         return ev
 
     # ---------------------------------------------------------------- refresh
-    def refresh_stale(self, session_id: str, counter: TokenCounter) -> list[str]:
+    def refresh_stale(
+        self, session_id: str, counter: TokenCounter, inputs: SessionInputs | None = None
+    ) -> list[str]:
         """Rebuild summaries that still hold an instruction the user has overturned."""
-        overturned = self.overturned(session_id)
+        overturned = dict(inputs.overturned) if inputs else self.overturned(session_id)
         if not overturned:
             return []
         with self._lock:
-            stale = [s for s in self.top_summaries(session_id) if self._stale(s, overturned)]
+            tops = top_of(inputs.summaries) if inputs else self.top_summaries(session_id)
+            stale = [s for s in tops if self._stale(s, overturned)]
             if not stale:
                 return []
-            _systems, units = read_units(self.store, session_id)
+            units = inputs.units if inputs else read_units(self.store, session_id)[1]
             editor = Editor(self.edit_policy, overturned, self.store.get_artifact)
             return [self._rebuild(session_id, s, editor, units, counter).id for s in stale]
 
@@ -524,6 +557,40 @@ class Compactor:
             k: first[0].meta[k] for k in ("user_id", "agent_id") if first and first[0].meta.get(k)
         }
         return {**meta, "tags": ["compaction"]}
+
+
+def stats_of(allsum: Sequence[Event], level: int) -> dict[str, Any]:
+    """Segments, merges, roll-backs and compression of a session's summaries."""
+    active = [s for s in allsum if s.status.value == "active"]
+    seg = [s for s in active if s.payload.get("level", 0) == 0]
+    src = sum(int(s.payload.get("source_tokens", 0)) for s in seg)
+    dst = sum(int(s.payload.get("summary_tokens", 0)) for s in seg)
+    rolled = [s for s in allsum if s.payload.get("level", 0) == 0
+              and (s.payload.get("retention") or {}).get("outcome") == "rolled_back"]  # fmt: skip
+    return {
+        "segments": len(seg),
+        "merged": len(active) - len(seg),
+        "rolled_back": len(rolled),
+        "source_tokens": src,
+        "summary_tokens": dst,
+        "ratio": dst / src if src else None,
+        "thrash_level": level,
+    }
+
+
+def top_of(summaries: Sequence[Event]) -> list[Event]:
+    """Active summaries not merged into a higher one, oldest first."""
+    active = [s for s in summaries if s.status.value == "active"]
+    covered = {c for s in active for c in s.payload.get("children") or ()}
+    return [s for s in active if s.id not in covered]
+
+
+def units_after(units: Sequence[Unit], seq: int) -> list[Unit]:
+    """The units that start after ``seq`` (units start in seq order: read from the end)."""
+    i = len(units)
+    while i > 0 and units[i - 1].seq_from > seq:
+        i -= 1
+    return list(units[i:])
 
 
 def _overturn_keys(ids: Sequence[str], overturned: dict[str, list[str]] | Any) -> set[str]:

@@ -339,3 +339,70 @@ def seen_sentences(editor: Editor, units: Sequence[Unit]) -> set[str]:
     seen: set[str] = set()
     editor.source_lines(units, seen=seen)
     return seen
+
+
+class EditCache:
+    """Edited units and their token costs, kept across calls (stored turns never change).
+
+    Only the newest turns that can fit are edited per call, so a call costs what its
+    immediate layer can hold, not what the session holds.
+    """
+
+    def __init__(self, max_entries: int = 100_000) -> None:
+        self.max_entries = max_entries
+        self._units: dict[tuple[Any, ...], Unit | None] = {}
+        self._costs: dict[tuple[Any, ...], int] = {}
+
+    def _key(self, editor: Editor, unit: Unit, keep_acks: bool) -> tuple[Any, ...]:
+        ov = editor.overturned
+        sig = tuple((i, tuple(ov[i])) for i in unit.ids if i in ov)
+        return (*unit.ids, len(unit.messages), keep_acks, sig)
+
+    def edit(self, editor: Editor, unit: Unit, keep_acks: bool) -> tuple[Unit | None, Any]:
+        key = self._key(editor, unit, keep_acks)
+        if key not in self._units:
+            if len(self._units) > self.max_entries:
+                self._units.clear()
+                self._costs.clear()
+            self._units[key] = editor.edit_unit(unit, keep_acks=keep_acks)
+        return self._units[key], key
+
+    def cost(self, key: tuple[Any, ...], unit: Unit, counter: Any) -> int:
+        ckey = (*key, counter.encoding_name)
+        hit = self._costs.get(ckey)
+        if hit is None:
+            hit = self._costs[ckey] = sum(counter.count_message(m) for m in unit.messages)
+        return hit
+
+    def newest(
+        self, editor: Editor, units: Sequence[Unit], counter: Any, room: int
+    ) -> tuple[list[Unit], list[tuple[Unit, str]], bool]:
+        """(edited newest units that may fit ``room``, what editing dropped and why,
+        whether that is the whole history).
+
+        Acks and repeated turns are dropped (the latest user message, and the one that
+        opens the conversation, always kept), big tool outputs cut, overturned wording out.
+        """
+        last_user = next((i for i in range(len(units) - 1, -1, -1) if units[i].kind == "user"),
+                         None)  # fmt: skip
+        opening = 0 if units and units[0].kind == "user" else None  # keeps the history valid
+        out: list[Unit] = []
+        dropped: list[tuple[Unit, str]] = []
+        seen: set[str] = set()
+        used = 0
+        for i in range(len(units) - 1, -1, -1):
+            if used > room:
+                return out[::-1], dropped[::-1], False
+            edited, key = self.edit(editor, units[i], keep_acks=i in (last_user, opening))
+            if edited is None:
+                dropped.append((units[i], "edited out: acknowledgement or overturned instruction"))
+                continue
+            if editor.policy.merge_repeats and edited.kind != "tool_group":
+                fold = L.fold(edited.messages[0].get("content") or "")
+                if fold and fold in seen and i != last_user:
+                    dropped.append((units[i], "edited out: repeats a later turn"))
+                    continue
+                seen.add(fold)
+            used += self.cost(key, edited, counter)
+            out.append(edited)
+        return out[::-1], dropped[::-1], used <= room

@@ -12,8 +12,9 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from typing import Any
 
 from beeweave_core.context.assembler import (
@@ -24,13 +25,25 @@ from beeweave_core.context.assembler import (
     assemble,
     infer_phase,
 )
-from beeweave_core.context.compactor import CompactionPolicy, CompactionReport, Compactor
-from beeweave_core.context.editing import Editor, EditPolicy
+from beeweave_core.context.compactor import (
+    CompactionPolicy,
+    CompactionReport,
+    Compactor,
+    SessionInputs,
+    units_after,
+)
+from beeweave_core.context.editing import EditCache, Editor, EditPolicy
 from beeweave_core.context.memory import MemoryWriter
-from beeweave_core.context.messages import Unit, read_units
+from beeweave_core.context.messages import Unit
 from beeweave_core.context.recall import Recallable, RecallInputs, gather
+from beeweave_core.context.session_view import (
+    Snapshot,
+    Views,
+    WatchedStore,
+    snapshot,
+)
 from beeweave_core.context.summarizers import ExtractiveSummarizer, LLMSummarizer, Summarizer
-from beeweave_core.context.working_state import Item, WorkingState, build_working_state
+from beeweave_core.context.working_state import Item, WorkingState
 from beeweave_core.events import EventType
 from beeweave_core.llm import TextLLM
 from beeweave_core.text import language as L
@@ -42,6 +55,12 @@ log = logging.getLogger("beeweave.context")
 OTHER_SESSIONS = 20
 #: Immediate-layer factor per thrash level (the guard shrinks what stays verbatim).
 THRASH_SHRINK = 0.7
+#: Newest memories per working-state section offered to the working layer.
+WORKING_PER_SECTION = 64
+#: Newest memories offered to recall besides those sharing a word with the query.
+RECALL_RECENT = 64
+#: Uncompacted units beyond which a call hands compaction to a background thread.
+BACKGROUND_UNITS = 400
 
 
 class ContextEngine:
@@ -74,13 +93,18 @@ class ContextEngine:
             or (LLMSummarizer(llm) if llm is not None else ExtractiveSummarizer())
         )
         self.weave = weave
-        self.store = getattr(weave, "writer", weave.store)
+        #: the engine's session views; its writers' status changes reach them directly
+        self.views = Views(weave.store)
+        self.store = WatchedStore(getattr(weave, "writer", weave.store), self.views)
+        self.edits = EditCache()
+        self._catching_up: set[str] = set()
+        self._stats_cache: dict[str, tuple[tuple[int, int], dict[str, Any]]] = {}
         self.edit_policy = edit_policy or opts.get("edit_policy") or EditPolicy()
         self.presets = {**PRESETS, **(presets or opts.get("presets") or {})}
         self.memory = MemoryWriter(self.store, llm=memory_llm or opts.get("memory_llm"),
                                    policy=self.edit_policy)  # fmt: skip
         self.compactor = Compactor(
-            self.store, summarizer, policy=policy or opts.get("policy"),
+            self.store, summarizer, policy=policy or opts.get("policy"),  # type: ignore[arg-type]
             edit_policy=self.edit_policy, overturned=self.memory.overturned_index,
         )  # fmt: skip
         self._counters: dict[str, TokenCounter] = {}
@@ -135,9 +159,12 @@ class ContextEngine:
             self._flush()
         c = self.counter(model, counter)
         self.memory.process(session_id)
-        refreshed = self.compactor.refresh_stale(session_id, c)
+        inputs = self._compactor_inputs(session_id)
+        refreshed = self.compactor.refresh_stale(session_id, c, inputs)
+        if refreshed:
+            inputs = self._compactor_inputs(session_id)
         report = self.compactor.maybe_compact(
-            session_id, window_tokens=window_tokens, counter=c, force=force
+            session_id, window_tokens=window_tokens, counter=c, force=force, inputs=inputs
         )
         report.refreshed = refreshed
         return report
@@ -145,16 +172,68 @@ class ContextEngine:
     async def acompact(self, session_id: str, **kw: Any) -> CompactionReport:
         return await asyncio.to_thread(self.compact, session_id, **kw)
 
+    def _compactor_inputs(self, session_id: str) -> SessionInputs:
+        with self.views.lock:
+            view, _n = self.views.get(session_id)
+            return SessionInputs(view.units(), list(view.summaries.values()),
+                                 min(view.thrash, self.compactor.policy.max_level),
+                                 view.overturned())  # fmt: skip
+
     def working_state(self, session_id: str) -> WorkingState:
         self.memory.process(session_id)
-        _systems, units = read_units(self.store, session_id)
-        return build_working_state(session_id, self.memory.active(session_id), units)
+        return self._snapshot(session_id, None).working
 
     def memories(self, session_id: str, *, include_inactive: bool = False) -> list[Any]:
         """The session's memory events (active ones unless ``include_inactive``)."""
         self.memory.process(session_id)
         return self.store.timeline(session_id, types=(EventType.MEMORY,),
                                    include_inactive=include_inactive)  # fmt: skip
+
+    def _upkeep(
+        self, session_id: str, c: TokenCounter, compact: bool, window: int
+    ) -> CompactionReport | None:
+        """Memories from new events, then compaction when due: what an assembly writes.
+
+        A first call on a long uncompacted session hands compaction to a background
+        thread (the call assembles from the turns as they are), so no caller waits for
+        the catch-up."""
+        self.memory.process(session_id)
+        if not compact:
+            return None
+        inputs = self._compactor_inputs(session_id)
+        if len(inputs.units) - _covered_units(inputs) > BACKGROUND_UNITS:
+            self._compact_in_background(session_id, c, window)
+            return None
+        try:
+            return self.compact(session_id, window_tokens=window, counter=c, flush=False)
+        except Exception:  # a failing summarizer must not cost the agent its context
+            log.exception("beeweave: compaction failed; assembling without it")
+            return None
+
+    def _compact_in_background(self, session_id: str, c: TokenCounter, window: int) -> None:
+        with self.views.lock:
+            if session_id in self._catching_up:
+                return
+            self._catching_up.add(session_id)
+
+        def run() -> None:
+            try:
+                while True:  # one pass compacts down to the keep size; repeat past merges
+                    report = self.compact(session_id, window_tokens=window, counter=c, flush=False)
+                    if not report.triggered:
+                        return
+            except Exception:
+                log.exception("beeweave: background compaction failed")
+            finally:
+                with self.views.lock:
+                    self._catching_up.discard(session_id)
+
+        threading.Thread(target=run, name=f"beeweave-compact-{session_id}", daemon=True).start()
+
+    def catching_up(self, session_id: str) -> bool:
+        """True while a background compaction of ``session_id`` is running."""
+        with self.views.lock:
+            return session_id in self._catching_up
 
     # ------------------------------------------------------------ assembly
     def assemble(
@@ -174,6 +253,8 @@ class ContextEngine:
         single_system: bool = False,
         flush: bool = True,
         use_retriever: bool | None = None,
+        dry_run: bool = False,
+        lineage: Collection[str] | None = None,
     ) -> AssembledContext:
         """The layered context for the next model call of ``session_id``.
 
@@ -183,71 +264,34 @@ class ContextEngine:
         ``phase`` picks the layer split (requirement / execution / closing; inferred
         when ``None``).  ``window_tokens`` is what compaction measures against
         (default: the budget).  ``single_system`` merges the system layers into one
-        message for models that accept only one.
+        message for models that accept only one.  ``dry_run`` inspects: nothing is
+        written (no memories, no compaction, no audit record).  ``lineage`` is the ids
+        of the conversation events on the branch being resumed (a LangGraph
+        checkpoint's messages): turns of other branches, and what was derived only
+        from them, are left out.
         """
-        if (
-            not isinstance(budget_tokens, int)
-            or isinstance(budget_tokens, bool)
-            or budget_tokens <= 0
-        ):
-            raise ValueError(f"budget_tokens must be a positive int, got {budget_tokens!r}")
+        _check_budget(budget_tokens)
         if phase is not None and phase not in self.presets:
             raise ValueError(f"unknown phase {phase!r}; known: {', '.join(self.presets)}")
         c = self.counter(model, counter)
         if flush:
             self._flush()
-        self.memory.process(session_id)
-        report = None
-        if compact:
-            try:
-                report = self.compact(session_id, window_tokens=window_tokens or budget_tokens,
-                                      counter=c, flush=False)  # fmt: skip
-            except Exception:  # a failing summarizer must not cost the agent its context
-                log.exception("beeweave: compaction failed; assembling without it")
-        systems, raw_units = read_units(self.store, session_id)
-        memories = self.memory.active(session_id)
-        ws = build_working_state(session_id, memories, raw_units)
-        editor = Editor(
-            self.edit_policy, self.memory.overturned_index(session_id), self.store.get_artifact
-        )
-        units, edited_out = _edited(editor, raw_units)
-        phase = phase or infer_phase(raw_units)
-        level = self.compactor.level(session_id)
-        shares = self.presets[phase]
-        if level:
-            shares = shares.shrink_immediate(THRASH_SHRINK**level)
-        uid = user_id or _user_of(systems, raw_units)
-        recall_query = query or _last_user_text(raw_units)
-        qmsg = {"role": "user", "content": query} if include_query and query else None
-
-        def recall(window_from: int, in_working: Sequence[Item]) -> list[Recallable]:
-            return gather(RecallInputs(
-                session_id=session_id, query=recall_query, user_id=uid, memories=memories,
-                exclude={i for it in in_working for i in it.event_ids},
-                exclude_texts={L.fold(it.text) for it in in_working}, top_summaries=self.compactor.top_summaries(session_id),
-                rolled_back=self.compactor.rolled_back(session_id), units=raw_units,
-                covered_to=self.compactor.covered_to(session_id), window_from=window_from,
-                editor=editor, now=time.time(),
-                other_sessions=lambda: self._other_sessions(session_id, uid),
-                retrieve=self._retriever(session_id, uid, use_retriever),
-            ))  # fmt: skip
-
-        plan = Plan(
-            session_id=session_id, query=query, budget=budget_tokens, counter=c, phase=phase,
-            shares=shares, systems=[e.content for e in systems], system_ids=[e.id for e in systems],
-            units=units, edited_out=edited_out, working=ws, recall=recall, query_message=qmsg, single_system=single_system,
-        )  # fmt: skip
+        window = window_tokens or budget_tokens
+        report = None if dry_run else self._upkeep(session_id, c, compact, window)
+        snap = self._snapshot(session_id, lineage)
+        uid = user_id or snap.user_id
+        plan = self._plan(snap, query, budget_tokens, c, phase, include_query, single_system,
+                          self._recall(snap, query, uid, use_retriever, not dry_run))  # fmt: skip
         messages, layers, overhead = assemble(plan)
-        full = c.count_messages([m for u in raw_units for m in u.messages]
-                                + [{"role": "system", "content": e.content} for e in systems])  # fmt: skip
         ctx = AssembledContext(
             session_id=session_id, query=query, messages=messages, layers=layers,
             total_tokens=c.count_messages(messages), budget_tokens=budget_tokens, model=model,
-            encoding=c.encoding_name, phase=phase, full_history_tokens=full, working_state=ws,
-            overhead_tokens=overhead,
-            compaction=_report_dict(report, self.compactor.stats(session_id)) if compact else None,
+            encoding=c.encoding_name, phase=plan.phase, working_state=snap.working,
+            full_history_tokens=snap.history_tokens(c), overhead_tokens=overhead,
+            compaction=_report_dict(report, self._stats(snap))
+            if compact and not dry_run else None,
         )  # fmt: skip
-        if record:
+        if record and not dry_run and (snap.units or snap.systems):
             ctx.retrieval_event_id = self._record(ctx, uid)
         return ctx
 
@@ -257,9 +301,75 @@ class ContextEngine:
         """Async twin of :meth:`assemble` (runs in a worker thread)."""
         return await asyncio.to_thread(self.assemble, session_id, query, **kw)
 
+    def _stats(self, snap: Snapshot) -> dict[str, Any]:
+        """Compaction stats of the session, counted again only when its summaries changed."""
+        key = (snap.view.version, snap.level)
+        hit = self._stats_cache.get(snap.session_id)
+        if hit is None or hit[0] != key:
+            inputs = SessionInputs((), list(snap.view.summaries.values()), snap.level, {})
+            hit = self._stats_cache[snap.session_id] = (key, self.compactor.stats("", inputs))
+            if len(self._stats_cache) > 1024:
+                self._stats_cache.pop(next(iter(self._stats_cache)))
+        return dict(hit[1])
+
+    def _snapshot(self, session_id: str, lineage: Collection[str] | None) -> Snapshot:
+        """The session as this call reads it: from the view, cut to the branch."""
+        with self.views.lock:
+            view, _n = self.views.get(session_id)
+            return snapshot(view, lineage, working_items=WORKING_PER_SECTION,
+                            recent_memories=RECALL_RECENT)  # fmt: skip
+
+    def _plan(
+        self, snap: Snapshot, query: str | None, budget: int, c: TokenCounter,
+        phase: str | None, include_query: bool, single_system: bool,
+        recall: Callable[[int, Sequence[Item]], list[Recallable]],
+    ) -> Plan:  # fmt: skip
+        """Edit the newest turns, pick the phase and the layer shares."""
+        editor = Editor(self.edit_policy, snap.overturned, self.store.get_artifact)
+        qmsg = {"role": "user", "content": query} if include_query and query else None
+        sys_cost = c.count_messages([{"role": "system", "content": e.content}
+                                     for e in snap.systems], prime_reply=False)  # fmt: skip
+        room = budget - sys_cost - (c.count_message(qmsg) if qmsg else 0)
+        units, edited_out, whole = self.edits.newest(editor, snap.units, c, room)
+        whole = whole and snap.history_tokens(c) <= budget  # a plain buffer would fit too
+        phase = phase or infer_phase(snap.units)
+        shares = self.presets[phase]
+        if snap.level:
+            shares = shares.shrink_immediate(THRASH_SHRINK**snap.level)
+        return Plan(
+            session_id=snap.session_id, query=query, budget=budget, counter=c, phase=phase,
+            shares=shares, systems=[e.content for e in snap.systems],
+            system_ids=[e.id for e in snap.systems], units=units, edited_out=edited_out,
+            working=snap.working, recall=recall, query_message=qmsg,
+            single_system=single_system, whole_history=whole,
+        )  # fmt: skip
+
+    def _recall(
+        self, snap: Snapshot, query: str | None, uid: str | None, use_retriever: bool | None,
+        write: bool,
+    ) -> Callable[[int, Sequence[Item]], list[Recallable]]:  # fmt: skip
+        """The recalled layer's candidates, given the immediate window and working items."""
+        editor = Editor(self.edit_policy, snap.overturned, self.store.get_artifact)
+        recall_query = query or _last_user_text(snap.units)
+        memories = snap.recall_memories(recall_query)
+
+        def recall(window_from: int, in_working: Sequence[Item]) -> list[Recallable]:
+            return gather(RecallInputs(
+                session_id=snap.session_id, query=recall_query, user_id=uid, memories=memories,
+                exclude={i for it in in_working for i in it.event_ids},
+                exclude_texts={L.fold(it.text) for it in in_working},
+                top_summaries=snap.top_summaries, rolled_back=snap.rolled_back,
+                uncovered=snap.uncovered, span=snap.last_seq, window_from=window_from,
+                editor=editor, now=time.time(),
+                other_sessions=lambda: self._other_sessions(snap.session_id, uid, write),
+                retrieve=self._retriever(snap.session_id, uid, use_retriever),
+            ))  # fmt: skip
+
+        return recall
+
     # ------------------------------------------------------------ helpers
     def _other_sessions(
-        self, session_id: str, user_id: str | None
+        self, session_id: str, user_id: str | None, write: bool = True
     ) -> list[tuple[str, list[Any], list[Any]]]:
         if not user_id:
             return []
@@ -267,7 +377,8 @@ class ContextEngine:
         for s in self.store.sessions(user_id=user_id)[: OTHER_SESSIONS + 1]:
             if s.session_id == session_id:
                 continue
-            self.memory.process(s.session_id, use_llm=False)  # imported / written elsewhere
+            if write:  # imported / written elsewhere: catch its memories up
+                self.memory.process(s.session_id, use_llm=False)
             mems = self.store.timeline(s.session_id, types=(EventType.MEMORY,))
             sums = self.compactor.top_summaries(s.session_id)
             if mems or sums:
@@ -318,41 +429,23 @@ class ContextEngine:
                     payload=payload, meta=meta, source={"framework": "beeweave", "component": "assembler"})  # fmt: skip
 
 
-def _edited(editor: Editor, units: Sequence[Unit]) -> tuple[list[Unit], list[tuple[Unit, str]]]:
-    """Units as the immediate layer shows them: acks and repeated turns dropped
-    (the latest user message always kept), big tool outputs cut, overturned wording out.
-    Also returns what was dropped, and why, for the audit record."""
-    last_user = next((i for i in range(len(units) - 1, -1, -1) if units[i].kind == "user"), None)
-    out: list[Unit] = []
-    dropped: list[tuple[Unit, str]] = []
-    seen: set[str] = set()
-    for i in range(len(units) - 1, -1, -1):
-        edited = editor.edit_unit(units[i], keep_acks=(i == last_user))
-        if edited is None:
-            dropped.append((units[i], "edited out: acknowledgement or overturned instruction"))
-            continue
-        if editor.policy.merge_repeats and edited.kind != "tool_group":
-            key = L.fold(edited.messages[0].get("content") or "")
-            if key and key in seen and i != last_user:
-                dropped.append((units[i], "edited out: repeats a later turn"))
-                continue
-            seen.add(key)
-        out.append(edited)
-    return out[::-1], dropped[::-1]
-
-
-def _user_of(systems: Sequence[Any], units: Sequence[Unit]) -> str | None:
-    for ev in [*systems, *(e for u in units for e in u.events)]:
-        if ev.meta.get("user_id"):
-            return str(ev.meta["user_id"])
-    return None
-
-
 def _last_user_text(units: Sequence[Unit]) -> str:
     for u in reversed(units):
         if u.kind == "user":
             return u.events[0].content
     return ""
+
+
+def _check_budget(budget_tokens: Any) -> None:
+    if not isinstance(budget_tokens, int) or isinstance(budget_tokens, bool) or budget_tokens <= 0:
+        raise ValueError(f"budget_tokens must be a positive int, got {budget_tokens!r}")
+
+
+def _covered_units(inputs: SessionInputs) -> int:
+    """How many units lie at or before the last seq a segment summary handled."""
+    covered = max((int(s.payload.get("seq_to", -1)) for s in inputs.summaries
+                   if s.payload.get("level", 0) == 0), default=-1)  # fmt: skip
+    return len(inputs.units) - len(units_after(inputs.units, covered))
 
 
 def _report_dict(report: CompactionReport | None, stats: dict[str, Any]) -> dict[str, Any]:

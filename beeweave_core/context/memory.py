@@ -200,7 +200,8 @@ class MemoryWriter:
             if not events:
                 self._cursor[session_id] = cursor
                 return written
-            self._views[session_id] = [MemoryView.of(e) for e in self.active(session_id)]
+            if session_id not in self._views:  # kept current by _write/_forget after that
+                self._views[session_id] = [MemoryView.of(e) for e in self.active(session_id)]
             invocations = {e.id: e for e in events if e.type == EventType.TOOL_INVOCATION}
             for ev in events:
                 try:

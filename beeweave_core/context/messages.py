@@ -86,63 +86,118 @@ def _call_dict(inv: Event) -> dict[str, Any]:
     }
 
 
-def split_units(events: Sequence[Event]) -> tuple[list[Event], list[Unit]]:
-    """(system prompts, conversation units) of a session's events, in order.
+class UnitBuilder:
+    """Builds a session's units one event at a time, so a cursor can feed it.
 
     A tool invocation joins the assistant message that caused it (or the one just
     before it); its result joins the invocation it answers (by CAUSED_BY or by
     ``tool_call_id``).  A call whose result never arrived is left out of the message
     (a model API rejects an unanswered call); an orphan result gets a synthetic call.
+    ``units()`` gives the finished units; only units touched since the last call are
+    finished again, so reading after each new event costs what the event changed.
     """
-    systems: list[Event] = []
-    units: list[Unit] = []
-    inv_unit: dict[str, Unit] = {}  # invocation event id / tool_call_id → unit
-    invocations: dict[str, Event] = {}
-    current: Unit | None = None  # last assistant unit that may still take tool calls
-    for ev in events:
+
+    def __init__(self) -> None:
+        self.systems: list[Event] = []
+        self._raw: list[Unit] = []
+        self._done: list[Unit | None] = []
+        self._dirty: set[int] = set()
+        self._index: dict[int, int] = {}  # id(raw unit) -> position
+        self._inv_unit: dict[str, Unit] = {}  # invocation event id / tool_call_id -> unit
+        self._invocations: dict[str, Event] = {}
+        self._current: Unit | None = None  # last assistant unit that may still take calls
+        #: positions finished again, in order (readers keep a mark into it)
+        self.refinished: list[int] = []
+
+    def _new(self, unit: Unit) -> Unit:
+        self._index[id(unit)] = len(self._raw)
+        self._dirty.add(len(self._raw))
+        self._raw.append(unit)
+        self._done.append(None)
+        return unit
+
+    def _touch(self, unit: Unit) -> None:
+        self._dirty.add(self._index[id(unit)])
+
+    def add(self, ev: Event) -> None:
         t = ev.type
         if t == EventType.SYSTEM_PROMPT:
-            systems.append(ev)
+            self.systems.append(ev)
         elif t == EventType.USER_MESSAGE:
-            units.append(Unit("user", [ev], [{"role": "user", "content": ev.content}]))
-            current = None
+            self._new(Unit("user", [ev], [{"role": "user", "content": ev.content}]))
+            self._current = None
         elif t == EventType.ASSISTANT_MESSAGE:
-            current = Unit("assistant", [ev], [{"role": "assistant", "content": ev.content}])
-            units.append(current)
+            msg = {"role": "assistant", "content": ev.content}
+            self._current = self._new(Unit("assistant", [ev], [msg]))
         elif t == EventType.TOOL_INVOCATION:
-            if current is None or (current.kind == "tool_group" and current.results):
-                current = Unit("assistant", [], [{"role": "assistant", "content": ""}])
-                units.append(current)
-            current.kind = "tool_group"
-            current.events.append(ev)
-            current.messages[0].setdefault("tool_calls", []).append(_call_dict(ev))
-            inv_unit[ev.id] = inv_unit[tool_call_id(ev)] = current
-            invocations[ev.id] = invocations[tool_call_id(ev)] = ev
+            self._add_invocation(ev)
         elif t == EventType.TOOL_RESULT:
-            cid = str((ev.payload or {}).get("tool_call_id") or "")
-            owner_key = next((p for p in ev.parents if p in inv_unit), None) or (
-                cid if cid in inv_unit else None
+            self._add_result(ev)
+
+    def _add_invocation(self, ev: Event) -> None:
+        cur = self._current
+        if cur is None or (cur.kind == "tool_group" and cur.results):
+            cur = self._current = self._new(
+                Unit("assistant", [], [{"role": "assistant", "content": ""}])
             )
-            if owner_key is None:  # orphan result: give it a call so the pair is valid
-                synth = {"id": ev.id, "type": "function",
-                         "function": {"name": tool_name(ev), "arguments": "{}"}}  # fmt: skip
-                unit = Unit("tool_group", [ev],
-                            [{"role": "assistant", "content": "", "tool_calls": [synth]},
-                             {"role": "tool", "tool_call_id": ev.id, "content": ev.content}],
-                            {ev.id: ev.id})  # fmt: skip
-                units.append(unit)
-                current = None
-                continue
-            unit = inv_unit[owner_key]
-            call_id = tool_call_id(invocations[owner_key])
-            if call_id in unit.results:  # a second result for one call: keep the first
-                continue
-            unit.events.append(ev)
-            unit.messages.append({"role": "tool", "tool_call_id": call_id, "content": ev.content})
-            unit.results[call_id] = ev.id
-    for unit in units:
-        _drop_unanswered(unit)
-    return systems, [u for u in units if u.messages and u.events]
+        cur.kind = "tool_group"
+        cur.events.append(ev)
+        cur.messages[0].setdefault("tool_calls", []).append(_call_dict(ev))
+        self._inv_unit[ev.id] = self._inv_unit[tool_call_id(ev)] = cur
+        self._invocations[ev.id] = self._invocations[tool_call_id(ev)] = ev
+        self._touch(cur)
+
+    def _add_result(self, ev: Event) -> None:
+        cid = str((ev.payload or {}).get("tool_call_id") or "")
+        owner_key = next((p for p in ev.parents if p in self._inv_unit), None) or (
+            cid if cid in self._inv_unit else None
+        )
+        if owner_key is None:  # orphan result: give it a call so the pair is valid
+            synth = {"id": ev.id, "type": "function",
+                     "function": {"name": tool_name(ev), "arguments": "{}"}}  # fmt: skip
+            self._new(Unit("tool_group", [ev],
+                           [{"role": "assistant", "content": "", "tool_calls": [synth]},
+                            {"role": "tool", "tool_call_id": ev.id, "content": ev.content}],
+                           {ev.id: ev.id}))  # fmt: skip
+            self._current = None
+            return
+        unit = self._inv_unit[owner_key]
+        call_id = tool_call_id(self._invocations[owner_key])
+        if call_id in unit.results:  # a second result for one call: keep the first
+            return
+        unit.events.append(ev)
+        unit.messages.append({"role": "tool", "tool_call_id": call_id, "content": ev.content})
+        unit.results[call_id] = ev.id
+        self._touch(unit)
+
+    def units(self) -> list[Unit]:
+        """The finished units, oldest first (unanswered calls left out)."""
+        for i in sorted(self._dirty):
+            self._done[i] = _finished(self._raw[i])
+            self.refinished.append(i)
+        self._dirty.clear()
+        return [u for u in self._done if u is not None]
+
+    def finished(self, i: int) -> Unit | None:
+        """The finished unit at raw position ``i`` (``None``: nothing a model may read)."""
+        return self._done[i]
+
+
+def split_units(events: Sequence[Event]) -> tuple[list[Event], list[Unit]]:
+    """(system prompts, conversation units) of a session's events, in order."""
+    b = UnitBuilder()
+    for ev in events:
+        b.add(ev)
+    return b.systems, b.units()
+
+
+def _finished(raw: Unit) -> Unit | None:
+    """``raw`` as a model may read it (a copy: the raw unit may still grow)."""
+    unit = Unit(raw.kind, list(raw.events), [dict(m) for m in raw.messages], dict(raw.results))
+    if unit.messages and "tool_calls" in unit.messages[0]:
+        unit.messages[0]["tool_calls"] = list(unit.messages[0]["tool_calls"])
+    _drop_unanswered(unit)
+    return unit if unit.messages and unit.events else None
 
 
 def _drop_unanswered(unit: Unit) -> None:

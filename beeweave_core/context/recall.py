@@ -15,10 +15,11 @@ import math
 from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import Any
 
 from beeweave_core.context.compactor import summary_lines
-from beeweave_core.context.editing import Editor
+from beeweave_core.context.editing import Editor, SourceLine
 from beeweave_core.context.memory import decay, expired
 from beeweave_core.context.messages import Unit
 from beeweave_core.events import Event, EventType
@@ -73,14 +74,19 @@ class RecallInputs:
     exclude_texts: set[str]
     top_summaries: Sequence[Event]
     rolled_back: Sequence[Event]
-    units: Sequence[Unit]
-    covered_to: int
+    #: turns no visible summary stands for, oldest first (bounded by the caller)
+    uncovered: Sequence[Unit]
+    span: int  # the session's last seq (for recency)
     window_from: int  # first seq in the immediate window (tentative)
     editor: Editor
     now: float
     other_sessions: Callable[[], list[tuple[str, list[Event], list[Event]]]] = lambda: []
     retrieve: Callable[[str], list[Any]] | None = None
     extra: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def query_terms(self) -> frozenset[str]:
+        return frozenset(t for t in _tokens(self.query or "") if t not in lexical.STOPWORDS)
 
 
 def _mem_piece(m: Event, origin: str, weight: float, recency: float) -> Recallable:
@@ -99,25 +105,62 @@ def _mem_piece(m: Event, origin: str, weight: float, recency: float) -> Recallab
     )
 
 
+#: Summary lines offered to recall per summary: the newest, and as many sharing the most
+#: query terms.
+SUMMARY_LINES = 40
+
+
+_PARSED: dict[str, tuple[tuple[SourceLine, frozenset[str]], ...]] = {}
+
+
+def _parsed(summary: Event) -> tuple[tuple[SourceLine, frozenset[str]], ...]:
+    """A summary's lines with their terms (a stored summary never changes: parse once)."""
+    hit = _PARSED.get(summary.id)
+    if hit is None:
+        if len(_PARSED) > 8192:
+            _PARSED.clear()
+        hit = _PARSED[summary.id] = tuple(
+            (ln, frozenset(_tokens(ln.text))) for ln in summary_lines(summary)
+        )
+    return hit
+
+
 def _summary_pieces(
-    s: Event, origin: str, weight: float, window_from: int | None
+    s: Event,
+    origin: str,
+    weight: float,
+    window_from: int | None,
+    query_terms: frozenset[str] = frozenset(),
 ) -> list[Recallable]:
     a, b = int(s.payload.get("seq_from", s.seq)), int(s.payload.get("seq_to", s.seq))
     group = f"[summary · {origin} · turns #{a}-#{b}]"
+    lines = _parsed(s)
+    newest = len(lines) - SUMMARY_LINES
+    shared = sorted(((len(t & query_terms), i) for i, (_ln, t) in enumerate(lines[:newest])
+                     if t & query_terms), reverse=True)[:SUMMARY_LINES]  # fmt: skip
+    picked = {i for _n, i in shared}
     out = []
-    for i, ln in enumerate(summary_lines(s)):
+    for i, (ln, _terms) in enumerate(lines):
         if window_from is not None and ln.seq >= window_from:
             continue  # that turn is shown verbatim
+        if i < newest and i not in picked:
+            continue  # an older line the query touches less: bounded cost per call
         text = ln.text if ln.role == "summary" else f"#{ln.seq} {ln.role}: {ln.text}"
         out.append(Recallable(f"{s.id}:{i}", "summary", text, group, (s.id,), s.session_id,
-                              (a, b), weight, 0.0, core=ln.text))  # fmt: skip
+                              (ln.seq, ln.seq), weight, 0.0, core=ln.text))  # fmt: skip
     return out
+
+
+@lru_cache(maxsize=65536)
+def _tokens(text: str) -> tuple[str, ...]:
+    """BM25 terms of a text (pieces repeat across calls: tokenised once)."""
+    return tuple(lexical.tokens(text))
 
 
 def gather(inp: RecallInputs) -> list[Recallable]:
     """All candidates for the recalled layer, scored for ``inp.query``."""
     out: list[Recallable] = []
-    span = max(1, max((u.seq_to for u in inp.units), default=1))
+    span = max(1, inp.span)
     for m in inp.memories:
         if m.id in inp.exclude or expired(m, inp.now):
             continue
@@ -128,7 +171,7 @@ def gather(inp: RecallInputs) -> list[Recallable]:
         out.append(_mem_piece(m, "this session", decay(m, inp.now), seq / span))
     for s in inp.top_summaries:
         if s.content:
-            pieces = _summary_pieces(s, "this session", 1.0, inp.window_from)
+            pieces = _summary_pieces(s, "this session", 1.0, inp.window_from, inp.query_terms)
             for p in pieces:
                 p.recency = p.seq_range[1] / span
             out += pieces
@@ -153,12 +196,15 @@ def _originals(inp: RecallInputs, span: int) -> list[Recallable]:
     fell out of the immediate window."""
     out: list[Recallable] = []
     groups: list[tuple[str, list[Unit]]] = []
+    before = [u for u in inp.uncovered if u.seq_to < inp.window_from]
+    taken: set[int] = set()
     for s in inp.rolled_back:
         ids = set(s.payload.get("source_ids") or ())
-        units = [u for u in inp.units if set(u.ids) & ids and u.seq_from < inp.window_from]
+        units = [u for u in before if set(u.ids) & ids]
+        taken.update(id(u) for u in units)
         if units:
             groups.append(("summary rolled back, originals kept", units))
-    gap = [u for u in inp.units if u.seq_from > inp.covered_to and u.seq_to < inp.window_from]
+    gap = [u for u in before if id(u) not in taken]
     if gap:
         groups.append(("not yet compacted", gap))
     seen: set[str] = set()
@@ -216,7 +262,7 @@ def _cross_session(inp: RecallInputs) -> list[Recallable]:
 def _score(pieces: list[Recallable], query: str) -> None:
     """BM25 relevance (0..1, by the best piece) + kind prior + recency, x weight."""
     q = [t for t in dict.fromkeys(lexical.tokens(query)) if t not in lexical.STOPWORDS]
-    docs = [Counter(lexical.tokens(p.text)) for p in pieces]
+    docs = [Counter(_tokens(p.text)) for p in pieces]
     n = len(docs)
     avg = sum(sum(d.values()) for d in docs) / n if n else 1.0
     df = Counter(t for d in docs for t in set(d))

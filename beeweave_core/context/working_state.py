@@ -1,14 +1,15 @@
 """The working state: where the task stands, as structure rather than transcript.
 
 Goal, constraints, decisions with their reasons, what was done (with the parameters
-that matter), todos, open questions and conflicts.  It is rebuilt from the store on
-every assembly — active memories plus a scan of the turns — so it always reflects the
-latest invalidations and never drifts from what the events say.
+that matter), todos, open questions and conflicts.  It is built on every assembly from
+the active memories and a scan of the user's turns (kept current by the session view,
+one new unit at a time), so it reflects the latest invalidations and never drifts from
+what the events say.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from beeweave_core.context.memory import conflicts, expired
@@ -133,8 +134,18 @@ def build_working_state(
     now: float | None = None,
     max_todos: int = 6,
     max_conflicts: int = 5,
+    scan: TurnScan | None = None,
+    per_section: int | None = None,
+    overturned: Mapping[str, Sequence[str]] | None = None,
 ) -> WorkingState:
-    """Fold a session's active memories and turns into a :class:`WorkingState`."""
+    """Fold a session's active memories and turns into a :class:`WorkingState`.
+
+    ``scan`` is the turn scan already folded over ``units`` (a session view keeps one
+    current, so the turns are not read again); ``per_section`` keeps the newest items
+    of each section only, which bounds the cost of a call in a long session (what is
+    left out is still recalled by relevance); ``overturned`` (event id -> wording a
+    later statement overturned) defaults to what ``memories`` say.
+    """
     ws = WorkingState(session_id)
     live = [m for m in memories if not expired(m, now)]
     for m in live:
@@ -145,51 +156,83 @@ def build_working_state(
             continue  # plain facts are recalled by relevance, not pinned here
         reason = m.payload.get("reason") if kind == "decision" else None
         getattr(ws, section).append(Item(section, m.content, (m.id,), seq, reason))
+    if per_section is not None:
+        for name in ("constraints", "preferences", "decisions", "done"):
+            setattr(ws, name, getattr(ws, name)[-per_section:])
     for old, new in conflicts(live)[-max_conflicts:]:
         a, b = int(old.payload.get("source_seq", -1)), int(new.payload.get("source_seq", -1))
         text = f'"{old.content}" (#{a}) vs "{new.content}" (#{b})'
         ws.conflicts.append(Item("conflicts", text, (old.id, new.id), b))
-    _scan_turns(ws, units, max_todos, _overturned(memories))
+    if scan is None:
+        scan = TurnScan()
+        for u in units:
+            scan.add(u)
+    gone = _folded(overturned if overturned is not None else _overturned(memories))
+    ws.goal = scan.goal(gone)
+    ws.todos = scan.latest_todos(max_todos, gone)
+    ws.open_questions = _open_questions(units)
     return ws
 
 
-def _overturned(memories: Sequence[Event]) -> dict[str, set[str]]:
-    """event id → folded wording a later statement overturned (never shown as state)."""
-    out: dict[str, set[str]] = {}
+def _overturned(memories: Sequence[Event]) -> dict[str, list[str]]:
+    """event id -> wording a later statement overturned (never shown as state)."""
+    out: dict[str, list[str]] = {}
     for m in memories:
         for item in m.payload.get("overturned") or ():
             for src in item.get("sources") or ():
-                out.setdefault(src, set()).add(L.fold(item.get("text") or ""))
+                out.setdefault(src, []).append(item.get("text") or "")
     return out
 
 
-def _scan_turns(
-    ws: WorkingState, units: Sequence[Unit], max_todos: int, overturned: dict[str, set[str]]
-) -> None:
-    todos: list[Item] = []
-    for u in units:
-        for ev in u.events:
-            if ev.type not in (EventType.USER_MESSAGE, EventType.ASSISTANT_MESSAGE):
+def _folded(overturned: Mapping[str, Sequence[str]]) -> dict[str, set[str]]:
+    return {k: {L.fold(t) for t in v} for k, v in overturned.items()}
+
+
+def _replaced(item: Item, gone: Mapping[str, set[str]]) -> bool:
+    """A goal or todo the user has since replaced."""
+    f = L.fold(item.text)
+    return any(w and (w in f or f in w) for i in item.event_ids for w in gone.get(i, ()))
+
+
+class TurnScan:
+    """Goal and todo sentences of the user's turns, folded one unit at a time (what
+    was overturned since is left out when the state is built)."""
+
+    #: Goal candidates kept (the first one not overturned is the goal).
+    MAX_GOALS = 8
+
+    def __init__(self) -> None:
+        self.goals: list[Item] = []
+        self.todos: list[Item] = []
+
+    def add(self, unit: Unit) -> None:
+        if unit.kind != "user":
+            return
+        for ev in unit.events:
+            if ev.type != EventType.USER_MESSAGE:
                 continue
-            gone = overturned.get(ev.id, set())
             for s in L.sentences(ev.content):
-                if any(w and (w in L.fold(s) or L.fold(s) in w) for w in gone):
-                    continue  # a goal or todo the user has since replaced
-                if ws.goal is None and ev.type == EventType.USER_MESSAGE and L.GOAL.search(s) \
-                        and not L.is_question(s) and not L.is_ack(s):  # fmt: skip
-                    ws.goal = Item("goal", s, (ev.id,), ev.seq)
-                if ev.type == EventType.USER_MESSAGE and L.TODO.search(s) \
-                        and not L.is_question(s) and not L.is_ack(s):  # fmt: skip
-                    todos.append(Item("todos", s, (ev.id,), ev.seq))
-    if todos:
+                if L.is_question(s) or L.is_ack(s):
+                    continue
+                if len(self.goals) < self.MAX_GOALS and L.GOAL.search(s):
+                    self.goals.append(Item("goal", s, (ev.id,), ev.seq))
+                if L.TODO.search(s):
+                    self.todos.append(Item("todos", s, (ev.id,), ev.seq))
+
+    def goal(self, gone: Mapping[str, set[str]]) -> Item | None:
+        return next((g for g in self.goals if not _replaced(g, gone)), None)
+
+    def latest_todos(self, n: int, gone: Mapping[str, set[str]]) -> list[Item]:
+        """The newest ``n`` distinct todos still in force, oldest first."""
         seen: set[str] = set()
         uniq = []
-        for t in reversed(todos):
-            if L.fold(t.text) not in seen:
+        for t in reversed(self.todos):
+            if L.fold(t.text) not in seen and not _replaced(t, gone):
                 seen.add(L.fold(t.text))
                 uniq.append(t)
-        ws.todos = sorted(uniq[:max_todos], key=lambda i: i.seq)
-    ws.open_questions = _open_questions(units)
+            if len(uniq) >= n:
+                break
+        return sorted(uniq, key=lambda i: i.seq)
 
 
 def _open_questions(units: Sequence[Unit]) -> list[Item]:

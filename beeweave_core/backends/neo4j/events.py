@@ -379,6 +379,7 @@ class Neo4jEventStore(BaseEventStore):
         return self._write(_merge_edges, self.tenant, list(edges))
 
     def _set_status(self, ids: Sequence[str], status: Status, reason: str) -> int:
+        self._status_changed()
         if not isinstance(reason, str):
             raise ValueError("reason must be a string")
         ids = list(dict.fromkeys(ids))
@@ -410,6 +411,7 @@ class Neo4jEventStore(BaseEventStore):
         placeholders nothing points to any more, and emptied sessions."""
         if (session_id is None) == (ids is None):
             raise ValueError("purge() takes exactly one of session_id= or ids=")
+        self._status_changed()
         wanted = list(dict.fromkeys(ids or []))
         if ids is not None and not wanted:
             return 0

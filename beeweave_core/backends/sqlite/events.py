@@ -170,6 +170,7 @@ class SQLiteEventStore(SideTables, BaseEventStore):
             return c.total_changes - before
 
     def _set_status(self, ids: Sequence[str], status: Status, reason: str) -> int:
+        self._status_changed()
         if not isinstance(reason, str):
             raise ValueError("reason must be a string")
         if not ids:
@@ -193,6 +194,7 @@ class SQLiteEventStore(SideTables, BaseEventStore):
         """Delete for good (GDPR-style): events, their edges, artifacts no one points to."""
         if (session_id is None) == (ids is None):
             raise ValueError("purge() takes exactly one of session_id= or ids=")
+        self._status_changed()
         t = self.tenant
         with self._tx() as c:
             if session_id is not None:
