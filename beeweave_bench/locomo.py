@@ -39,6 +39,7 @@ from typing import Any
 import numpy as np
 
 from beeweave_bench.report import percentile
+from beeweave_core.weave import Weave
 
 CATEGORIES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop"}
 KS = (5, 10, 25)
@@ -193,7 +194,7 @@ def _rrf(rankers: Sequence[Ranker], kmax: int, c: float = 60.0) -> Ranker:
     return rank
 
 
-def _beeweave(weave: Any, conv: Conversation, kmax: int, **options: Any) -> Ranker:
+def _beeweave(weave: Weave, conv: Conversation, kmax: int, **options: Any) -> Ranker:
     now = conv.last_ts + 86_400
 
     def rank(q: Question) -> list[str]:
@@ -219,7 +220,7 @@ class Tally:
         self.latency_ms.append(ms)
 
 
-def ingest(weave: Any, conv: Conversation) -> None:
+def ingest(weave: Weave, conv: Conversation) -> None:
     """Every turn, in order, through the capture bus (what an agent integration does)."""
     for t in conv.turns:
         weave.emit(

@@ -4,6 +4,7 @@ Framework-free; the LangChain/LangGraph and LlamaIndex packages translate into i
 """
 
 from beeweave_core.bus import ContextBus
+from beeweave_core.config import ContextConfig, IndexConfig, RetrievalConfig, WeaveConfig
 from beeweave_core.events import (
     AppendResult,
     Edge,
@@ -13,25 +14,32 @@ from beeweave_core.events import (
     SessionStats,
     Status,
 )
+from beeweave_core.paths import beeweave_home, default_url
 from beeweave_core.payloads import PayloadError
 from beeweave_core.store import EventStore, NotFound, StoreError
-from beeweave_core.weave import Weave, beeweave_home, open_store
+from beeweave_core.weave import Weave, open_store
 
 __all__ = [
     "AppendResult",
     "ContextBus",
+    "ContextConfig",
     "Edge",
     "EdgeType",
     "Event",
     "EventStore",
     "EventType",
+    "IndexConfig",
     "NotFound",
     "PayloadError",
+    "RetrievalConfig",
     "SessionStats",
     "Status",
     "StoreError",
     "Weave",
+    "WeaveConfig",
     "beeweave_home",
+    "default_url",
     "open_store",
 ]
+#: The one place the version is written; pyproject.toml reads it (``dynamic``).
 __version__ = "0.1.0"

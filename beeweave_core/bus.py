@@ -63,6 +63,8 @@ from beeweave_core.spool import (
 from beeweave_core.store import EventStore
 
 log = logging.getLogger("beeweave.bus")
+#: What :meth:`ContextBus.subscribe` takes: called with each batch once it is stored.
+Listener = Callable[[list[Event]], None]
 
 _HIGH = frozenset(t.value for t in HIGH_PRIORITY_TYPES)
 _TYPES = frozenset(t.value for t in EventType)
@@ -182,7 +184,7 @@ class ContextBus:
         self._init_state()
         #: Called on the store thread with each batch once it is in the store
         #: (the vector indexer and the memory writer hang off this).
-        self.listeners: list[Callable[[list[Event]], None]] = []
+        self.listeners: list[Listener] = []
         self._orphans = self._spool.orphans()
         self._jthread = threading.Thread(target=self._journal_loop, name="beeweave-journal", daemon=True)  # fmt: skip
         self._sthread = threading.Thread(
@@ -381,6 +383,21 @@ class ContextBus:
         self._spool.close()
         atexit.unregister(self._atexit)
         shutdown.unregister(self)
+
+    def subscribe(self, listener: Listener) -> None:
+        """Call ``listener`` on the writer thread with each batch once it is stored.
+
+        A listener must be quick (capture waits for it) and may fail: the failure is
+        logged and capture goes on.  Subscribing the same listener twice is a no-op.
+        The list is replaced, never changed in place, so the writer thread can walk
+        it without a lock.
+        """
+        if listener not in self.listeners:
+            self.listeners = [*self.listeners, listener]
+
+    def unsubscribe(self, listener: Listener) -> None:
+        """Stop calling ``listener``; safe to repeat."""
+        self.listeners = [x for x in self.listeners if x != listener]
 
     def stats(self) -> dict[str, Any]:
         """Counters that say what happened to every emitted event."""

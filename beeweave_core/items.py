@@ -20,10 +20,13 @@ import threading
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
-from typing import Any, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from beeweave_core.events import EdgeType, Event, EventType, new_event_id
 from beeweave_core.payloads import decode_payload, dumps, to_jsonable
+
+if TYPE_CHECKING:
+    from beeweave_core.weave import Weave
 
 #: Joins namespace labels in the index (labels may not contain it).
 NS_SEP = "\x1f"
@@ -165,7 +168,7 @@ class ItemStore:
 
     def __init__(
         self,
-        weave: Any,
+        weave: Weave,
         index: ItemIndex | None = None,
         *,
         clock: Callable[[], float] = time.time,
@@ -250,7 +253,7 @@ class ItemStore:
         return len(gone)
 
     def _reindex(self, stored: list[Event], gone: list[str]) -> None:
-        indexer = getattr(self.weave, "indexer", None)
+        indexer = self.weave.indexer
         if indexer is None:
             return
         if stored:

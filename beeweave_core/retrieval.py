@@ -29,35 +29,21 @@ import time
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timezone
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypedDict
 
+from beeweave_core.config import DAY, DEFAULT_TYPE_WEIGHTS, PATHS, RetrievalConfig
 from beeweave_core.events import EdgeType, Event, EventType, Status
 from beeweave_core.index.base import IndexFilter
+from beeweave_core.store import EventStore
 from beeweave_core.text.timehints import TimeWindow, find_windows
+
+if TYPE_CHECKING:
+    from beeweave_core.index.indexer import Indexer
 
 log = logging.getLogger("beeweave.retrieval")
 
-PATHS = ("recent", "semantic", "lexical", "temporal", "metadata", "graph")
-DAY = 86_400.0
 #: The metadata path looks at this many of the scope's most recent sessions.
 METADATA_SESSIONS = 50
-
-#: How much an event of each type is worth as an answer, before fusion weights.
-DEFAULT_TYPE_WEIGHTS: dict[EventType, float] = {
-    EventType.USER_MESSAGE: 1.0,
-    EventType.ASSISTANT_MESSAGE: 1.0,
-    EventType.TOOL_RESULT: 1.0,
-    EventType.TOOL_INVOCATION: 0.8,
-    EventType.MEMORY: 1.2,
-    EventType.SUMMARY: 0.9,
-    EventType.INTERNAL_THOUGHT: 0.6,
-    EventType.SYSTEM_PROMPT: 0.5,
-    EventType.ERROR: 0.8,
-    EventType.WARNING: 0.5,
-    EventType.RETRIEVAL: 0.3,  # an echo of what was recalled before
-    EventType.MODEL_CALL: 0.2,
-    EventType.CHECKPOINT: 0.1,
-}
 
 #: Edge types the graph path follows from a seed (NEXT is walked by seq).
 GRAPH_EDGES: tuple[EdgeType, ...] = (
@@ -138,70 +124,6 @@ class Filters:
         if self.agent_id is not None and ev.agent_id != self.agent_id:
             return False
         return not (self.tags and not set(self.tags) <= set(ev.tags))
-
-
-@dataclass(frozen=True)
-class RetrievalConfig:
-    """Knobs of fusion; the defaults suit an agent's working memory.
-
-    ``weights``: per path, multiplies its reciprocal-rank term (0 turns it off).
-    ``fusion``: ``"rrf"`` (weighted reciprocal rank) or ``"score"`` (weighted sum of
-    min-max normalised scores, a convex combination).
-    ``rrf_k``: the reciprocal-rank constant.  Small (10, not the customary 60) so each
-    path's first hits dominate: with 60, ranks 1 and 50 differ by less than 2x and a
-    weaker path's noise outweighs a stronger path's confident top hit.
-    ``type_weights``: per event type, multiplies the fused score.
-    ``half_life``: seconds after which an event's score is halved (towards
-    ``decay_floor``); ``None`` disables recency decay.
-    ``candidates``: how many results each path fetches before fusion.
-    ``graph_seeds``/``graph_depth``/``neighbours``/``hop_decay``: how far the graph
-    path looks from the best hits (4 causal hops reach the user question behind a
-    tool result: result → call → message → model call → question) and how much of
-    a seed's score it passes on.
-    ``time_margin``: days added after a date the query names (people talk about
-    things after they happen).
-    ``index_wait``: seconds to wait for the vector indexer to catch up first.
-    """
-
-    weights: Mapping[str, float] = field(
-        default_factory=lambda: {
-            "semantic": 1.0,
-            "lexical": 1.0,
-            "temporal": 1.0,
-            "recent": 0.5,
-            "metadata": 0.3,
-            "graph": 0.5,
-        }
-    )
-    fusion: str = "rrf"
-    rrf_k: float = 10.0
-    type_weights: Mapping[EventType, float] = field(
-        default_factory=lambda: dict(DEFAULT_TYPE_WEIGHTS)
-    )
-    half_life: float | None = 30 * DAY
-    decay_floor: float = 0.5
-    candidates: int = 50
-    recent_n: int = 10
-    graph_seeds: int = 8
-    graph_depth: int = 4
-    neighbours: int = 1
-    hop_decay: float = 0.5
-    time_margin: float = 14.0
-    dedup: bool = True
-    index_wait: float = 1.0
-
-    def __post_init__(self) -> None:
-        if self.fusion not in ("rrf", "score"):
-            raise ValueError(f"fusion must be 'rrf' or 'score', got {self.fusion!r}")
-        if self.rrf_k <= 0 or self.candidates <= 0:
-            raise ValueError("rrf_k and candidates must be positive")
-        if self.half_life is not None and self.half_life <= 0:
-            raise ValueError("half_life must be positive (or None for no decay)")
-        if not 0.0 <= self.decay_floor <= 1.0:
-            raise ValueError("decay_floor must be between 0 and 1")
-        bad = set(self.weights) - set(PATHS)
-        if bad:
-            raise ValueError(f"weights for unknown path(s) {sorted(bad)}")
 
 
 @dataclass(frozen=True)
@@ -311,17 +233,37 @@ def _norm_text(text: str) -> str:
     return hashlib.sha1(" ".join(text.lower().split()).encode()).hexdigest()
 
 
+class RetrieveOptions(TypedDict, total=False):
+    """Keyword arguments of :meth:`Retriever.retrieve` (for ``Weave.retrieve``).
+
+    ``retrieve`` also takes any :class:`RetrievalConfig` field as a one-call
+    override (``half_life=None``); typed code passes ``config=replace(...)`` instead.
+    """
+
+    session_id: str | None
+    user_id: str | None
+    k: int
+    filters: Filters | Mapping[str, object] | None
+    paths: Iterable[str] | None
+    scope: str | None
+    now: float | None
+    config: RetrievalConfig | None
+
+
 class Retriever:
     """Fused recall over a weave (its store, and its vector index when there is one)."""
 
-    def __init__(self, weave: Any, config: RetrievalConfig | None = None) -> None:
-        self.weave = weave
-        self.store = weave.store
-        self.config = config or weave.options.get("retrieval") or RetrievalConfig()
-
-    @property
-    def indexer(self) -> Any:
-        return getattr(self.weave, "indexer", None)
+    def __init__(
+        self,
+        store: EventStore,
+        *,
+        indexer: Indexer | None = None,
+        config: RetrievalConfig | None = None,
+    ) -> None:
+        self.store = store
+        #: Semantic search; ``None`` (no vector index) leaves the other paths.
+        self.indexer = indexer
+        self.config = config or RetrievalConfig()
 
     # ---------------------------------------------------------------- API
     def retrieve(
@@ -425,8 +367,8 @@ class Retriever:
             return []
 
     def _lexical(self, c: _Call, window: TimeWindow | None = None) -> list[tuple[str, float]]:
-        search = getattr(self.store, "search_text", None)
-        if search is None or not c.query.strip():
+        search = self.store.search_text
+        if not c.query.strip():
             return []
         since, until = self._span(c, window)
         sc = c.sc
@@ -647,5 +589,6 @@ __all__ = [
     "Hit",
     "Provenance",
     "RetrievalConfig",
+    "RetrieveOptions",
     "Retriever",
 ]

@@ -614,7 +614,7 @@ def transcript_for(weave: Weave) -> Transcript:
             w = _WRITERS.get(weave)
             if w is None:
                 w = _WRITERS[weave] = Transcript(_WeaveSink(weave), weave.store)
-                weave.bus.listeners.append(ValueRefLinker(weave.store))
+                weave.bus.subscribe(ValueRefLinker(weave.store))
     return w
 
 

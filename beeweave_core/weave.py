@@ -7,20 +7,32 @@
 
 from __future__ import annotations
 
+import logging
 import os
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from beeweave_core.backends import Backend, open_backend
 from beeweave_core.backends.neo4j.auth import AuthSpec
 from beeweave_core.bus import ContextBus
+from beeweave_core.config import IndexConfig, WeaveConfig
 from beeweave_core.events import AppendResult, EdgeType, Event, EventType
 from beeweave_core.ids import check_tenant
 from beeweave_core.paths import beeweave_home, default_url
 from beeweave_core.store import EventStore
 
-__all__ = ["Weave", "beeweave_home", "default_url", "open_store"]
+if TYPE_CHECKING:
+    from typing_extensions import Unpack
+
+    from beeweave_core.context.assembler import AssembledContext
+    from beeweave_core.context.engine import AssembleOptions, ContextEngine
+    from beeweave_core.index.base import Embedder, VectorIndex
+    from beeweave_core.index.indexer import Indexer
+    from beeweave_core.retrieval import Hit, RetrieveOptions, Retriever
+
+log = logging.getLogger("beeweave")
 
 
 def open_store(
@@ -47,15 +59,16 @@ class _IndexedStore:
     searchable by meaning at once, not only after the next gap check.
     """
 
-    def __init__(self, weave: Weave) -> None:
-        self._weave = weave
+    def __init__(self, store: EventStore, indexer: Indexer | None) -> None:
+        self._store = store
+        self._indexer = indexer
 
     def __getattr__(self, name: str) -> Any:
-        return getattr(self._weave.store, name)
+        return getattr(self._store, name)
 
     def append(self, events: Sequence[Event]) -> AppendResult:
-        result = self._weave.store.append(events)
-        indexer = self._weave.indexer
+        result = self._store.append(events)
+        indexer = self._indexer
         if indexer is not None and result.ids:
             new = set(result.ids)
             indexer.on_stored([e for e in events if e.id in new])
@@ -69,6 +82,11 @@ class Weave:
 
         with Weave.open() as weave:
             weave.emit("user_message", "hi", session_id="s1")
+
+    The weave builds its parts and hands each what it works with: the indexer gets the
+    store and the index settings, the retriever the store and the indexer, the context
+    engine the indexed writer and the weave's ``emit``/``retrieve``/``flush``.  Parts
+    that listen to capture are subscribed to the bus here, and closed by :meth:`close`.
     """
 
     def __init__(
@@ -76,37 +94,34 @@ class Weave:
         backend: Backend,
         *,
         spool_dir: str | os.PathLike[str] | None = None,
-        embeddings: Any = None,
-        index: Any = None,
-        vector_url: str | None = None,
-        index_options: Mapping[str, Any] | None = None,
-        **bus_kw: Any,
+        config: WeaveConfig | None = None,
+        **bus_kw: float,
     ) -> None:
+        if config is not None and not isinstance(config, WeaveConfig):
+            raise TypeError(f"config must be a WeaveConfig, got {type(config).__name__}")
         #: Where the events and everything beside them live (chosen once, from the URL).
         self.backend = backend
         self.store = store = backend.events
         self.url = url = backend.url
         self.tenant = check_tenant(store.tenant)
+        #: The settings every part was built with (frozen: open a new weave to change them).
+        self.config = config or WeaveConfig()
         spool = Path(spool_dir) if spool_dir else beeweave_home() / "spool"
         # the bus names its files by a hash of (url, tenant): no raw id reaches a path
-        self.bus = ContextBus(store, spool_dir=spool, name=url, **bus_kw)
+        self.bus = ContextBus(store, spool_dir=spool, name=url, **bus_kw)  # type: ignore[arg-type]
         self._closed = False
-        #: Called (newest first) on close(): indexes and engines register here.
         self._closers: list[Callable[[], None]] = []
-        self._retriever: Any = None
-        self._context: Any = None
-        self.options: dict[str, Any] = {
-            "embeddings": embeddings,  # any LangChain Embeddings; None: offline MiniLM
-            "index": index,  # None/"auto", "chroma", "neo4j", a VectorIndex, or False
-            "vector_url": vector_url,  # Chroma directory or http://host:port
-            "index_options": dict(index_options or {}),  # policy, backfill, batch_size
-        }
-        #: Background vector indexer (``None`` with ``index=False``); see indexer.py.
-        self.indexer: Any = None
-        if index is not False:
-            from beeweave_core.index.indexer import attach_indexer
+        self._retriever: Retriever | None = None
+        self._context: ContextEngine | None = None
+        #: Background vector indexer (``None`` without an index); see ``index/indexer.py``.
+        self.indexer: Indexer | None = None
+        if self.config.index.enabled:
+            from beeweave_core.index.indexer import build_indexer
 
-            attach_indexer(self)
+            self.indexer = build_indexer(backend, config=self.config.index)
+        if self.indexer is not None:
+            self.bus.subscribe(self.indexer.on_stored)
+            self.on_close(self.indexer.close)
 
     @classmethod
     def open(
@@ -117,29 +132,33 @@ class Weave:
         auth: AuthSpec = None,
         database: str | None = None,
         spool_dir: str | os.PathLike[str] | None = None,
-        store_options: Mapping[str, Any] | None = None,
-        embeddings: Any = None,
-        index: Any = None,
+        store_options: Mapping[str, object] | None = None,
+        config: WeaveConfig | None = None,
+        embeddings: Embedder | None = None,
+        index: str | VectorIndex | bool | None = None,
         vector_url: str | None = None,
-        index_options: Mapping[str, Any] | None = None,
-        **bus_kw: Any,
+        index_options: Mapping[str, object] | None = None,
+        **bus_kw: float,
     ) -> Weave:
         """Open (creating if needed) the store at ``url`` and start capture.
 
-        ``embeddings`` (any LangChain ``Embeddings``), ``index``, ``vector_url`` and
-        ``index_options`` configure semantic recall (see
-        :func:`beeweave_core.index.indexer.attach_indexer`).
+        ``config`` (a :class:`~beeweave_core.config.WeaveConfig`) sets every part.
+        ``embeddings``, ``index`` (``False`` for none), ``vector_url`` and
+        ``index_options`` (``policy``, ``backfill``, ``batch_size``,
+        ``retry_interval``) are shortcuts into its ``index`` section and win over it.
+        Other keyword arguments tune the capture bus (``flush_interval``, ``max_high`` …).
         """
+        config = _with_index_options(
+            config or WeaveConfig(), embeddings=embeddings, index=index,
+            vector_url=vector_url, index_options=index_options,
+        )  # fmt: skip
         url = url or default_url()
         check_tenant(tenant)
         backend = open_backend(
             url, tenant=tenant, auth=auth, database=database, **(store_options or {})
         )
         try:
-            return cls(
-                backend, spool_dir=spool_dir, embeddings=embeddings, index=index,
-                vector_url=vector_url, index_options=index_options, **bus_kw,
-            )  # fmt: skip
+            return cls(backend, spool_dir=spool_dir, config=config, **bus_kw)
         except BaseException:
             backend.close()
             raise
@@ -148,21 +167,24 @@ class Weave:
     def emit(
         self,
         type: EventType | str,
-        content: Any = "",
+        content: object = "",
         *,
         session_id: str,
         role: str | None = None,
-        payload: Mapping[str, Any] | None = None,
+        payload: Mapping[str, object] | None = None,
         parents: Sequence[str] = (),
         links: Mapping[EdgeType | str, Sequence[str]] | None = None,
-        meta: Mapping[str, Any] | None = None,
-        source: Mapping[str, Any] | None = None,
+        meta: Mapping[str, object] | None = None,
+        source: Mapping[str, object] | None = None,
         key: str | None = None,
         ts: float | None = None,
         priority: str | None = None,
         coalesce_key: str | None = None,
     ) -> str:
-        """Record one event without blocking; returns its id (see :meth:`ContextBus.emit`)."""
+        """Record one event without blocking; returns its id (see :meth:`ContextBus.emit`).
+
+        ``content`` that is not a string is kept as JSON (see ``payloads.py``).
+        """
         return self.bus.emit(
             type, content, session_id=session_id, role=role, payload=payload, parents=parents,
             links=links, meta=meta, source=source, key=key, ts=ts, priority=priority,
@@ -174,13 +196,14 @@ class Weave:
         disk (replayed later) or were refused since the last flush (see ContextBus.flush)."""
         return self.bus.flush(timeout)
 
-    def stats(self) -> dict[str, Any]:
+    def stats(self) -> dict[str, int | bool]:
+        """What happened to every emitted event: counters, queue sizes, store up or not."""
         return self.bus.stats()
 
     @property
     def writer(self) -> EventStore:
         """The store, for components that write directly: appends also get indexed."""
-        return _IndexedStore(self)  # type: ignore[return-value]
+        return _IndexedStore(self.store, self.indexer)  # type: ignore[return-value]
 
     def purge(
         self,
@@ -235,39 +258,58 @@ class Weave:
 
     # ------------------------------------------------------------ recall
     @property
-    def retriever(self) -> Any:
+    def retriever(self) -> Retriever:
         """The fused retriever over this weave (built on first use; see ``retrieval.py``)."""
         if self._retriever is None:
             from beeweave_core.retrieval import Retriever
 
-            self._retriever = Retriever(self)
+            self._retriever = Retriever(
+                self.store, indexer=self.indexer, config=self.config.retrieval
+            )
         return self._retriever
 
-    def retrieve(self, query: str, **kw: Any) -> Any:
+    def retrieve(self, query: str, **kw: Unpack[RetrieveOptions]) -> list[Hit]:
         """Find past events for ``query``; see :meth:`beeweave_core.retrieval.Retriever.retrieve`."""
         return self.retriever.retrieve(query, **kw)
 
-    async def aretrieve(self, query: str, **kw: Any) -> Any:
+    async def aretrieve(self, query: str, **kw: Unpack[RetrieveOptions]) -> list[Hit]:
+        """Async twin of :meth:`retrieve` (runs in a worker thread)."""
         return await self.retriever.aretrieve(query, **kw)
 
     # ------------------------------------------------------------ context
     @property
-    def context(self) -> Any:
+    def context(self) -> ContextEngine:
         """Assembly, compaction and long-term memory (built on first use; see ``context/``)."""
         if self._context is None:
             from beeweave_core.context import ContextEngine
 
-            self._context = ContextEngine(self)
+            engine = ContextEngine(
+                self.writer, self.config.context, emit=self.emit, retrieve=self.retrieve,
+                flush=self.flush,
+            )  # fmt: skip
+            self.bus.subscribe(engine.on_batch)
+            self.on_close(lambda: self.bus.unsubscribe(engine.on_batch))
+            self._context = engine
         return self._context
 
-    def assemble(self, session_id: str, query: str | None = None, **kw: Any) -> Any:
+    def assemble(
+        self, session_id: str, query: str | None = None, **kw: Unpack[AssembleOptions]
+    ) -> AssembledContext:
         """The layered, token-budgeted context for the next model call of ``session_id``."""
         return self.context.assemble(session_id, query, **kw)
 
-    async def aassemble(self, session_id: str, query: str | None = None, **kw: Any) -> Any:
+    async def aassemble(
+        self, session_id: str, query: str | None = None, **kw: Unpack[AssembleOptions]
+    ) -> AssembledContext:
+        """Async twin of :meth:`assemble` (runs in a worker thread)."""
         return await self.context.aassemble(session_id, query, **kw)
 
     # ------------------------------------------------------------ lifecycle
+    def on_close(self, fn: Callable[[], None]) -> None:
+        """Call ``fn`` when the weave closes: after capture is flushed, before the store
+        closes, newest first (a part closes before what it was built on)."""
+        self._closers.append(fn)
+
     def close(self) -> None:
         if self._closed:
             return
@@ -277,9 +319,7 @@ class Weave:
             try:
                 closer()
             except Exception:  # closing must finish even if one part fails
-                import logging
-
-                logging.getLogger("beeweave").exception("beeweave: closer failed")
+                log.exception("beeweave: closer failed")
         self.backend.close()
 
     def __enter__(self) -> Weave:
@@ -290,3 +330,24 @@ class Weave:
 
     def __repr__(self) -> str:
         return f"Weave(url={self.url!r}, tenant={self.tenant!r})"
+
+
+def _with_index_options(
+    config: WeaveConfig,
+    *,
+    embeddings: Embedder | None,
+    index: str | VectorIndex | bool | None,
+    vector_url: str | None,
+    index_options: Mapping[str, object] | None,
+) -> WeaveConfig:
+    """``config`` with ``Weave.open``'s index shortcuts applied (they win)."""
+    if embeddings is None and index is None and vector_url is None and not index_options:
+        return config
+    section = IndexConfig.from_options(
+        index=index, embeddings=embeddings, vector_url=vector_url,
+        index_options=index_options, base=config.index,
+    )  # fmt: skip
+    return replace(config, index=section)
+
+
+__all__ = ["Weave", "beeweave_home", "default_url", "open_store"]

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
+
+from beeweave_core.weave import Weave
 
 #: A question whose answer depends on early turns and on the change of plan.
 LATE_QUESTION = "Remind me: what batch size, timeout and schedule does the nightly job use now?"
@@ -18,7 +18,7 @@ def _short(text: str, n: int = 90) -> str:
     return one if len(one) <= n else one[: n - 1] + "…"
 
 
-def show_assembled_context(weave: Any, session_id: str, console: Console) -> None:
+def show_assembled_context(weave: Weave, session_id: str, console: Console) -> None:
     """Assemble the context for :data:`LATE_QUESTION` and show how it was built."""
     ctx = weave.assemble(session_id, LATE_QUESTION, budget_tokens=DEMO_BUDGET, model="gpt-4o-mini")
     weave.flush()

@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 from datetime import datetime, timezone
-from typing import Any
 
 from rich.console import Console
 from rich.table import Table
 
 from beeweave_core.retrieval import Hit
+from beeweave_core.weave import Weave
 
 DEMO_QUESTION = "What was the job id, and which batch size did we settle on?"
 
@@ -42,7 +42,7 @@ def provenance_line(h: Hit) -> str:
     return line
 
 
-def show_recall(weave: Any, session_id: str, console: Console) -> None:
+def show_recall(weave: Weave, session_id: str, console: Console) -> None:
     """Ask one recall question about the demo session and print the hits."""
     console.print(f"\n[bold]Recall:[/] {DEMO_QUESTION!r}")
     if weave.indexer is not None:

@@ -20,11 +20,14 @@ from langchain_core.documents import Document
 from langchain_core.retrievers import BaseRetriever
 from pydantic import ConfigDict, Field
 
+from beeweave_core.retrieval import Hit
+from beeweave_core.weave import Weave
+
 #: Per-call options ``invoke(query, k=…, …)`` may override.
 CALL_OPTIONS = frozenset({"k", "session_id", "user_id", "filters", "paths", "scope"})
 
 
-def hit_to_document(hit: Any) -> Document:
+def hit_to_document(hit: Hit) -> Document:
     """One retrieval hit → a ``Document`` carrying the hit's provenance."""
     md = hit.metadata()
     md["paths"] = dict(hit.paths)
@@ -44,7 +47,7 @@ class BeeWeaveRetriever(BaseRetriever):
 
     model_config = ConfigDict(arbitrary_types_allowed=True)
 
-    weave: Any = Field(exclude=True)
+    weave: Weave = Field(exclude=True)
     k: int = 4
     session_id: str | None = None
     user_id: str | None = None

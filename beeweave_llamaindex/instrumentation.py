@@ -46,10 +46,11 @@ from llama_index.core.instrumentation.span import SimpleSpan, active_span_id
 from llama_index.core.instrumentation.span_handlers import BaseSpanHandler
 from llama_index.core.tools.types import BaseTool, ToolOutput
 from llama_index.core.workflow import Workflow
-from pydantic import ConfigDict, Field, PrivateAttr
+from pydantic import ConfigDict, Field, PrivateAttr, SkipValidation
 
 from beeweave_core.payloads import preview
 from beeweave_core.transcript import Message, ToolCall
+from beeweave_core.weave import Weave
 from beeweave_llamaindex.messages import is_known, remember, role_of, stored_as, text_of, to_message
 from beeweave_llamaindex.writer import TurnWriter
 
@@ -125,7 +126,7 @@ class _Recorder:
 
     def __init__(
         self,
-        weave: Any,
+        weave: Weave,
         session_id: str,
         user_id: str | None,
         agent_id: str | None,
@@ -404,7 +405,7 @@ _EVENT_HANDLERS = {
 _LIVE: weakref.WeakSet[_Recorder] = weakref.WeakSet()
 
 
-def current_run(weave: Any, session_id: str) -> tuple[str, set[str]] | None:
+def current_run(weave: Weave, session_id: str) -> tuple[str, set[str]] | None:
     """``(scope, ids recorded so far)`` of the instrumented run the caller is inside, if any.
 
     Found through LlamaIndex's own ``active_span_id`` context variable, so it works in
@@ -489,7 +490,9 @@ class BeeWeaveEventHandler(BaseEventHandler):
 
     model_config = ConfigDict(arbitrary_types_allowed=True)
 
-    weave: Any = Field(exclude=True, description="The beeweave_core.Weave to record into.")
+    weave: SkipValidation[Weave] = Field(
+        exclude=True, description="The beeweave_core.Weave to record into."
+    )
     session_id: str = Field(description="Session that captured runs are recorded in.")
     user_id: str | None = Field(default=None, description="Recorded as meta.user_id.")
     agent_id: str | None = Field(
@@ -502,7 +505,7 @@ class BeeWeaveEventHandler(BaseEventHandler):
     def model_post_init(self, __context: Any) -> None:
         if not self.session_id or not isinstance(self.session_id, str):
             raise ValueError("session_id must be a non-empty string")
-        if not callable(getattr(self.weave, "emit", None)):
+        if not isinstance(self.weave, Weave):
             raise TypeError(f"weave must be a beeweave_core.Weave, got {type(self.weave).__name__}")
         self._recorder = _Recorder(self.weave, self.session_id, self.user_id, self.agent_id)
         self._span_handler = BeeWeaveSpanHandler(self._recorder)
@@ -564,7 +567,7 @@ class BeeWeaveEventHandler(BaseEventHandler):
 
 
 def instrument(
-    weave: Any,
+    weave: Weave,
     session_id: str,
     user_id: str | None = None,
     agent_id: str | None = None,
@@ -588,9 +591,7 @@ def instrument(
     handler = BeeWeaveEventHandler(weave=weave, session_id=session_id, user_id=user_id,
                                    agent_id=agent_id)  # fmt: skip
     handler.attach(d)
-    closers = getattr(weave, "_closers", None)
-    if isinstance(closers, list):
-        closers.append(handler.detach)
+    weave.on_close(handler.detach)
     return handler
 
 

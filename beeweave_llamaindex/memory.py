@@ -35,7 +35,7 @@ from urllib.parse import urlsplit, urlunsplit
 
 from llama_index.core.base.llms.types import ChatMessage
 from llama_index.core.memory import BaseMemory, BaseMemoryBlock
-from pydantic import ConfigDict, Field, PrivateAttr
+from pydantic import ConfigDict, Field, PrivateAttr, SkipValidation
 
 from beeweave_core.transcript import transcript_for
 from beeweave_core.weave import Weave
@@ -109,8 +109,8 @@ def _without_credentials(url: str) -> str:
     return urlunsplit(parts._replace(netloc=host))
 
 
-def _check_weave(weave: Any) -> None:
-    if weave is None or not callable(getattr(weave, "emit", None)):
+def _check_weave(weave: object) -> None:
+    if not isinstance(weave, Weave):
         raise ValueError(
             f"weave= must be an open beeweave_core.Weave (Weave.open(...)), got {weave!r}"
         )
@@ -127,10 +127,11 @@ class BeeWeaveChatMemory(BaseMemory):
 
     model_config = ConfigDict(arbitrary_types_allowed=True)
 
-    weave: Any = Field(
-        default=None, exclude=True,
+    weave: SkipValidation[Weave | None] = Field(
+        default=None,
+        exclude=True,
         description="The beeweave_core.Weave holding the memory (default: Weave.open()).",
-    )  # fmt: skip
+    )
     session_id: str = Field(
         default_factory=lambda: f"chat-{uuid.uuid4().hex[:12]}",
         description="The BeeWeave session this conversation is (generated if not given).",
@@ -181,7 +182,7 @@ class BeeWeaveChatMemory(BaseMemory):
         )
 
     @classmethod
-    def from_string(cls, json_str: str, weave: Any = None) -> BeeWeaveChatMemory:  # type: ignore[override]
+    def from_string(cls, json_str: str, weave: Weave | None = None) -> BeeWeaveChatMemory:  # type: ignore[override]
         """The memory :meth:`to_string` described, on ``weave`` or on a weave opened from the
         recorded URL and tenant (pass ``weave=`` when the store needs credentials)."""
         data = json.loads(json_str)
@@ -194,7 +195,7 @@ class BeeWeaveChatMemory(BaseMemory):
     @classmethod
     def from_defaults(  # type: ignore[override]
         cls,
-        weave: Any = None,
+        weave: Weave | None = None,
         session_id: str | None = None,
         token_limit: int | None = None,
         user_id: str | None = None,
@@ -402,7 +403,9 @@ class BeeWeaveMemoryBlock(BaseMemoryBlock[str]):
     name: str = Field(default="beeweave_memory", description="Name of the block.")
     priority: int = Field(default=1, description="1 = truncated last among truncatable blocks.")
     accept_short_term_memory: bool = Field(default=False)
-    weave: Any = Field(exclude=True, description="The beeweave_core.Weave to recall from.")
+    weave: SkipValidation[Weave] = Field(
+        exclude=True, description="The beeweave_core.Weave to recall from."
+    )
     user_id: str | None = Field(default=None, description="Recall across this user's sessions.")
     session_id: str | None = Field(default=None, description="Restrict recall to one session.")
     k: int = Field(default=5, gt=0)

@@ -12,12 +12,16 @@ from __future__ import annotations
 import json
 import weakref
 from collections.abc import Iterable, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from llama_index.core.base.llms.types import ChatMessage, TextBlock, ToolCallBlock
 
 from beeweave_core.events import Event
 from beeweave_core.transcript import ROLE_BY_EVENT, Message, ToolCall
+
+if TYPE_CHECKING:
+    from beeweave_core.weave import Weave
+
 
 #: The keys of a tool call in BeeWeave dicts and event payloads.
 ToolCallDict = dict[str, Any]  # {"id": str | None, "name": str, "args": dict | str}
@@ -184,7 +188,7 @@ def _forget(key: int, ref: weakref.ref[ChatMessage]) -> None:
         del _KNOWN[key]
 
 
-def remember(message: ChatMessage, weave: Any, session_id: str, event_ids: Iterable[str]) -> None:
+def remember(message: ChatMessage, weave: Weave, session_id: str, event_ids: Iterable[str]) -> None:
     """Note that ``message`` is stored in ``session_id`` of ``weave`` as ``event_ids``."""
     key = id(message)
     ref = weakref.ref(message, lambda r, k=key: _forget(k, r))
@@ -203,7 +207,7 @@ def is_known(message: ChatMessage) -> bool:
     return _entry(message) is not None
 
 
-def stored_as(message: ChatMessage, weave: Any, session_id: str) -> tuple[str, ...] | None:
+def stored_as(message: ChatMessage, weave: Weave, session_id: str) -> tuple[str, ...] | None:
     """The events ``message`` is stored as in that session, if this object is known there."""
     entry = _entry(message)
     if entry is None or entry[1] != id(weave) or entry[2] != session_id:

@@ -16,11 +16,14 @@ from llama_index.core.base.base_retriever import BaseRetriever
 from llama_index.core.callbacks.base import CallbackManager
 from llama_index.core.schema import NodeWithScore, QueryBundle, TextNode
 
+from beeweave_core.retrieval import Hit
+from beeweave_core.weave import Weave
+
 #: Metadata an LLM reads with the node text; the rest stays out of the prompt and embedding.
 LLM_METADATA_KEYS = ("event_type", "session_id", "time")
 
 
-def hit_to_node(hit: Any) -> NodeWithScore:
+def hit_to_node(hit: Hit) -> NodeWithScore:
     """One retrieval hit as a ``NodeWithScore`` whose metadata carries the provenance.
 
     Metadata stays flat (scalars and lists of scalars), as LlamaIndex vector stores and
@@ -54,7 +57,7 @@ class BeeWeaveRetriever(BaseRetriever):
 
     def __init__(
         self,
-        weave: Any,
+        weave: Weave,
         *,
         k: int = 10,
         session_id: str | None = None,
@@ -66,7 +69,7 @@ class BeeWeaveRetriever(BaseRetriever):
         callback_manager: CallbackManager | None = None,
         verbose: bool = False,
     ) -> None:
-        if not callable(getattr(weave, "retrieve", None)):
+        if not isinstance(weave, Weave):
             raise TypeError(f"weave must be a beeweave_core.Weave, got {type(weave).__name__}")
         if not isinstance(k, int) or k < 1:
             raise ValueError(f"k must be a positive int, got {k!r}")

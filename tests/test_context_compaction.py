@@ -11,6 +11,7 @@ from __future__ import annotations
 import pytest
 from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
 
+from beeweave_core.config import ContextConfig, WeaveConfig
 from beeweave_core.context import CompactionPolicy, LLMSummarizer
 from beeweave_core.events import EdgeType, EventType, Status
 from beeweave_core.text.language import fold
@@ -21,9 +22,10 @@ from .context_helpers import chatter, say
 FACT = "The job must finish within 45 minutes and use batches of 5,000 rows."
 
 
-def _engine(weave, **ctx_options):
-    weave.options["context"] = ctx_options
-    return weave.context
+def _engine(weave_factory, **ctx_options):
+    """A weave whose context engine has these settings, and that engine."""
+    weave = weave_factory(index=False, config=WeaveConfig(context=ContextConfig(**ctx_options)))
+    return weave, weave.context
 
 
 def _summaries(weave, sid, *, include_inactive=True):
@@ -31,12 +33,11 @@ def _summaries(weave, sid, *, include_inactive=True):
 
 
 def test_llm_summary_that_loses_a_number_is_rolled_back_and_originals_kept(weave_factory):
-    weave = weave_factory(index=False)
     # FAKE LLM: both attempts drop "45" and "5,000"
     fake = GenericFakeChatModel(messages=iter(["- Goal: a nightly job with a time limit.",
                                                "- Goal: nightly job; batches; time limit."]))  # fmt: skip
-    engine = _engine(
-        weave, llm=LangChainLLM(fake), policy=CompactionPolicy(segment_turns=2, retries=1)
+    weave, engine = _engine(
+        weave_factory, llm=LangChainLLM(fake), policy=CompactionPolicy(segment_turns=2, retries=1)
     )
     say(weave, "s", [{"role": "user", "content": FACT},
                      {"role": "assistant", "content": "Noted, I will plan the job around that."},
@@ -59,13 +60,14 @@ def test_llm_summary_that_loses_a_number_is_rolled_back_and_originals_kept(weave
 
 
 def test_llm_summary_retried_with_the_missing_values_named(weave_factory):
-    weave = weave_factory(index=False)
     # FAKE LLM: first reply loses 5,000; the retry (told what was lost) keeps everything
     fake = GenericFakeChatModel(messages=iter([
         "- Constraint: finish within 45 minutes.",
         "- Constraint: finish within 45 minutes; batches of 5,000 rows.",
     ]))  # fmt: skip
-    engine = _engine(weave, llm=LangChainLLM(fake), policy=CompactionPolicy(segment_turns=2))
+    weave, engine = _engine(
+        weave_factory, llm=LangChainLLM(fake), policy=CompactionPolicy(segment_turns=2)
+    )
     ids = say(weave, "s", [{"role": "user", "content": FACT},
                            {"role": "assistant", "content": "Noted, I will plan the job around that."},
                            {"role": "user", "content": "Now draft the schedule."}])  # fmt: skip
@@ -90,10 +92,9 @@ def test_llamaindex_llm_through_its_adapter(weave_factory):
 
     from beeweave_llamaindex import LlamaIndexLLM
 
-    weave = weave_factory(index=False)
     # FAKE LLM: LlamaIndex's MockLLM echoes the prompt, so nothing is lost
-    engine = _engine(
-        weave,
+    weave, engine = _engine(
+        weave_factory,
         summarizer=LLMSummarizer(LlamaIndexLLM(MockLLM())),
         policy=CompactionPolicy(segment_turns=2),
     )
@@ -107,14 +108,13 @@ def test_llamaindex_llm_through_its_adapter(weave_factory):
 
 
 def test_a_plain_function_is_an_llm_and_an_unwrapped_chat_model_is_refused(weave_factory):
-    weave = weave_factory(index=False)
     prompts: list[str] = []
 
     def notes(prompt: str) -> str:  # FAKE LLM: keeps the user's lines of the prompt
         prompts.append(prompt)
         return "\n".join(ln for ln in prompt.splitlines() if " user: " in ln)
 
-    engine = _engine(weave, llm=notes, policy=CompactionPolicy(segment_turns=2))
+    weave, engine = _engine(weave_factory, llm=notes, policy=CompactionPolicy(segment_turns=2))
     say(weave, "s", [{"role": "user", "content": FACT},
                      {"role": "assistant", "content": "Noted, I will plan the job around that."},
                      {"role": "user", "content": "Go."}])  # fmt: skip
@@ -128,8 +128,7 @@ def test_a_plain_function_is_an_llm_and_an_unwrapped_chat_model_is_refused(weave
 
 
 def test_segments_merge_hierarchically_with_compression(weave_factory):
-    weave = weave_factory(index=False)
-    engine = _engine(weave, policy=CompactionPolicy(segment_turns=2, merge_after=2))
+    weave, engine = _engine(weave_factory, policy=CompactionPolicy(segment_turns=2, merge_after=2))
     msgs = []
     for i in range(8):
         msgs += [{"role": "user", "content": f"Step {i}: set option opt_{i} to {100 + i}. " + "Chatter here. " * 30},
@@ -156,8 +155,7 @@ def test_segments_merge_hierarchically_with_compression(weave_factory):
 
 
 def test_thrash_guard_warns_and_backs_off(weave_factory):
-    weave = weave_factory(index=False)
-    engine = _engine(weave, policy=CompactionPolicy(segment_turns=2, thrash_turns=4))
+    weave, engine = _engine(weave_factory, policy=CompactionPolicy(segment_turns=2, thrash_turns=4))
     compactions, backoffs = [], []
     for step in range(16):
         big = f"Measurement run {step} gave load_{step} = {1000 + step}. " + " ".join(
@@ -192,8 +190,7 @@ def test_thrash_guard_warns_and_backs_off(weave_factory):
 
 
 def test_summary_is_rebuilt_when_the_user_overturns_what_it_holds(weave_factory):
-    weave = weave_factory(index=False)
-    engine = _engine(weave, policy=CompactionPolicy(segment_turns=2))
+    weave, engine = _engine(weave_factory, policy=CompactionPolicy(segment_turns=2))
     say(weave, "s", [{"role": "user", "content": "Store results in SQLite."},
                      {"role": "assistant", "content": "Will do, SQLite it is for results."},
                      *chatter(3),

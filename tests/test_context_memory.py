@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import time
 
+from beeweave_core.config import ContextConfig, WeaveConfig
 from beeweave_core.context import decay
 from beeweave_core.events import EdgeType, Status
 from beeweave_core.text.language import fold
@@ -223,12 +224,13 @@ def test_optional_llm_extractor_adds_what_rules_miss(weave_factory):
 
     from beeweave_langchain import LangChainLLM
 
-    weave = weave_factory(index=False)
     # FAKE LLM: the scripted extraction a real model would return as JSON lines
     fake = GenericFakeChatModel(
         messages=iter(['{"kind": "preference", "text": "The user likes short weekly summaries."}'])
     )
-    weave.options["context"] = {"memory_llm": LangChainLLM(fake)}
+    weave = weave_factory(
+        index=False, config=WeaveConfig(context=ContextConfig(memory_llm=LangChainLLM(fake)))
+    )
     say(
         weave,
         "s",

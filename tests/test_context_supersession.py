@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import pytest
 
+from beeweave_core.config import ContextConfig, WeaveConfig
 from beeweave_core.context.supersession import SlotIndex
 from beeweave_core.events import EdgeType, Status
 from beeweave_core.text.statements import is_statement
@@ -178,9 +179,8 @@ def test_a_clear_change_never_asks_the_judge() -> None:
 
 
 def test_the_memory_writer_uses_the_configured_llm_as_judge(weave_factory) -> None:
-    weave = weave_factory(index=False)
     fake = FakeJudgeLLM("yes")
-    weave.options["context"] = {"memory_llm": fake}
+    weave = weave_factory(index=False, config=WeaveConfig(context=ContextConfig(memory_llm=fake)))
     say(weave, "s", [{"role": "user", "content": AMBIGUOUS[0]}, *chatter(1),
                      {"role": "user", "content": AMBIGUOUS[1]}])  # fmt: skip
     weave.context.update("s")

@@ -408,7 +408,7 @@ class Compactor:
             "summary_tokens": summary_tokens,
             "ratio": round(summary_tokens / source_tokens, 4) if source_tokens else None,
             "retention": retention,
-            "summarizer": getattr(self.summarizer, "name", type(self.summarizer).__name__),
+            "summarizer": self.summarizer.name,
             "version": version,
         }
 

@@ -1,7 +1,7 @@
 """``ContextEngine``: what ``weave.context`` is — memory, compaction and assembly wired up.
 
-Built on first use of ``weave.context`` / ``weave.assemble``.  It hangs the memory
-writer on the capture bus (rules only, so capture stays fast), and before every
+Built on first use of ``weave.context`` / ``weave.assemble``.  The weave subscribes
+its memory writer to the capture bus (rules only, so capture stays fast), and before every
 assembly it catches up: memories from events not seen yet, summaries rebuilt where the
 user overturned something they hold, compaction when the uncovered turns passed the
 trigger.  Then it fills the layers and records the assembly as a ``retrieval`` event.
@@ -10,23 +10,23 @@ trigger.  Then it fills the layers and records the assembly as a ``retrieval`` e
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import threading
 import time
 from collections.abc import Callable, Collection, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypedDict
 
+from typing_extensions import Required
+
+from beeweave_core.config import ContextConfig
 from beeweave_core.context.assembler import (
     PRESETS,
     AssembledContext,
-    LayerShares,
     Plan,
     assemble,
     infer_phase,
 )
 from beeweave_core.context.compactor import (
-    CompactionPolicy,
     CompactionReport,
     Compactor,
     SessionInputs,
@@ -44,10 +44,13 @@ from beeweave_core.context.session_view import (
 )
 from beeweave_core.context.summarizers import ExtractiveSummarizer, LLMSummarizer, Summarizer
 from beeweave_core.context.working_state import Item, WorkingState
-from beeweave_core.events import EventType
-from beeweave_core.llm import TextLLM
+from beeweave_core.events import Event, EventType
+from beeweave_core.store import EventStore
 from beeweave_core.text import language as L
 from beeweave_core.tokens import DEFAULT_MODEL, TokenCounter
+
+if TYPE_CHECKING:
+    from beeweave_core.retrieval import Hit
 
 log = logging.getLogger("beeweave.context")
 
@@ -63,62 +66,77 @@ RECALL_RECENT = 64
 BACKGROUND_UNITS = 400
 
 
-class ContextEngine:
-    """Assembly, compaction and long-term memory over one :class:`~beeweave_core.Weave`.
+class AssembleOptions(TypedDict, total=False):
+    """Keyword arguments of :meth:`ContextEngine.assemble` (for ``Weave.assemble``)."""
 
-    Settings come from the arguments or from ``weave.options["context"]`` (a dict with
-    any of ``summarizer``, ``llm``, ``policy``, ``edit_policy``, ``memory_llm``,
-    ``presets``).  ``llm`` is a shortcut for ``summarizer=LLMSummarizer(llm)``; an LLM
-    is a :class:`~beeweave_core.llm.TextLLM` (framework models are wrapped by their
-    integration package) or a function ``str -> str``.
+    budget_tokens: Required[int]
+    model: str | None
+    phase: str | None
+    user_id: str | None
+    counter: TokenCounter | None
+    window_tokens: int | None
+    compact: bool
+    record: bool
+    include_query: bool
+    single_system: bool
+    flush: bool
+    use_retriever: bool | None
+    dry_run: bool
+    lineage: Collection[str] | None
+
+
+#: ``Weave.emit``'s shape: records one event, returns its id.
+Emit = Callable[..., str]
+#: ``Weave.retrieve``'s shape: the hits for a query.
+Retrieve = Callable[..., "list[Hit]"]
+
+
+class ContextEngine:
+    """Assembly, compaction and long-term memory over one event store.
+
+    ``store`` is read and written (a weave passes its ``writer``, so what the engine
+    writes is indexed at once).  The rest is optional, so an engine also runs over a
+    bare store: ``emit`` records each assembly as a ``retrieval`` event, ``retrieve``
+    adds fused cross-session recall, ``flush`` makes captured events readable first.
+    The weave also feeds :meth:`on_batch` every stored batch, so memory keeps up
+    while capture runs.
     """
 
     def __init__(
         self,
-        weave: Any,
+        store: EventStore,
+        config: ContextConfig | None = None,
         *,
-        summarizer: Summarizer | None = None,
-        llm: TextLLM | Callable[[str], str] | None = None,
-        policy: CompactionPolicy | None = None,
-        edit_policy: EditPolicy | None = None,
-        memory_llm: TextLLM | Callable[[str], str] | None = None,
-        presets: dict[str, LayerShares] | None = None,
-        listen: bool = True,
+        emit: Emit | None = None,
+        retrieve: Retrieve | None = None,
+        flush: Callable[[float], bool] | None = None,
     ) -> None:
-        opts = dict(getattr(weave, "options", {}).get("context") or {})
-        llm = llm if llm is not None else opts.get("llm")
-        summarizer = (
-            summarizer
-            or opts.get("summarizer")
-            or (LLMSummarizer(llm) if llm is not None else ExtractiveSummarizer())
+        cfg = config or ContextConfig()
+        summarizer = cfg.summarizer or (
+            LLMSummarizer(cfg.llm) if cfg.llm is not None else ExtractiveSummarizer()
         )
-        self.weave = weave
+        self.config = cfg
         #: the engine's session views; its writers' status changes reach them directly
-        self.views = Views(weave.store)
-        self.store = WatchedStore(getattr(weave, "writer", weave.store), self.views)
+        self.views = Views(store)
+        self.store = WatchedStore(store, self.views)
         self.edits = EditCache()
         self._catching_up: set[str] = set()
         self._stats_cache: dict[str, tuple[tuple[int, int], dict[str, Any]]] = {}
-        self.edit_policy = edit_policy or opts.get("edit_policy") or EditPolicy()
-        self.presets = {**PRESETS, **(presets or opts.get("presets") or {})}
-        self.memory = MemoryWriter(self.store, llm=memory_llm or opts.get("memory_llm"),
-                                   policy=self.edit_policy)  # fmt: skip
+        self._emit = emit
+        self._retrieve = retrieve
+        self._flush_fn = flush
+        self.edit_policy = cfg.edit_policy or EditPolicy()
+        self.presets = {**PRESETS, **cfg.presets}
+        self.memory = MemoryWriter(self.store, llm=cfg.memory_llm, policy=self.edit_policy)
         self.compactor = Compactor(
-            self.store, summarizer, policy=policy or opts.get("policy"),  # type: ignore[arg-type]
+            self.store, summarizer, policy=cfg.policy,
             edit_policy=self.edit_policy, overturned=self.memory.overturned_index,
         )  # fmt: skip
         self._counters: dict[str, TokenCounter] = {}
-        self._listening = False
-        if listen and hasattr(weave, "bus"):
-            weave.bus.listeners.append(self.memory.on_batch)
-            self._listening = True
-            weave._closers.append(self._detach)
 
-    def _detach(self) -> None:
-        if self._listening:
-            with contextlib.suppress(ValueError):  # already removed
-                self.weave.bus.listeners.remove(self.memory.on_batch)
-            self._listening = False
+    def on_batch(self, events: list[Event]) -> None:
+        """A stored batch: extract the memories its rules find (quick, no model)."""
+        self.memory.on_batch(events)
 
     @property
     def summarizer(self) -> Summarizer:
@@ -136,9 +154,8 @@ class ContextEngine:
 
     # ------------------------------------------------------------ upkeep
     def _flush(self) -> None:
-        flush = getattr(self.weave, "flush", None)
-        if callable(flush):
-            flush(10.0)
+        if self._flush_fn is not None:
+            self._flush_fn(10.0)
 
     def update(self, session_id: str) -> list[str]:
         """Catch up long-term memory for ``session_id``; returns new memory ids."""
@@ -389,12 +406,11 @@ class ContextEngine:
         """The fused retriever for cross-session recall, when it exists and is useful."""
         if use is False or not user_id:
             return None
+        retrieve = self._retrieve
+        if retrieve is None:
+            return None
         if use is None and len(self.store.sessions(user_id=user_id)) < 2:
             return None  # nothing beyond this session to search
-        try:
-            retrieve = self.weave.retrieve
-        except AttributeError:
-            return None
 
         def run(query: str) -> list[Any]:
             try:
@@ -409,8 +425,8 @@ class ContextEngine:
         return run
 
     def _record(self, ctx: AssembledContext, user_id: str | None) -> str | None:
-        emit = getattr(self.weave, "emit", None)
-        if not callable(emit):
+        emit = self._emit
+        if emit is None:
             return None
         payload = {
             "budget_tokens": ctx.budget_tokens,

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING
 
 from beeweave_core.index.base import (
     Chunk,
+    Embedder,
     EmbeddingIdentity,
     EmbeddingMismatch,
     IndexFilter,
@@ -24,6 +25,7 @@ if TYPE_CHECKING:
 __all__ = [
     "Chunk",
     "ChunkPolicy",
+    "Embedder",
     "EmbeddingIdentity",
     "EmbeddingMismatch",
     "IndexFilter",

@@ -22,6 +22,15 @@ from typing import Any, Protocol, runtime_checkable
 from beeweave_core.events import Event, EventType
 
 
+@runtime_checkable
+class Embedder(Protocol):
+    """What BeeWeave needs of an embedding model: LangChain's ``Embeddings`` shape."""
+
+    def embed_documents(self, texts: list[str]) -> list[list[float]]: ...
+
+    def embed_query(self, text: str) -> list[float]: ...
+
+
 class EmbeddingMismatch(RuntimeError):
     """Vectors and query come from different embedding models or versions."""
 
@@ -59,7 +68,7 @@ class EmbeddingIdentity:
         return self.key
 
     @classmethod
-    def of(cls, embeddings: Any, recipe: str = "") -> EmbeddingIdentity:
+    def of(cls, embeddings: Embedder, recipe: str = "") -> EmbeddingIdentity:
         from beeweave_core.embeddings import embedding_identity
 
         name, version = embedding_identity(embeddings)

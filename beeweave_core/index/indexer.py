@@ -17,7 +17,6 @@ money): ``beeweave reindex`` re-embeds, resumably, with a progress bar.
 from __future__ import annotations
 
 import logging
-import os
 import threading
 import time
 from collections import deque
@@ -25,18 +24,24 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
+from beeweave_core.config import IndexConfig
 from beeweave_core.events import Event, Status
 from beeweave_core.extras import install_hint
 from beeweave_core.index import IndexFilter, IndexState, VectorIndex, open_index
-from beeweave_core.index.base import Chunk, EmbeddingIdentity, EmbeddingMismatch, IndexBusy
+from beeweave_core.index.base import (
+    Chunk,
+    Embedder,
+    EmbeddingIdentity,
+    EmbeddingMismatch,
+    IndexBusy,
+)
 from beeweave_core.index.chunking import ChunkPolicy, chunk_events, embed_chunks, embed_query
+from beeweave_core.store import EventStore
 
 if TYPE_CHECKING:
     from beeweave_core.backends import Backend
 
 log = logging.getLogger("beeweave.indexer")
-#: ``BEEWEAVE_INDEX=off`` opens weaves without a vector index unless one is asked for.
-ENV_INDEX = "BEEWEAVE_INDEX"
 
 Progress = Callable[[int, int], None]
 #: How far back (in seq) to look for the text an event answers (past empty markers).
@@ -69,9 +74,9 @@ class Indexer:
 
     def __init__(
         self,
-        store: Any,
+        store: EventStore,
         index: VectorIndex | Callable[[], VectorIndex],
-        embeddings: Any,
+        embeddings: Embedder,
         *,
         policy: ChunkPolicy | None = None,
         batch_size: int = 64,
@@ -431,81 +436,54 @@ class Indexer:
 
 
 # ----------------------------------------------------------- weave wiring
-def attach_indexer(weave: Any) -> Indexer | None:
-    """Hang an :class:`Indexer` on ``weave`` (its bus listener and closer), per its options.
+def build_indexer(backend: Backend, *, config: IndexConfig) -> Indexer | None:
+    """The :class:`Indexer` ``config`` asks for over ``backend``'s events (``None``: none).
 
-    ``weave.options``: ``index`` (``None``/"auto", "chroma", "neo4j", a VectorIndex,
-    or ``False`` for none; ``BEEWEAVE_INDEX=off`` makes ``None`` mean none),
-    ``embeddings`` (default: the offline MiniLM), ``vector_url`` (Chroma directory or
-    server URL), ``index_options``: ``policy`` (:class:`ChunkPolicy`), ``backfill``
-    (gap check on open, default True), ``batch_size``, ``retry_interval``.
+    No index either when a package the chosen index or the default embeddings need is
+    missing: recall then runs on words, graph and recency.  The caller subscribes
+    :meth:`Indexer.on_stored` to its capture bus and closes the indexer with the weave.
     """
-    opts = weave.options
-    kind = opts.get("index")
-    if kind is None and os.environ.get(ENV_INDEX, "").lower() in ("0", "off", "false", "none"):
-        kind = False
-    if kind is False:
+    if not config.enabled:
         return None
-    missing = _missing_packages(weave.backend, kind, opts)
+    kind = config.kind
+    missing = _missing_packages(backend, kind, config)
     if missing:
         log.info("beeweave: semantic recall is off (not installed: %s; %s); words, graph "
                  "and recency still recall", ", ".join(missing), install_hint(["chroma"]))  # fmt: skip
         return None
-    embeddings = opts.get("embeddings")
+    embeddings = config.embeddings
     if embeddings is None:
         from beeweave_core.embeddings import default_embeddings
 
         embeddings = default_embeddings()
-        opts["embeddings"] = embeddings
-
-    extra = dict(opts.get("index_options") or {})
-    unknown = set(extra) - {"policy", "backfill", "batch_size", "retry_interval"}
-    if unknown:
-        raise ValueError(f"unknown index option(s) {sorted(unknown)}")
-    policy = extra.get("policy") or ChunkPolicy()
+    policy = config.policy or ChunkPolicy()
+    identity = EmbeddingIdentity.of(embeddings, policy.recipe)
 
     def factory() -> VectorIndex:
-        return open_index(
-            weave.backend,
-            embeddings=embeddings,
-            identity=EmbeddingIdentity.of(embeddings, policy.recipe),
-            kind=kind,
-            vector_url=opts.get("vector_url"),
-        )
+        return open_index(backend, embeddings=embeddings, identity=identity, kind=kind,
+                          vector_url=config.vector_url)  # fmt: skip
 
-    indexer = Indexer(
-        weave.store,
-        factory,
-        embeddings,
-        policy=policy,
-        batch_size=extra.get("batch_size", 64),
-        backfill_on_open=extra.get("backfill", True),
-        retry_interval=extra.get("retry_interval", 30.0),
-    )
-    weave.indexer = indexer
-    weave.bus.listeners.append(indexer.on_stored)
-    weave._closers.append(indexer.close)
-    return indexer
+    return Indexer(backend.events, factory, embeddings, policy=policy,
+                   batch_size=config.batch_size, backfill_on_open=config.backfill,
+                   retry_interval=config.retry_interval)  # fmt: skip
 
 
 #: What the default (offline MiniLM ONNX) embeddings import.
 EMBEDDING_PACKAGES = ("onnxruntime", "tokenizers")
 
 
-def _missing_packages(backend: Backend, kind: object, opts: dict[str, Any]) -> list[str]:
+def _missing_packages(
+    backend: Backend, kind: str | VectorIndex | None, config: IndexConfig
+) -> list[str]:
     """Packages the chosen index / default embeddings need that are not installed."""
     from importlib.util import find_spec
 
     need: list[str] = []
     if kind is None or isinstance(kind, str):  # a ready VectorIndex needs nothing more
-        need += backend.required_packages(kind=kind or "auto", vector_url=opts.get("vector_url"))
-    if opts.get("embeddings") is None:
+        need += backend.required_packages(kind=kind or "auto", vector_url=config.vector_url)
+    if config.embeddings is None:
         need += EMBEDDING_PACKAGES
     return [n for n in need if find_spec(n) is None]
 
 
-def indexer_of(weave: Any) -> Indexer | None:
-    return getattr(weave, "indexer", None)
-
-
-__all__ = ["Indexer", "IndexState", "ReindexResult", "attach_indexer", "indexer_of"]
+__all__ = ["Indexer", "IndexState", "ReindexResult", "build_indexer"]

@@ -1,0 +1,246 @@
+"""``WeaveConfig``: every setting a weave's parts read, typed, fixed when the weave opens.
+
+One frozen dataclass per part: :class:`IndexConfig` (the vector indexer),
+:class:`RetrievalConfig` (fused recall) and :class:`ContextConfig` (assembly,
+compaction, memory).  ``Weave`` hands each part its own section, so a part never
+looks settings up in a shared dict and a misspelt setting fails when the weave opens,
+not at first use.  Change a setting with :func:`dataclasses.replace`.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field, fields, replace
+from typing import TYPE_CHECKING
+
+from beeweave_core.events import EventType
+
+if TYPE_CHECKING:
+    from beeweave_core.context.assembler import LayerShares
+    from beeweave_core.context.compactor import CompactionPolicy
+    from beeweave_core.context.editing import EditPolicy
+    from beeweave_core.context.summarizers import Summarizer
+    from beeweave_core.index.base import Embedder, VectorIndex
+    from beeweave_core.index.chunking import ChunkPolicy
+    from beeweave_core.llm import TextLLM
+
+#: ``BEEWEAVE_INDEX=off`` opens weaves without a vector index unless one is asked for.
+ENV_INDEX = "BEEWEAVE_INDEX"
+#: The index kinds named by a string; ``"off"`` is the same as ``index=False``.
+INDEX_KINDS = ("auto", "chroma", "neo4j", "off")
+
+PATHS = ("recent", "semantic", "lexical", "temporal", "metadata", "graph")
+DAY = 86_400.0
+
+#: How much an event of each type is worth as an answer, before fusion weights.
+DEFAULT_TYPE_WEIGHTS: dict[EventType, float] = {
+    EventType.USER_MESSAGE: 1.0,
+    EventType.ASSISTANT_MESSAGE: 1.0,
+    EventType.TOOL_RESULT: 1.0,
+    EventType.TOOL_INVOCATION: 0.8,
+    EventType.MEMORY: 1.2,
+    EventType.SUMMARY: 0.9,
+    EventType.INTERNAL_THOUGHT: 0.6,
+    EventType.SYSTEM_PROMPT: 0.5,
+    EventType.ERROR: 0.8,
+    EventType.WARNING: 0.5,
+    EventType.RETRIEVAL: 0.3,  # an echo of what was recalled before
+    EventType.MODEL_CALL: 0.2,
+    EventType.CHECKPOINT: 0.1,
+}
+
+
+@dataclass(frozen=True)
+class IndexConfig:
+    """The vector index behind semantic recall.
+
+    ``kind``: ``None``/``"auto"`` (Neo4j's own index for a Neo4j store, else Chroma),
+    ``"chroma"``, ``"neo4j"``, a ready :class:`~beeweave_core.index.VectorIndex`, or
+    ``"off"`` for none (``BEEWEAVE_INDEX=off`` turns ``None`` into ``"off"``).
+    ``embeddings``: any LangChain-style ``Embeddings`` (default: the offline MiniLM).
+    ``vector_url``: a Chroma directory or ``http(s)://host:port`` server.
+    ``policy``: what is embedded and how texts are chunked (default ``ChunkPolicy()``).
+    ``backfill``: run the gap check when the weave opens.  ``batch_size``: events per
+    embedding batch.  ``retry_interval``: seconds before a failed batch is retried.
+    """
+
+    kind: str | VectorIndex | None = None
+    embeddings: Embedder | None = None
+    vector_url: str | None = None
+    policy: ChunkPolicy | None = None
+    backfill: bool = True
+    batch_size: int = 64
+    retry_interval: float = 30.0
+
+    def __post_init__(self) -> None:
+        if isinstance(self.kind, str) and self.kind.lower() not in INDEX_KINDS:
+            raise ValueError(
+                f"unknown index {self.kind!r}: expected {', '.join(INDEX_KINDS)} or a VectorIndex"
+            )
+        if self.kind is not None and not isinstance(self.kind, str):
+            from beeweave_core.index.base import VectorIndex
+
+            if not isinstance(self.kind, VectorIndex):
+                raise TypeError(
+                    f"index must be 'chroma', 'neo4j' or a VectorIndex, got {self.kind!r}"
+                )
+        if (
+            isinstance(self.batch_size, bool)
+            or not isinstance(self.batch_size, int)
+            or self.batch_size <= 0
+        ):
+            raise ValueError(f"batch_size must be a positive int, got {self.batch_size!r}")
+        if self.retry_interval <= 0:
+            raise ValueError(f"retry_interval must be positive, got {self.retry_interval!r}")
+
+    @property
+    def enabled(self) -> bool:
+        """Whether the weave gets a vector index at all."""
+        if isinstance(self.kind, str):
+            return self.kind.lower() != "off"
+        if self.kind is None:
+            return os.environ.get(ENV_INDEX, "").lower() not in ("0", "off", "false", "none")
+        return True
+
+    @classmethod
+    def from_options(
+        cls,
+        *,
+        index: str | VectorIndex | bool | None = None,
+        embeddings: Embedder | None = None,
+        vector_url: str | None = None,
+        index_options: Mapping[str, object] | None = None,
+        base: IndexConfig | None = None,
+    ) -> IndexConfig:
+        """The section ``Weave.open``'s keyword arguments name, over ``base``.
+
+        ``index=False`` means ``"off"``; ``index_options`` holds the other fields
+        (``policy``, ``backfill``, ``batch_size``, ``retry_interval``).
+        """
+        known = {f.name for f in fields(cls)} - {"kind", "embeddings", "vector_url"}
+        extra = dict(index_options or {})
+        unknown = set(extra) - known
+        if unknown:
+            raise ValueError(f"unknown index option(s) {sorted(unknown)}; known: {sorted(known)}")
+        given: dict[str, object] = dict(extra)
+        if index is not None:
+            given["kind"] = "off" if index is False else ("auto" if index is True else index)
+        if embeddings is not None:
+            given["embeddings"] = embeddings
+        if vector_url is not None:
+            given["vector_url"] = vector_url
+        return replace(base or cls(), **given)
+
+
+@dataclass(frozen=True)
+class RetrievalConfig:
+    """Knobs of fusion; the defaults suit an agent's working memory.
+
+    ``weights``: per path, multiplies its reciprocal-rank term (0 turns it off).
+    ``fusion``: ``"rrf"`` (weighted reciprocal rank) or ``"score"`` (weighted sum of
+    min-max normalised scores, a convex combination).
+    ``rrf_k``: the reciprocal-rank constant.  Small (10, not the customary 60) so each
+    path's first hits dominate: with 60, ranks 1 and 50 differ by less than 2x and a
+    weaker path's noise outweighs a stronger path's confident top hit.
+    ``type_weights``: per event type, multiplies the fused score.
+    ``half_life``: seconds after which an event's score is halved (towards
+    ``decay_floor``); ``None`` disables recency decay.
+    ``candidates``: how many results each path fetches before fusion.
+    ``graph_seeds``/``graph_depth``/``neighbours``/``hop_decay``: how far the graph
+    path looks from the best hits (4 causal hops reach the user question behind a
+    tool result: result → call → message → model call → question) and how much of
+    a seed's score it passes on.
+    ``time_margin``: days added after a date the query names (people talk about
+    things after they happen).
+    ``index_wait``: seconds to wait for the vector indexer to catch up first.
+    """
+
+    weights: Mapping[str, float] = field(
+        default_factory=lambda: {
+            "semantic": 1.0,
+            "lexical": 1.0,
+            "temporal": 1.0,
+            "recent": 0.5,
+            "metadata": 0.3,
+            "graph": 0.5,
+        }
+    )
+    fusion: str = "rrf"
+    rrf_k: float = 10.0
+    type_weights: Mapping[EventType, float] = field(
+        default_factory=lambda: dict(DEFAULT_TYPE_WEIGHTS)
+    )
+    half_life: float | None = 30 * DAY
+    decay_floor: float = 0.5
+    candidates: int = 50
+    recent_n: int = 10
+    graph_seeds: int = 8
+    graph_depth: int = 4
+    neighbours: int = 1
+    hop_decay: float = 0.5
+    time_margin: float = 14.0
+    dedup: bool = True
+    index_wait: float = 1.0
+
+    def __post_init__(self) -> None:
+        if self.fusion not in ("rrf", "score"):
+            raise ValueError(f"fusion must be 'rrf' or 'score', got {self.fusion!r}")
+        if self.rrf_k <= 0 or self.candidates <= 0:
+            raise ValueError("rrf_k and candidates must be positive")
+        if self.half_life is not None and self.half_life <= 0:
+            raise ValueError("half_life must be positive (or None for no decay)")
+        if not 0.0 <= self.decay_floor <= 1.0:
+            raise ValueError("decay_floor must be between 0 and 1")
+        bad = set(self.weights) - set(PATHS)
+        if bad:
+            raise ValueError(f"weights for unknown path(s) {sorted(bad)}")
+
+
+@dataclass(frozen=True)
+class ContextConfig:
+    """Assembly, compaction and long-term memory (``weave.context``).
+
+    ``summarizer``: writes compaction summaries (default: extractive, no model).
+    ``llm``: a :class:`~beeweave_core.llm.TextLLM` (framework models are wrapped by
+    their integration package: ``LangChainLLM``, ``LlamaIndexLLM``) or a function
+    ``str -> str``; a shortcut for ``summarizer=LLMSummarizer(llm)``.  ``policy``: when and how to compact.
+    ``edit_policy``: what the immediate layer drops or cuts.  ``memory_llm``: a chat
+    model that extracts memories the rules miss (optional).  ``presets``: layer
+    shares per phase, over the built-in ones.
+    """
+
+    summarizer: Summarizer | None = None
+    llm: TextLLM | Callable[[str], str] | None = None
+    policy: CompactionPolicy | None = None
+    edit_policy: EditPolicy | None = None
+    memory_llm: TextLLM | Callable[[str], str] | None = None
+    presets: Mapping[str, LayerShares] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class WeaveConfig:
+    """Everything a weave's parts are configured with; see each section."""
+
+    index: IndexConfig = field(default_factory=IndexConfig)
+    retrieval: RetrievalConfig = field(default_factory=RetrievalConfig)
+    context: ContextConfig = field(default_factory=ContextConfig)
+
+    def __post_init__(self) -> None:
+        for name, kind in (("index", IndexConfig), ("retrieval", RetrievalConfig),
+                           ("context", ContextConfig)):  # fmt: skip
+            value = getattr(self, name)
+            if not isinstance(value, kind):
+                raise TypeError(f"WeaveConfig.{name} must be a {kind.__name__}, got {value!r}")
+
+
+__all__ = [
+    "DAY",
+    "DEFAULT_TYPE_WEIGHTS",
+    "ENV_INDEX",
+    "PATHS",
+    "ContextConfig",
+    "IndexConfig",
+    "RetrievalConfig",
+    "WeaveConfig",
+]

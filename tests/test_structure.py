@@ -1,0 +1,194 @@
+"""Structure checks read from the source with ``ast``: typed public API, explicit wiring.
+
+They fail when someone reintroduces what issue 12 removed: ``Any`` in ``Weave``'s public
+signatures, ``weave: Any`` parameters, parts reaching into the weave's closers or the
+bus's listener list, an import cycle through ``weave.py``, a second written version.
+"""
+
+from __future__ import annotations
+
+import ast
+import inspect
+import sys
+import textwrap
+import typing
+from pathlib import Path
+
+import pytest
+
+import beeweave_core
+from beeweave_core import weave as weave_module
+from beeweave_core.weave import Weave
+
+ROOT = Path(beeweave_core.__file__).resolve().parent.parent
+PACKAGES = ["beeweave_core", "beeweave_langchain", "beeweave_llamaindex", "beeweave_bench",
+            "beeweave_demo"]  # fmt: skip
+
+
+def _sources(*packages: str) -> list[tuple[str, ast.Module]]:
+    out = []
+    for pkg in packages:
+        for path in sorted((ROOT / pkg).rglob("*.py")):
+            module = ".".join(path.relative_to(ROOT).with_suffix("").parts)
+            out.append((module.removesuffix(".__init__"), ast.parse(path.read_text())))
+    return out
+
+
+def _public_methods() -> list[ast.FunctionDef | ast.AsyncFunctionDef]:
+    tree = ast.parse(textwrap.dedent(inspect.getsource(Weave)))
+    (cls,) = tree.body
+    assert isinstance(cls, ast.ClassDef)
+    return [
+        fn
+        for fn in cls.body
+        if isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef))
+        and (not fn.name.startswith("_") or fn.name == "__init__")
+    ]
+
+
+def _type_checking_names() -> dict[str, object]:
+    """What ``weave.py`` imports for annotations only, imported for real here."""
+    tree = ast.parse(inspect.getsource(weave_module))
+    ns: dict[str, object] = {}
+    for node in tree.body:
+        if isinstance(node, ast.If) and ast.unparse(node.test) == "TYPE_CHECKING":
+            exec(compile(ast.Module(body=node.body, type_ignores=[]), "weave.py", "exec"), ns)
+    return ns
+
+
+def _mentions_any(hint: object, seen: set[int]) -> bool:
+    if hint is typing.Any:
+        return True
+    if id(hint) in seen:
+        return False
+    seen.add(id(hint))
+    if typing.is_typeddict(hint):  # **kw: Unpack[Options]: the options are the signature
+        return any(_mentions_any(h, seen) for h in typing.get_type_hints(hint).values())
+    return any(_mentions_any(a, seen) for a in typing.get_args(hint))
+
+
+def test_every_public_weave_signature_is_fully_annotated_without_any() -> None:
+    methods = _public_methods()
+    assert {"open", "retrieve", "aretrieve", "assemble", "aassemble", "stats", "retriever",
+            "context", "on_close", "emit"} <= {fn.name for fn in methods}  # fmt: skip
+    for fn in methods:
+        args = fn.args
+        params = [*args.posonlyargs, *args.args, *args.kwonlyargs]
+        params = [a for a in params if a.arg not in ("self", "cls")]
+        params += [a for a in (args.vararg, args.kwarg) if a is not None]
+        for node in [*(a.annotation for a in params), fn.returns]:
+            assert node is not None, f"Weave.{fn.name}: a parameter or the return is untyped"
+            names = {n.id for n in ast.walk(node) if isinstance(n, ast.Name)}
+            names |= {n.attr for n in ast.walk(node) if isinstance(n, ast.Attribute)}
+            assert "Any" not in names, f"Weave.{fn.name}: {ast.unparse(node)}"
+
+
+def test_weave_annotations_resolve_to_real_types_without_any() -> None:
+    localns = _type_checking_names()
+    for fn in _public_methods():
+        member = inspect.getattr_static(Weave, fn.name)
+        func = member.fget if isinstance(member, property) else getattr(member, "__func__", member)
+        hints = typing.get_type_hints(func, vars(weave_module), localns)
+        assert "return" in hints, fn.name
+        for name, hint in hints.items():
+            assert not _mentions_any(hint, set()), f"Weave.{fn.name}({name}): {hint}"
+
+
+def _annotation_has_any(node: ast.expr | None) -> bool:
+    return node is not None and any(
+        (isinstance(n, ast.Name) and n.id == "Any")
+        or (isinstance(n, ast.Attribute) and n.attr == "Any")
+        for n in ast.walk(node)
+    )
+
+
+def test_no_weave_parameter_or_field_is_typed_any() -> None:
+    found = []
+    for module, tree in _sources(*PACKAGES):
+        for node in ast.walk(tree):
+            is_param = isinstance(node, ast.arg) and node.arg == "weave"
+            is_field = isinstance(node, ast.AnnAssign) and ast.unparse(node.target) == "weave"
+            if (is_param or is_field) and (
+                node.annotation is None or _annotation_has_any(node.annotation)
+            ):
+                found.append(f"{module}:{node.lineno}")
+    assert found == []
+
+
+@pytest.mark.parametrize(
+    ("attribute", "home"),
+    [
+        ("_closers", "beeweave_core.weave"),
+        ("listeners", "beeweave_core.bus"),
+        ("options", None),
+    ],  # fmt: skip
+)
+def test_parts_use_on_close_and_subscribe_not_the_lists_behind_them(
+    attribute: str, home: str | None
+) -> None:
+    """``weave.options`` is gone; the closers and listeners lists belong to their class."""
+    users = [
+        f"{module}:{node.lineno}"
+        for module, tree in _sources(*PACKAGES)
+        if module != home
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Attribute)
+        and node.attr == attribute
+        and ast.unparse(node.value).split(".")[-1] in ("weave", "bus", "self.weave", "_weave")
+    ]
+    assert users == []
+
+
+def _imports(module: str, tree: ast.Module) -> set[str]:
+    """Modules ``module`` imports at run time (``if TYPE_CHECKING:`` blocks excluded)."""
+    skip: set[int] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.If) and ast.unparse(node.test) == "TYPE_CHECKING":
+            skip |= {id(n) for stmt in node.body for n in ast.walk(stmt)}
+    out: set[str] = set()
+    for node in ast.walk(tree):
+        if id(node) in skip:
+            continue
+        if isinstance(node, ast.ImportFrom) and node.module:
+            out.add(node.module)
+            out |= {f"{node.module}.{a.name}" for a in node.names}
+        elif isinstance(node, ast.Import):
+            out |= {a.name for a in node.names}
+    return out
+
+
+def test_no_import_cycle_runs_through_weave() -> None:
+    """Lazy imports count too: a cycle hidden in a function is still a cycle."""
+    sources = dict(_sources("beeweave_core"))
+    graph = {m: {d for d in _imports(m, t) if d in sources and d != "beeweave_core"}
+             for m, t in sources.items()}  # fmt: skip
+    start = "beeweave_core.weave"
+    stack, reached = list(graph[start]), set()
+    while stack:
+        m = stack.pop()
+        if m not in reached:
+            reached.add(m)
+            stack.extend(graph[m])
+    back = sorted(m for m in reached if start in graph[m])
+    assert back == [], f"these modules import weave.py, which imports them: {back}"
+
+
+def test_paths_stay_importable_from_their_old_homes() -> None:
+    from beeweave_core import paths
+    from beeweave_core.weave import beeweave_home, default_url
+
+    assert beeweave_home is paths.beeweave_home and beeweave_core.beeweave_home is beeweave_home
+    assert default_url is paths.default_url
+
+
+def test_the_version_is_written_once() -> None:
+    if sys.version_info >= (3, 11):
+        import tomllib
+    else:  # pragma: no cover
+        tomllib = pytest.importorskip("tomli")
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())
+    assert "version" not in project["project"] and "version" in project["project"]["dynamic"]
+    assert project["tool"]["setuptools"]["dynamic"]["version"] == {
+        "attr": "beeweave_core.__version__"
+    }
+    assert isinstance(beeweave_core.__version__, str) and beeweave_core.__version__.count(".") == 2
