@@ -406,7 +406,7 @@ class Retriever:
         flt = c.flt
         if not flt.active:
             return []
-        stats = self.store.sessions(user_id=flt.user_id) if flt.user_id else self.store.sessions()
+        stats = self.store.sessions(user_id=flt.user_id, include_items=True)
         found: list[Event] = []
         looked = 0
         for s in stats:  # most recent sessions first

@@ -322,7 +322,7 @@ class Indexer:
             self._cancel_gap.clear()
             state = self.index.load_state()
             todo = []
-            for s in self.store.sessions():
+            for s in self.store.sessions(include_items=True):
                 mark = state.sessions.get(s.session_id, -1)
                 if s.last_seq > mark:
                     todo.append((s.session_id, mark, s.last_seq))
