@@ -34,6 +34,7 @@ from typing import TYPE_CHECKING, Any, TypedDict
 from beeweave_core.config import DAY, DEFAULT_TYPE_WEIGHTS, PATHS, RetrievalConfig
 from beeweave_core.events import EdgeType, Event, EventType, Status
 from beeweave_core.index.base import IndexFilter
+from beeweave_core.ranking import age_weight, minmax_shares, rrf_shares
 from beeweave_core.store import EventStore
 from beeweave_core.text.timehints import TimeWindow, find_windows
 
@@ -213,20 +214,8 @@ class _Call:
 
 
 def _shares(ranked: list[tuple[str, float]], cfg: RetrievalConfig) -> list[tuple[str, float]]:
-    """What each entry of one path's ranking (best first) adds before weighting.
-
-    ``rrf``: 1 / (rrf_k + rank).  ``score``: the raw score min-max normalised over
-    the list (1 = this path's best, 0 = its worst), which keeps how far ahead a
-    confident top hit is -- ranks forget that.
-    """
-    if cfg.fusion == "rrf":
-        return [(eid, 1.0 / (cfg.rrf_k + r)) for r, (eid, _) in enumerate(ranked, 1)]
-    if not ranked:
-        return []
-    lo = min(x for _, x in ranked)
-    hi = max(x for _, x in ranked)
-    span = hi - lo
-    return [(eid, (x - lo) / span if span > 0 else 1.0) for eid, x in ranked]
+    """What each entry of one path's ranking (best first) adds before weighting."""
+    return rrf_shares(ranked, cfg.rrf_k) if cfg.fusion == "rrf" else minmax_shares(ranked)
 
 
 def _norm_text(text: str) -> str:
@@ -248,6 +237,80 @@ class RetrieveOptions(TypedDict, total=False):
     scope: str | None
     now: float | None
     config: RetrievalConfig | None
+
+
+def _on(c: _Call, name: str) -> bool:
+    """Whether path ``name`` runs in this call: chosen, and weighted above zero."""
+    return name in c.chosen and c.cfg.weights.get(name, 0) > 0
+
+
+@dataclass
+class _Fusion:
+    """The fused score of each event, and each path's own score and rank for it."""
+
+    score: dict[str, float] = field(default_factory=dict)
+    paths: dict[str, dict[str, float]] = field(default_factory=dict)
+    ranks: dict[str, dict[str, int]] = field(default_factory=dict)
+    via: dict[str, list[str]] = field(default_factory=dict)
+
+    def add(self, eid: str, path: str, share: float, raw: float, rank: int) -> None:
+        self.score[eid] = self.score.get(eid, 0.0) + share
+        self.paths.setdefault(eid, {})[path] = raw
+        self.ranks.setdefault(eid, {})[path] = rank
+
+
+def _fuse(
+    c: _Call, ranked: Mapping[str, list[tuple[str, float]]], events: Mapping[str, Event]
+) -> _Fusion:
+    """Weighted sum of each path's shares over the events that passed the gate."""
+    fusion = _Fusion()
+    for name, lst in ranked.items():
+        kept = [(eid, raw) for eid, raw in lst if eid in events]
+        weight = c.cfg.weights.get(name, 0.0)
+        for rank, ((eid, raw), (_, share)) in enumerate(
+            zip(kept, _shares(kept, c.cfg), strict=True), 1
+        ):
+            fusion.add(eid, name, weight * share, raw, rank)
+    return fusion
+
+
+def _decay(ev: Event, c: _Call) -> float:
+    """Recency weight: the event's own half-life (a memory's by its kind, see
+    :func:`beeweave_core.ranking.half_life`), else ``half_life``, towards ``decay_floor``."""
+    return age_weight(ev, c.now, default=c.cfg.half_life, floor=c.cfg.decay_floor)
+
+
+def _top_hits(
+    c: _Call,
+    order: list[str],
+    final: Mapping[str, float],
+    fusion: _Fusion,
+    events: Mapping[str, Event],
+    k: int,
+) -> list[Hit]:
+    """The best ``k`` non-empty events, each near-identical text merged into its first hit."""
+    hits: list[Hit] = []
+    merged: dict[str, list[str]] = {}
+    kept_by_text: dict[str, str] = {}
+    for eid in order:
+        ev = events[eid]
+        if not ev.content.strip():
+            continue  # an empty marker (a model call) links the graph but answers nothing
+        key = _norm_text(ev.content) if c.cfg.dedup else None
+        if key is not None and key in kept_by_text:
+            merged.setdefault(kept_by_text[key], []).append(eid)
+            continue
+        if len(hits) >= k:
+            continue  # keep scanning: later duplicates still get merged into shown hits
+        via = tuple(fusion.via.get(eid, ()))
+        prov = Provenance(ev.id, ev.session_id, ev.seq, ev.ts, ev.type, via=via)
+        hits.append(Hit(ev, final[eid], fusion.paths.get(eid, {}), fusion.ranks.get(eid, {}), prov))
+        if key is not None:
+            kept_by_text[key] = eid
+    for h in hits:
+        if h.event.id in merged:
+            h.provenance = replace(h.provenance, duplicates=tuple(merged[h.event.id]))
+    return hits
 
 
 class Retriever:
@@ -440,83 +503,40 @@ class Retriever:
 
     # ------------------------------------------------------------- fusion
     def _run(self, c: _Call, k: int) -> list[Hit]:
-        cfg, w, chosen = c.cfg, c.cfg.weights, c.chosen
-
-        def on(name: str) -> bool:
-            return name in chosen and w.get(name, 0) > 0
-
-        ranked: dict[str, list[tuple[str, float]]] = {}
-        if (on("semantic") or on("temporal")) and self.indexer is not None:
-            self.indexer.sync(cfg.index_wait)  # read your writes, within reason
-        if on("recent"):
-            ranked["recent"] = self._recent(c)
-        if on("semantic"):
-            ranked["semantic"] = self._semantic(c)
-        if on("lexical"):
-            ranked["lexical"] = self._lexical(c)
-        if on("metadata"):
-            ranked["metadata"] = self._metadata(c)
-        if on("temporal"):
-            ranked["temporal"] = self._temporal(c)
-
+        """Rank by each path, fuse, follow the graph, weight, then keep the best ``k``."""
+        ranked = self._rank_paths(c)
         events = self._hydrate(c, {eid for lst in ranked.values() for eid, _ in lst})
-        fused: dict[str, float] = {}
-        path_scores: dict[str, dict[str, float]] = {}
-        path_ranks: dict[str, dict[str, int]] = {}
-        for name, lst in ranked.items():
-            kept = [(eid, raw) for eid, raw in lst if eid in events]
-            for rank, (eid, share) in enumerate(_shares(kept, cfg), 1):
-                fused[eid] = fused.get(eid, 0.0) + w.get(name, 0.0) * share
-                path_scores.setdefault(eid, {})[name] = kept[rank - 1][1]
-                path_ranks.setdefault(eid, {})[name] = rank
-
-        via: dict[str, list[str]] = {}
-        if on("graph") and fused:
-            graph = self._graph(c, fused, events)
-            order = sorted(graph.items(), key=lambda p: -p[1][0])
-            for rank, (eid, (score, seeds)) in enumerate(order, 1):
-                fused[eid] = fused.get(eid, 0.0) + w["graph"] * score
-                path_scores.setdefault(eid, {})["graph"] = score
-                path_ranks.setdefault(eid, {})["graph"] = rank
-                via[eid] = seeds
-
+        fusion = _fuse(c, ranked, events)
+        if _on(c, "graph") and fusion.score:
+            self._add_graph(c, fusion, events)
         final = {
-            eid: s
-            * cfg.type_weights.get(events[eid].type, 1.0)
-            * self._decay(events[eid], cfg, c.now)
-            for eid, s in fused.items()
+            eid: s * c.cfg.type_weights.get(events[eid].type, 1.0) * _decay(events[eid], c)
+            for eid, s in fusion.score.items()
         }
         order = sorted(final, key=lambda e: (-final[e], -events[e].ts))
-        hits: list[Hit] = []
-        merged: dict[str, list[str]] = {}
-        kept_by_text: dict[str, str] = {}
-        for eid in order:
-            ev = events[eid]
-            if not ev.content.strip():
-                continue  # an empty marker (a model call) links the graph but answers nothing
-            key = _norm_text(ev.content) if cfg.dedup else None
-            if key is not None and key in kept_by_text:
-                merged.setdefault(kept_by_text[key], []).append(eid)
-                continue
-            if len(hits) >= k:
-                continue  # keep scanning: later duplicates still get merged into shown hits
-            hits.append(
-                Hit(
-                    event=ev,
-                    score=final[eid],
-                    paths=path_scores.get(eid, {}),
-                    ranks=path_ranks.get(eid, {}),
-                    provenance=Provenance(
-                        ev.id, ev.session_id, ev.seq, ev.ts, ev.type, via=tuple(via.get(eid, ()))
-                    ),
-                )
-            )
-            if key is not None:
-                kept_by_text[key] = eid
-        for h in hits:
-            if h.event.id in merged:
-                h.provenance = replace(h.provenance, duplicates=tuple(merged[h.event.id]))
-        return hits
+        return _top_hits(c, order, final, fusion, events, k)
+
+    def _rank_paths(self, c: _Call) -> dict[str, list[tuple[str, float]]]:
+        """Each chosen path's own ranking (best first) of event ids."""
+        if (_on(c, "semantic") or _on(c, "temporal")) and self.indexer is not None:
+            self.indexer.sync(c.cfg.index_wait)  # read your writes, within reason
+        runs = {
+            "recent": self._recent,
+            "semantic": self._semantic,
+            "lexical": self._lexical,
+            "metadata": self._metadata,
+            "temporal": self._temporal,
+        }
+        return {name: run(c) for name, run in runs.items() if _on(c, name)}
+
+    def _add_graph(self, c: _Call, fusion: _Fusion, events: dict[str, Event]) -> None:
+        """The graph path: neighbours of the best fused hits, ranked by what they inherit."""
+        graph = self._graph(c, fusion.score, events)
+        order = sorted(graph.items(), key=lambda p: -p[1][0])
+        weight = c.cfg.weights["graph"]
+        for rank, (eid, (score, seeds)) in enumerate(order, 1):
+            fusion.add(eid, "graph", weight * score, score, rank)
+            fusion.via[eid] = seeds
 
     def _hydrate(self, c: _Call, ids: set[str]) -> dict[str, Event]:
         """Active events by id, in scope and passing the filters (the one gate for all paths)."""
@@ -573,13 +593,6 @@ class Retriever:
                     reach(other, seed, abs(other.seq - ev.seq))
         events.update(fetched)
         return reached
-
-    @staticmethod
-    def _decay(ev: Event, cfg: RetrievalConfig, now: float) -> float:
-        if not cfg.half_life:
-            return 1.0
-        age = max(0.0, now - ev.ts)
-        return cfg.decay_floor + (1.0 - cfg.decay_floor) * 0.5 ** (age / cfg.half_life)
 
 
 __all__ = [

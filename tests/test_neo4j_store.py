@@ -13,8 +13,9 @@ import pytest
 from neo4j.exceptions import DriverError
 
 from beeweave_core.backends.neo4j import events_cypher as q
-from beeweave_core.backends.neo4j.events import Neo4jEventStore, lucene_escape
+from beeweave_core.backends.neo4j.events import Neo4jEventStore
 from beeweave_core.events import TYPE_LABELS, Edge, EdgeType, EventType
+from beeweave_core.text.lucene import escape as lucene_escape
 
 from .conftest import _purge_tenant, neo4j_auth
 from .test_store_conformance import T0, chain, ev

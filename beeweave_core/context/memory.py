@@ -40,18 +40,13 @@ from beeweave_core.context.supersession import (
 )
 from beeweave_core.events import Edge, EdgeType, Event, EventType, event_id_for
 from beeweave_core.llm import TextLLM, as_text_llm
+from beeweave_core.ranking import HALF_LIFE_DAYS, age_weight
 from beeweave_core.store import EventStore
 from beeweave_core.text import language as L
+from beeweave_core.text.segment import CJK
 from beeweave_core.text.statements import is_statement
 
 KINDS = ("fact", "decision", "preference", "constraint", "artifact")
-HALF_LIFE_DAYS = {
-    "preference": 180.0,
-    "constraint": 90.0,
-    "decision": 60.0,
-    "fact": 30.0,
-    "artifact": 14.0,
-}
 EXPIRE_HALF_LIVES = 4.0
 #: Kinds that tell the agent what to do; only these can contradict each other.
 INSTRUCTION_KINDS = frozenset({"constraint", "decision", "preference"})
@@ -62,10 +57,7 @@ _SOURCE = {"framework": "beeweave", "component": "memory"}
 
 def decay(ev: Event, now: float | None = None) -> float:
     """Recall weight of a memory by age and kind: 1.0 new, halving every half-life."""
-    kind = (ev.payload or {}).get("kind", "fact")
-    half_life = float((ev.payload or {}).get("half_life_days") or HALF_LIFE_DAYS.get(kind, 30.0))
-    age_days = max(0.0, ((now or time.time()) - ev.ts) / 86400.0)
-    return 0.5 ** (age_days / half_life)
+    return age_weight(ev, now)
 
 
 def expired(ev: Event, now: float | None = None) -> bool:
@@ -89,7 +81,7 @@ def _too_short(sentence: str) -> bool:
     if L.key_values(sentence):
         return False
     if L.has_cjk(sentence):
-        return len(L.CJK.findall(sentence)) < 4
+        return len(CJK.findall(sentence)) < 4
     return len(sentence.split()) < 3
 
 

@@ -4,15 +4,14 @@ Candidates are memories and summary lines of the session, the original turns of
 segments whose summary was rolled back or that are not compacted yet but fell out of
 the immediate window, and — for the same user — memories and summaries of their other
 sessions (through the fused retriever when it is available, else straight from the
-store).  Each is scored by lexical relevance to the query (BM25 over the same terms the
-search index uses, Chinese segmented), a prior by kind, recency, and memory decay.
+store).  Each is scored by lexical relevance to the query (BM25 from
+:mod:`beeweave_core.ranking`, over the same terms the search index uses, Chinese
+segmented), a prior by kind, recency, and memory decay (a half-life per kind).
 """
 
 from __future__ import annotations
 
 import logging
-import math
-from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
@@ -23,11 +22,15 @@ from beeweave_core.context.editing import Editor, SourceLine
 from beeweave_core.context.memory import decay, expired
 from beeweave_core.context.messages import Unit
 from beeweave_core.events import Event, EventType
+from beeweave_core.ranking import bm25, rrf_shares
 from beeweave_core.text import language as L
-from beeweave_core.text import lexical
+from beeweave_core.text import segment
 
 log = logging.getLogger("beeweave.context")
 
+#: How much a piece of each kind is worth before the query is known: what the agent
+#: was told to do (decisions, constraints) first, then what the user likes, then
+#: things produced and facts; a summary line and a raw turn are the least distilled.
 PRIOR = {
     "decision": 0.9,
     "constraint": 0.9,
@@ -37,6 +40,18 @@ PRIOR = {
     "summary": 0.55,
     "original": 0.5,
 }
+#: A piece's score: ``RELEVANCE * bm25 / best bm25 + KIND_PRIOR * prior + RECENCY *
+#: recency`` (each part in 0..1, the weights sum to 1).  Relevance dominates: a piece
+#: with the best match scores at least 0.725, one matching nothing at most 0.375, so a
+#: piece with over ~42 % of the best relevance outranks any non-matching piece
+#: whatever its kind or age.  The prior (spread 0.1 over the kinds) and recency
+#: (spread 0.15) order pieces that match alike, and everything when nothing matches;
+#: recency weighs a little more because the latest word on a subject is the one that
+#: holds.
+RELEVANCE, KIND_PRIOR, RECENCY = 0.6, 0.25, 0.15
+#: Weight of another session's memories and summaries: the same user's, but said in
+#: another task whose context may not apply here.
+OTHER_SESSION = 0.85
 
 
 @dataclass
@@ -86,7 +101,7 @@ class RecallInputs:
 
     @property
     def query_terms(self) -> frozenset[str]:
-        return frozenset(t for t in _tokens(self.query or "") if t not in lexical.STOPWORDS)
+        return frozenset(t for t in _tokens(self.query or "") if t not in segment.STOPWORDS)
 
 
 def _mem_piece(m: Event, origin: str, weight: float, recency: float) -> Recallable:
@@ -154,7 +169,7 @@ def _summary_pieces(
 @lru_cache(maxsize=65536)
 def _tokens(text: str) -> tuple[str, ...]:
     """BM25 terms of a text (pieces repeat across calls: tokenised once)."""
-    return tuple(lexical.tokens(text))
+    return tuple(segment.tokens(text))
 
 
 def gather(inp: RecallInputs) -> list[Recallable]:
@@ -222,6 +237,7 @@ def _originals(inp: RecallInputs, span: int) -> list[Recallable]:
 
 
 def _cross_session(inp: RecallInputs) -> list[Recallable]:
+    """The same user's memories and summaries from their other sessions."""
     if not inp.user_id:
         return []
     out: list[Recallable] = []
@@ -230,52 +246,54 @@ def _cross_session(inp: RecallInputs) -> list[Recallable]:
         origin = f"session {sid}"
         for m in mems:
             if not expired(m, inp.now):
-                out.append(_mem_piece(m, origin, 0.85 * decay(m, inp.now), 0.0))
+                out.append(_mem_piece(m, origin, OTHER_SESSION * decay(m, inp.now), 0.0))
                 known.add(m.id)
         for s in sums:
-            out += _summary_pieces(s, origin, 0.85, None)
+            out += _summary_pieces(s, origin, OTHER_SESSION, None)
             known.add(s.id)
     if inp.retrieve is not None and inp.query:
-        ranked: dict[str, int] = {}
-        for rank, hit in enumerate(inp.retrieve(inp.query)):
-            ev = hit.event
-            if ev.session_id == inp.session_id:
-                continue
-            ranked[ev.id] = rank
-            if ev.id in known:
-                continue
-            if ev.type == EventType.MEMORY and not expired(ev, inp.now):
-                p = _mem_piece(ev, f"session {ev.session_id}", 0.85 * decay(ev, inp.now), 0.0)
-                p.via = "retriever"
-                out.append(p)
-            elif ev.type == EventType.SUMMARY and ev.content:
-                for p in _summary_pieces(ev, f"session {ev.session_id}", 0.85, None):
-                    p.via = "retriever"
-                    out.append(p)
-        for p in out:
-            if p.event_ids[0] in ranked:
-                p.via = "retriever"
-                p.weight *= 1.0 + 1.0 / (1 + ranked[p.event_ids[0]])
+        _add_retrieved(inp, out, known)
     return out
 
 
+def _add_retrieved(inp: RecallInputs, out: list[Recallable], known: set[str]) -> None:
+    """What the fused retriever finds in other sessions, and its order as a bonus.
+
+    A piece the retriever returned gets its weight times ``1 + 1/rank`` (reciprocal
+    rank with no damping, k=0): the retriever already kept only its few best hits and
+    sees meaning the BM25 of :func:`_score` misses, so its first hit doubles a
+    piece's weight and its tenth still adds a tenth.
+    """
+    hits = inp.retrieve(inp.query) if inp.retrieve is not None else []
+    share = dict(rrf_shares([(h.event.id, 0.0) for h in hits], k=0.0))
+    bonus: dict[str, float] = {}
+    for hit in hits:
+        ev = hit.event
+        if ev.session_id == inp.session_id:
+            continue
+        bonus[ev.id] = share[ev.id]
+        if ev.id in known:
+            continue
+        origin = f"session {ev.session_id}"
+        found: list[Recallable] = []
+        if ev.type == EventType.MEMORY and not expired(ev, inp.now):
+            found = [_mem_piece(ev, origin, OTHER_SESSION * decay(ev, inp.now), 0.0)]
+        elif ev.type == EventType.SUMMARY and ev.content:
+            found = _summary_pieces(ev, origin, OTHER_SESSION, None)
+        for p in found:
+            p.via = "retriever"
+        out += found
+    for p in out:
+        if p.event_ids[0] in bonus:
+            p.via = "retriever"
+            p.weight *= 1.0 + bonus[p.event_ids[0]]
+
+
 def _score(pieces: list[Recallable], query: str) -> None:
-    """BM25 relevance (0..1, by the best piece) + kind prior + recency, x weight."""
-    q = [t for t in dict.fromkeys(lexical.tokens(query)) if t not in lexical.STOPWORDS]
-    docs = [Counter(_tokens(p.text)) for p in pieces]
-    n = len(docs)
-    avg = sum(sum(d.values()) for d in docs) / n if n else 1.0
-    df = Counter(t for d in docs for t in set(d))
-    rel = []
-    for d in docs:
-        dl = sum(d.values()) or 1
-        s = 0.0
-        for t in q:
-            tf = d.get(t, 0)
-            if tf:
-                idf = math.log(1 + (n - df[t] + 0.5) / (df[t] + 0.5))
-                s += idf * tf * 2.2 / (tf + 1.2 * (0.25 + 0.75 * dl / avg))
-        rel.append(s)
+    """Blend BM25 relevance (0..1, by the best piece), the kind prior and recency, x weight."""
+    q = [t for t in segment.tokens(query) if t not in segment.STOPWORDS]
+    rel = bm25(q, [list(_tokens(p.text)) for p in pieces])
     top = max(rel, default=0.0) or 1.0
     for p, r in zip(pieces, rel, strict=True):
-        p.score = (0.6 * r / top + 0.25 * PRIOR.get(p.kind, 0.5) + 0.15 * p.recency) * p.weight
+        blend = RELEVANCE * r / top + KIND_PRIOR * PRIOR.get(p.kind, 0.5) + RECENCY * p.recency
+        p.score = blend * p.weight

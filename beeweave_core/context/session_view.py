@@ -26,7 +26,7 @@ from beeweave_core.context.messages import CONVERSATION_TYPES, Unit, UnitBuilder
 from beeweave_core.context.working_state import TurnScan, WorkingState, build_working_state
 from beeweave_core.events import AppendResult, Event, EventType, Status
 from beeweave_core.store import EventStore
-from beeweave_core.text import lexical
+from beeweave_core.text import segment
 from beeweave_core.tokens import TokenCounter
 
 _CONVERSATION = frozenset(CONVERSATION_TYPES)
@@ -38,7 +38,7 @@ MAX_POSTINGS = 256
 
 def index_terms(text: str) -> set[str]:
     """The words recall scores on (BM25's terms, stopwords out)."""
-    return {t for t in lexical.tokens(text) if t not in lexical.STOPWORDS}
+    return {t for t in segment.tokens(text) if t not in segment.STOPWORDS}
 
 
 @dataclass

@@ -24,6 +24,7 @@ from typing import Any
 
 from beeweave_core.events import Event, EventType
 from beeweave_core.store import EventStore
+from beeweave_core.text.segment import HAN
 
 COMPRESSION_HIGH = 0.5
 COMPRESSION_LOW = 0.05
@@ -33,7 +34,7 @@ RECALLED_LAYERS = frozenset({"recalled"})
 #: How many early facts an amnesia check samples (evenly over the oldest third).
 AMNESIA_SAMPLE = 5
 #: Tokens of a fact that must survive: numbers, ids and codes, or else its longest words.
-_KEY = re.compile(r"[A-Za-z_][\w-]*\d[\w.:/-]*|\d[\w.:/-]*|[\u4e00-\u9fff]{2,}|[A-Za-z]{5,}")
+_KEY = re.compile(rf"[A-Za-z_][\w-]*\d[\w.:/-]*|\d[\w.:/-]*|[{HAN}]{{2,}}|[A-Za-z]{{5,}}")
 
 #: ``assemble(session_id, dry_run=True) -> text`` for the amnesia check.
 AssembleText = Callable[[str], str]

@@ -21,6 +21,7 @@ import numpy as np
 
 from beeweave_core.events import Event, EventType
 from beeweave_core.index.base import Chunk
+from beeweave_core.text.segment import WORDLIKE_CHAR
 
 #: Types worth a vector by default (model_call markers, checkpoints and recalled
 #: context echoes are left out).
@@ -39,7 +40,6 @@ DEFAULT_TYPES = frozenset(
 )
 
 _WORD = re.compile(r"[^\W_]+")
-_CJK_CHAR = re.compile("[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uac00-\ud7af]")
 #: Ids, codes and numbers worth keeping from a long output.
 _FACT = re.compile(
     r"""
@@ -53,9 +53,9 @@ _FACT = re.compile(
 
 
 def text_size(text: str) -> int:
-    """Words, counting each CJK character as one (CJK has no spaces)."""
-    cjk = len(_CJK_CHAR.findall(text))
-    return len(_WORD.findall(_CJK_CHAR.sub(" ", text))) + cjk
+    """Words, counting each CJK or Hangul character as one (a character carries about a word)."""
+    cjk = len(WORDLIKE_CHAR.findall(text))
+    return len(_WORD.findall(WORDLIKE_CHAR.sub(" ", text))) + cjk
 
 
 @dataclass(frozen=True)

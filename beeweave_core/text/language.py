@@ -13,10 +13,7 @@ import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-from beeweave_core.text import lexical
-
-_HAN = "\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff"
-CJK = re.compile(f"[{_HAN}\u3040-\u30ff]")
+from beeweave_core.text.segment import STOPWORDS, has_cjk, tokens
 
 # ----------------------------------------------------------------- splitting
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=\S)|(?<=[。！？])\s*|\n+")
@@ -38,10 +35,6 @@ def clauses(sentence: str) -> list[str]:
 def fold(text: str) -> str:
     """Case- and whitespace-folded form used for every "does X occur in Y" test."""
     return " ".join((text or "").casefold().split())
-
-
-def has_cjk(text: str) -> bool:
-    return bool(CJK.search(text or ""))
 
 
 # ------------------------------------------------------------------ key values
@@ -449,14 +442,14 @@ ZH_STOPWORDS = frozenset(
 
 def terms(text: str) -> list[str]:
     """Content terms (stopwords out), Chinese segmented: what similarity compares."""
-    return [t for t in lexical.tokens(text or "")
-            if t not in lexical.STOPWORDS and t not in ZH_STOPWORDS]  # fmt: skip
+    return [t for t in tokens(text or "")
+            if t not in STOPWORDS and t not in ZH_STOPWORDS]  # fmt: skip
 
 
 def slot_terms(text: str) -> set[str]:
     """Terms that say *what* a statement is about, with its values left out."""
     values = {fold(v) for v in key_values(text)}
-    vals_tokens = {t for v in values for t in lexical.tokens(v)}
+    vals_tokens = {t for v in values for t in tokens(v)}
     return {t for t in terms(text) if t not in vals_tokens and not t.isdigit()}
 
 

@@ -18,7 +18,7 @@ import re
 from dataclasses import dataclass
 
 from beeweave_core.text import language as L
-from beeweave_core.text import lexical
+from beeweave_core.text import segment
 
 # ------------------------------------------------------------------ values
 _MARK_L, _MARK_R = "\ue000", "\ue001"
@@ -157,7 +157,7 @@ def _strong(tok: str) -> bool:
 
 
 def _tokens(masked: str) -> list[str]:
-    return _TOKEN.findall(lexical.segment(masked, for_index=False))
+    return _TOKEN.findall(segment.segment(masked, for_index=False))
 
 
 def _content(toks: list[str], values: list[str]) -> tuple[set[str], set[str]]:
@@ -178,7 +178,7 @@ def _content(toks: list[str], values: list[str]) -> tuple[set[str], set[str]]:
 def _function(tok: str) -> bool:
     t = tok.casefold()
     return (
-        t in lexical.STOPWORDS
+        t in segment.STOPWORDS
         or t in L.ZH_STOPWORDS
         or t in _FRAME_EN
         or t in _FRAME_ZH

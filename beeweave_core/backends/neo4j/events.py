@@ -47,6 +47,7 @@ from beeweave_core.events import (
 )
 from beeweave_core.payloads import dumps
 from beeweave_core.store import BaseEventStore, Prepared, StoreError
+from beeweave_core.text import lucene
 
 #: Events per write transaction; a bigger ``append`` is split (each chunk atomic).
 DEFAULT_WRITE_BATCH = 2_000
@@ -54,23 +55,6 @@ DEFAULT_WRITE_BATCH = 2_000
 DEFAULT_CONNECT_TIMEOUT = 5.0
 #: ``tokens`` of an event whose content has not been counted yet (see _count_tokens).
 TOKENS_UNCOUNTED = -1
-
-_LUCENE_SPECIAL = re.compile(r'([+\-!(){}\[\]^"~*?:\\/&|])')
-_LUCENE_OPERATOR = re.compile(r"\b(AND|OR|NOT|TO)\b")
-
-
-def lucene_escape(text: str) -> str:
-    """Make any text a plain list of words for Lucene's query parser.
-
-    Every syntax character is backslash-escaped and the operator words
-    (AND/OR/NOT/TO) are lower-cased, so user text can neither change the query's
-    structure nor name another field.
-    """
-    return _LUCENE_OPERATOR.sub(lambda m: m.group(1).lower(), _LUCENE_SPECIAL.sub(r"\\\1", text))
-
-
-def _lucene_phrase(value: str) -> str:
-    return '"' + value.replace("\\", "\\\\").replace('"', '\\"') + '"'
 
 
 def _scalar(value: Any) -> Any:
@@ -597,7 +581,7 @@ class Neo4jEventStore(BaseEventStore):
         ``user_id`` means the sessions that user took part in (as ``sessions()``).
         Any text is safe: it is escaped for Lucene and sent as a parameter.
         """
-        words = lucene_escape(query or "").strip()
+        words = lucene.escape(query or "").strip()
         if not words or k <= 0:
             return []
         type_values = None if types is None else [EventType(t).value for t in types]
@@ -608,12 +592,12 @@ class Neo4jEventStore(BaseEventStore):
             session_ids = self._user_sessions(user_id, session_ids)
             if not session_ids:
                 return []
-        lucene = f"+tenant:{_lucene_phrase(self.tenant)}^0 "
+        search = f"+tenant:{lucene.phrase(self.tenant)}^0 "
         if session_id is not None:
-            lucene += f"+session_id:{_lucene_phrase(session_id)}^0 "
-        lucene += f"+content:({words})"
+            search += f"+session_id:{lucene.phrase(session_id)}^0 "
+        search += f"+content:({words})"
         params = {
-            "index": q.FULLTEXT_INDEX, "search": lucene, "k": int(k), "session_ids": session_ids,
+            "index": q.FULLTEXT_INDEX, "search": search, "k": int(k), "session_ids": session_ids,
             "types": type_values, "since": since, "until": until,
         }  # fmt: skip
         limit = max(4 * int(k), 50)
