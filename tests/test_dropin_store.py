@@ -35,7 +35,9 @@ class Counting:
         for t in texts:
             v = [0.0] * DIMS
             for i in range(len(t) - 2):
-                h = int(hashlib.blake2b(t[i : i + 3].lower().encode(), digest_size=4).hexdigest(), 16)
+                h = int(
+                    hashlib.blake2b(t[i : i + 3].lower().encode(), digest_size=4).hexdigest(), 16
+                )
                 v[h % DIMS] += 1.0 if h & 1 else -1.0
             out.append(v)
         return out
@@ -49,7 +51,9 @@ def _fill(store) -> None:
 def test_same_index_config_both_call_embed_and_score_by_cosine(weave_factory):
     mem_embed, bee_embed = Counting(), Counting()
     mem = InMemoryStore(index={"dims": DIMS, "embed": mem_embed, "fields": ["text"]})
-    bee = BeeWeaveStore(weave_factory(), index={"dims": DIMS, "embed": bee_embed, "fields": ["text"]})
+    bee = BeeWeaveStore(
+        weave_factory(), index={"dims": DIMS, "embed": bee_embed, "fields": ["text"]}
+    )
     _fill(mem)
     _fill(bee)
     assert bee_embed.texts == mem_embed.texts == [v["text"] for v in NOTES.values()]  # fields only
