@@ -113,6 +113,10 @@ def load_conversation(path: Path) -> Conversation:
 
 
 def parse_conversation(data: dict[str, Any], name: str) -> Conversation:
+    """One conversation; the public ``locomo10.json`` nests the sessions under
+    ``conversation`` (with ``qa`` beside it), a one-conversation file may not."""
+    if isinstance(data.get("conversation"), dict):
+        data = {**data["conversation"], "qa": data.get("qa", [])}
     turns: list[Turn] = []
     n = 1
     while f"session_{n}" in data or f"session_{n}_date_time" in data:
