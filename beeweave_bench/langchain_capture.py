@@ -116,6 +116,22 @@ def _direct_calls(handler: Any, n: int) -> list[float]:
     return samples
 
 
+def _table(samples: dict[str, list[float]], direct: dict[str, list[float]]) -> list[dict[str, Any]]:
+    """End-to-end rows (overhead per callback over no callbacks), then direct-call rows."""
+    base = median(samples["no callbacks"])
+    rows: list[dict[str, Any]] = []
+    for name, s in samples.items():
+        med = median(s)
+        rows.append({"case": name, "view": "end to end, per turn", "n": len(s),
+                     "median_us": med, "p95_us": percentile(s, 95),
+                     "per_callback_us": (med - base) / CALLBACKS_PER_TURN})  # fmt: skip
+    for name, s in direct.items():
+        rows.append({"case": name, "view": "methods called directly", "n": len(s),
+                     "median_us": median(s), "p95_us": percentile(s, 95),
+                     "per_callback_us": median(s)})  # fmt: skip
+    return rows
+
+
 def run(n: int = 100_000) -> tuple[list[dict[str, Any]], dict[str, Any]]:
     """``n`` ≈ callbacks per case (turns = n / 8)."""
     turns = max(ROUNDS * 20, n // CALLBACKS_PER_TURN)
@@ -151,17 +167,7 @@ def run(n: int = 100_000) -> tuple[list[dict[str, Any]], dict[str, Any]]:
         stats = weave.stats()
         weave.close()
 
-    base = median(samples["no callbacks"])
-    rows: list[dict[str, Any]] = []
-    for name, s in samples.items():
-        med = median(s)
-        rows.append({"case": name, "view": "end to end, per turn", "n": len(s),
-                     "median_us": med, "p95_us": percentile(s, 95),
-                     "per_callback_us": (med - base) / CALLBACKS_PER_TURN})  # fmt: skip
-    for name, s in direct.items():
-        rows.append({"case": name, "view": "methods called directly", "n": len(s),
-                     "median_us": median(s), "p95_us": percentile(s, 95),
-                     "per_callback_us": median(s)})  # fmt: skip
+    rows = _table(samples, direct)
     bee = rows[2]["per_callback_us"]
     trc = rows[1]["per_callback_us"]
     ratio = bee / trc if trc > 0 else float("inf")

@@ -30,7 +30,7 @@ import re
 import tempfile
 import time
 from collections import defaultdict
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
@@ -278,7 +278,6 @@ def run(
 ) -> tuple[list[dict[str, Any]], dict[str, Any]]:
     """Run every system over every conversation in ``data``; returns (rows, summary)."""
     from beeweave_core.embeddings import default_embeddings
-    from beeweave_core.weave import Weave
 
     say = progress or (lambda _m: None)
     convs = load_dir(data)
@@ -296,44 +295,12 @@ def run(
         )  # fmt: skip
         try:
             for conv in convs:
-                summary["turns"] += len(conv.turns)
-                summary["questions"] += len(conv.questions)
-                say(f"{conv.name}: ingesting {len(conv.turns)} turns")
-                t0 = time.perf_counter()
-                ingest(weave, conv)
-                weave.flush(120)
-                t1 = time.perf_counter()
-                if weave.indexer is not None:
-                    weave.indexer.sync(600)
-                t2 = time.perf_counter()
-                ingest_s += t1 - t0
-                index_s += t2 - t1
-                rankers: dict[str, Ranker] = {}
-                if "bm25" in systems or "rrf" in systems:
-                    rankers["bm25"] = _bm25(conv, kmax)
-                if "dense" in systems or "rrf" in systems:
-                    rankers["dense"] = _dense(conv, kmax, embeddings)
-                if "rrf" in systems:
-                    rankers["rrf"] = _rrf([rankers["bm25"], rankers["dense"]], kmax)
-                if "beeweave" in systems:
-                    rankers["beeweave"] = _beeweave(weave, conv, kmax, **BENCH_OPTIONS)
-                for path in ("lexical", "semantic"):
-                    if f"bw-{path}" in systems:
-                        rankers[f"bw-{path}"] = _beeweave(
-                            weave, conv, kmax, paths=[path], **BENCH_OPTIONS
-                        )
+                took = _ingest_conv(weave, conv, summary, say)
+                ingest_s, index_s = ingest_s + took[0], index_s + took[1]
+                rankers = _rankers(weave, conv, systems, kmax, embeddings)
                 qs = conv.questions[:limit] if limit else conv.questions
                 say(f"{conv.name}: {len(qs)} questions")
-                for q in qs:
-                    for name in systems:
-                        t = time.perf_counter()
-                        ranked = rankers[name](q)
-                        ms = (time.perf_counter() - t) * 1000
-                        tallies[name][q.category].add(ranked, q.evidence, ms, ks)
-                summary.setdefault("dropped_evidence", 0)
-                summary["dropped_evidence"] += conv.dropped_evidence
-                summary.setdefault("skipped_questions", 0)
-                summary["skipped_questions"] += conv.skipped_questions
+                _ask(qs, rankers, systems, tallies, ks)
         finally:
             weave.close()
     finally:
@@ -342,6 +309,58 @@ def run(
     summary["ingest_s"] = round(ingest_s, 2)
     summary["index_s"] = round(index_s, 2)
     return _rows(tallies, ks), summary
+
+
+def _ingest_conv(
+    weave: Weave, conv: Conversation, summary: dict[str, Any], say: Callable[[str], None]
+) -> tuple[float, float]:
+    """Capture one conversation and wait for its vectors; (ingest s, index s)."""
+    summary["turns"] += len(conv.turns)
+    summary["questions"] += len(conv.questions)
+    summary["dropped_evidence"] = summary.get("dropped_evidence", 0) + conv.dropped_evidence
+    summary["skipped_questions"] = summary.get("skipped_questions", 0) + conv.skipped_questions
+    say(f"{conv.name}: ingesting {len(conv.turns)} turns")
+    t0 = time.perf_counter()
+    ingest(weave, conv)
+    weave.flush(120)
+    t1 = time.perf_counter()
+    if weave.indexer is not None:
+        weave.indexer.sync(600)
+    return t1 - t0, time.perf_counter() - t1
+
+
+def _rankers(
+    weave: Weave, conv: Conversation, systems: Sequence[str], kmax: int, embeddings: Any
+) -> dict[str, Ranker]:
+    """Every system asked for, over one conversation (baselines built from its turns)."""
+    rankers: dict[str, Ranker] = {}
+    if "bm25" in systems or "rrf" in systems:
+        rankers["bm25"] = _bm25(conv, kmax)
+    if "dense" in systems or "rrf" in systems:
+        rankers["dense"] = _dense(conv, kmax, embeddings)
+    if "rrf" in systems:
+        rankers["rrf"] = _rrf([rankers["bm25"], rankers["dense"]], kmax)
+    if "beeweave" in systems:
+        rankers["beeweave"] = _beeweave(weave, conv, kmax, **BENCH_OPTIONS)
+    for path in ("lexical", "semantic"):
+        if f"bw-{path}" in systems:
+            rankers[f"bw-{path}"] = _beeweave(weave, conv, kmax, paths=[path], **BENCH_OPTIONS)
+    return rankers
+
+
+def _ask(
+    questions: Sequence[Question],
+    rankers: Mapping[str, Ranker],
+    systems: Sequence[str],
+    tallies: dict[str, dict[int, Tally]],
+    ks: Sequence[int],
+) -> None:
+    for q in questions:
+        for name in systems:
+            t = time.perf_counter()
+            ranked = rankers[name](q)
+            ms = (time.perf_counter() - t) * 1000
+            tallies[name][q.category].add(ranked, q.evidence, ms, ks)
 
 
 def _rows(tallies: dict[str, dict[int, Tally]], ks: Sequence[int]) -> list[dict[str, Any]]:

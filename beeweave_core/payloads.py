@@ -92,18 +92,9 @@ def to_jsonable(value: Any, _depth: int = 0) -> Any:
         return value
     if isinstance(value, str):
         return clean_text(value)
-    if isinstance(value, (bytes, bytearray, memoryview)):
-        return {"$bytes": base64.b64encode(bytes(value)).decode("ascii")}
-    if isinstance(value, dt.datetime):
-        return {"$datetime": value.isoformat()}
-    if isinstance(value, dt.date):
-        return {"$date": value.isoformat()}
-    if isinstance(value, dt.time):
-        return {"$time": value.isoformat()}
-    if isinstance(value, decimal.Decimal):
-        return {"$decimal": str(value)}
-    if isinstance(value, uuid.UUID):
-        return {"$uuid": str(value)}
+    tagged = _tagged_scalar(value)
+    if tagged is not None:
+        return tagged
     if isinstance(value, dict):
         if not value:
             return {}
@@ -129,6 +120,23 @@ def to_jsonable(value: Any, _depth: int = 0) -> Any:
     except Exception as exc:  # a broken __repr__ must not break capture
         text = f"<unreprable: {type(exc).__name__}>"
     return {"$repr": clean_text(text[:4096]), "$type": _qualname(value)}
+
+
+def _tagged_scalar(value: Any) -> dict[str, str] | None:
+    """The tagged form of a value-carrying scalar (bytes, times, decimals, UUIDs), else None."""
+    if isinstance(value, (bytes, bytearray, memoryview)):
+        return {"$bytes": base64.b64encode(bytes(value)).decode("ascii")}
+    if isinstance(value, dt.datetime):
+        return {"$datetime": value.isoformat()}
+    if isinstance(value, dt.date):
+        return {"$date": value.isoformat()}
+    if isinstance(value, dt.time):
+        return {"$time": value.isoformat()}
+    if isinstance(value, decimal.Decimal):
+        return {"$decimal": str(value)}
+    if isinstance(value, uuid.UUID):
+        return {"$uuid": str(value)}
+    return None
 
 
 _DECODERS = {

@@ -192,3 +192,61 @@ def test_the_version_is_written_once() -> None:
         "attr": "beeweave_core.__version__"
     }
     assert isinstance(beeweave_core.__version__, str) and beeweave_core.__version__.count(".") == 2
+
+
+#: The longest a function may be: one screen, read at once.
+MAX_FUNCTION_LINES = 60
+#: Underscore names that are public API of the standard library (namedtuple, os).
+PUBLIC_UNDERSCORED = frozenset({"_replace", "_asdict", "_fields", "_make", "_exit"})
+
+
+def test_no_function_is_longer_than_a_screen() -> None:
+    long = [
+        f"{name}:{node.lineno} {node.name} ({node.end_lineno - node.lineno + 1} lines)"
+        for name, tree in _sources(*PACKAGES)
+        for node in ast.walk(tree)
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef)
+        and (node.end_lineno or node.lineno) - node.lineno + 1 > MAX_FUNCTION_LINES
+    ]
+    assert long == []
+
+
+def _own_names(tree: ast.Module) -> set[str]:
+    """Names a module defines itself: its functions, classes, and ``self.``/``cls.`` fields."""
+    names: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+            names.add(node.name)
+        elif isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name):
+            if node.value.id in ("self", "cls"):
+                names.add(node.attr)
+        elif isinstance(node, ast.Name):
+            names.add(node.id)
+    return names
+
+
+def _foreign_private_reads(tree: ast.Module) -> list[str]:
+    own = _own_names(tree) | PUBLIC_UNDERSCORED
+    out = []
+    for node in ast.walk(tree):
+        if not (isinstance(node, ast.Attribute) and node.attr.startswith("_")):
+            continue
+        if node.attr.startswith("__") or node.attr in own:
+            continue
+        value = node.value
+        if isinstance(value, ast.Name) and value.id in ("self", "cls"):
+            continue
+        out.append(f"{node.lineno}: {ast.unparse(value)[:40]}.{node.attr}")
+    return out
+
+
+def test_no_module_reads_another_objects_private_attributes() -> None:
+    found = {
+        name: bad for name, tree in _sources(*PACKAGES) if (bad := _foreign_private_reads(tree))
+    }
+    assert found == {}
+
+
+def test_the_private_attribute_check_can_fail() -> None:
+    tree = ast.parse("def f(weave):\n    return weave._closers\n")
+    assert _foreign_private_reads(tree) == ["2: weave._closers"]
