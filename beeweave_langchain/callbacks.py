@@ -450,8 +450,9 @@ class BeeWeaveCallbackHandler(_Capture, BaseCallbackHandler):
     The session of a run is, in order: the run's metadata key ``beeweave_session_id``,
     the handler's ``session_id``, LangGraph's ``thread_id`` and RunnableWithMessageHistory's
     ``session_id`` (both from ``config["configurable"]``).  A run naming none is logged
-    once and recorded in a session of its own (``run-<run_id>``), never a shared one.  ``user_id`` / ``agent_id`` go into every
-    event's ``meta``.  ``capture_tokens=False`` skips streamed token fragments.
+    once and recorded in a session of its own (``run-<run_id>``), never a shared one.
+    ``user_id`` / ``agent_id`` go into every event's ``meta``.  ``capture_tokens=False``
+    skips streamed token fragments.
     """
 
 
