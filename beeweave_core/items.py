@@ -278,6 +278,13 @@ class ItemStore:
         self._reindex([], gone=[prev.event_id])
         return True
 
+    def purge(self, namespace: Sequence[str], key: str) -> int:
+        """Remove an item for good, every version (``delete`` keeps history for audit)."""
+        path = ns_path(tuple(namespace))
+        with self._lock:
+            self.index.remove(path, key)
+        return self.weave.purge(session_id=session_for(namespace, key))
+
     def sweep(self, now: float | None = None) -> int:
         """Delete items whose TTL ran out; returns how many."""
         now = self.clock() if now is None else now

@@ -221,6 +221,7 @@ class Weave:
         session_id: str | None = None,
         ids: Sequence[str] | None = None,
         user_id: str | None = None,
+        checkpoints: bool = False,
     ) -> int:
         """Delete for good: from the graph, the vector index, and what is still pending.
 
@@ -230,6 +231,8 @@ class Weave:
         file, and dead-letter entries, so nothing purged comes back at the next start.
         Pending copies are dropped first, so when the store is down this raises and
         can simply be called again.  Returns the events removed (stored + pending).
+        ``checkpoints=True`` with ``session_id`` also deletes the LangGraph thread of that
+        id (its checkpoints and pending writes).
         """
         if session_id is None and ids is None and user_id is None:
             raise ValueError("purge needs session_id=, ids= or user_id=")
@@ -255,6 +258,8 @@ class Weave:
         if self.indexer is not None and targets:
             self.indexer.forget(targets)
             self.indexer.sync()
+        if checkpoints and session_id is not None:
+            self.backend.checkpoints().delete_thread(session_id)
         return n
 
     def user_event_ids(self, user_id: str) -> list[str]:

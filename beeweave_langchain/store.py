@@ -151,6 +151,11 @@ class BeeWeaveStore(BaseStore):
         return [t if isinstance(t, str) else json.dumps(t) for t in texts]
 
     # --------------------------------------------------------------- batch
+    def purge(self, namespace: tuple[str, ...], key: str) -> int:
+        """Remove an item and its whole version history for good (``delete`` keeps the
+        history in the graph for audit); returns the events removed."""
+        return self.items.purge(namespace, key)
+
     def batch(self, ops: Iterable[Op]) -> list[Result]:
         """Reads see the store as it was before the batch; puts apply last, last one wins."""
         ops = list(ops)
