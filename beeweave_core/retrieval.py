@@ -48,7 +48,8 @@ log = logging.getLogger("beeweave.retrieval")
 #: is a sum of cosines (own text + context, 0..2).  Measured with the offline MiniLM on
 #: nine questions over nine unrelated facts in three sessions (each answer worded
 #: differently from its question): answers scored 0.61-1.37, unrelated events median
-#: 0.02, 90th percentile 0.28, max 0.63 (a neighbour of the answer).
+#: 0.02, 90th percentile 0.28, max 0.63 (a neighbour of the answer).  An index reporting
+#: one cosine (Neo4j's normalised vectors, the plain recipe) gets half of it.
 SEMANTIC_FLOOR = 0.3
 
 #: The metadata path looks at this many of the scope's most recent sessions.
@@ -436,7 +437,8 @@ class Retriever:
         except Exception as exc:  # recall degrades to the other paths, it does not fail
             log.warning("beeweave: semantic path unavailable: %s: %s", type(exc).__name__, exc)
             return []
-        return [(eid, sim) for eid, sim in hits if sim >= SEMANTIC_FLOOR]
+        floor = SEMANTIC_FLOOR * indexer.score_scale / 2.0  # the floor is on the 0..2 scale
+        return [(eid, sim) for eid, sim in hits if sim >= floor]
 
     def _lexical(self, c: _Call, window: TimeWindow | None = None) -> list[tuple[str, float]]:
         search = self.store.search_text
