@@ -71,11 +71,11 @@ def bench_store(backend: str, tmp: str, *, auth: Any = None) -> Iterator[tuple[E
         yield store, url
     finally:
         if backend == "neo4j":
-            _purge(store)
+            purge_bench_data(store)
         store.close()
 
 
-def _purge(store: EventStore) -> None:
+def purge_bench_data(store: EventStore) -> None:
     """Leave a shared server as it was: drop the bench tenant's data."""
     purge_tenant = getattr(store, "purge_tenant", None)
     if callable(purge_tenant):
@@ -103,7 +103,7 @@ def _through_bus(backend: str, url: str, tmp: str, events: list[Event], auth: An
         return len(events) / (time.perf_counter() - t0)
     finally:
         if backend == "neo4j":
-            _purge(weave.store)
+            purge_bench_data(weave.store)
         weave.close()
 
 

@@ -474,6 +474,25 @@ def reindex(
         )
 
 
+@app.command()
+def ui(
+    url: UrlOpt = None,
+    tenant: TenantOpt = "default",
+    auth: AuthOpt = None,
+    host: Annotated[
+        str, typer.Option(help="Address to bind (beyond loopback: token needed).")
+    ] = "127.0.0.1",
+    port: Annotated[int, typer.Option(help="Port to listen on.")] = 8765,
+    open_browser: Annotated[bool, typer.Option("--open", help="Open the browser.")] = False,
+) -> None:
+    """A local web UI: sessions, the causal graph, assembled context, memories, search."""
+    require_extras("ui", "ui")
+    from beeweave_ui.server import serve
+
+    with opened(url, tenant, auth, index_options={"backfill": False}) as weave:  # read-mostly
+        serve(weave, host=host, port=port, open_browser=open_browser, say=console.print)
+
+
 def main() -> None:  # pragma: no cover - console entry point alias
     app()
 
@@ -552,6 +571,27 @@ def bench_ingest(
         fail(str(exc))
     notes = ["targets: SQLite batched >= 20,000 ev/s; Neo4j batched >= 5,000 ev/s"]
     report("ingest", rows, out=out, params={"events": events, "single": single}, notes=notes)
+
+
+@bench_app.command("scale")
+def bench_scale(
+    backend: Annotated[str, typer.Option(help="sqlite or neo4j.")] = "sqlite",
+    max_events: Annotated[int, typer.Option(help="Largest step (10k, 30k, 100k, ...).")] = 300_000,
+    vector_share: Annotated[float, typer.Option(help="Share of events embedded.")] = 0.005,
+    queries: Annotated[int, typer.Option(help="Retrieve calls per scope and step.")] = 30,
+    auth: AuthOpt = None,
+    out: OutOpt = None,
+) -> None:
+    """Retrieve/assemble latency, size and memory as one store grows step by step."""
+    from beeweave_bench import scale
+    from beeweave_bench.report import report
+
+    cfg = scale.ScaleRun(backend, max_events, vector_share, queries, auth=_auth(auth))
+    try:
+        rows = scale.run(cfg, on_row=scale.print_row)
+    except ValueError as exc:
+        fail(str(exc))
+    report("scale", rows, out=out, params=vars(cfg) | {"auth": None}, notes=[scale.TARGETS])
 
 
 @bench_app.command("checkpoint")

@@ -18,6 +18,7 @@ EXTRA_MODULES: dict[str, tuple[str, ...]] = {
     "langgraph": ("langgraph", "langgraph.checkpoint"),
     "llamaindex": ("llama_index.core",),
     "bench": ("bm25s", "langgraph.checkpoint.sqlite", "langchain_neo4j"),
+    "ui": ("starlette", "uvicorn"),
 }
 
 

@@ -32,7 +32,8 @@ from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any, TypedDict
 
 from beeweave_core.config import DAY, DEFAULT_TYPE_WEIGHTS, PATHS, RetrievalConfig
-from beeweave_core.events import EdgeType, Event, EventType, Status
+from beeweave_core.errors import NotFound
+from beeweave_core.events import EdgeType, Event, EventType, SessionStats, Status
 from beeweave_core.index.base import IndexFilter
 from beeweave_core.ranking import age_weight, minmax_shares, rrf_shares
 from beeweave_core.store import EventStore
@@ -401,7 +402,7 @@ class Retriever:
         if scope == "user":
             if not user_id:
                 raise ValueError("scope='user' needs user_id")
-            sessions = {s.session_id for s in self.store.sessions(user_id=user_id)}
+            sessions = set(self.store.user_session_ids(user_id))
             if session_id:
                 sessions.add(session_id)
             return _Scope(session_id, frozenset(sessions), user_id)
@@ -480,7 +481,10 @@ class Retriever:
         flt = c.flt
         if not flt.active:
             return []
-        stats = self.store.sessions(user_id=flt.user_id, include_items=True)
+        if c.sc.sessions is not None:  # ask for the sessions in scope, not the tenant's
+            stats = self._stats_of(c.sc.sessions)
+        else:
+            stats = self.store.sessions(user_id=flt.user_id, include_items=True)
         found: list[Event] = []
         looked = 0
         for s in stats:  # most recent sessions first
@@ -498,6 +502,16 @@ class Retriever:
         found = found[: c.cfg.candidates]
         c.seen.update((e.id, e) for e in found)
         return [(e.id, e.ts) for e in found]
+
+    def _stats_of(self, sessions: frozenset[str]) -> list[SessionStats]:
+        """Stats of the named sessions, most recent first (each read through its index)."""
+        out = []
+        for sid in sessions:
+            try:
+                out.append(self.store.session_stats(sid))
+            except NotFound:
+                continue  # purged since the scope was read
+        return sorted(out, key=lambda s: s.last_ts or 0.0, reverse=True)
 
     def _temporal(self, c: _Call) -> list[tuple[str, float]]:
         """Semantic + lexical again, inside each date the query names (a soft preference)."""

@@ -171,6 +171,7 @@ class EventStore(Protocol):
     def sessions(
         self, *, user_id: str | None = None, include_items: bool = False
     ) -> list[SessionStats]: ...
+    def user_session_ids(self, user_id: str) -> list[str]: ...
     def session_stats(self, session_id: str) -> SessionStats: ...
     def soft_delete(self, ids: Sequence[str], reason: str) -> int: ...
     def invalidate(self, ids: Sequence[str], reason: str, *, by: str | None = None) -> int: ...
@@ -297,6 +298,11 @@ class BaseEventStore:
         if include_items:
             return found
         return [s for s in found if not s.session_id.startswith(ITEM_SESSION_PREFIX)]
+
+    def user_session_ids(self, user_id: str) -> list[str]:
+        """The sessions ``user_id`` took part in, without their stats (a scope, not a
+        report: stats count tokens, which costs as much as writing the events)."""
+        return [s.session_id for s in self.sessions(user_id=user_id)]
 
     def _session_stats(
         self, session_ids: list[str] | None, *, user_id: str | None = None

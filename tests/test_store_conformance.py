@@ -426,3 +426,18 @@ def test_sqlite_schema_version_and_file(tmp_path: Path):
 
     with pytest.raises(StoreError, match="newer"):
         SQLiteEventStore(tmp_path / "f.db")
+
+
+def test_user_session_ids_name_the_sessions_a_user_took_part_in(store):
+    """The scope of a user-wide query: the same sessions as ``sessions(user_id=…)``."""
+    store.append([
+        Event(id="us-1", type=EventType.USER_MESSAGE, session_id="trip", content="pack the tent", meta={"user_id": "mo"}),
+        Event(id="us-2", type=EventType.USER_MESSAGE, session_id="trip", content="and the stove"),
+        Event(id="us-3", type=EventType.USER_MESSAGE, session_id="bills", content="rent is due", meta={"user_id": "mo"}),
+        Event(id="us-4", type=EventType.USER_MESSAGE, session_id="other", content="not mo's", meta={"user_id": "kit"}),
+    ])  # fmt: skip
+    assert sorted(store.user_session_ids("mo")) == ["bills", "trip"]
+    assert sorted(store.user_session_ids("mo")) == sorted(
+        s.session_id for s in store.sessions(user_id="mo")
+    )
+    assert store.user_session_ids("nobody") == []

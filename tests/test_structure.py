@@ -22,7 +22,7 @@ from beeweave_core.weave import Weave
 
 ROOT = Path(beeweave_core.__file__).resolve().parent.parent
 PACKAGES = ["beeweave_core", "beeweave_langchain", "beeweave_llamaindex", "beeweave_bench",
-            "beeweave_demo"]  # fmt: skip
+            "beeweave_demo", "beeweave_ui"]  # fmt: skip
 
 
 def _sources(*packages: str) -> list[tuple[str, ast.Module]]:

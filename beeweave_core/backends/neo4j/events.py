@@ -56,6 +56,11 @@ DEFAULT_CONNECT_TIMEOUT = 5.0
 #: ``tokens`` of an event whose content has not been counted yet (see _count_tokens).
 TOKENS_UNCOUNTED = -1
 
+#: A scope of at most this many sessions is narrowed inside the full-text index
+#: (one Lucene clause each, far below its 1024-clause limit); a larger one is
+#: filtered after the match, with the candidate count raised until k are found.
+LUCENE_SESSIONS = 256
+
 
 def _scalar(value: Any) -> Any:
     """A meta value as a Neo4j property (maps/lists become their JSON text)."""
@@ -534,6 +539,10 @@ class Neo4jEventStore(BaseEventStore):
             done = [{"id": r["id"], "tokens": n} for r, n in zip(rows, counts, strict=True)]
             self._write(_run, q.CYPHER_SET_TOKENS, {"tenant": self.tenant, "rows": done})
 
+    def user_session_ids(self, user_id: str) -> list[str]:
+        """The sessions ``user_id`` took part in, through the (tenant, user_id) index."""
+        return self._user_sessions(user_id, None)
+
     def _user_sessions(self, user_id: str, within: list[str] | None) -> list[str]:
         """Sessions ``user_id`` took part in (any status), narrowed to ``within``."""
         mine = [r["sid"] for r in self._read(q.CYPHER_GET_USER_SESSIONS, user_id=user_id)]
@@ -593,8 +602,10 @@ class Neo4jEventStore(BaseEventStore):
             if not session_ids:
                 return []
         search = f"+tenant:{lucene.phrase(self.tenant)}^0 "
-        if session_id is not None:
-            search += f"+session_id:{lucene.phrase(session_id)}^0 "
+        if session_ids is not None and len(session_ids) <= LUCENE_SESSIONS:
+            # the index narrows to the scope's sessions (Lucene intersects postings)
+            either = " OR ".join(lucene.phrase(sid) for sid in session_ids)
+            search += f"+session_id:({either})^0 "
         search += f"+content:({words})"
         params = {
             "index": q.FULLTEXT_INDEX, "search": search, "k": int(k), "session_ids": session_ids,

@@ -328,18 +328,20 @@ class SQLiteEventStore(SideTables, BaseEventStore):
         out += [Edge(src=a, dst=b, type=EdgeType.NEXT) for a, b in next_pairs]
         return out
 
-    def _count_tokens(self, session_ids: list[str] | None) -> None:
-        """Fill in exact token counts left for later by ``append``.
+    def user_session_ids(self, user_id: str) -> list[str]:
+        """The sessions ``user_id`` took part in, through the (tenant, user_id) index."""
+        return [r[0] for r in self._read(q.USER_SESSION_IDS, (self.tenant, user_id))]
+
+    def _count_tokens(self, scope: tuple[str, str, list[Any]]) -> None:
+        """Fill in exact token counts left for later by ``append`` (in ``scope`` only).
 
         Counting costs ~40 µs per KB of text, as much as the whole write, so the
         write path leaves it to the first read that needs it.
         """
-        sql, params = q.UNCOUNTED_TOKENS, [self.tenant]
-        if session_ids is not None:
-            sql += f" AND session_id IN ({_marks(len(session_ids))})"
-            params += session_ids
+        indexed, where, params = scope
+        sql = q.UNCOUNTED_TOKENS.format(indexed=indexed, where=where)
         while True:
-            rows = self._read(sql + " LIMIT 2000", params)
+            rows = self._read(sql, [self.tenant, *params])
             if not rows:
                 return
             counts = self._token_count([r[1] for r in rows])
@@ -349,11 +351,11 @@ class SQLiteEventStore(SideTables, BaseEventStore):
                     [(n, self.tenant, r[0]) for r, n in zip(rows, counts, strict=True)],
                 )
 
-    def _session_stats(
-        self, session_ids: list[str] | None, *, user_id: str | None = None
-    ) -> list[SessionStats]:
-        self._count_tokens(session_ids)
-        where, params = "", [self.tenant]
+    def _stats_scope(
+        self, session_ids: list[str] | None, user_id: str | None
+    ) -> tuple[str, str, list[Any]]:
+        """(index hint, filter clauses, values) for the sessions a stats read names."""
+        where, params = "", []
         if session_ids is not None:
             where += f" AND session_id IN ({_marks(len(session_ids))})"
             params += session_ids
@@ -363,10 +365,17 @@ class SQLiteEventStore(SideTables, BaseEventStore):
                 "AND user_id = ?)"
             )
             params += [self.tenant, user_id]
+        return ("INDEXED BY events_session_seq" if where else ""), where, params
+
+    def _session_stats(
+        self, session_ids: list[str] | None, *, user_id: str | None = None
+    ) -> list[SessionStats]:
+        scope = self._stats_scope(session_ids, user_id)
+        self._count_tokens(scope)
+        indexed, where, params = scope
+        sql = q.SESSION_STATS.format(indexed=indexed, where=where)
         acc: dict[str, dict[str, Any]] = {}
-        for sid, etype, n, first, last, mseq, tok, users in self._read(
-            q.SESSION_STATS.format(where=where), params
-        ):
+        for sid, etype, n, first, last, mseq, tok, users in self._read(sql, [self.tenant, *params]):
             s = acc.setdefault(
                 sid, {"counts": {}, "first": first, "last": last, "seq": mseq, "tok": 0, "u": set()}
             )
@@ -421,30 +430,84 @@ class SQLiteEventStore(SideTables, BaseEventStore):
 
         ``user_id`` means the sessions that user took part in (as ``sessions()``).
         Any text is safe: it is turned into quoted FTS terms, never passed as syntax.
+        The cost follows the scope, not the store: a small scope (a session, a
+        user) is read through its index and ranked on its own; a large one (the
+        tenant) ranks its newest ``LEXICAL_WINDOW`` events inside the FTS index.
         """
         match = fts_query(query)
         if match is None or k <= 0:
             return []
-        self.sync_text_index()
-        where, params = "", []
-        if session_id is not None:
-            where += " AND events.session_id = ?"
-            params.append(session_id)
-        if user_id is not None:
-            where += " AND events.session_id IN (SELECT session_id FROM events WHERE tenant = ? AND user_id = ?)"
-            params += [self.tenant, user_id]
-        if types is not None:
-            tv = [EventType(t).value for t in types]
-            if not tv:
-                return []
-            where += f" AND events.type IN ({_marks(len(tv))})"
-            params.extend(tv)
-        if since is not None:
-            where += " AND events.ts >= ?"
-            params.append(since)
-        if until is not None:
-            where += " AND events.ts <= ?"
-            params.append(until)
-        sql = q.SEARCH_TEXT.format(where=where)
-        rows = self._read(sql, (match, self.tenant, *params, int(k)))
+        self.sync_text_index()  # only what was stored since the last sync (see there)
+        where, params = _scope_where(self.tenant, session_id, user_id, types, since, until)
+        if where is None:
+            return []
+        if session_id is None and user_id is None:
+            start = self._read(q.WINDOW_START, (self.tenant, q.LEXICAL_WINDOW))
+            return self._rank_window(match, int(k), start[0][0] if start else 0, where, params)
+        sql = q.SCOPE_ROWIDS.format(where=where)
+        rowids = [r[0] for r in self._read(sql, (self.tenant, *params, q.LEXICAL_WINDOW))]
+        if len(rowids) <= q.SMALL_SCOPE:
+            return self._rank_scope(rowids, match, int(k))
+        return self._rank_window(match, int(k), rowids[-1] - 1, where, params)
+
+    def _rank_scope(self, rowids: list[int], match: str, k: int) -> list[tuple[Event, float]]:
+        """BM25 among the scope's own events (a temporary FTS table, emptied after)."""
+        if not rowids:
+            return []
+        with self._lock:
+            c = self._conn
+            c.execute(q.SCOPE_FTS_CREATE)
+            try:
+                for i in range(0, len(rowids), 500):
+                    chunk = rowids[i : i + 500]
+                    c.execute(q.SCOPE_FTS_FILL.format(rowids=_marks(len(chunk))), chunk)
+                rows = c.execute(q.SCOPE_FTS_SEARCH, (match, k)).fetchall()
+            finally:
+                c.execute(q.SCOPE_FTS_CLEAR)
         return [(_row_to_event(self.tenant, r[:-1]), float(r[-1])) for r in rows]
+
+    def _rank_window(
+        self, match: str, k: int, low: int, where: str, params: list[Any]
+    ) -> list[tuple[Event, float]]:
+        """BM25 inside the FTS index over rowids above ``low``, then the scope filter."""
+        limit = max(4 * k, 50)
+        while True:
+            rows = self._read(
+                q.SEARCH_TEXT.format(where=where), (match, low, limit, self.tenant, *params)
+            )
+            if len(rows) >= k or limit >= q.LEXICAL_WINDOW:
+                return [(_row_to_event(self.tenant, r[:-1]), float(r[-1])) for r in rows[:k]]
+            limit *= 4  # the scope filter dropped too many of the best: look further
+
+
+def _scope_where(
+    tenant: str,
+    session_id: str | None,
+    user_id: str | None,
+    types: Iterable[EventType] | None,
+    since: float | None,
+    until: float | None,
+) -> tuple[str | None, list[Any]]:
+    """Filter clauses on ``events`` (fixed text) and their values; ``None``: nothing fits."""
+    where, params = "", []
+    if session_id is not None:
+        where += " AND session_id = ?"
+        params.append(session_id)
+    if user_id is not None:
+        where += (
+            " AND session_id IN (SELECT session_id FROM events WHERE tenant = ? AND user_id = ?)"
+        )
+        params += [tenant, user_id]
+    if types is not None:
+        tv = [EventType(t).value for t in types]
+        if not tv:
+            return None, []
+        where += f" AND type IN ({_marks(len(tv))})"
+        params.extend(tv)
+    if since is not None:
+        where += " AND ts >= ?"
+        params.append(since)
+    if until is not None:
+        where += " AND ts <= ?"
+        params.append(until)
+    return where, params

@@ -118,7 +118,10 @@ INSERT_ARTIFACT = (
 GET_ARTIFACT = "SELECT body FROM artifacts WHERE tenant = ? AND sha256 = ?"
 #: ``tokens`` of a row whose content has not been counted yet (see ``_count_tokens``).
 TOKENS_UNCOUNTED = -1
-UNCOUNTED_TOKENS = "SELECT id, content FROM events WHERE tenant = ? AND tokens < 0"
+#: ``{indexed}``/``{where}``: as SESSION_STATS (only the sessions asked about).
+UNCOUNTED_TOKENS = (
+    "SELECT id, content FROM events {indexed} WHERE tenant = ? AND tokens < 0 {where} LIMIT 2000"
+)
 SET_TOKENS = "UPDATE events SET tokens = ? WHERE tenant = ? AND id = ?"
 MAX_SEQ = "SELECT COALESCE(MAX(seq), -1) FROM events WHERE tenant = ? AND session_id = ?"
 
@@ -126,7 +129,12 @@ MAX_SEQ = "SELECT COALESCE(MAX(seq), -1) FROM events WHERE tenant = ? AND sessio
 EXISTING_IDS = "SELECT id FROM events WHERE tenant = ? AND id IN ({ids})"
 GET_EVENTS = f"SELECT {EVENT_COLUMNS} FROM events WHERE tenant = ? AND id IN ({{ids}})"
 
-TIMELINE = f"SELECT {EVENT_COLUMNS} FROM events WHERE tenant = ? AND session_id = ?"
+#: ``INDEXED BY``: with a type or time filter the planner would otherwise walk the
+#: type or time index over the whole tenant.
+TIMELINE = (
+    f"SELECT {EVENT_COLUMNS} FROM events INDEXED BY events_session_seq "
+    "WHERE tenant = ? AND session_id = ?"
+)
 
 #: Recursive walk over typed edges, nearest first; ``{dir_*}`` pick the direction.
 WALK = """
@@ -141,11 +149,15 @@ SELECT id, MIN(depth) FROM walk WHERE depth > 0 GROUP BY id ORDER BY MIN(depth)
 """
 
 EDGES_OF_EVENT_OUT = "SELECT src, type, dst, meta FROM edges WHERE tenant = ? AND src = ?"
-EDGES_OF_EVENT_IN = "SELECT src, type, dst, meta FROM edges WHERE tenant = ? AND dst = ?"
+EDGES_OF_EVENT_IN = (
+    "SELECT src, type, dst, meta FROM edges INDEXED BY edges_dst WHERE tenant = ? AND dst = ?"
+)
+#: From the session's events to their edges (``CROSS JOIN`` keeps that order: the
+#: other way round walks every edge of the tenant).
 EDGES_OF_SESSION = (
-    "SELECT e.src, e.type, e.dst, e.meta FROM edges e "
-    "JOIN events v ON v.tenant = e.tenant AND v.id = e.src "
-    "WHERE e.tenant = ? AND v.session_id = ?"
+    "SELECT e.src, e.type, e.dst, e.meta FROM events v "
+    "CROSS JOIN edges e ON e.tenant = v.tenant AND e.src = v.id "
+    "WHERE v.tenant = ? AND v.session_id = ?"
 )
 NEXT_OF_SESSION = (
     "SELECT a.id, b.id FROM events a JOIN events b "
@@ -158,10 +170,16 @@ NEXT_OF_EVENT = (
     "WHERE a.tenant = ? AND {side}.id = ?"
 )
 
+USER_SESSION_IDS = (
+    "SELECT DISTINCT session_id FROM events INDEXED BY events_user WHERE tenant = ? AND user_id = ?"
+)
+
+#: ``{indexed}``: ``INDEXED BY events_session_seq`` when sessions or a user are
+#: named (the planner would otherwise walk the type index over the whole tenant).
 SESSION_STATS = """
 SELECT session_id, type, COUNT(*), MIN(ts), MAX(ts), MAX(seq), SUM(tokens),
        GROUP_CONCAT(DISTINCT user_id)
-FROM events WHERE tenant = ? AND status = 'active' {where}
+FROM events {indexed} WHERE tenant = ? AND status = 'active' {where}
 GROUP BY session_id, type
 """
 
@@ -181,11 +199,51 @@ PURGE_ORPHAN_ARTIFACTS = (
     "WHERE events.tenant = artifacts.tenant AND instr(events.payload, artifacts.sha256) > 0)"
 )
 
-#: BM25 over the FTS index joined back to events (active only); ``{where}`` adds
-#: filter clauses built from fixed strings, values always bound as parameters.
+#: Lexical search looks at most at this many of the newest events of its scope, so
+#: a tenant-wide (or very large) search costs the same at 10k and at 10M events.
+LEXICAL_WINDOW = 20_000
+#: A scope of at most this many events is ranked on its own (SCOPE_FTS_*): the cost
+#: is that of the scope, whatever the store holds.
+SMALL_SCOPE = 4_000
+
+#: Active events of the scope, newest first, through an index on the scope
+#: (``{where}``: fixed clauses on session_id / user_id / type / ts, values bound).
+SCOPE_ROWIDS = """
+SELECT rowid FROM events WHERE tenant = ? AND status = 'active' {where}
+ORDER BY rowid DESC LIMIT ?
+"""
+#: A per-connection, in-memory FTS table (same tokenizer) that holds one scope's
+#: indexed text while it is ranked; BM25 there weighs words by their rarity in the
+#: scope.  Filled from the main index by rowid (no re-segmenting), emptied after.
+SCOPE_FTS_CREATE = (
+    "CREATE VIRTUAL TABLE IF NOT EXISTS temp.scope_fts USING fts5("
+    "body, context, tokenize = 'porter unicode61 remove_diacritics 2')"
+)
+SCOPE_FTS_FILL = (
+    "INSERT INTO temp.scope_fts (rowid, body, context) "
+    "SELECT rowid, body, context FROM events_fts WHERE rowid IN ({rowids})"
+)
+SCOPE_FTS_CLEAR = "DELETE FROM temp.scope_fts"
+SCOPE_FTS_SEARCH = f"""
+SELECT {EVENT_COLUMNS}, -bm25(scope_fts, 1.0, 0.5) AS score
+FROM temp.scope_fts JOIN events ON events.rowid = scope_fts.rowid
+WHERE scope_fts MATCH ? ORDER BY bm25(scope_fts, 1.0, 0.5) LIMIT ?
+"""
+#: The ``?``-th newest event of the tenant (walks the ts index backwards): the
+#: lower rowid bound of a tenant-wide search.
+WINDOW_START = """
+SELECT rowid FROM events INDEXED BY events_ts WHERE tenant = ?
+ORDER BY ts DESC LIMIT 1 OFFSET ?
+"""
+#: BM25 over the main FTS index, ranked inside FTS5 (``rank``) over rowids above
+#: the window's start, then joined back to events (active, in scope).  ``?`` limit
+#: is a candidate count the caller raises when the scope filter drops too many.
 SEARCH_TEXT = f"""
-SELECT {EVENT_COLUMNS}, -bm25(events_fts, 1.0, 0.5) AS score
-FROM events_fts JOIN events ON events.rowid = events_fts.rowid
-WHERE events_fts MATCH ? AND events.tenant = ? AND events.status = 'active' {{where}}
-ORDER BY bm25(events_fts, 1.0, 0.5) LIMIT ?
+SELECT {EVENT_COLUMNS}, -r.rank AS score FROM (
+    SELECT rowid, rank FROM events_fts
+    WHERE events_fts MATCH ? AND rank MATCH 'bm25(1.0, 0.5)' AND rowid > ?
+    ORDER BY rank LIMIT ?
+) AS r JOIN events ON events.rowid = r.rowid
+WHERE events.tenant = ? AND events.status = 'active' {{where}}
+ORDER BY r.rank
 """
