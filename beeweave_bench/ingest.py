@@ -81,7 +81,7 @@ def purge_bench_data(store: EventStore) -> None:
     if callable(purge_tenant):
         purge_tenant()
         return
-    for s in store.sessions():
+    for s in store.sessions(include_items=True):
         store.purge(session_id=s.session_id)
 
 

@@ -109,7 +109,14 @@ def parse_evidence(raw: Sequence[str], known: set[str]) -> tuple[list[str], int]
 
 
 def load_conversation(path: Path) -> Conversation:
-    data = json.loads(path.read_text(encoding="utf-8"))
+    return parse_conversation(json.loads(path.read_text(encoding="utf-8")), path.stem)
+
+
+def parse_conversation(data: dict[str, Any], name: str) -> Conversation:
+    """One conversation; the public ``locomo10.json`` nests the sessions under
+    ``conversation`` (with ``qa`` beside it), a one-conversation file may not."""
+    if isinstance(data.get("conversation"), dict):
+        data = {**data["conversation"], "qa": data.get("qa", [])}
     turns: list[Turn] = []
     n = 1
     while f"session_{n}" in data or f"session_{n}_date_time" in data:
@@ -132,18 +139,35 @@ def load_conversation(path: Path) -> Conversation:
             skipped += 1
             continue
         questions.append(Question(str(qa["question"]), cat, ev))
-    return Conversation(path.stem, turns, questions, dropped, skipped)
+    return Conversation(name, turns, questions, dropped, skipped)
 
 
 def load_dir(data: Path) -> list[Conversation]:
-    files = sorted(p for p in Path(data).glob("*.json"))
+    """Conversations from a directory of one-conversation files, or from one file: the
+    public release's ``locomo10.json`` (a list of conversations) or a single one."""
+    data = Path(data)
+    files = [data] if data.is_file() else sorted(data.glob("*.json"))
     if not files:
         raise ValueError(f"no LoCoMo conversation files (*.json) in {data}")
     out = []
     for p in files:
         try:
-            out.append(load_conversation(p))
-        except (OSError, json.JSONDecodeError, KeyError, TypeError, ValueError) as exc:
+            loaded = json.loads(p.read_text(encoding="utf-8"))
+            if isinstance(loaded, list):
+                out += [
+                    parse_conversation(c, str(c.get("sample_id") or f"{p.stem}-{i}"))
+                    for i, c in enumerate(loaded)
+                ]
+            else:
+                out.append(parse_conversation(loaded, p.stem))
+        except (
+            OSError,
+            json.JSONDecodeError,
+            KeyError,
+            TypeError,
+            ValueError,
+            AttributeError,
+        ) as exc:
             raise ValueError(f"{p} is not a LoCoMo conversation file: {exc!r}") from exc
     return out
 

@@ -52,6 +52,11 @@ def _accuracy(rows: Sequence[dict[str, Any]]) -> float:
 def cross_validate(directory: str | Path, folds: int = 3) -> dict[str, Any]:
     """Choose ``max_unlinked_extra`` on k-1 folds, score on the held-out fold."""
     scenarios = load_scenarios(directory)
+    if folds < 2 or len(scenarios) < folds:
+        raise ValueError(
+            f"--folds {folds} needs at least 2 folds and {folds} scenarios; {directory} has "
+            f"{len(scenarios)}"
+        )
     cache = {(s["id"], c): score_conversation(s, c) for s in scenarios for c in CHOICES}
     held_out: list[dict[str, Any]] = []
     chosen = []

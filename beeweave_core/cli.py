@@ -906,7 +906,11 @@ _demo_extensions.append(_context_demo)
 @bench_app.command("locomo")
 def bench_locomo(
     data: Annotated[
-        Path, typer.Option("--data", help="Directory of LoCoMo conversation files (*.json).")
+        Path,
+        typer.Option(
+            "--data",
+            help="LoCoMo data: the public locomo10.json, or a directory of conversation files.",
+        ),
     ],
     limit: Annotated[
         int | None, typer.Option(help="Only the first N questions per conversation.")
@@ -918,8 +922,8 @@ def bench_locomo(
     from beeweave_bench import locomo
     from beeweave_bench.report import report
 
-    if not data.is_dir():
-        fail(f"--data {data} is not a directory")
+    if not data.exists():
+        fail(f"--data {data} does not exist (get locomo10.json from the LoCoMo repository)")
     try:
         rows, summary = locomo.run(
             data, limit=limit, progress=lambda m: console.print(f"[dim]{m}[/]")

@@ -22,10 +22,14 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
+import numpy as np
+
 from beeweave_core.events import EdgeType, Event, EventType, new_event_id
 from beeweave_core.payloads import decode_payload, dumps, to_jsonable
 
 if TYPE_CHECKING:
+    from beeweave_core.index.base import Embedder
+    from beeweave_core.store import EventStore
     from beeweave_core.weave import Weave
 
 #: Joins namespace labels in the index (labels may not contain it).
@@ -35,6 +39,10 @@ MAX_SESSION_CHARS = 400
 #: Payload key that marks a memory event as a store item.
 ITEM_KEY = "lg_store"
 SOURCE = {"framework": "langgraph", "component": "store"}
+#: Payload key of the vectors the store's own embeddings made for a version.
+VECTORS_KEY = "item_vectors"
+#: Sessions holding store items start with this (kept out of session listings).
+ITEM_SESSION_PREFIX = "store:"
 #: Seconds a search waits for the items' vectors (InMemoryStore embeds on put).
 ITEM_INDEX_WAIT = 30.0
 
@@ -60,7 +68,7 @@ def session_for(namespace: Sequence[str], key: str) -> str:
     conversation (an event is found through its neighbour's words too), and
     unrelated items must not lend each other matches.  Over-long names are hashed.
     """
-    sid = f"store:{json.dumps(list(namespace), ensure_ascii=False)}:{key}"
+    sid = f"{ITEM_SESSION_PREFIX}{json.dumps(list(namespace), ensure_ascii=False)}:{key}"
     if len(sid) <= MAX_SESSION_CHARS:
         return sid
     digest = hashlib.sha256(sid.encode("utf-8", "surrogatepass")).hexdigest()[:32]
@@ -94,6 +102,19 @@ class ItemRow:
     @property
     def path(self) -> str:
         return ns_path(self.namespace)
+
+
+@dataclass(frozen=True, slots=True)
+class Found:
+    """One search result: the item, how similar it is to the query, where recall ranked it."""
+
+    row: ItemRow
+    #: Cosine similarity of the query and the item's text, in [-1, 1] (None: no query,
+    #: or the item is not indexed) — what LangGraph's ``SearchItem.score`` is.
+    score: float | None = None
+    #: The weave's fused recall score that ordered the item (semantic + lexical; None
+    #: when the store's own ``embed`` ordered by similarity, as ``InMemoryStore`` does).
+    rank: float | None = None
 
 
 @runtime_checkable
@@ -172,13 +193,24 @@ class ItemStore:
         index: ItemIndex | None = None,
         *,
         clock: Callable[[], float] = time.time,
+        embeddings: Embedder | None = None,
+        dims: int | None = None,
     ) -> None:
-        """``clock`` is the time of writes and TTL checks (a test passes its own)."""
+        """``clock`` is the time of writes and TTL checks (a test passes its own).
+
+        ``embeddings`` (a LangChain ``Embeddings``; LangGraph's ``index["embed"]``) makes
+        the store embed each item's texts on ``put`` — vectors kept with the version — and
+        rank a query by cosine similarity, as ``InMemoryStore`` does; ``dims`` is checked
+        against what it returns.  Without it, the weave's fused recall ranks and its
+        embeddings give the similarity."""
         self.weave = weave
         self.events = weave.store
         self.index = index if index is not None else weave.backend.items()
         self.clock = clock
+        self.embeddings = embeddings
+        self.dims = dims
         self._lock = threading.Lock()
+        self._similar = _SimilarityCache()
 
     # ------------------------------------------------------------- writes
     def put(
@@ -188,14 +220,19 @@ class ItemStore:
         value: Mapping[str, Any],
         *,
         text: str = "",
+        texts: Sequence[str] | None = None,
         ttl_minutes: float | None = None,
     ) -> ItemRow:
-        """Store a new version: a memory event that supersedes the current one."""
+        """Store a new version: a memory event that supersedes the current one.
+
+        ``text`` is what the weave indexes; ``texts`` (default ``[text]``) what the
+        store's own ``embeddings`` embed, one vector each."""
         namespace = tuple(namespace)
         path = ns_path(namespace)
         if not isinstance(key, str) or not key:
             raise ValueError(f"key must be a non-empty string, got {key!r}")
         body = encode_value(value)
+        vectors = self._embed_documents(texts if texts is not None else [text] if text else [])
         now = self.clock()
         with self._lock:
             prev = self.index.get(path, key, now=now)
@@ -206,7 +243,8 @@ class ItemStore:
                 type=EventType.MEMORY,
                 content=text,
                 payload={ITEM_KEY: {"namespace": list(namespace), "key": key},
-                         "value": json.loads(body), "kind": "item"},
+                         "value": json.loads(body), "kind": "item",
+                         **({VECTORS_KEY: vectors} if vectors else {})},
                 ts=now,
                 links={EdgeType.SUPERSEDES: (prev.event_id,)} if prev else {},
                 source=SOURCE,
@@ -292,12 +330,13 @@ class ItemStore:
         limit: int = 10,
         offset: int = 0,
         refresh_ttl: bool = True,
-    ) -> list[tuple[ItemRow, float | None]]:
-        """Items under ``prefix`` passing ``filter``; ranked by recall when ``query`` is given.
+    ) -> list[Found]:
+        """Items under ``prefix`` passing ``filter``; ranked for ``query`` when given.
 
-        Without a query: newest update first.  With one: the weave's fused recall
-        (semantic + lexical over the items' memory events) orders the items it finds;
-        the rest follow unscored, as in LangGraph's own stores.
+        Without a query: insertion order (an update keeps the item's place), as
+        ``InMemoryStore``.  With one: by similarity under the store's own embeddings,
+        else by the weave's fused recall (semantic + lexical); unscored items follow,
+        as in LangGraph's own stores.
         """
         now = self.clock()
         path = ns_path(tuple(prefix)) or None
@@ -305,13 +344,42 @@ class ItemStore:
         rows = [
             r for r in self.index.scan(path, now=now, limit=pushdown) if matches(r.value, filter)
         ]
-        ranked: list[tuple[ItemRow, float | None]] = [(r, None) for r in rows]
-        if query and query.strip() and rows:
-            scores = self._recall(query, {r.event_id for r in rows}, offset + limit)
-            ranked.sort(key=lambda p: -scores.get(p[0].event_id, float("-inf")))
-            ranked = [(r, scores.get(r.event_id)) for r, _ in ranked]
-        page = ranked[offset : offset + limit]
-        return [(self._refreshed(r, refresh_ttl, now), s) for r, s in page]
+        if not (query and query.strip() and rows):
+            found = [Found(r) for r in rows[offset : offset + limit]]
+        elif self.embeddings is not None:
+            found = self._by_similarity(query, rows)[offset : offset + limit]
+        else:
+            found = self._by_recall(query, rows, offset + limit)[offset : offset + limit]
+        return [replace(f, row=self._refreshed(f.row, refresh_ttl, now)) for f in found]
+
+    def _by_similarity(self, query: str, rows: list[ItemRow]) -> list[Found]:
+        """InMemoryStore's ranking: the best cosine of the query and the item's vectors."""
+        q = self._checked(self.embeddings.embed_query(query))
+        stored = {
+            e.id: e.payload.get(VECTORS_KEY) for e in self.events.get([r.event_id for r in rows])
+        }
+        found = [Found(r, _best_cosine(q, stored.get(r.event_id))) for r in rows]
+        return sorted(found, key=lambda f: -2.0 if f.score is None else -f.score)
+
+    def _by_recall(self, query: str, rows: list[ItemRow], want: int) -> list[Found]:
+        ranks = self._recall(query, {r.event_id for r in rows}, want)
+        rows = sorted(rows, key=lambda r: -ranks.get(r.event_id, float("-inf")))
+        embeddings = getattr(self.weave.indexer, "embeddings", None)
+        page = [r for r in rows[:want] if r.event_id in ranks]
+        sims = self._similar.scores(embeddings, query, page, self.events) if embeddings else {}
+        return [Found(r, sims.get(r.event_id), ranks.get(r.event_id)) for r in rows]
+
+    def _embed_documents(self, texts: Sequence[str]) -> list[list[float]]:
+        texts = [t for t in texts if t]
+        if self.embeddings is None or not texts:
+            return []
+        return [self._checked(v) for v in self.embeddings.embed_documents(list(texts))]
+
+    def _checked(self, vector: Sequence[float]) -> list[float]:
+        out = [float(x) for x in vector]
+        if self.dims is not None and len(out) != self.dims:
+            raise ValueError(f"index dims={self.dims} but embed returned {len(out)} numbers")
+        return out
 
     def _recall(self, query: str, live: set[str], want: int) -> dict[str, float]:
         indexer = self.weave.indexer
@@ -339,3 +407,46 @@ class ItemStore:
         if max_depth is not None:
             spaces = list({ns[:max_depth] for ns in spaces})
         return sorted(set(spaces))[offset : offset + limit]
+
+
+def _best_cosine(query: Sequence[float], vectors: Any) -> float | None:
+    """The highest cosine similarity of ``query`` and any of ``vectors`` (None: none)."""
+    if not vectors:
+        return None
+    m = np.asarray(vectors, dtype=np.float64)
+    q = np.asarray(query, dtype=np.float64)
+    norms = np.linalg.norm(m, axis=1) * np.linalg.norm(q)
+    if m.ndim != 2 or m.shape[1] != q.shape[0] or not norms.any():
+        return None
+    sims = (m @ q) / np.where(norms == 0, 1.0, norms)
+    return float(np.clip(sims.max(), -1.0, 1.0))
+
+
+class _SimilarityCache:
+    """Item-text vectors under the weave's embeddings, by version: a fused search reports
+    cosine similarity without embedding the same version twice."""
+
+    MAX = 4096
+
+    def __init__(self) -> None:
+        self._vectors: dict[str, list[float]] = {}
+        self._lock = threading.Lock()
+
+    def scores(
+        self, embeddings: Embedder, query: str, rows: Sequence[ItemRow], events: EventStore
+    ) -> dict[str, float]:
+        with self._lock:
+            missing = [r.event_id for r in rows if r.event_id not in self._vectors]
+        if missing:
+            texts = {e.id: e.content for e in events.get(missing) if e.content}
+            ids = list(texts)
+            vectors = embeddings.embed_documents([texts[i] for i in ids]) if ids else []
+            with self._lock:
+                if len(self._vectors) > self.MAX:
+                    self._vectors.clear()
+                self._vectors.update(zip(ids, (list(v) for v in vectors), strict=True))
+        q = embeddings.embed_query(query)
+        with self._lock:
+            have = {r.event_id: self._vectors.get(r.event_id) for r in rows}
+        out = {eid: _best_cosine(q, [v]) for eid, v in have.items() if v is not None}
+        return {eid: s for eid, s in out.items() if s is not None}

@@ -25,6 +25,7 @@ from beeweave_core.events import (
     Status,
 )
 from beeweave_core.exports import EXPORT_FORMAT, SessionExport, validate_export
+from beeweave_core.items import ITEM_SESSION_PREFIX
 from beeweave_core.payloads import (
     DEFAULT_INLINE_LIMIT,
     DEFAULT_PREVIEW_CHARS,
@@ -167,7 +168,9 @@ class EventStore(Protocol):
         types: Iterable[EdgeType] | None = None,
         direction: str = "out",
     ) -> list[Edge]: ...
-    def sessions(self, *, user_id: str | None = None) -> list[SessionStats]: ...
+    def sessions(
+        self, *, user_id: str | None = None, include_items: bool = False
+    ) -> list[SessionStats]: ...
     def user_session_ids(self, user_id: str) -> list[str]: ...
     def session_stats(self, session_id: str) -> SessionStats: ...
     def soft_delete(self, ids: Sequence[str], reason: str) -> int: ...
@@ -286,8 +289,15 @@ class BaseEventStore:
             return s
         raise NotFound(f"no session {session_id!r} for tenant {self.tenant!r}")
 
-    def sessions(self, *, user_id: str | None = None) -> list[SessionStats]:
-        return self._session_stats(None, user_id=user_id)
+    def sessions(
+        self, *, user_id: str | None = None, include_items: bool = False
+    ) -> list[SessionStats]:
+        """Conversations, without the per-item sessions of LangGraph store items
+        (``include_items=True`` lists those too)."""
+        found = self._session_stats(None, user_id=user_id)
+        if include_items:
+            return found
+        return [s for s in found if not s.session_id.startswith(ITEM_SESSION_PREFIX)]
 
     def user_session_ids(self, user_id: str) -> list[str]:
         """The sessions ``user_id`` took part in, without their stats (a scope, not a

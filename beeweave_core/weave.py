@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import logging
 import os
+import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
@@ -193,10 +194,19 @@ class Weave:
             coalesce_key=coalesce_key,
         )  # fmt: skip
 
-    def flush(self, timeout: float = 30.0) -> bool:
+    def flush(self, timeout: float = 30.0, wait_index: bool = False) -> bool:
         """Wait until captured events are in the store; False when some are only spooled on
-        disk (replayed later) or were refused since the last flush (see ContextBus.flush)."""
-        return self.bus.flush(timeout)
+        disk (replayed later) or were refused since the last flush (see ContextBus.flush).
+
+        Vectors are built in the background, so semantic recall lags a write by a moment;
+        ``wait_index=True`` also waits (within the same ``timeout``) until the indexer has
+        embedded everything stored so far — for a caller that retrieves right after writing.
+        """
+        deadline = time.monotonic() + timeout
+        stored = self.bus.flush(timeout)
+        if not wait_index or self.indexer is None:
+            return stored
+        return self.indexer.sync(max(0.0, deadline - time.monotonic())) and stored
 
     def stats(self) -> dict[str, int | bool]:
         """What happened to every emitted event: counters, queue sizes, store up or not."""

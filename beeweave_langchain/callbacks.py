@@ -41,6 +41,7 @@ from uuid import UUID
 
 from langchain_core.callbacks import AsyncCallbackHandler, BaseCallbackHandler
 from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
+from langchain_core.runnables.config import var_child_runnable_config
 
 from beeweave_core.events import EventType
 from beeweave_core.transcript import Message, ToolCall, Transcript, transcript_for
@@ -55,11 +56,11 @@ _ROOT_INPUT_KEYS = ("input", "question", "query", "human_input", "text")
 
 class _Run:
     __slots__ = (
-        "session", "parent", "event", "kind", "name", "tool_call_id", "text", "errors", "last",
+        "named", "parent", "event", "kind", "name", "tool_call_id", "text", "errors", "last",
     )  # fmt: skip
 
-    def __init__(self, session: str, parent: _Run | None, kind: str, name: str | None) -> None:
-        self.session = session
+    def __init__(self, parent: _Run | None, kind: str, name: str | None) -> None:
+        self.named: str | None = None  # root: its session, once a run below names it
         self.parent = parent
         self.kind = kind
         self.name = name
@@ -68,6 +69,10 @@ class _Run:
         self.text: str | None = None  # a root chain's plain-text input
         self.errors: dict[int, BaseException] | None = None  # root: exceptions recorded
         self.last: str | None = None  # root: the latest answer / thought / result below it
+
+    @property
+    def session(self) -> str:
+        return self.root.named or ""
 
     @property
     def root(self) -> _Run:
@@ -123,6 +128,7 @@ class _Capture:
         self._rec: Transcript = transcript_for(weave)
         self._lock = self._rec.lock
         self._runs: dict[UUID, _Run] = {}
+        self._warned = False  # the "no session" warning is given once per handler
         #: Callbacks that failed inside BeeWeave (logged; the chain was not affected).
         self.failures = 0
 
@@ -136,20 +142,54 @@ class _Capture:
         name: str | None,
     ) -> _Run:
         parent = self._runs.get(parent_run_id) if parent_run_id is not None else None
-        if parent is not None:
-            session = parent.session
-        else:
-            md = metadata or {}
-            session = (
-                md.get("beeweave_session_id") or self.session_id or md.get("thread_id") or "default"
-            )
-        run = _Run(str(session), parent, kind, name)
+        run = _Run(parent, kind, name)
+        root = run.root
+        if root.named is None:  # a chain's config reaches the handler in its children's runs
+            root.named = self._named_session(metadata)
+        if kind != "chain":  # about to record: a session is needed now
+            self._ensure_session(run, run_id)
         with self._lock:
             if len(self._runs) >= MAX_OPEN_RUNS:  # runs that never ended (cancelled tasks)
                 for stale in list(self._runs)[: MAX_OPEN_RUNS // 2]:
                     del self._runs[stale]
             self._runs[run_id] = run
         return run
+
+    def _named_session(self, metadata: Mapping[str, Any] | None) -> str | None:
+        """The session a run names, from the most to the least explicit source.
+
+        LangGraph copies ``thread_id`` into run metadata; RunnableWithMessageHistory's
+        ``configurable.session_id`` only reaches callbacks through the config of the runs
+        it starts (``var_child_runnable_config``), so a root chain may learn its session
+        from its first child.
+        """
+        md = metadata or {}
+        configurable = (var_child_runnable_config.get() or {}).get("configurable") or {}
+        for value in (
+            md.get("beeweave_session_id"),
+            self.session_id,
+            md.get("thread_id"),
+            configurable.get("thread_id"),
+            md.get("session_id"),
+            configurable.get("session_id"),
+        ):
+            if isinstance(value, str | int) and str(value):
+                return str(value)
+        return None
+
+    def _ensure_session(self, run: _Run, run_id: UUID) -> None:
+        """A run naming no session gets one of its own (logged once): never a shared one,
+        so two users' identical messages are never taken for one."""
+        root = run.root
+        if root.named is not None:
+            return
+        root.named = f"run-{run_id}"
+        if not self._warned:
+            self._warned = True
+            log.warning(
+                "beeweave: a run names no session (no session_id=, thread_id or configurable "
+                "session_id); each such run is recorded in a session of its own, run-<run_id>"
+            )
 
     def _close(self, run_id: UUID) -> _Run | None:
         with self._lock:
@@ -187,7 +227,8 @@ class _Capture:
                     return
                 root.errors[id(error)] = error  # holding it keeps id() unique meanwhile
         if run is None:
-            run = _Run(self.session_id or "default", None, where, None)
+            run = _Run(None, where, None)
+        self._ensure_session(run, run_id)
         payload: dict[str, Any] = {"error_type": type(error).__name__, "where": where}
         if run.name:
             payload["name"] = run.name
@@ -229,6 +270,7 @@ class _Capture:
         run = self._runs.get(run_id)
         if run is None:
             return
+        self._ensure_session(run, run_id)
         thought = getattr(action, "log", "") or ""
         root = run.root
         root.last = self._emit(
@@ -405,10 +447,12 @@ class _Capture:
 class BeeWeaveCallbackHandler(_Capture, BaseCallbackHandler):
     """Records every LangChain / LangGraph run into a :class:`~beeweave_core.weave.Weave`.
 
-    ``session_id`` names the conversation; leave it ``None`` to use LangGraph's
-    ``thread_id`` (``config["configurable"]["thread_id"]``), and a run's metadata key
-    ``beeweave_session_id`` overrides both.  ``user_id`` / ``agent_id`` go into every
-    event's ``meta``.  ``capture_tokens=False`` skips streamed token fragments.
+    The session of a run is, in order: the run's metadata key ``beeweave_session_id``,
+    the handler's ``session_id``, LangGraph's ``thread_id`` and RunnableWithMessageHistory's
+    ``session_id`` (both from ``config["configurable"]``).  A run naming none is logged
+    once and recorded in a session of its own (``run-<run_id>``), never a shared one.
+    ``user_id`` / ``agent_id`` go into every event's ``meta``.  ``capture_tokens=False``
+    skips streamed token fragments.
     """
 
 

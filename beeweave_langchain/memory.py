@@ -1,23 +1,26 @@
 """``BeeWeaveMemory``: a drop-in for ``ConversationBufferMemory`` that does not grow forever.
 
 Legacy chains (``ConversationChain``, ``LLMChain`` with memory, ``AgentExecutor``)
-take a ``memory=``.  Swapping ``ConversationBufferMemory(...)`` for
-``BeeWeaveMemory(weave=..., session_id=..., ...)`` keeps every argument a buffer-memory
-user passes (``memory_key``, ``input_key``, ``output_key``, ``return_messages``,
-``human_prefix``, ``ai_prefix``) and changes what the chain reads: instead of the
-whole transcript, the layered context BeeWeave assembles (pinned system prompt,
-working state, recalled memories and summaries, latest turns verbatim), never more
-than ``max_token_limit`` tokens.  Turns are saved as events, so they survive the
-process and are searchable.
+take a ``memory=``.  ``BeeWeaveMemory()`` takes the same arguments as
+``ConversationBufferMemory(...)`` (``memory_key``, ``input_key``, ``output_key``,
+``return_messages``, ``human_prefix``, ``ai_prefix``, ``chat_memory``) plus
+``ConversationTokenBufferMemory``'s ``max_token_limit``, and offers the same
+attributes (``buffer``, ``buffer_as_str``, ``buffer_as_messages``).  What the chain
+reads changes: instead of the whole transcript, the layered context BeeWeave
+assembles (pinned system prompt, working state, recalled memories and summaries,
+latest turns verbatim), never more than ``max_token_limit`` tokens.  Turns are saved
+as events, so they survive the process and are searchable.
 """
 
 from __future__ import annotations
 
 import asyncio
+import uuid
 from typing import Any
 
 from langchain_classic.base_memory import BaseMemory
 from langchain_classic.memory.utils import get_prompt_input_key
+from langchain_core.chat_history import BaseChatMessageHistory
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, get_buffer_string
 from pydantic import ConfigDict, Field, PrivateAttr
 
@@ -25,6 +28,10 @@ from beeweave_core.tokens import DEFAULT_MODEL
 from beeweave_core.weave import Weave
 from beeweave_langchain.history import BeeWeaveChatMessageHistory
 from beeweave_langchain.messages import dicts_to_messages
+
+
+def _new_session_id() -> str:
+    return f"memory-{uuid.uuid4().hex[:12]}"
 
 
 class BeeWeaveMemory(BaseMemory):
@@ -35,12 +42,18 @@ class BeeWeaveMemory(BaseMemory):
     ``ai_prefix`` labels (as ``ConversationBufferMemory`` gives).  ``max_token_limit``
     is exact for ``model``'s tokenizer.  ``save_context`` records the turn;
     ``clear`` hides the session (soft delete, recoverable).
+
+    With no ``weave`` it opens ``Weave.open()`` (the default SQLite file); with no
+    ``session_id`` it makes one (read it back from ``memory.session_id``).  A given
+    ``chat_memory`` stays the history of record, as with ``ConversationBufferMemory``:
+    its messages are copied into the weave at start and every turn goes to both.
     """
 
     model_config = ConfigDict(arbitrary_types_allowed=True)
 
-    weave: Weave = Field(exclude=True)
-    session_id: str
+    weave: Weave | None = Field(default=None, exclude=True)
+    session_id: str = Field(default_factory=_new_session_id)
+    chat_memory: BaseChatMessageHistory | None = Field(default=None, exclude=True)
     memory_key: str = "history"
     input_key: str | None = None
     output_key: str | None = None
@@ -62,14 +75,42 @@ class BeeWeaveMemory(BaseMemory):
     def model_post_init(self, __context: Any) -> None:
         if self.max_token_limit <= 0:
             raise ValueError(f"max_token_limit must be positive, got {self.max_token_limit}")
+        if self.weave is None:
+            self.weave = Weave.open()
         self._history = BeeWeaveChatMessageHistory(
             self.weave, self.session_id, user_id=self.user_id, agent_id=self.agent_id
         )
+        if self.chat_memory is None:
+            self.chat_memory = self._history
+        else:  # the given history is read once: its turns become events (keys dedupe reruns)
+            earlier = self.chat_memory.messages
+            if earlier and not self._history.messages:
+                self._history.add_messages(earlier)
 
     @property
-    def chat_memory(self) -> BeeWeaveChatMessageHistory:
-        """The session's full history (what ``ConversationBufferMemory.chat_memory`` is)."""
-        return self._history
+    def _weave(self) -> Weave:
+        assert self.weave is not None  # set in model_post_init
+        return self.weave
+
+    # ------------------------------------------- ConversationBufferMemory's surface
+    @property
+    def buffer(self) -> str | list[BaseMessage]:
+        """The whole conversation (not budgeted): messages if ``return_messages``, else text."""
+        return self.buffer_as_messages if self.return_messages else self.buffer_as_str
+
+    @property
+    def buffer_as_str(self) -> str:
+        return get_buffer_string(
+            self.buffer_as_messages, human_prefix=self.human_prefix, ai_prefix=self.ai_prefix
+        )
+
+    @property
+    def buffer_as_messages(self) -> list[BaseMessage]:
+        assert self.chat_memory is not None  # set in model_post_init
+        return list(self.chat_memory.messages)
+
+    async def abuffer(self) -> str | list[BaseMessage]:
+        return await asyncio.to_thread(lambda: self.buffer)
 
     @property
     def memory_variables(self) -> list[str]:
@@ -102,7 +143,7 @@ class BeeWeaveMemory(BaseMemory):
         }
 
     def load_memory_variables(self, inputs: dict[str, Any]) -> dict[str, Any]:
-        ctx = self.weave.assemble(self.session_id, self._query(inputs), **self._assemble_kw())
+        ctx = self._weave.assemble(self.session_id, self._query(inputs), **self._assemble_kw())
         return self._format(ctx)
 
     def inspect(self, inputs: dict[str, Any] | None = None) -> dict[str, Any]:
@@ -112,7 +153,7 @@ class BeeWeaveMemory(BaseMemory):
         return self._format(self.weave.assemble(self.session_id, self._query(inputs or {}), **kw))
 
     async def aload_memory_variables(self, inputs: dict[str, Any]) -> dict[str, Any]:
-        ctx = await self.weave.aassemble(
+        ctx = await self._weave.aassemble(
             self.session_id, self._query(inputs), **self._assemble_kw()
         )
         return self._format(ctx)
@@ -135,12 +176,17 @@ class BeeWeaveMemory(BaseMemory):
         return [_as_message(inputs[in_key], HumanMessage), _as_message(outputs[out_key], AIMessage)]
 
     def save_context(self, inputs: dict[str, Any], outputs: dict[str, Any]) -> None:
-        self._history.add_messages(self._turn(inputs, outputs))
+        turn = self._turn(inputs, outputs)
+        if self.chat_memory is not self._history:
+            self.chat_memory.add_messages(turn)  # type: ignore[union-attr]
+        self._history.add_messages(turn)
 
     async def asave_context(self, inputs: dict[str, Any], outputs: dict[str, Any]) -> None:
-        await self._history.aadd_messages(self._turn(inputs, outputs))
+        await asyncio.to_thread(self.save_context, inputs, outputs)
 
     def clear(self) -> None:
+        if self.chat_memory is not self._history:
+            self.chat_memory.clear()  # type: ignore[union-attr]
         self._history.clear()
 
     async def aclear(self) -> None:

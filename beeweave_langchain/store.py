@@ -11,8 +11,13 @@ by BeeWeave's context assembly like any other memory, with its history intact.
 
     store = BeeWeaveStore(weave, index={"fields": ["text"]}, ttl={"default_ttl": 60})
 
-``index["fields"]`` picks the text that is embedded and searched (LangGraph's JSON
-paths; default ``["$"]``: the whole value); the embedding model is the weave's.  TTL
+``index`` is LangGraph's: ``fields`` picks the text that is embedded and searched (JSON
+paths; default ``["$"]``: the whole value); with ``embed`` (and ``dims``) the store
+embeds each item on ``put`` with it and ranks a query by cosine similarity, as
+``InMemoryStore``; without, the weave's fused recall ranks.  ``SearchItem.score`` is
+always the cosine similarity in [-1, 1]; the fused recall score, when it ranked, is
+``item.rank`` (a :class:`BeeWeaveSearchItem`).  Without a query, items come in
+insertion order.  Item sessions (``store:…``) stay out of ``beeweave sessions``.  TTL
 is in minutes, refreshed on read unless told otherwise; expired items are never
 returned and are swept on writes.  :meth:`BeeWeaveStore.key_value` gives a LangChain
 ``BaseStore[str, V]`` (docstores, ``CacheBackedEmbeddings``) over one namespace.
@@ -42,13 +47,13 @@ from langgraph.store.base import (
     SearchOp,
     TTLConfig,
 )
-from langgraph.store.base.embed import get_text_at_path, tokenize_path
+from langgraph.store.base.embed import ensure_embeddings, get_text_at_path, tokenize_path
 
-from beeweave_core.items import ItemRow, ItemStore
+from beeweave_core.items import Found, ItemRow, ItemStore
 from beeweave_core.weave import Weave
 from beeweave_langchain.checkpoint import open_weave
 
-__all__ = ["BeeWeaveKeyValueStore", "BeeWeaveStore"]
+__all__ = ["BeeWeaveKeyValueStore", "BeeWeaveSearchItem", "BeeWeaveStore"]
 
 
 def _time(ts: float) -> datetime:
@@ -70,6 +75,20 @@ def _item(row: ItemRow) -> Item:
     )
 
 
+class BeeWeaveSearchItem(SearchItem):
+    """A ``SearchItem`` whose ``score`` is cosine similarity, plus ``rank``: the weave's
+    fused recall score that ordered it (None when similarity ordered, or no query)."""
+
+    __slots__ = ("rank",)
+
+    def __init__(self, found: Found) -> None:
+        row = found.row
+        super().__init__(namespace=row.namespace, key=row.key, value=row.value,
+                         created_at=_time(row.created_at), updated_at=_time(row.updated_at),
+                         score=found.score)  # fmt: skip
+        self.rank = found.rank
+
+
 class BeeWeaveStore(BaseStore):
     """LangGraph ``BaseStore`` whose items are BeeWeave memory events (SQLite or Neo4j)."""
 
@@ -86,7 +105,11 @@ class BeeWeaveStore(BaseStore):
     ) -> None:
         """``clock`` dates versions and runs TTLs (a test passes its own instead of sleeping)."""
         self.weave = weave
-        self.items = items or ItemStore(weave, clock=clock)
+        embed = (index or {}).get("embed")
+        self.items = items or ItemStore(
+            weave, clock=clock, embeddings=ensure_embeddings(embed) if embed else None,
+            dims=(index or {}).get("dims"),
+        )  # fmt: skip
         self._fields = _tokenized((index or {}).get("fields") or ["$"])
         self.index_config = index
         self.ttl_config = ttl
@@ -117,15 +140,15 @@ class BeeWeaveStore(BaseStore):
             weave.close()
 
     # ---------------------------------------------------------------- text
-    def _text(self, op: PutOp) -> str:
-        """The text the weave embeds and searches for an item (LangGraph's field paths)."""
+    def _texts(self, op: PutOp) -> list[str]:
+        """The texts embedded and searched for an item (LangGraph's field paths)."""
         if op.index is False or op.value is None:
-            return ""
+            return []
         fields = self._fields if op.index is None else _tokenized(op.index)
         texts: list[str] = []
         for _, tokens in fields:
             texts += get_text_at_path(op.value, tokens)
-        return "\n".join(t if isinstance(t, str) else json.dumps(t) for t in texts)
+        return [t if isinstance(t, str) else json.dumps(t) for t in texts]
 
     # --------------------------------------------------------------- batch
     def purge(self, namespace: tuple[str, ...], key: str) -> int:
@@ -162,7 +185,9 @@ class BeeWeaveStore(BaseStore):
             if op.value is None:
                 self.items.delete(namespace, key)
             else:
-                self.items.put(namespace, key, op.value, text=self._text(op), ttl_minutes=op.ttl)
+                texts = self._texts(op)
+                self.items.put(namespace, key, op.value, text="\n".join(texts), texts=texts,
+                               ttl_minutes=op.ttl)  # fmt: skip
         if puts:
             self._maybe_sweep()
         return results
@@ -170,22 +195,12 @@ class BeeWeaveStore(BaseStore):
     async def abatch(self, ops: Iterable[Op]) -> list[Result]:
         return await asyncio.to_thread(self.batch, list(ops))
 
-    def _search(self, op: SearchOp) -> list[SearchItem]:
+    def _search(self, op: SearchOp) -> list[BeeWeaveSearchItem]:
         found = self.items.search(
             op.namespace_prefix, filter=op.filter, query=op.query, limit=op.limit,
             offset=op.offset, refresh_ttl=op.refresh_ttl,
         )  # fmt: skip
-        return [
-            SearchItem(
-                namespace=row.namespace,
-                key=row.key,
-                value=row.value,
-                created_at=_time(row.created_at),
-                updated_at=_time(row.updated_at),
-                score=score,
-            )  # fmt: skip
-            for row, score in found
-        ]
+        return [BeeWeaveSearchItem(f) for f in found]
 
     # ----------------------------------------------------------------- TTL
     def sweep_ttl(self) -> int:
@@ -233,7 +248,7 @@ class BeeWeaveKeyValueStore(KeyValueStore[str, Any]):
 
     def yield_keys(self, *, prefix: str | None = None) -> Iterator[str]:
         rows = self.items.search(self.namespace, limit=2**31, refresh_ttl=False)
-        for row, _ in rows:
+        for row in (f.row for f in rows):
             if row.namespace == self.namespace and (prefix is None or row.key.startswith(prefix)):
                 yield row.key
 

@@ -24,12 +24,14 @@ put yet — exactly what ``ChatMemoryBuffer`` would return.
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 import threading
 import uuid
 from collections import OrderedDict
 from collections.abc import Sequence
 from typing import Any
+from urllib.parse import urlsplit, urlunsplit
 
 from llama_index.core.base.llms.types import ChatMessage
 from llama_index.core.memory import BaseMemory, BaseMemoryBlock
@@ -99,6 +101,14 @@ def _without(
     return out + [(m, ids) for u, ids in paired for m in u]
 
 
+def _without_credentials(url: str) -> str:
+    parts = urlsplit(url)
+    if parts.password is None and parts.username is None:
+        return url
+    host = (parts.hostname or "") + (f":{parts.port}" if parts.port else "")
+    return urlunsplit(parts._replace(netloc=host))
+
+
 def _check_weave(weave: object) -> None:
     if not isinstance(weave, Weave):
         raise ValueError(
@@ -117,10 +127,15 @@ class BeeWeaveChatMemory(BaseMemory):
 
     model_config = ConfigDict(arbitrary_types_allowed=True)
 
-    weave: SkipValidation[Weave] = Field(
-        exclude=True, description="The beeweave_core.Weave holding the memory."
+    weave: SkipValidation[Weave | None] = Field(
+        default=None,
+        exclude=True,
+        description="The beeweave_core.Weave holding the memory (default: Weave.open()).",
     )
-    session_id: str = Field(description="The BeeWeave session this conversation is.")
+    session_id: str = Field(
+        default_factory=lambda: f"chat-{uuid.uuid4().hex[:12]}",
+        description="The BeeWeave session this conversation is (generated if not given).",
+    )
     token_limit: int = Field(default=DEFAULT_TOKEN_LIMIT, gt=0)
     user_id: str | None = Field(default=None, description="Whose memories are recalled.")
     agent_id: str | None = Field(default=None)
@@ -138,6 +153,8 @@ class BeeWeaveChatMemory(BaseMemory):
     _last: Any = PrivateAttr(default=None)
 
     def model_post_init(self, __context: Any) -> None:
+        if self.weave is None:
+            self.weave = Weave.open()
         _check_weave(self.weave)
         if not isinstance(self.session_id, str) or not self.session_id:
             raise ValueError("session_id must be a non-empty string")
@@ -145,6 +162,35 @@ class BeeWeaveChatMemory(BaseMemory):
     @classmethod
     def class_name(cls) -> str:
         return "BeeWeaveChatMemory"
+
+    @property
+    def chat_store_key(self) -> str:
+        """``ChatMemoryBuffer``'s name for the conversation: here, the BeeWeave session."""
+        return self.session_id
+
+    def to_string(self) -> str:
+        """Where the conversation lives (store URL without credentials, tenant, session)
+        and the settings, as JSON.  The messages stay in the store: unlike
+        ``ChatMemoryBuffer``'s in-memory store, it outlives the process."""
+        return json.dumps(
+            {
+                "url": _without_credentials(self.weave.url),
+                "tenant": self.weave.tenant,
+                **self.model_dump(),
+                "class_name": self.class_name(),
+            }  # fmt: skip
+        )
+
+    @classmethod
+    def from_string(cls, json_str: str, weave: Weave | None = None) -> BeeWeaveChatMemory:  # type: ignore[override]
+        """The memory :meth:`to_string` described, on ``weave`` or on a weave opened from the
+        recorded URL and tenant (pass ``weave=`` when the store needs credentials)."""
+        data = json.loads(json_str)
+        if not isinstance(data, dict) or data.get("class_name") != cls.class_name():
+            raise ValueError("from_string takes what BeeWeaveChatMemory.to_string() returned")
+        url, tenant = data.pop("url", None), data.pop("tenant", "default")
+        data.pop("class_name")
+        return cls(weave=weave or Weave.open(url, tenant=tenant), **data)
 
     @classmethod
     def from_defaults(  # type: ignore[override]
@@ -163,22 +209,21 @@ class BeeWeaveChatMemory(BaseMemory):
     ) -> BeeWeaveChatMemory:
         """Build the memory the way ``ChatMemoryBuffer.from_defaults`` users expect.
 
+        Every argument is optional, as there: no ``weave`` opens ``Weave.open()``, no
+        ``session_id`` generates one.
         ``chat_store_key`` is accepted as another name for ``session_id``; with an ``llm``
         and no ``token_limit`` the limit is 75% of its context window, as in
         ``ChatMemoryBuffer``; ``chat_history`` replaces the session's conversation.
         """
-        _check_weave(weave)
         session_id = session_id or chat_store_key
-        if not session_id:
-            raise ValueError("session_id= is required (the BeeWeave session of this chat)")
         if token_limit is None:
             window = getattr(getattr(llm, "metadata", None), "context_window", None)
             token_limit = int(window * DEFAULT_TOKEN_LIMIT_RATIO) if window else DEFAULT_TOKEN_LIMIT
         if model is None and llm is not None:
             model = getattr(getattr(llm, "metadata", None), "model_name", None) or None
-        memory = cls(weave=weave, session_id=session_id, token_limit=token_limit,
-                     user_id=user_id, agent_id=agent_id, model=model,
-                     assemble_kwargs=assemble_kwargs)  # fmt: skip
+        given = {"session_id": session_id} if session_id else {}
+        memory = cls(weave=weave, token_limit=token_limit, user_id=user_id, agent_id=agent_id,
+                     model=model, assemble_kwargs=assemble_kwargs, **given)  # fmt: skip
         if chat_history is not None:
             memory.set(chat_history)
         return memory

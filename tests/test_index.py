@@ -479,6 +479,8 @@ def test_in_memory_stores_keep_their_vectors_apart(tmp_path):
         assert a.indexer.sync(60) and b.indexer.sync(60)
         assert a.indexer.errors == b.indexer.errors == 0  # both clients came up together
         got = b.retrieve("saffron rice", paths=["semantic"], k=5)
+        assert "alpha writes about saffron rice" not in [h.event.content for h in got]
+        got = b.retrieve("toast", paths=["semantic"], k=5)  # b's own vector is there
         assert [h.event.content for h in got] == ["beta writes about plain toast"]
         assert a.indexer.index.count() == 1  # b never pruned a's vectors as "gone"
     finally:

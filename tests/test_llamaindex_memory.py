@@ -66,9 +66,12 @@ def test_is_a_base_memory_built_like_chat_memory_buffer(weave: Any) -> None:
     assert memory_for(weave).token_limit == 3000
     assert "weave" not in m.to_dict() and m.to_dict()["session_id"] == "s1"
     with pytest.raises(ValueError, match="weave="):
-        BeeWeaveChatMemory.from_defaults(session_id="s1")
-    with pytest.raises(ValueError, match="session_id"):
-        BeeWeaveChatMemory.from_defaults(weave=weave)
+        BeeWeaveChatMemory.from_defaults(weave="not a weave", session_id="s1")
+    generated = BeeWeaveChatMemory.from_defaults(weave=weave)  # as ChatMemoryBuffer: optional
+    assert (
+        generated.session_id.startswith("chat-")
+        and generated.chat_store_key == generated.session_id
+    )
 
 
 def test_put_then_get_all_round_trips_tool_calls(weave: Any) -> None:

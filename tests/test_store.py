@@ -110,8 +110,8 @@ def test_search_filters_prefix_and_paging(stores: Callable[..., Any]) -> None:
     store.put(("other",), "y", {"n": 7})
 
     keys = [it.key for it in store.search(("docs", "team-a"), limit=10)]
-    assert keys == ["d5", "d4", "d3", "d2", "d1", "d0"]  # newest update first
-    assert [it.key for it in store.search(("docs", "team-a"), limit=2, offset=1)] == ["d4", "d3"]
+    assert keys == ["d0", "d1", "d2", "d3", "d4", "d5"]  # insertion order, as InMemoryStore
+    assert [it.key for it in store.search(("docs", "team-a"), limit=2, offset=1)] == ["d1", "d2"]
     assert {it.key for it in store.search(("docs",), limit=20)} == {f"d{i}" for i in range(6)} | {
         "x"
     }
@@ -171,11 +171,12 @@ def test_lexical_recall_without_a_vector_index(stores: Callable[..., Any]) -> No
     store.put(U1, "order", {"text": "Refund RF-4411 approved for ORD-10017", "extra": "zzz"})
     store.put(U1, "other", {"text": "Weekly sync moved to Thursday", "extra": "ORD-10017"})
     hits = store.search(U1, query="ORD-10017", limit=2)
-    # only the indexed field is searchable: "extra" is stored but not indexed
-    assert hits[0].key == "order" and hits[0].score is not None
-    assert hits[1].key == "other" and hits[1].score is None
+    # only the indexed field is searchable: "extra" is stored but not indexed; with no
+    # embeddings there is no similarity (score), only the lexical rank
+    assert hits[0].key == "order" and hits[0].rank is not None and hits[0].score is None
+    assert hits[1].key == "other" and hits[1].rank is None
     store.put(U1, "hidden", {"text": "ORD-10017 duplicate"}, index=False)
-    assert store.search(U1, query="duplicate", limit=3)[0].score is None
+    assert store.search(U1, query="duplicate", limit=3)[0].rank is None
 
 
 def test_ttl_expires_refreshes_and_sweeps(stores: Callable[..., Any]) -> None:

@@ -322,7 +322,7 @@ class Indexer:
             self._cancel_gap.clear()
             state = self.index.load_state()
             todo = []
-            for s in self.store.sessions():
+            for s in self.store.sessions(include_items=True):
                 mark = state.sessions.get(s.session_id, -1)
                 if s.last_seq > mark:
                     todo.append((s.session_id, mark, s.last_seq))
@@ -399,6 +399,17 @@ class Indexer:
         return self.index.delete(gone) if gone else 0
 
     # -------------------------------------------------------------- query
+    @property
+    def score_scale(self) -> float:
+        """The highest similarity ``query`` reports: the context recipe's two summed cosines
+        reach 2, unless the index stores the summed vector normalised (one cosine, 1)."""
+        try:
+            index = self.index
+        except IndexBusy:
+            return 2.0 if self.policy.recipe != "plain" else 1.0
+        one_cosine = self.policy.recipe == "plain" or getattr(index, "normalised_scores", False)
+        return 1.0 if one_cosine else 2.0
+
     def query(
         self, text: str, *, k: int, filters: IndexFilter | None = None
     ) -> list[tuple[str, float]]:

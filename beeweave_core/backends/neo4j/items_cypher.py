@@ -44,7 +44,7 @@ CYPHER_SCAN = f"""
 MATCH (i:LgStoreItem {{tenant: $tenant}})
 WHERE ($prefix IS NULL OR i.path = $prefix OR i.path STARTS WITH $prefix_sep) AND {_LIVE}
 RETURN {ITEM_MAP} AS row
-ORDER BY i.updated_at DESC, i.path, i.key
+ORDER BY i.created_at, i.path, i.key
 LIMIT $limit
 """
 CYPHER_PATHS = f"""

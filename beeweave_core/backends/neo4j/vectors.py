@@ -122,6 +122,9 @@ _HEX = re.compile(r"[0-9a-f]{12}")
 class Neo4jVectorIndex(neo4j_tx.TenantNodes):
     """A tenant's vectors for one embedding identity, in Neo4j's own vector index."""
 
+    #: Scores are one cosine of the stored (normalised) vector, -1..1 (see the module doc).
+    normalised_scores = True
+
     schema = SCHEMA
     purge = CYPHER_PURGE_TENANT
 

@@ -46,7 +46,7 @@ class SQLiteItemIndex(SideTables):
     def scan(
         self, prefix: str | None, *, now: float, limit: int | None = None
     ) -> Iterator[ItemRow]:
-        """Live items under ``prefix`` (None: all), newest update first."""
+        """Live items under ``prefix`` (None: all), in insertion order (as InMemoryStore)."""
         if prefix is None:
             sql, params = q.SCAN_ALL, [self.tenant, now]
         else:

@@ -50,7 +50,7 @@ SCAN_PREFIX = (
     f"SELECT {COLUMNS} FROM lg_store_items WHERE tenant = ? "
     "AND (path = ? OR (path >= ? AND path < ?))" + _LIVE
 )
-SCAN_ORDER = " ORDER BY updated_at DESC, path, key LIMIT ?"
+SCAN_ORDER = " ORDER BY created_at, path, key LIMIT ?"
 
 PATHS = "SELECT DISTINCT path FROM lg_store_items WHERE tenant = ?" + _LIVE
 EXPIRED = (

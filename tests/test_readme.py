@@ -1,0 +1,145 @@
+"""Every shell command of the README, run in a fresh clone, so the README cannot drift.
+
+The commands are read from the README's fenced ``bash`` blocks (one command a line, a
+trailing ``# comment`` dropped) and run as a user would, from the root of a ``git clone``
+of this repository, with the clone first on ``PYTHONPATH`` and a private ``BEEWEAVE_HOME``.
+Three kinds of command are not run as written, each listed here and checked to still be in
+the README (so the lists cannot go stale either):
+
+- ``INSTEAD``: the install command.  Installing from the clone would re-point this
+  environment's editable install at a temporary directory; the clone on ``PYTHONPATH`` is
+  what it would achieve.
+- ``SMALLER``: benchmarks, run with small sizes appended (the last value of an option wins).
+- ``SKIPPED``: a network download, the suite itself, and a benchmark that starts its own
+  Neo4j server and kills processes for minutes.
+
+The LoCoMo file the README tells users to download is replaced, for this run, by a tiny file
+of the same shape written here (own wording): the download is the skipped network command.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shlex
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+
+INSTEAD = {'python3 -m pip install -e ".[all]"': "true"}
+SMALLER = {
+    "beeweave bench capture": "--n 2000",
+    "beeweave bench ingest": "--events 1000 --single 100",
+    "beeweave bench checkpoint": "--steps 4 --rounds 1 --reads 10",
+    "beeweave bench assemble": "--sizes 60 --calls 2 --neo4j-size 60",
+}
+SKIPPED = {
+    "curl ": "downloads from the network",
+    "scripts/test": "runs this very test suite (with its own Neo4j)",
+    "beeweave bench durability": "starts its own Neo4j server and kills processes for minutes",
+}
+BUDGET_S = 240  # the whole README, on a loaded 2-core machine
+
+
+def readme_commands(text: str) -> list[str]:
+    """The commands of every fenced bash block, in order."""
+    out: list[str] = []
+    for block in re.findall(r"^```bash\n(.*?)^```", text, flags=re.S | re.M):
+        for line in block.splitlines():
+            line = re.sub(r"\s+#\s.*$", "", line).strip()
+            if line and not line.startswith("#"):
+                out.append(line)
+    return out
+
+
+def prepared(command: str) -> str | None:
+    """The command as this test runs it (None: skipped)."""
+    if any(command.startswith(p) for p in SKIPPED):
+        return None
+    for old, new in INSTEAD.items():
+        command = command.replace(old, new)
+    for prefix, extra in SMALLER.items():
+        if command.startswith(prefix):
+            command = f"{command} {extra}"
+    return command
+
+
+def tiny_locomo(path: Path) -> None:
+    """Two conversations in the public ``locomo10.json`` shape (a list), own wording."""
+    convs = []
+    for n, (a, b, fact, q) in enumerate(
+        [
+            ("Rhea", "Olu", "I finally fixed the blue bicycle's gears.", "What did Rhea fix?"),
+            ("Mina", "Joss", "We adopted a grey rabbit called Pebble.", "What pet did Mina get?"),
+        ]
+    ):
+        turns = [
+            {"speaker": a, "dia_id": "D1:1", "text": fact},
+            {"speaker": b, "dia_id": "D1:2", "text": "That sounds like a good weekend."},
+            {"speaker": a, "dia_id": "D1:3", "text": "The weather was mild, we walked a lot."},
+        ]
+        convs.append(
+            {
+                "sample_id": f"tiny-{n}",
+                "conversation": {
+                    "speaker_a": a,
+                    "speaker_b": b,
+                    "session_1_date_time": "1:56 pm on 8 May, 2023",
+                    "session_1": turns,
+                },
+                "qa": [{"question": q, "answer": fact, "category": 4, "evidence": ["D1:1"]}],
+            }
+        )
+    path.write_text(json.dumps(convs), encoding="utf-8")
+
+
+def test_the_lists_match_the_readme() -> None:
+    commands = readme_commands((ROOT / "README.md").read_text(encoding="utf-8"))
+    assert len(commands) >= 10
+    for listed in (*INSTEAD, *SMALLER, *SKIPPED):
+        assert any(listed in c for c in commands), f"{listed!r} is no longer in the README"
+    skipped = [c for c in commands if prepared(c) is None]
+    assert len(skipped) == len(SKIPPED) <= 3, skipped
+    assert not any("../shared" in c or "/work/" in c for c in commands)
+
+
+@pytest.mark.neo4j
+def test_every_readme_command_runs_in_a_fresh_clone(tmp_path: Path, neo4j_uri: str) -> None:
+    clone = tmp_path / "clone"
+    subprocess.run(["git", "clone", "-q", str(ROOT), str(clone)], check=True, timeout=60)
+    readme = (clone / "README.md").read_text(encoding="utf-8")
+    assert "../shared" not in readme and "/work/shared" not in readme
+    tiny_locomo(clone / "locomo10.json")
+    env = {
+        **os.environ,
+        "PYTHONPATH": str(clone),
+        "BEEWEAVE_HOME": str(tmp_path / "home"),
+        "NEO4J_URI": neo4j_uri,
+        "COLUMNS": "160",
+    }
+    bindir = Path(sys.executable).parent
+    env["PATH"] = f"{bindir}{os.pathsep}{env.get('PATH', '')}"
+    started = time.monotonic()
+    for command in readme_commands(readme):
+        run = prepared(command)
+        if run is None:
+            continue
+        done = subprocess.run(
+            ["bash", "-c", run], cwd=clone, env=env, capture_output=True, text=True, timeout=300
+        )
+        assert done.returncode == 0, (
+            f"{command!r} failed:\n{done.stdout[-2000:]}\n{done.stderr[-3000:]}"
+        )
+    assert time.monotonic() - started < BUDGET_S
+
+
+def test_prepared_keeps_commands_it_does_not_know() -> None:
+    assert prepared("beeweave sessions") == "beeweave sessions"
+    assert prepared("curl -o x https://example.org/x") is None
+    assert shlex.split(prepared("beeweave bench capture") or "")[-2:] == ["--n", "2000"]
