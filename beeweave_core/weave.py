@@ -268,8 +268,8 @@ class Weave:
         """Every stored event id of ``user_id`` (``meta["user_id"]``), whatever its status."""
         return [
             e.id
-            for s in self.store.sessions(user_id=user_id)
-            for e in self.store.timeline(s.session_id, include_inactive=True)
+            for sid in self.store.user_session_ids(user_id)
+            for e in self.store.timeline(sid, include_inactive=True)
             if e.meta.get("user_id") == user_id
         ]
 
