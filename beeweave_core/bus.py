@@ -36,7 +36,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import IO, Any
 
 from beeweave_core import shutdown, telemetry
-from beeweave_core.errors import StoreError
+from beeweave_core.errors import StoreError, shown
 from beeweave_core.events import (
     HIGH_PRIORITY_TYPES,
     EdgeType,
@@ -46,7 +46,7 @@ from beeweave_core.events import (
     new_event_id,
 )
 from beeweave_core.governance.redaction import Redactor, redact_value
-from beeweave_core.ids import check_tenant, file_key, session_problem, short
+from beeweave_core.ids import check_tenant, file_key, session_problem
 from beeweave_core.payloads import PayloadError, dumps, to_jsonable
 from beeweave_core.spool import (
     DRAINING,
@@ -89,7 +89,7 @@ def _as_str(value: Any) -> Any:
 def emit_problem(tv: Any, sid: Any, ck: Any, ts: Any, priority: Any, key: Any) -> str | None:
     """Why an emit() cannot become an event (None: it can).  Cheap: the caller's thread."""
     if type(tv) is not str or tv not in _TYPES:
-        return f"unknown event type {short(tv)}"
+        return f"unknown event type {shown(tv)}"
     problem = session_problem(sid)
     if problem:
         return problem
@@ -98,9 +98,9 @@ def emit_problem(tv: Any, sid: Any, ck: Any, ts: Any, priority: Any, key: Any) -
     if key is not None and type(key) is not str:
         return f"key must be a string, got {type(key).__name__}"
     if ts is not None and (type(ts) not in (int, float) or not math.isfinite(ts)):
-        return f"ts must be a finite number of seconds, got {short(ts)}"
+        return f"ts must be a finite number of seconds, got {shown(ts)}"
     if priority not in (None, "high", "low"):
-        return f"priority must be 'high' or 'low', got {short(priority)}"
+        return f"priority must be 'high' or 'low', got {shown(priority)}"
     return None
 
 

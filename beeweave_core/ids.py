@@ -15,19 +15,11 @@ from __future__ import annotations
 import hashlib
 import re
 
+from beeweave_core.errors import shown
+
 MAX_TENANT_LEN = 128
 MAX_SESSION_LEN = 512
 _TENANT = re.compile(r"[A-Za-z0-9_@+:][A-Za-z0-9._@+:-]*")
-_ECHO = 40
-
-
-def short(value: object, limit: int = _ECHO) -> str:
-    """A bounded echo of an input for an error message (never a 100 KB line)."""
-    try:
-        text = value if isinstance(value, str) else repr(value)
-    except Exception:
-        text = f"<{type(value).__name__}>"
-    return repr(text[:limit]) + (f"… ({len(text)} chars)" if len(text) > limit else "")
 
 
 def _text_problem(kind: str, value: object, limit: int) -> str | None:
@@ -42,7 +34,7 @@ def tenant_problem(tenant: object) -> str | None:
     """Why ``tenant`` is not a valid tenant id (None: it is)."""
     problem = _text_problem("tenant", tenant, MAX_TENANT_LEN)
     if problem is None and not _TENANT.fullmatch(tenant):  # type: ignore[arg-type]
-        problem = f"tenant {short(tenant)} may only use letters, digits and . _ - : @ +"
+        problem = f"tenant {shown(tenant)} may only use letters, digits and . _ - : @ +"
     return problem
 
 
@@ -58,7 +50,7 @@ def session_problem(session_id: object) -> str | None:
     """Why ``session_id`` is not a valid session id (None: it is).  Cheap: one C pass."""
     problem = _text_problem("session_id", session_id, MAX_SESSION_LEN)
     if problem is None and not session_id.isprintable():  # type: ignore[union-attr]
-        problem = f"session_id {short(session_id)} holds control or unpaired characters"
+        problem = f"session_id {shown(session_id)} holds control or unpaired characters"
     return problem
 
 
