@@ -434,6 +434,7 @@ class Retriever:
             types=sorted(flt.type_set, key=lambda t: t.value) if flt.type_set else None,
             since=since,
             until=until,
+            scopes=self.store.scopes,
         )
         try:
             hits = indexer.query(c.query, k=c.cfg.candidates, filters=where)
