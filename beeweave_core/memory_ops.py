@@ -33,6 +33,8 @@ from beeweave_core.context.memory import HALF_LIFE_DAYS, KINDS
 from beeweave_core.context.supersession import SlotIndex
 from beeweave_core.errors import shown
 from beeweave_core.events import Edge, EdgeType, Event, EventType, Status, new_event_id
+from beeweave_core.scopes import META_KEY as SCOPE_KEY
+from beeweave_core.scopes import derived
 from beeweave_core.text import language as L
 from beeweave_core.tokens import DEFAULT_MODEL, TokenCounter
 
@@ -318,6 +320,10 @@ class MemoryOps:
             meta["user_id"] = self.user_id
         if self.agent_id:
             meta["agent_id"] = self.agent_id
+        if sources:  # a memory is of its sources' scope (never of two: see scopes.py)
+            origin = derived(e.scope for e in self.writer.get(sources, include_inactive=True))
+            if origin is not None:
+                meta[SCOPE_KEY] = origin
         links: dict[EdgeType, tuple[str, ...]] = {}
         if sources:
             links[EdgeType.DERIVED_FROM] = tuple(sources)

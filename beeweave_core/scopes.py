@@ -21,8 +21,8 @@ here once; stores, the retriever, the context engine and the item store only ask
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
-from typing import TypeAlias
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import TypeAlias, TypeVar
 
 from beeweave_core.errors import shown
 
@@ -31,6 +31,7 @@ Readable: TypeAlias = frozenset[str] | None
 #: Where an event keeps its scope (beside ``user_id`` and ``agent_id``).
 META_KEY = "scope"
 MAX_SCOPE_LEN = 128
+T = TypeVar("T")
 
 
 class ScopeError(PermissionError):
@@ -123,6 +124,28 @@ def derived(scopes: Iterable[str | None]) -> str | None:
     return next(iter(named), None)
 
 
+def runs(items: Sequence[T], scopes_in: Callable[[T], Iterable[str | None]]) -> list[list[T]]:
+    """Consecutive ``items`` split wherever the scope changes, so nothing derived from
+    one run mixes scopes.  Unscoped items join the run they fall in; an item that
+    itself holds two scopes is left out (no record made from it could have one)."""
+    out: list[list[T]] = []
+    current: list[T] = []
+    scope: str | None = None
+    for item in items:
+        named = {s for s in scopes_in(item) if s is not None}
+        if len(named) > 1 or (named and scope is not None and scope not in named):
+            if current:
+                out.append(current)
+            current, scope = [], None
+            if len(named) > 1:
+                continue
+        current.append(item)
+        scope = next(iter(named), scope)
+    if current:
+        out.append(current)
+    return out
+
+
 def _names(scopes: Readable) -> str:
     return "every scope" if scopes is None else "{" + ", ".join(sorted(scopes)) + "}"
 
@@ -136,6 +159,7 @@ __all__ = [
     "narrow",
     "normalize",
     "refuse",
+    "runs",
     "scope_of",
     "visible",
     "write_scope",

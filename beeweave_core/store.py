@@ -177,6 +177,7 @@ class EventStore(Protocol):
         self, *, user_id: str | None = None, include_items: bool = False
     ) -> list[SessionStats]: ...
     def user_session_ids(self, user_id: str) -> list[str]: ...
+    def scopes_in(self, session_id: str) -> set[str | None]: ...
     def session_stats(self, session_id: str) -> SessionStats: ...
     def soft_delete(self, ids: Sequence[str], reason: str) -> int: ...
     def invalidate(self, ids: Sequence[str], reason: str, *, by: str | None = None) -> int: ...
@@ -245,8 +246,14 @@ class BaseEventStore:
 
     # ----------------------------------------------------------------- scopes
     def _in_scope(self, ev: Event) -> Event:
-        """``ev`` with the scope it is written under; ScopeError if it may not be."""
+        """``ev`` with the scope it is written under; ScopeError if it may not be.
+
+        A record naming no scope, written by a view of several scopes, stays unscoped:
+        BeeWeave's own records derived from unscoped sources (capture through
+        ``Weave.emit`` is stricter: there such a writer must name one)."""
         named = scope_of(ev.meta)
+        if named is None and (self.scopes is None or len(self.scopes) != 1):
+            return ev
         scope = _write_scope(named, self.scopes)
         if scope == named:
             return ev
@@ -259,6 +266,10 @@ class BaseEventStore:
     def _session_scopes(self, session_id: str) -> set[str | None]:
         """The scopes the events of one session carry (any status, unfiltered)."""
         raise NotImplementedError
+
+    def scopes_in(self, session_id: str) -> set[str | None]:
+        """The scopes of the session's events this view may see (``None``: unscoped)."""
+        return {s for s in self._session_scopes(session_id) if visible(s, self.scopes)}
 
     def _refuse_foreign(self, ids: Sequence[str]) -> None:
         """An explicit read or change of events outside this view's scopes is an error."""
