@@ -34,7 +34,7 @@ from beeweave_core.context.supersession import SlotIndex
 from beeweave_core.errors import shown
 from beeweave_core.events import Edge, EdgeType, Event, EventType, Status, new_event_id
 from beeweave_core.scopes import META_KEY as SCOPE_KEY
-from beeweave_core.scopes import derived
+from beeweave_core.scopes import ScopeError, derived
 from beeweave_core.text import language as L
 from beeweave_core.tokens import DEFAULT_MODEL, TokenCounter
 
@@ -212,7 +212,7 @@ class MemoryOps:
             return f"error: {op}: {where}: {first.get('msg', 'invalid')}"
         try:
             return self._run(parsed, session_id)
-        except MemoryOpError as exc:
+        except (MemoryOpError, ScopeError) as exc:  # a memory of another business line
             return f"error: {exc}"
 
     def _run(self, a: BaseModel, session_id: str | None) -> str:
