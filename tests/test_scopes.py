@@ -10,6 +10,8 @@ refused with a ``ScopeError``; derived records keep the scope of their sources.
 
 from __future__ import annotations
 
+import contextlib
+import json
 import random
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -26,9 +28,10 @@ SCOPES = ("billing", "support", "legal")
 #: A marker per scope (and one for unscoped events) woven into each event's text.
 MARK = {"billing": "qzbil", "support": "qzsup", "legal": "qzleg", None: "qzall"}
 WORDS = (
-    "ledger router contract refund outage clause invoice firmware renewal ticket deadline "
-    "warranty account password shipment audit courier voucher modem tariff"
-).split()
+    "ledger", "router", "contract", "refund", "outage", "clause", "invoice", "firmware",
+    "renewal", "ticket", "deadline", "warranty", "account", "password", "shipment", "audit",
+    "courier", "voucher", "modem", "tariff",
+)  # fmt: skip
 QUERIES = ("refund invoice deadline", "router firmware outage", "contract clause warranty")
 NOW = 1_760_000_000.0
 
@@ -105,10 +108,9 @@ def _store_reads(r: Weave, c: Corpus) -> Iterator[tuple[str, object]]:
             yield "ancestors", [x for x, _ in st.ancestors(e.id, depth=6)]
             yield "descendants", [x for x, _ in st.descendants(e.id, depth=6)]
             yield "edges(event)", st.edges(event_id=e.id, direction="both")
-        try:  # a session that also holds another scope is refused whole (tested below)
+        # a session that also holds another scope is refused whole (tested below)
+        with contextlib.suppress(ScopeError):
             yield "export", st.export_session(sid)["events"]
-        except ScopeError:
-            pass
     for q in QUERIES:
         yield "search_text", [e for e, _ in st.search_text(q, k=50)]
         yield "search_text(user)", [e for e, _ in st.search_text(q, k=50, user_id="u1")]
@@ -304,3 +306,30 @@ def test_derived_records_keep_their_sources_scope(scoped):
     r.flush()
     records = r.store.timeline("legal-0", types=[EventType.RETRIEVAL])
     assert records and {e.scope for e in records} == {"legal"}
+
+
+# ------------------------------------------------------------------------ CLI
+def test_cli_reads_only_its_scope_and_refuses_the_rest(tmp_path):
+    from .test_cli import run
+
+    with Weave.open(f"sqlite:///{tmp_path / 'beeweave.db'}", index=False) as w:
+        paid = w.emit("user_message", "Voucher 4410 refunded to the florist on Dock Lane.",
+                      session_id="till", scope="billing", meta={"user_id": "ana"})  # fmt: skip
+        w.emit("user_message", "Modem 7 reboots when the kettle runs.", session_id="desk",
+               scope="support", meta={"user_id": "ana"})  # fmt: skip
+        w.emit("user_message", "Office opens at nine.", session_id="lobby")
+        assert w.flush()
+    rows = json.loads(run(tmp_path, "sessions", "--json", "--scope", "support").stdout)
+    assert {r["session_id"] for r in rows} == {"desk", "lobby"}
+    both = run(tmp_path, "sessions", "--json", "--scope", "support", "--scope", "billing")
+    assert {r["session_id"] for r in json.loads(both.stdout)} == {"desk", "lobby", "till"}
+    assert "Voucher 4410" in run(tmp_path, "show", "till", "--scope", "billing").stdout
+    for args in (("trace", paid), ("export", "till"), ("forget", paid, "--yes")):
+        proc = run(tmp_path, *args, "--scope", "support", check=False)
+        lines = [x for x in proc.stderr.splitlines() if x.strip()]
+        assert proc.returncode == 1 and len(lines) == 1, (args, proc.stderr)
+        assert "scope outside {support}" in lines[0] and "Voucher" not in proc.stdout
+    # an empty timeline, as for another tenant's session: the session is not this scope's
+    assert run(tmp_path, "show", "till", "--scope", "support", check=False).returncode == 1
+    with Weave.open(f"sqlite:///{tmp_path / 'beeweave.db'}", index=False) as w:
+        assert w.store.get([paid])[0].status.value == "active"  # the refused forget did nothing
