@@ -134,6 +134,7 @@ class EventStore(Protocol):
     def setup(self) -> None: ...
     def for_tenant(self, tenant: str) -> EventStore: ...
     def for_scopes(self, scopes: Readable) -> EventStore: ...
+    def in_scope(self, ev: Event) -> Event: ...
     def append(self, events: Sequence[Event]) -> AppendResult: ...
     def get(self, ids: Sequence[str], *, include_inactive: bool = False) -> list[Event]: ...
     def timeline(
@@ -236,7 +237,7 @@ class BaseEventStore:
             if ev.id in seen:
                 continue
             seen.add(ev.id)
-            ev = self._in_scope(ev)
+            ev = self.in_scope(ev)
             prepared.append(prepare_event(ev, self.tenant, inline_limit=self.inline_limit))
         if not prepared:
             return AppendResult(duplicates=len(events))
@@ -245,7 +246,7 @@ class BaseEventStore:
         return result
 
     # ----------------------------------------------------------------- scopes
-    def _in_scope(self, ev: Event) -> Event:
+    def in_scope(self, ev: Event) -> Event:
         """``ev`` with the scope it is written under; ScopeError if it may not be.
 
         A record naming no scope, written by a view of several scopes, stays unscoped:
@@ -419,7 +420,7 @@ class BaseEventStore:
         export = data if isinstance(data, SessionExport) else validate_export(data)
         prepared = []
         for ev in export.events:
-            ev = self._in_scope(ev)
+            ev = self.in_scope(ev)
             p = prepare_event(ev.model_copy(update={"tenant": self.tenant}), self.tenant,
                               inline_limit=self.inline_limit)  # fmt: skip
             kept = p.event.model_copy(

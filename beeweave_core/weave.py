@@ -70,6 +70,8 @@ class _IndexedStore:
         return getattr(self._store, name)
 
     def append(self, events: Sequence[Event]) -> AppendResult:
+        # the scope each is stored under, so its vectors carry the same one
+        events = [self._store.in_scope(e) if isinstance(e, Event) else e for e in events]
         result = self._store.append(events)
         indexer = self._indexer
         if indexer is not None and result.ids:
