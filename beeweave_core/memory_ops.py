@@ -34,7 +34,7 @@ from beeweave_core.context.supersession import SlotIndex
 from beeweave_core.errors import shown
 from beeweave_core.events import Edge, EdgeType, Event, EventType, Status, new_event_id
 from beeweave_core.scopes import META_KEY as SCOPE_KEY
-from beeweave_core.scopes import ScopeError, derived
+from beeweave_core.scopes import ScopeError, derived, write_scope
 from beeweave_core.text import language as L
 from beeweave_core.tokens import DEFAULT_MODEL, TokenCounter
 
@@ -320,10 +320,11 @@ class MemoryOps:
             meta["user_id"] = self.user_id
         if self.agent_id:
             meta["agent_id"] = self.agent_id
-        if sources:  # a memory is of its sources' scope (never of two: see scopes.py)
-            origin = derived(e.scope for e in self.writer.get(sources, include_inactive=True))
-            if origin is not None:
-                meta[SCOPE_KEY] = origin
+        # a memory is of its sources' scope (never of two), else the writer's (scopes.py)
+        origin = derived(e.scope for e in self.writer.get(sources, include_inactive=True))
+        scope = origin if origin is not None else write_scope(None, self.writer.scopes)
+        if scope is not None:
+            meta[SCOPE_KEY] = scope
         links: dict[EdgeType, tuple[str, ...]] = {}
         if sources:
             links[EdgeType.DERIVED_FROM] = tuple(sources)

@@ -266,6 +266,17 @@ def test_explicit_reads_and_writes_outside_are_refused(scoped):
     assert r.store.get([mine])[0].scope == "support"
     assert ItemStore(r).put(("notes", "fresh"), "k", {"v": 1}).scope == "support"
     assert r.store.get([sorted(c.ids[None])[0]])  # unscoped: visible to every reader
+    # memory tools: a memory is written into the weave's scope, or refused as one line
+    from beeweave_core.memory_ops import MemoryOps
+
+    said = MemoryOps(r, user_id="u1").call("remember", {"text": "Tray two needs size A4 only."})
+    assert not said.startswith("error"), said
+    kept = [
+        m for m in r.store.timeline(MemoryOps(r, user_id="u1").readable()[0]) if "A4" in m.content
+    ]
+    assert kept and {m.scope for m in kept} == {"support"}
+    refused_tool = MemoryOps(two, user_id="u1").call("remember", {"text": "Which line is this?"})
+    assert refused_tool.startswith("error:") and "name one" in refused_tool
     # a narrower call is allowed
     narrowed = two.retrieve("contract clause warranty", scopes="legal", k=40, now=NOW)
     assert narrowed and all(h.event.scope in ("legal", None) for h in narrowed)
