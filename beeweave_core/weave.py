@@ -309,12 +309,9 @@ class Weave:
         ]
 
     # ------------------------------------------------------------ recall
-    def _view(self, scopes: Iterable[str] | str | None) -> tuple[Readable, EventStore]:
-        """The scopes of one call (within the weave's) and the store as they see it."""
-        readable = narrow(self.store.scopes, scopes)
-        if readable == self.store.scopes:
-            return readable, self.store
-        return readable, self.store.for_scopes(readable)
+    def _view(self, readable: Readable) -> EventStore:
+        """The store as a call limited to ``readable`` (within the weave's scopes) sees it."""
+        return self.store if readable == self.store.scopes else self.store.for_scopes(readable)
 
     @property
     def retriever(self) -> Retriever:
@@ -323,12 +320,12 @@ class Weave:
 
     def retriever_for(self, scopes: Iterable[str] | str | None) -> Retriever:
         """The retriever of a narrower set of ``scopes`` (one per set, built on first use)."""
-        readable, store = self._view(scopes)
+        readable = narrow(self.store.scopes, scopes)
         if readable not in self._retrievers:
             from beeweave_core.retrieval import Retriever
 
             self._retrievers[readable] = Retriever(
-                store, indexer=self.indexer, config=self.config.retrieval
+                self._view(readable), indexer=self.indexer, config=self.config.retrieval
             )
         return self._retrievers[readable]
 
@@ -355,8 +352,9 @@ class Weave:
 
     def context_for(self, scopes: Iterable[str] | str | None) -> ContextEngine:
         """The context engine of a narrower set of ``scopes`` (one per set)."""
-        readable, store = self._view(scopes)
+        readable = narrow(self.store.scopes, scopes)
         if readable not in self._contexts:
+            store = self._view(readable)
             from functools import partial
 
             from beeweave_core.context import ContextEngine
