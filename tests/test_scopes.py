@@ -344,3 +344,28 @@ def test_cli_reads_only_its_scope_and_refuses_the_rest(tmp_path):
     assert run(tmp_path, "show", "till", "--scope", "support", check=False).returncode == 1
     with Weave.open(f"sqlite:///{tmp_path / 'beeweave.db'}", index=False) as w:
         assert w.store.get([paid])[0].status.value == "active"  # the refused forget did nothing
+
+
+# ------------------------------------------------------------------------- UI
+def test_ui_serves_only_its_scope(tmp_path):
+    from starlette.testclient import TestClient
+
+    from beeweave_ui import build_app
+
+    url = f"sqlite:///{tmp_path / 'ui.db'}"
+    with Weave.open(url, index=False, spool_dir=tmp_path / "w") as w:
+        paid = w.emit("user_message", "Voucher qzbil9 settled for the florist.",
+                      session_id="till", scope="billing")  # fmt: skip
+        w.emit("user_message", "Modem qzsup9 reboots at noon.", session_id="desk", scope="support")
+        assert w.flush()
+    with Weave.open(url, index=False, spool_dir=tmp_path / "r", scopes={"support"}) as r:
+        client = TestClient(build_app(r), client=("127.0.0.1", 4000), base_url="http://127.0.0.1")
+        with client as c:
+            for path in ("/api/sessions", "/api/search?q=voucher+modem+florist",
+                         "/api/sessions/till/graph", "/api/sessions/desk/graph"):  # fmt: skip
+                got = c.get(path)  # another scope's session is not there, as another tenant's
+                assert got.status_code in (200, 404) and "qzbil" not in got.text, path
+            assert "qzsup9" in c.get("/api/sessions/desk/graph").text
+            assert c.get("/api/sessions/till/graph").status_code == 404
+            refused = c.get(f"/api/events/{paid}")
+            assert refused.status_code == 403 and "scope" in refused.json()["error"]
