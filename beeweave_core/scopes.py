@@ -102,6 +102,21 @@ def write_scope(named: str | None, writable: Readable) -> str | None:
     raise ScopeError(f"this weave writes several scopes {_names(writable)}: name one (scope=…)")
 
 
+def with_scope(
+    meta: Mapping[str, object] | None, writable: Readable, named: str | None = None
+) -> Mapping[str, object] | None:
+    """``meta`` of a new record, carrying the scope it is written under (``named``, else
+    ``meta["scope"]``, else the writer's one scope; :func:`write_scope` decides)."""
+    if named is None and meta:
+        named = scope_of(meta)
+    if named is None and writable is None:
+        return meta
+    resolved = write_scope(named, writable)
+    if resolved is None or (meta and meta.get(META_KEY) == resolved):
+        return meta
+    return {**(meta or {}), META_KEY: resolved}
+
+
 def refuse(ids: Iterable[str], readable: Readable) -> None:
     """Raise the error for an explicit read of records outside ``readable``."""
     some = sorted(ids)
@@ -162,5 +177,6 @@ __all__ = [
     "runs",
     "scope_of",
     "visible",
+    "with_scope",
     "write_scope",
 ]

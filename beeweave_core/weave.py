@@ -23,7 +23,7 @@ from beeweave_core.config import IndexConfig, WeaveConfig
 from beeweave_core.events import AppendResult, EdgeType, Event, EventType
 from beeweave_core.ids import check_tenant
 from beeweave_core.paths import beeweave_home, default_url
-from beeweave_core.scopes import META_KEY, Readable, derived, narrow, scope_of, write_scope
+from beeweave_core.scopes import META_KEY, Readable, derived, narrow, with_scope
 from beeweave_core.store import EventStore
 
 if TYPE_CHECKING:
@@ -205,7 +205,7 @@ class Weave:
         ``scope`` (or ``meta["scope"]``) names the event's business line; a weave of one
         scope fills in its own, one of several must be told (:class:`ScopeError`).
         """
-        meta = self._scoped_meta(meta, scope)
+        meta = with_scope(meta, self.store.scopes, scope)
         return self.bus.emit(
             type, content, session_id=session_id, role=role, payload=payload, parents=parents,
             links=links, meta=meta, source=source, key=key, ts=ts, priority=priority,
@@ -216,18 +216,6 @@ class Weave:
     def scopes(self) -> Readable:
         """The scopes this weave reads and writes (``None``: every scope)."""
         return self.store.scopes
-
-    def _scoped_meta(
-        self, meta: Mapping[str, object] | None, scope: str | None
-    ) -> Mapping[str, object] | None:
-        """``meta`` with the scope an emitted event is written under (ScopeError if none may be)."""
-        named = scope if scope is not None else scope_of(meta) if meta else None
-        if named is None and self.store.scopes is None:
-            return meta
-        resolved = write_scope(named, self.store.scopes)
-        if resolved is None or (meta and meta.get(META_KEY) == resolved):
-            return meta
-        return {**(meta or {}), META_KEY: resolved}
 
     def flush(self, timeout: float = 30.0, wait_index: bool = False) -> bool:
         """Wait until captured events are in the store; False when some are only spooled on

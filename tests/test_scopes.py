@@ -369,3 +369,33 @@ def test_ui_serves_only_its_scope(tmp_path):
             assert c.get("/api/sessions/till/graph").status_code == 404
             refused = c.get(f"/api/events/{paid}")
             assert refused.status_code == 403 and "scope" in refused.json()["error"]
+
+
+def test_framework_capture_writes_into_the_weaves_scope(tmp_path):
+    from langchain_core.messages import AIMessage, HumanMessage
+
+    from beeweave_core.context import record_messages
+    from beeweave_langchain.callbacks import BeeWeaveCallbackHandler
+    from beeweave_langchain.history import BeeWeaveChatMessageHistory
+
+    url = f"sqlite:///{tmp_path / 'f.db'}"
+    with Weave.open(url, spool_dir=tmp_path / "a", scopes={"support"}) as one:
+        BeeWeaveChatMessageHistory(one, "chat").add_messages(
+            [HumanMessage("Modem lights blink amber."), AIMessage("Reseat the cable.")]
+        )
+        record_messages(one, "chat", [{"role": "user", "content": "Still amber."}])
+        one.flush(wait_index=True)
+        got = one.store.timeline("chat")
+        assert len(got) == 3 and {e.scope for e in got} == {"support"}
+        # their vectors carry the same scope: another line's semantic search finds none
+    with Weave.open(url, spool_dir=tmp_path / "b", scopes={"billing"}) as other:
+        other.flush(wait_index=True)
+        assert other.retrieve("modem blinking amber light", k=10, paths=["semantic"]) == []
+        assert other.store.timeline("chat") == []
+    with Weave.open(url, spool_dir=tmp_path / "c", scopes={"billing", "support"}) as two:
+        with pytest.raises(ScopeError):
+            record_messages(two, "chat", [{"role": "user", "content": "Which line?"}])
+        handler = BeeWeaveCallbackHandler(two, session_id="chat", scope="support")
+        assert handler.weave is two  # a handler of a two-line weave names its line
+        assert record_messages(two, "chat", [{"role": "user", "content": "Amber again."}],
+                               scope="support")  # fmt: skip
