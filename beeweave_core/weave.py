@@ -13,7 +13,7 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from beeweave_core import telemetry
 from beeweave_core.backends import Backend, open_backend
@@ -35,6 +35,7 @@ if TYPE_CHECKING:
     from beeweave_core.retrieval import Hit, RetrieveOptions, Retriever
 
 log = logging.getLogger("beeweave")
+T = TypeVar("T")
 
 
 def open_store(
@@ -61,14 +62,24 @@ class _IndexedStore:
     searchable by meaning at once, not only after the next gap check.
     """
 
-    def __init__(self, store: EventStore, indexer: Indexer | None) -> None:
+    def __init__(
+        self, store: EventStore, indexer: Indexer | None, redact: Callable[[T], T] | None = None
+    ) -> None:
         self._store = store
         self._indexer = indexer
+        self._redact = redact
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._store, name)
 
     def append(self, events: Sequence[Event]) -> AppendResult:
+        r = self._redact
+        if r is not None:  # memory tools write what an agent passed them: redact it too
+            events = [
+                e.model_copy(update={"content": r(e.content), "payload": r(e.payload),
+                                     "meta": r(e.meta)})
+                for e in events
+            ]  # fmt: skip
         result = self._store.append(events)
         indexer = self._indexer
         if indexer is not None and result.ids:
@@ -215,7 +226,16 @@ class Weave:
     @property
     def writer(self) -> EventStore:
         """The store, for components that write directly: appends also get indexed."""
-        return _IndexedStore(self.store, self.indexer)  # type: ignore[return-value]
+        redact = self.redact if self.bus.redactor is not None else None
+        return _IndexedStore(self.store, self.indexer, redact)  # type: ignore[return-value]
+
+    def redact(self, value: T) -> T:
+        """``value`` as the weave's redactor would store it (itself when redaction is off).
+
+        Every write path runs it — capture, BeeWeave's own writers, LangGraph
+        checkpoints and store items — and what it replaced is counted in
+        ``stats()["redacted"]``."""
+        return self.bus.redact(value)
 
     def purge(
         self,
