@@ -833,8 +833,12 @@ class ContextBus:
                 self._refuse(rec, _reason(exc))
         return out
 
+    @telemetry.traced("capture")
     def _store(self, events: list[Event]) -> bool:
-        """Hand ``events`` to the store; False when it is not answering (retry later)."""
+        """Hand ``events`` to the store; False when it is not answering (retry later).
+
+        One ``beeweave.capture`` span per batch written (``emit`` itself stays untraced:
+        it only queues)."""
         if not events:
             return True
         self._call_since = time.monotonic()

@@ -169,5 +169,14 @@ def test_cli_prunes_checkpoints_per_thread(home: Path):
             cfg = {"configurable": {"thread_id": tid}}
             assert len(list(saver.list(cfg))) == 2
             assert _counter_graph(saver).get_state(cfg).values["n"] == 5
+    time.sleep(0.5)
+    out = run(home, "retention", "apply", "--checkpoint-days", "0.000005", "--url", url).stdout
+    assert "pruned checkpoints of 2 thread(s)" in out  # older than ~0.4 s: only the newest stays
+    with Weave.open(url, spool_dir=home / "spool", index=False) as w:
+        saver = BeeWeaveCheckpointer.from_weave(w)
+        for tid in ("t1", "t2"):
+            cfg = {"configurable": {"thread_id": tid}}
+            assert len(list(saver.list(cfg))) == 1
+            assert _counter_graph(saver).get_state(cfg).values["n"] == 5
     bad = run(home, "retention", "apply", "--keep-checkpoints", "0", "--url", url, check=False)
     assert bad.returncode == 1 and "must be positive" in bad.stderr
