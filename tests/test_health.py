@@ -1,21 +1,13 @@
-"""Context-health metrics from recorded events, each warning driven on a real SQLite store."""
+"""Context-health metrics from recorded events, each warning driven on SQLite and Neo4j."""
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 
-from beeweave_core.backends.sqlite.events import SQLiteEventStore
 from beeweave_core.events import Event, EventType, new_event_id
 from beeweave_core.governance.health import amnesia_check, key_tokens, pooled, session_health
 
-
-@pytest.fixture
-def store(tmp_path: Path):
-    s = SQLiteEventStore(tmp_path / "health.db", tenant="t")
-    yield s
-    s.close()
+# ``store`` (conftest): an empty store of each backend, SQLite and the real Neo4j.
 
 
 def add(store, sid: str, etype: EventType, content: str = "", **payload) -> Event:

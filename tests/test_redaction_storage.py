@@ -152,6 +152,9 @@ def test_raw_values_reach_no_file_and_no_node(
     w.context.compact(sid, window_tokens=60, force=True)
     hit = w.retrieve("which address gets the receipt by email", session_id=sid, k=3)
     assert any("[EMAIL:" in h.event.content for h in hit)
+    (big,) = [e for e in w.store.timeline(sid) if e.content == "refund queued"]
+    ref = big.payload.get("$payload_artifact") or big.payload.get("$artifact")
+    assert ref is not None and "[CARD:" in (w.store.get_artifact(ref["sha256"]) or "")
     counts = w.stats()["redacted"]
     assert {"EMAIL", "CARD", "IBAN", "CN_ID", "CN_MOBILE"} <= set(counts)
     exported = export_thread(w.store, w.backend.checkpoints(), sid)
@@ -163,13 +166,17 @@ def test_raw_values_reach_no_file_and_no_node(
                     now=time.time() + 2 * DAY)  # fmt: skip
     assert list((tmp_path / "archive").glob("*.jsonl.gz"))
     w.flush()
-    leaks = [
-        (str(p), v)
-        for p in tmp_path.rglob("*")
-        if p.is_file()
-        for v in RAW
-        if v.encode() in _readable(p)
-    ]
+    files = [p for p in tmp_path.rglob("*") if p.is_file()]
+    kinds = {
+        "spool": "spool",
+        "dead-letter": "dead-letter",
+        "export": "desk-export",
+        "archive": ".jsonl.gz",
+    }
+    if backend == "sqlite":
+        kinds.update(store="weave.db", vectors=".chroma")
+    assert {k for k, part in kinds.items() if any(part in str(p) for p in files)} == set(kinds)
+    leaks = [(str(p), v) for p in files for v in RAW if v.encode() in _readable(p)]
     assert leaks == []
     if backend == "neo4j":
         assert _scan_neo4j() == []
