@@ -161,22 +161,19 @@ def test_cli_prunes_checkpoints_per_thread(home: Path):
             graph.invoke({"n": 0, "log": []}, {"configurable": {"thread_id": tid}})
             for _ in range(4):
                 graph.invoke({}, {"configurable": {"thread_id": tid}})
-    out = run(home, "retention", "apply", "--keep-checkpoints", "2", "--url", url).stdout
-    assert "pruned checkpoints of 2 thread(s)" in out
-    with Weave.open(url, spool_dir=home / "spool", index=False) as w:
-        saver = BeeWeaveCheckpointer.from_weave(w)
-        for tid in ("t1", "t2"):
-            cfg = {"configurable": {"thread_id": tid}}
-            assert len(list(saver.list(cfg))) == 2
-            assert _counter_graph(saver).get_state(cfg).values["n"] == 5
+
+    def prune_to(left: int, *option: str) -> None:
+        out = run(home, "retention", "apply", *option, "--url", url).stdout
+        assert "pruned checkpoints of 2 thread(s)" in out
+        with Weave.open(url, spool_dir=home / "spool", index=False) as w:
+            saver = BeeWeaveCheckpointer.from_weave(w)
+            for tid in ("t1", "t2"):
+                cfg = {"configurable": {"thread_id": tid}}
+                assert len(list(saver.list(cfg))) == left
+                assert _counter_graph(saver).get_state(cfg).values["n"] == 5
+
+    prune_to(2, "--keep-checkpoints", "2")
     time.sleep(0.5)
-    out = run(home, "retention", "apply", "--checkpoint-days", "0.000005", "--url", url).stdout
-    assert "pruned checkpoints of 2 thread(s)" in out  # older than ~0.4 s: only the newest stays
-    with Weave.open(url, spool_dir=home / "spool", index=False) as w:
-        saver = BeeWeaveCheckpointer.from_weave(w)
-        for tid in ("t1", "t2"):
-            cfg = {"configurable": {"thread_id": tid}}
-            assert len(list(saver.list(cfg))) == 1
-            assert _counter_graph(saver).get_state(cfg).values["n"] == 5
+    prune_to(1, "--checkpoint-days", "0.000005")  # older than ~0.4 s: only the newest stays
     bad = run(home, "retention", "apply", "--keep-checkpoints", "0", "--url", url, check=False)
     assert bad.returncode == 1 and "must be positive" in bad.stderr
