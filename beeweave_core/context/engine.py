@@ -210,9 +210,9 @@ class ContextEngine:
         written = [i for i in (*report.summaries, *report.merged) if i not in report.rolled_back]
 
         def text(hidden: Collection[str]) -> str:
-            with self.views.hiding(list(hidden)):
+            with self.views.hiding(list(hidden)):  # this session's facts: no index wait
                 ctx = self.assemble(session_id, budget_tokens=window, counter=c, dry_run=True,
-                                    flush=False)  # fmt: skip
+                                    flush=False, use_retriever=False)  # fmt: skip
             return context_text(ctx)
 
         def asleep(memories: Sequence[Event]) -> Collection[str]:
