@@ -21,6 +21,7 @@ from beeweave_core.backends.neo4j.auth import AuthSpec
 from beeweave_core.bus import ContextBus
 from beeweave_core.config import IndexConfig, WeaveConfig
 from beeweave_core.events import AppendResult, EdgeType, Event, EventType
+from beeweave_core.governance.redaction import env_redactor
 from beeweave_core.ids import check_tenant
 from beeweave_core.paths import beeweave_home, default_url
 from beeweave_core.store import EventStore
@@ -121,6 +122,8 @@ class Weave:
         self.config = config or WeaveConfig()
         spool = Path(spool_dir) if spool_dir else beeweave_home() / "spool"
         # the bus names its files by a hash of (url, tenant): no raw id reaches a path
+        if "redactor" not in bus_kw:
+            bus_kw["redactor"] = env_redactor()  # type: ignore[assignment]
         self.bus = ContextBus(store, spool_dir=spool, name=url, **bus_kw)  # type: ignore[arg-type]
         telemetry.enable_capture()
         self._closed = False

@@ -190,3 +190,23 @@ def _readable(path: Path) -> bytes:
 
     raw = path.read_bytes()
     return raw + gzip.decompress(raw) if raw[:2] == b"\x1f\x8b" else raw
+
+
+def test_env_turns_redaction_on_for_weaves_opened_elsewhere(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``BEEWEAVE_REDACT=on``: a store an integration opens from a path redacts too."""
+    from beeweave_core.weave import Weave
+
+    monkeypatch.setenv("BEEWEAVE_HOME", str(tmp_path / "home"))
+    db = tmp_path / "agent.db"
+    for setting, redacted in (("off", False), ("on", True)):
+        monkeypatch.setenv("BEEWEAVE_REDACT", setting)
+        with BeeWeaveStore.from_conn_string(str(db), weave_options={"index": False}) as store:
+            store.put(("crm",), setting, {"note": f"write to {EMAIL}"})
+            assert (EMAIL in store.get(("crm",), setting).value["note"]) is not redacted
+    assert (tmp_path / "home" / "redaction.key").is_file()
+    with Weave.open(f"sqlite:///{db}", index=False, spool_dir=tmp_path / "sp") as w:
+        assert w.redact(EMAIL).startswith("[EMAIL:")  # still "on"
+    with Weave.open(f"sqlite:///{db}", index=False, spool_dir=tmp_path / "sp", redactor=None) as w:
+        assert w.redact(EMAIL) == EMAIL  # an explicit redactor=None wins over the environment

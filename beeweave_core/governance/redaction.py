@@ -250,6 +250,17 @@ def load_secret(path: Path) -> bytes:
         return secret
 
 
+#: ``BEEWEAVE_REDACT=on`` gives every weave opened without a ``redactor`` the built-in one
+#: (the CLI, ``beeweave mcp``, the UI and ``from_conn_string`` integrations included).
+ENV_REDACT = "BEEWEAVE_REDACT"
+
+
+def env_redactor() -> PIIRedactor | None:
+    """The built-in redactor when ``$BEEWEAVE_REDACT`` asks for it, else None."""
+    value = os.environ.get(ENV_REDACT, "").strip().lower()
+    return default_redactor() if value in ("1", "on", "true", "yes") else None
+
+
 def default_redactor(home: Path | None = None) -> PIIRedactor:
     """The built-in redactor keyed by ``<home>/redaction.key`` (``$BEEWEAVE_HOME`` default):
     ``Weave.open(redactor=default_redactor())``."""
