@@ -192,11 +192,12 @@ def _walk(value: object, redactor: Redactor, found: Counter[str], depth: int = 0
         err = copy.copy(value)
         err.args = args  # type: ignore[assignment]
         return err
-    if is_dataclass(value) and not isinstance(value, type):
+    names = _field_names(value)
+    if names:
         changed = {
-            f.name: new
-            for f in dataclass_fields(value)
-            if (new := _walk(old := getattr(value, f.name), redactor, found, depth + 1)) is not old
+            name: new
+            for name in names
+            if (new := _walk(old := getattr(value, name), redactor, found, depth + 1)) is not old
         }
         if not changed:
             return value
@@ -205,6 +206,16 @@ def _walk(value: object, redactor: Redactor, found: Counter[str], depth: int = 0
             object.__setattr__(out, name, new)  # frozen dataclasses too
         return out
     return value
+
+
+def _field_names(value: object) -> tuple[str, ...]:
+    """The fields of a dataclass, or of a slotted object such as LangGraph's ``Send``."""
+    if is_dataclass(value) and not isinstance(value, type):
+        return tuple(f.name for f in dataclass_fields(value))
+    slots = getattr(type(value), "__slots__", ())
+    if type(value).__module__ == "builtins" or not isinstance(slots, tuple | list):
+        return ()
+    return tuple(n for n in slots if isinstance(n, str) and hasattr(value, n))
 
 
 def _rebuilt(
