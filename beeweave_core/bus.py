@@ -45,7 +45,7 @@ from beeweave_core.events import (
     event_id_for,
     new_event_id,
 )
-from beeweave_core.governance.redaction import Redactor, redact_value
+from beeweave_core.governance.redaction import EVENT_FIELDS, Redactor, redact_value
 from beeweave_core.ids import check_tenant, file_key, session_problem
 from beeweave_core.payloads import PayloadError, dumps, to_jsonable
 from beeweave_core.spool import (
@@ -652,10 +652,10 @@ class ContextBus:
                     self._redacted_counts.update(found)
 
     def _redacted(self, rec: dict[str, Any]) -> dict[str, Any]:
-        """``rec`` with personal data replaced in its text, payload and meta (ids kept)."""
+        """``rec`` with personal data replaced in its text, payload, meta and source (ids kept)."""
         if self.redactor is None:
             return rec
-        return {**rec, **{f: self.redact(rec[f]) for f in ("content", "payload", "meta")}}
+        return {**rec, **{f: self.redact(rec[f]) for f in EVENT_FIELDS if f in rec}}
 
     def _persist(self, batch: list[Built]) -> None:
         """Append records to the spool and hand them to the store thread."""

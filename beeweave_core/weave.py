@@ -21,7 +21,7 @@ from beeweave_core.backends.neo4j.auth import AuthSpec
 from beeweave_core.bus import ContextBus
 from beeweave_core.config import IndexConfig, WeaveConfig
 from beeweave_core.events import AppendResult, EdgeType, Event, EventType
-from beeweave_core.governance.redaction import env_redactor
+from beeweave_core.governance.redaction import EVENT_FIELDS, env_redactor
 from beeweave_core.ids import check_tenant
 from beeweave_core.paths import beeweave_home, default_url
 from beeweave_core.store import EventStore
@@ -77,10 +77,8 @@ class _IndexedStore:
         r = self._redact
         if r is not None:  # memory tools write what an agent passed them: redact it too
             events = [
-                e.model_copy(update={"content": r(e.content), "payload": r(e.payload),
-                                     "meta": r(e.meta)})
-                for e in events
-            ]  # fmt: skip
+                e.model_copy(update={f: r(getattr(e, f)) for f in EVENT_FIELDS}) for e in events
+            ]
         result = self._store.append(events)
         indexer = self._indexer
         if indexer is not None and result.ids:

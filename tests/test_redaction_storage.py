@@ -141,7 +141,7 @@ def test_raw_values_reach_no_file_and_no_node(
     w = weave_factory(backend, redactor=default_redactor(tmp_path / "home"))
     sid = "desk"
     w.emit("user_message", f"Please email the receipt to {EMAIL}.", session_id=sid,
-           meta={"user_id": "u-17"})  # fmt: skip
+           meta={"user_id": "u-17", "reply_to": EMAIL}, source={"inbox": EMAIL})  # fmt: skip
     w.emit("tool_result", "refund queued", session_id=sid,
            payload={"iban": IBAN, "log": (f"{SPACED_CARD} ok " * 6000)})  # fmt: skip  # artifact
     w.emit("tool_result", "bad", session_id=sid, ts=float("inf"), payload={"cn": CN_ID})

@@ -261,6 +261,9 @@ def load_secret(path: Path) -> bytes:
         return secret
 
 
+#: The fields of an event that hold what was said or done (ids, types and times are kept).
+EVENT_FIELDS = ("content", "payload", "meta", "source")
+
 #: ``BEEWEAVE_REDACT=on`` gives every weave opened without a ``redactor`` the built-in one
 #: (the CLI, ``beeweave mcp``, the UI and ``from_conn_string`` integrations included).
 ENV_REDACT = "BEEWEAVE_REDACT"
