@@ -241,6 +241,10 @@ class ItemStore:
         if not isinstance(key, str) or not key:
             raise ValueError(f"key must be a non-empty string, got {key!r}")
         scope = write_scope(scope or self.scope, self.events.scopes)
+        # redacted before anything is stored or embedded (namespace and key are ids: kept)
+        redact = self.weave.redact
+        value, text = redact(value), redact(text)
+        texts = redact(list(texts)) if texts is not None else None
         body = encode_value(value)
         vectors = self._embed_documents(texts if texts is not None else [text] if text else [])
         now = self.clock()
@@ -358,6 +362,8 @@ class ItemStore:
         """
         now = self.clock()
         path = ns_path(tuple(prefix)) or None
+        # stored values hold placeholders: a filter or query naming the raw value matches them
+        filter, query = self.weave.redact(filter), self.weave.redact(query)
         pushdown = offset + limit if not filter and not query else None
         rows = [
             r
