@@ -25,8 +25,10 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import logging
+import threading
 import time
 from collections.abc import Iterable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any, TypedDict
@@ -248,6 +250,20 @@ class RetrieveOptions(TypedDict, total=False):
     scope: str | None
     now: float | None
     config: RetrievalConfig | None
+
+
+_POOL: ThreadPoolExecutor | None = None
+_POOL_LOCK = threading.Lock()
+
+
+def _workers() -> ThreadPoolExecutor:
+    """Threads that run a semantic search beside the store's searches (shared by all
+    retrievers: at most two semantic searches at once, whatever the callers)."""
+    global _POOL
+    with _POOL_LOCK:
+        if _POOL is None:
+            _POOL = ThreadPoolExecutor(max_workers=2, thread_name_prefix="beeweave-recall")
+        return _POOL
 
 
 def _check_query(query: object) -> None:
@@ -620,17 +636,24 @@ class Retriever:
 
     # ------------------------------------------------------------- fusion
     def _rank_paths(self, c: _Call) -> dict[str, list[tuple[str, float]]]:
-        """Each chosen path's own ranking (best first) of event ids."""
-        if (_on(c, "semantic") or _on(c, "temporal")) and self.indexer is not None:
+        """Each chosen path's own ranking (best first) of event ids.
+
+        The semantic path (embedding the query, then the vector index) runs in a worker
+        thread while the store answers the others: both release the GIL, so the two
+        slowest paths overlap.  The temporal path runs last: it reuses the query vector.
+        """
+        semantic = None
+        if self.indexer is not None and (_on(c, "semantic") or _on(c, "temporal")):
             self.indexer.sync(c.cfg.index_wait)  # read your writes, within reason
-        runs = {
-            "recent": self._recent,
-            "semantic": self._semantic,
-            "lexical": self._lexical,
-            "metadata": self._metadata,
-            "temporal": self._temporal,
-        }
-        return {name: run(c) for name, run in runs.items() if _on(c, name)}
+            if _on(c, "semantic"):
+                semantic = _workers().submit(self._semantic, c)
+        runs = {"recent": self._recent, "lexical": self._lexical, "metadata": self._metadata}
+        out = {name: run(c) for name, run in runs.items() if _on(c, name)}
+        if _on(c, "semantic"):
+            out["semantic"] = semantic.result() if semantic is not None else []
+        if _on(c, "temporal"):
+            out["temporal"] = self._temporal(c)
+        return out
 
     def _add_graph(self, c: _Call, fusion: _Fusion, events: dict[str, Event], near: Near) -> None:
         """The graph path: neighbours of the best fused hits, ranked by what they inherit."""
