@@ -480,21 +480,28 @@ def cv_notes(summary: Mapping[str, Any]) -> list[str]:
 
 # --------------------------------------------------------- cross-validation
 #: What the cross-validation chooses among: the weights of the semantic, temporal
-#: and graph paths relative to lexical (only ratios matter, so lexical stays 1) and
-#: the reciprocal-rank constant.
+#: and graph paths relative to lexical (only ratios matter, so lexical stays 1), the
+#: reciprocal-rank constant, and how many turns either side of a hit the graph path
+#: offers (moot when its weight is 0).
 CV_SEMANTIC = (0.25, 0.5, 0.75, 1.0)
-CV_TEMPORAL = (0.5, 1.0, 1.5)
+CV_TEMPORAL = (1.0, 2.0)
 CV_GRAPH = (0.0, 0.25, 0.5)
 CV_RRF_K = (3.0, 5.0, 10.0)
+CV_NEIGHBOURS = (1, 2)
 
 
 def fusion_grid(base: RetrievalConfig) -> dict[str, RetrievalConfig]:
     """Candidate fusion settings by name; the shipped default first (ties keep it)."""
     grid = {"default": base}
-    for sem, temp, graph, rrf_k in itertools.product(CV_SEMANTIC, CV_TEMPORAL, CV_GRAPH, CV_RRF_K):
+    for sem, temp, graph, rrf_k, near in itertools.product(
+        CV_SEMANTIC, CV_TEMPORAL, CV_GRAPH, CV_RRF_K, CV_NEIGHBOURS
+    ):
+        if graph == 0 and near != CV_NEIGHBOURS[0]:
+            continue  # the same ranking as with the first
         weights = {**base.weights, "semantic": sem, "temporal": temp, "graph": graph}
         name = f"semantic={sem:g} temporal={temp:g} graph={graph:g} rrf_k={rrf_k:g}"
-        grid[name] = replace(base, weights=weights, rrf_k=rrf_k)
+        name += f" neighbours={near}" if graph else ""
+        grid[name] = replace(base, weights=weights, rrf_k=rrf_k, neighbours=near)
     return grid
 
 
@@ -528,9 +535,10 @@ class CrossValidation:
 
     def summary(self, default: RetrievalConfig) -> dict[str, Any]:
         """The folds, and whether the shipped default is what all of them together pick."""
-        same = dict(default.weights) == self.settings.get("weights") and (
-            default.rrf_k == self.settings.get("rrf_k")
-        )
+        same = self.settings == {
+            "weights": dict(default.weights), "rrf_k": default.rrf_k,
+            "neighbours": default.neighbours,
+        }  # fmt: skip
         return {
             "folds": [
                 {
@@ -581,5 +589,7 @@ def cross_validate(
                 tallies[q.category].add(rk, q.evidence, None, ks)
     cv.chosen_all = crossval.choose(table, list(asked))
     chosen = grid[cv.chosen_all]
-    cv.settings = {"weights": dict(chosen.weights), "rrf_k": chosen.rrf_k}
+    cv.settings = {
+        "weights": dict(chosen.weights), "rrf_k": chosen.rrf_k, "neighbours": chosen.neighbours
+    }  # fmt: skip
     return cv

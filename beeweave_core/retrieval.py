@@ -23,6 +23,7 @@ only active events of the weave's tenant within the requested scope come back.
 from __future__ import annotations
 
 import asyncio
+import functools
 import hashlib
 import logging
 import threading
@@ -231,6 +232,7 @@ def _shares(ranked: list[tuple[str, float]], cfg: RetrievalConfig) -> list[tuple
     return rrf_shares(ranked, cfg.rrf_k) if cfg.fusion == "rrf" else minmax_shares(ranked)
 
 
+@functools.lru_cache(maxsize=4096)  # the same texts come back query after query
 def _norm_text(text: str) -> str:
     return hashlib.sha1(" ".join(text.lower().split()).encode()).hexdigest()
 
