@@ -349,7 +349,7 @@ def _run_all(
     summary["ingest_s"] = round(ingest_s, 2)
     summary["index_s"] = round(index_s, 2)
     if len(asked) >= 2:
-        grid = fusion_grid(weave.retriever.config)
+        grid = fusion_grid(replace(weave.retriever.config, **BENCH_OPTIONS))
         say(f"cross-validating {len(grid)} fusion settings over {len(asked)} conversations")
         cv = cross_validate(weave.retriever, asked, ks, grid)
         tallies["bw-cv"], tallies["bw-cv-dev"] = cv.held, cv.dev

@@ -450,3 +450,41 @@ def test_fuse_reweights_the_same_rankings_without_searching_again(open_weave):
         hits = w.retriever.fuse(r, 2, leaning)
         assert [h.event_id for h in hits] == order[:2]
         assert {"lexical", "semantic"} <= set(hits[0].ranks)
+
+
+class _CountingEmbeddings:
+    """The real offline model, counting the queries it is asked to embed."""
+
+    def __init__(self) -> None:
+        from beeweave_core.embeddings import default_embeddings
+
+        self.inner = default_embeddings()
+        self.queries: list[str] = []
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.inner, name)
+
+    def embed_documents(self, texts: list[str]) -> list[list[float]]:
+        return self.inner.embed_documents(texts)
+
+    def embed_query(self, text: str) -> list[float]:
+        self.queries.append(text)
+        return self.inner.embed_query(text)
+
+
+def test_a_repeated_query_is_embedded_once(tmp_path):
+    emb = _CountingEmbeddings()
+    w = Weave.open(f"sqlite:///{tmp_path / 'q.db'}", spool_dir=tmp_path / "spool", embeddings=emb)
+    try:
+        w.emit("user_message", "The greenhouse thermostat is set to 21 degrees.", session_id="g")
+        settle(w)
+        query = "what temperature is the greenhouse kept at?"
+        first = w.retrieve(query, session_id="g")
+        again = w.retrieve(query, session_id="g")
+        assert [h.event_id for h in first] == [h.event_id for h in again] and first
+        assert first[0].ranks.get("semantic") == 1
+        assert emb.queries.count(query) == 1
+        w.retrieve("and the greenhouse humidity?", session_id="g")
+        assert emb.queries[-1] == "and the greenhouse humidity?"
+    finally:
+        w.close()
