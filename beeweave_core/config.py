@@ -148,8 +148,10 @@ class RetrievalConfig:
     the query.  The semantic and temporal weights, the graph weight, ``rrf_k`` and
     ``neighbours`` are what ``beeweave bench locomo`` chooses by leave-one-conversation-out
     cross-validation over its five development conversations (semantic 0.75, temporal
-    1, graph 0.5, ``rrf_k`` 5, neighbours 2: the pick over all five folds; each fold's
+    2, graph 0.25, ``rrf_k`` 3, neighbours 2: the pick over all five folds; each fold's
     pick, made without the conversation it is scored on, is in the bench's output).
+    The graph weight was measured on chat only (no tool calls): a trace's causal edges
+    may deserve more.
     ``fusion``: ``"rrf"`` (weighted reciprocal rank) or ``"score"`` (weighted sum of
     min-max normalised scores, a convex combination).
     ``rrf_k``: the reciprocal-rank constant (:data:`beeweave_core.ranking.RRF_K` says
@@ -179,10 +181,10 @@ class RetrievalConfig:
         default_factory=lambda: {
             "semantic": 0.75,
             "lexical": 1.0,
-            "temporal": 1.0,
+            "temporal": 2.0,
             "recent": 0.5,
             "metadata": 0.3,
-            "graph": 0.5,
+            "graph": 0.25,
         }
     )
     fusion: str = "rrf"
