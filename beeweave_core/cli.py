@@ -959,22 +959,33 @@ def bench_locomo(
     limit: Annotated[
         int | None, typer.Option(help="Only the first N questions per conversation.")
     ] = None,
+    backend: Annotated[
+        str, typer.Option(help="sqlite, or neo4j ($NEO4J_URI, a tenant of its own, removed after).")
+    ] = "sqlite",
     out: OutOpt = None,
 ) -> None:
-    """Evidence recall@k / hit@k on LoCoMo: BM25, dense, naive RRF and BeeWeave, one run."""
+    """Evidence recall@k / hit@k on LoCoMo: BM25, dense, naive RRF and BeeWeave, one run.
+
+    BeeWeave's fusion settings are also chosen by leave-one-conversation-out
+    cross-validation (``bw-cv``: held-out figures; ``bw-cv-dev``: on the rest).
+    """
     require_extras("bench locomo", "chroma", "bench")
     from beeweave_bench import locomo
     from beeweave_bench.report import report
 
     if not data.exists():
         fail(f"--data {data} does not exist (get locomo10.json from the LoCoMo repository)")
+    if backend not in ("sqlite", "neo4j"):
+        fail(f"--backend must be sqlite or neo4j, got {backend!r}")
+    url = os.environ.get("NEO4J_URI", "bolt://127.0.0.1:7687") if backend == "neo4j" else None
     try:
         rows, summary = locomo.run(
-            data, limit=limit, progress=lambda m: console.print(f"[dim]{m}[/]")
+            data, limit=limit, progress=lambda m: console.print(f"[dim]{m}[/]"), store_url=url
         )
     except ValueError as exc:
         fail(str(exc))
-    notes = locomo.verdict(rows) + [f"{k}: {v}" for k, v in summary.items() if k != "conversations"]
+    notes = locomo.verdict(rows) + locomo.cv_notes(summary)
+    notes += [f"{k}: {v}" for k, v in summary.items() if k not in ("conversations", "cv")]
     report("locomo", rows, out=out, params={"data": str(data), "limit": limit, **summary},
            notes=notes, console=Console(width=max(console.width, 150)))  # fmt: skip
 

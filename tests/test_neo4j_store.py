@@ -121,7 +121,10 @@ def test_full_text_finds_chinese_phrases_and_english_words(neo4j_store):
         "en2": "job JOB-7731 runs at 02:00 UTC with batches of 2000 rows",
         "mix": "批量大小 batch size 2000",
     }
-    neo4j_store.append([ev(k, content=v, ts=T0 + i) for i, (k, v) in enumerate(docs.items())])
+    # one session each: no doc is another's previous turn (see the context test below)
+    neo4j_store.append(
+        [ev(k, f"s-{k}", content=v, ts=T0 + i) for i, (k, v) in enumerate(docs.items())]
+    )
     ids = lambda hits: [e.id for e, _ in hits]  # noqa: E731
     hits = neo4j_store.search_text("管道")
     assert ids(hits) == ["zh1"]  # bigrams: 管道 does not hit 管理道路
@@ -132,6 +135,22 @@ def test_full_text_finds_chinese_phrases_and_english_words(neo4j_store):
     assert all(s > 0 for _, s in neo4j_store.search_text("job"))
     assert neo4j_store.search_text("the of and") == []  # only stop words: nothing
     assert neo4j_store.search_text("") == [] and neo4j_store.search_text("x", k=0) == []
+
+
+def test_full_text_stems_english_and_counts_the_previous_turn(neo4j_store):
+    """A reply is found by the words of what it answers (at a lower score than the
+    question itself), and English words match their other forms, as on SQLite."""
+    neo4j_store.append([
+        ev("q", "trip", content="Which trail did you walk with your sister?", ts=T0),
+        ev("a", "trip", content="The ridge one above the lake, in May.", ts=T0 + 1),
+        ev("x", "trip", content="Unrelated: the printer ran out of toner.", ts=T0 + 2),
+        ev("h", "other", content="She hiked the coastal paths every summer.", ts=T0 + 3),
+    ])  # fmt: skip
+    hits = neo4j_store.search_text("trail walked with her sister")
+    assert [e.id for e, _ in hits] == ["q", "a"]  # x follows a, not the question
+    assert hits[0][1] > hits[1][1] > 0
+    assert [e.id for e, _ in neo4j_store.search_text("hiking paths")] == ["h"]
+    assert [e.id for e, _ in neo4j_store.search_text("lake", k=5)] == ["a", "x"]
 
 
 def test_full_text_filters_scope_and_hostile_queries(make):

@@ -16,6 +16,7 @@ money): ``beeweave reindex`` re-embeds, resumably, with a progress bar.
 
 from __future__ import annotations
 
+import functools
 import logging
 import threading
 import time
@@ -46,6 +47,8 @@ log = logging.getLogger("beeweave.indexer")
 Progress = Callable[[int, int], None]
 #: How far back (in seq) to look for the text an event answers (past empty markers).
 CONTEXT_LOOKBACK = 8
+#: Query vectors remembered (about 1.5 KB each with MiniLM's 384 dimensions).
+QUERY_CACHE = 512
 
 
 @dataclass
@@ -419,7 +422,10 @@ class Indexer:
             index = self.index
         except IndexBusy:
             return []
-        vector = embed_query(self.embeddings, text)
+        try:
+            vector = list(_query_vector(self.embeddings, text))
+        except TypeError:  # an unhashable embedder: no cache
+            vector = embed_query(self.embeddings, text)
         return index.query(vector, k=k, filters=filters)
 
     def status(self) -> dict[str, Any]:
@@ -444,6 +450,14 @@ class Indexer:
         self._thread.join(timeout=30.0)
         if self._index is not None:
             self._index.close()
+
+
+@functools.lru_cache(maxsize=QUERY_CACHE)
+def _query_vector(embeddings: Any, text: str) -> tuple[float, ...]:
+    """A query's vector, remembered: one recall asks the index up to twice per query
+    (the semantic and the temporal path), and agents repeat queries.  Keyed by the
+    embedder object, so another model never answers from this cache."""
+    return tuple(embed_query(embeddings, text))
 
 
 # ----------------------------------------------------------- weave wiring

@@ -49,6 +49,7 @@ from beeweave_core.payloads import dumps
 from beeweave_core.scopes import Readable, narrow
 from beeweave_core.store import BaseEventStore, Prepared, StoreError
 from beeweave_core.text import lucene
+from beeweave_core.text.segment import has_cjk
 
 #: Events per write transaction; a bigger ``append`` is split (each chunk atomic).
 DEFAULT_WRITE_BATCH = 2_000
@@ -617,7 +618,9 @@ class Neo4jEventStore(BaseEventStore):
         """Active events matching ``query``'s words (Chinese too), best BM25 first.
 
         ``user_id`` means the sessions that user took part in (as ``sessions()``).
-        Any text is safe: it is escaped for Lucene and sent as a parameter.
+        Any text is safe: it is escaped for Lucene and sent as a parameter.  A query
+        without Chinese/Japanese is matched with English stemming; an event's score
+        includes half its previous turn's (as the SQLite store ranks).
         """
         words = lucene.escape(query or "").strip()
         if not words or k <= 0:
@@ -636,9 +639,10 @@ class Neo4jEventStore(BaseEventStore):
             either = " OR ".join(lucene.phrase(sid) for sid in session_ids)
             search += f"+session_id:({either})^0 "
         search += f"+content:({words})"
+        index = q.FULLTEXT_INDEX if has_cjk(query) else q.FULLTEXT_INDEX_EN
         params = {
-            "index": q.FULLTEXT_INDEX, "search": search, "k": int(k), "session_ids": session_ids,
-            "types": type_values, "since": since, "until": until,
+            "index": index, "search": search, "k": int(k), "session_ids": session_ids,
+            "types": type_values, "since": since, "until": until, "context": q.CONTEXT_WEIGHT,
         }  # fmt: skip
         limit = max(4 * int(k), 50)
         while True:

@@ -42,9 +42,20 @@ from beeweave_core.events import EdgeType
 #: single characters, which ranks ``管理道路`` above ``数据管道`` for ``管道``.
 FULLTEXT_ANALYZER = "cjk"
 FULLTEXT_INDEX = "beeweave_event_text"
+#: The same text under Lucene's EnglishAnalyzer (possessives, stop words, Porter
+#: stemming: ``hiking`` finds ``hiked``), as SQLite's FTS index stems: searched for
+#: a query with no Chinese/Japanese, where it ranks like the SQLite store.
+FULLTEXT_INDEX_EN = "beeweave_event_text_en"
+FULLTEXT_ANALYZER_EN = "english"
+#: Weight of the previous turn's words in an event's full-text score (what a reply
+#: answers), the same as SQLite's ``context`` column (``bm25(fts, 1.0, 0.5)``).
+CONTEXT_WEIGHT = 0.5
 #: Properties in the full-text index: content is searched; tenant and session_id
 #: are there only so a query can be narrowed inside Lucene (see SEARCH_TEXT).
 FULLTEXT_PROPERTIES = ("content", "tenant", "session_id")
+#: The same properties in another order: Neo4j takes a second index over the same
+#: label and property list for the first one (``IF NOT EXISTS`` would skip it).
+FULLTEXT_PROPERTIES_EN = ("content", "session_id", "tenant")
 
 #: Smallest server that has dynamic labels/types (``$(...)``, ``$any(...)``) and
 #: ``ANY SHORTEST`` path selection.
@@ -71,14 +82,20 @@ SCHEMA_STATEMENTS: tuple[str, ...] = (
     "CREATE INDEX beeweave_event_ts IF NOT EXISTS FOR (e:Event) ON (e.tenant, e.ts)",
     "CREATE INDEX beeweave_event_user IF NOT EXISTS FOR (e:Event) ON (e.tenant, e.user_id)",
     "CREATE INDEX beeweave_event_scope IF NOT EXISTS FOR (e:Event) ON (e.tenant, e.scope)",
-    f"CREATE FULLTEXT INDEX {FULLTEXT_INDEX} IF NOT EXISTS FOR (e:Event) "
-    f"ON EACH [{', '.join('e.' + p for p in FULLTEXT_PROPERTIES)}] "
-    f"OPTIONS {{indexConfig: {{`fulltext.analyzer`: '{FULLTEXT_ANALYZER}', "
-    "`fulltext.eventually_consistent`: false}}",
+    *(
+        f"CREATE FULLTEXT INDEX {name} IF NOT EXISTS FOR (e:Event) "
+        f"ON EACH [{', '.join('e.' + p for p in props)}] "
+        f"OPTIONS {{indexConfig: {{`fulltext.analyzer`: '{analyzer}', "
+        "`fulltext.eventually_consistent`: false}}"
+        for name, props, analyzer in (
+            (FULLTEXT_INDEX, FULLTEXT_PROPERTIES, FULLTEXT_ANALYZER),
+            (FULLTEXT_INDEX_EN, FULLTEXT_PROPERTIES_EN, FULLTEXT_ANALYZER_EN),
+        )
+    ),
 )
 #: Indexes that populate in the background after creation; ``setup()`` waits for
 #: these (and only these: another component's index may take its time).
-AWAITED_INDEXES = ("beeweave_event_ts", "beeweave_event_user", FULLTEXT_INDEX)
+AWAITED_INDEXES = ("beeweave_event_ts", "beeweave_event_user", FULLTEXT_INDEX, FULLTEXT_INDEX_EN)
 CYPHER_AWAIT_INDEX = "CALL db.awaitIndex($name, $seconds)"
 
 # ------------------------------------------------------------------ projections
@@ -433,19 +450,30 @@ RETURN a.body AS body
 #: narrows to the tenant inside Lucene (zero-weight clause) and field-qualifies the
 #: escaped user words to ``content``; ``raw`` (hits before filtering) tells the
 #: store whether a larger ``$limit`` could find more.  A score of 0 means only the
-#: zero-weight clauses matched (all words were stop words).
+#: zero-weight clauses matched (all words were stop words).  Each hit also lends
+#: ``$context`` of its score to the event after it in its session (and past one
+#: empty marker, to the next): the previous turn is part of a reply's text, as in
+#: the SQLite index.
 CYPHER_SEARCH_TEXT = f"""
 CALL db.index.fulltext.queryNodes($index, $search, {{limit: $limit}}) YIELD node, score
 WITH collect({{e: node, s: score}}) AS hits
 WITH size(hits) AS raw, [h IN hits WHERE h.s > 0 AND h.e.tenant = $tenant
-     AND h.e.seq IS NOT NULL AND h.e.status = 'active'
-     AND ($scopes IS NULL OR h.e.scope IS NULL OR h.e.scope IN $scopes)
-     AND ($session_ids IS NULL OR h.e.session_id IN $session_ids)
-     AND ($types IS NULL OR h.e.type IN $types)
-     AND ($since IS NULL OR h.e.ts >= $since)
-     AND ($until IS NULL OR h.e.ts <= $until)][..$k] AS top
-UNWIND (CASE WHEN size(top) = 0 THEN [null] ELSE top END) AS h
-WITH raw, h.e AS e, h.s AS score
+     AND h.e.seq IS NOT NULL] AS hits
+UNWIND (CASE WHEN size(hits) = 0 THEN [null] ELSE hits END) AS h
+WITH raw, h.e AS he, h.s AS hs
+OPTIONAL MATCH (he)-[:NEXT]->(n1:Event)
+OPTIONAL MATCH (n1)-[:NEXT]->(n2:Event) WHERE n1.content = ''
+WITH raw, [{{e: he, s: hs}}, {{e: n1, s: hs * $context}}, {{e: n2, s: hs * $context}}] AS parts
+UNWIND parts AS p
+WITH raw, p.e AS e, sum(p.s) AS score
+WITH raw, collect(CASE WHEN e IS NOT NULL AND e.status = 'active' AND e.content <> ''
+     AND ($scopes IS NULL OR e.scope IS NULL OR e.scope IN $scopes)
+     AND ($session_ids IS NULL OR e.session_id IN $session_ids)
+     AND ($types IS NULL OR e.type IN $types)
+     AND ($since IS NULL OR e.ts >= $since)
+     AND ($until IS NULL OR e.ts <= $until) THEN {{e: e, s: score}} END) AS kept
+UNWIND (CASE WHEN size(kept) = 0 THEN [null] ELSE kept END) AS h
+WITH raw, h.e AS e, h.s AS score ORDER BY score DESC LIMIT $k
 RETURN raw, {EVENT_MAP} AS event, score
 """
 
