@@ -254,17 +254,19 @@ class Neo4jEventStore(BaseEventStore):
         ``CREATE … IF NOT EXISTS`` alone would keep the old index whatever its
         options: a database created before would never get the new settings.
         """
-        rows = self._read(q.CYPHER_GET_FULLTEXT_INDEX, name=q.FULLTEXT_INDEX)
-        if not rows:
-            return
-        config = rows[0]["config"] or {}
-        same = (
-            rows[0]["labels"] == ["Event"]
-            and rows[0]["properties"] == list(q.FULLTEXT_PROPERTIES)
-            and all(config.get(k) == v for k, v in q.FULLTEXT_CONFIG.items())
-        )
-        if not same:
-            self.driver.execute_query(q.CYPHER_DROP_FULLTEXT_INDEX, database_=self.database)
+        for name, props, analyzer in q.FULLTEXT_INDEXES:
+            rows = self._read(q.CYPHER_GET_FULLTEXT_INDEX, name=name)
+            if not rows:
+                continue
+            config = rows[0]["config"] or {}
+            same = (
+                rows[0]["labels"] == ["Event"]
+                and rows[0]["properties"] == list(props)
+                and all(config.get(k) == v for k, v in q.fulltext_config(analyzer).items())
+            )
+            if not same:
+                statement = q.CYPHER_DROP_INDEX.format(name=name)
+                self.driver.execute_query(statement, database_=self.database)
 
     # --------------------------------------------------------------- writes
     def _append(self, prepared: list[Prepared], *, keep_seq: bool = False) -> AppendResult:

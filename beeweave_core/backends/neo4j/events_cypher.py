@@ -45,12 +45,23 @@ FULLTEXT_INDEX = "beeweave_event_text"
 #: Properties in the full-text index: content is searched; tenant and session_id
 #: are there only so a query can be narrowed inside Lucene (see SEARCH_TEXT).
 FULLTEXT_PROPERTIES = ("content", "tenant", "session_id")
-#: The full-text index is *eventually consistent*: a commit hands its Lucene updates
-#: to a background thread instead of analysing ~1 KB of text per event itself (about
-#: 40% of the server's time per written event).  Readers keep read-your-writes by
-#: waiting for that thread first (CYPHER_SEARCH_TEXT), which costs nothing when it
-#: has caught up.  ``setup()`` rebuilds an index created with other settings.
-FULLTEXT_CONFIG = {"fulltext.analyzer": FULLTEXT_ANALYZER, "fulltext.eventually_consistent": True}
+#: Every full-text index on events: (name, properties, analyzer).
+FULLTEXT_INDEXES: tuple[tuple[str, tuple[str, ...], str], ...] = (
+    (FULLTEXT_INDEX, FULLTEXT_PROPERTIES, FULLTEXT_ANALYZER),
+)
+
+
+def fulltext_config(analyzer: str) -> dict[str, str | bool]:
+    """The ``indexConfig`` every BeeWeave full-text index is made with.
+
+    *Eventually consistent*: a commit hands its Lucene updates to a background
+    thread instead of analysing ~1 KB of text per event itself (about 40% of the
+    server's time per written event).  Readers keep read-your-writes by waiting for
+    that thread first (CYPHER_SEARCH_TEXT), which costs nothing once it has caught
+    up.  ``setup()`` rebuilds an index created with other settings.
+    """
+    return {"fulltext.analyzer": analyzer, "fulltext.eventually_consistent": True}
+
 
 #: Smallest server that has dynamic labels/types (``$(...)``, ``$any(...)``) and
 #: ``ANY SHORTEST`` path selection.
@@ -82,20 +93,22 @@ SCHEMA_STATEMENTS: tuple[str, ...] = (
     "FOR (a:Artifact) REQUIRE (a.tenant, a.sha256) IS UNIQUE",
     "CREATE INDEX beeweave_event_ts IF NOT EXISTS FOR (e:Event) ON (e.tenant, e.ts)",
     "CREATE INDEX beeweave_event_user IF NOT EXISTS FOR (e:Event) ON (e.tenant, e.user_id)",
-    f"CREATE FULLTEXT INDEX {FULLTEXT_INDEX} IF NOT EXISTS FOR (e:Event) "
-    f"ON EACH [{', '.join('e.' + p for p in FULLTEXT_PROPERTIES)}] "
-    "OPTIONS {indexConfig: {"
-    + ", ".join(f"`{k}`: {_cypher_literal(v)}" for k, v in FULLTEXT_CONFIG.items())
-    + "}}",
+    *(
+        f"CREATE FULLTEXT INDEX {name} IF NOT EXISTS FOR (e:Event) "
+        f"ON EACH [{', '.join('e.' + p for p in props)}] OPTIONS {{indexConfig: {{"
+        + ", ".join(f"`{k}`: {_cypher_literal(v)}" for k, v in fulltext_config(analyzer).items())
+        + "}}"
+        for name, props, analyzer in FULLTEXT_INDEXES
+    ),
 )
-#: The full-text index as it exists (none: no row), to compare with the wanted one.
+#: A full-text index as it exists (none: no row), to compare with the wanted one.
 CYPHER_GET_FULLTEXT_INDEX = """
 SHOW FULLTEXT INDEXES YIELD name, labelsOrTypes, properties, options
 WHERE name = $name
 RETURN labelsOrTypes AS labels, properties, options.indexConfig AS config
 """
 #: Index names are fixed text (never user input); a parameter is not accepted here.
-CYPHER_DROP_FULLTEXT_INDEX = f"DROP INDEX {FULLTEXT_INDEX} IF EXISTS"
+CYPHER_DROP_INDEX = "DROP INDEX {name} IF EXISTS"
 #: Indexes that populate in the background after creation; ``setup()`` waits for
 #: these (and only these: another component's index may take its time).
 AWAITED_INDEXES = ("beeweave_event_ts", "beeweave_event_user", FULLTEXT_INDEX)
