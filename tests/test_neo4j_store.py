@@ -78,6 +78,8 @@ def test_schema_objects_exist_with_the_chosen_analyzer(neo4j_store):
     assert ft["type"] == "FULLTEXT" and ft["state"] == "ONLINE"
     assert ft["properties"] == ["content", "tenant", "session_id"]
     assert ft["options"]["indexConfig"]["fulltext.analyzer"] == "cjk"
+    # Lucene work leaves the commit; searches wait for it (test below)
+    assert ft["options"]["indexConfig"]["fulltext.eventually_consistent"] is True
     assert all(i["state"] == "ONLINE" for n, i in indexes.items() if n.startswith("beeweave_"))
 
 
@@ -370,3 +372,17 @@ def test_weave_open_routing_uri_through_the_bus(neo4j_uri, tmp_path):
         weave.close()
     with pytest.raises(DriverError, match="closed"):  # the weave closed the driver it owned
         weave.store.driver.verify_connectivity()
+
+
+def test_a_search_right_after_a_write_finds_every_event_of_it(neo4j_store):
+    """The full-text index is updated after the commit; a search still sees every
+    write made before it (it waits for the index), round after round."""
+    for round_ in range(15):
+        word = f"quokka{round_}marble"
+        batch = [
+            ev(f"rw-{round_}-{i}", f"rw-s{i % 3}", content=f"note {i}: the {word} shelf")
+            for i in range(40)
+        ]
+        neo4j_store.append(batch)
+        hits = neo4j_store.search_text(word, k=100)
+        assert sorted(e.id for e, _ in hits) == sorted(e.id for e in batch), round_

@@ -256,6 +256,7 @@ class Neo4jEventStore(BaseEventStore):
             )
         import neo4j.exceptions as nx
 
+        self._drop_outdated_text_index()
         for statement in q.SCHEMA_STATEMENTS:
             try:
                 self.driver.execute_query(statement, database_=self.database)
@@ -266,6 +267,27 @@ class Neo4jEventStore(BaseEventStore):
             self.driver.execute_query(
                 q.CYPHER_AWAIT_INDEX, {"name": name, "seconds": 300}, database_=self.database
             )
+
+    def _drop_outdated_text_index(self) -> None:
+        """Drop a full-text index made with other settings (an older BeeWeave's
+        synchronous one, another analyzer); setup then builds it anew, once.
+
+        ``CREATE … IF NOT EXISTS`` alone would keep the old index whatever its
+        options: a database created before would never get the new settings.
+        """
+        for name, props, analyzer in q.FULLTEXT_INDEXES:
+            rows = self._read(q.CYPHER_GET_FULLTEXT_INDEX, name=name)
+            if not rows:
+                continue
+            config = rows[0]["config"] or {}
+            same = (
+                rows[0]["labels"] == ["Event"]
+                and rows[0]["properties"] == list(props)
+                and all(config.get(k) == v for k, v in q.fulltext_config(analyzer).items())
+            )
+            if not same:
+                statement = q.CYPHER_DROP_INDEX.format(name=name)
+                self.driver.execute_query(statement, database_=self.database)
 
     # --------------------------------------------------------------- writes
     def _append(self, prepared: list[Prepared], *, keep_seq: bool = False) -> AppendResult:
