@@ -205,6 +205,9 @@ class MiniLMEmbeddings(Embeddings):
 
     model_name: str = MODEL_NAME
     dimension: int = DIMENSION
+    #: Runs in this process: re-embedding costs CPU only, never money, so the indexer
+    #: re-embeds on its own when the model (or how vectors are made) changes.
+    offline: bool = True
 
     def __init__(
         self,
