@@ -520,10 +520,6 @@ def build_indexer(backend: Backend, *, config: IndexConfig) -> Indexer | None:
                    retry_interval=config.retry_interval)  # fmt: skip
 
 
-#: What the default (offline MiniLM ONNX) embeddings import.
-EMBEDDING_PACKAGES = ("onnxruntime", "tokenizers")
-
-
 def _missing_packages(
     backend: Backend, kind: str | VectorIndex | None, config: IndexConfig
 ) -> list[str]:
@@ -534,7 +530,9 @@ def _missing_packages(
     if kind is None or isinstance(kind, str):  # a ready VectorIndex needs nothing more
         need += backend.required_packages(kind=kind or "auto", vector_url=config.vector_url)
     if config.embeddings is None:
-        need += EMBEDDING_PACKAGES
+        from beeweave_core.embeddings import MODEL_CHOICES, chosen_model
+
+        need += MODEL_CHOICES[chosen_model()]
     return [n for n in need if find_spec(n) is None]
 
 
