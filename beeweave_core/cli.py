@@ -990,5 +990,30 @@ def bench_locomo(
            notes=notes, console=Console(width=max(console.width, 150)))  # fmt: skip
 
 
+@bench_app.command("recall-zh")
+def bench_recall_zh(
+    en: Annotated[
+        Path | None,
+        typer.Option("--en", help="LoCoMo data to score in the same run, beside the Chinese set."),
+    ] = None,
+    out: OutOpt = None,
+) -> None:
+    """Evidence recall@k on the packaged Chinese conversations: lexical, dense, fused."""
+    require_extras("bench recall-zh", "chroma", "bench")
+    from beeweave_bench import recall_zh
+    from beeweave_bench.report import report
+
+    if en is not None and not en.exists():
+        fail(f"--en {en} does not exist")
+    try:
+        rows, summary = recall_zh.run(en=en, progress=lambda m: console.print(f"[dim]{m}[/]"))
+    except ValueError as exc:
+        fail(str(exc))
+    notes = [f"{name}: {info['turns']} turns, {info['questions']} questions, "
+             f"{info.get('index_turns_per_s')} turns/s indexed" for name, info in summary.items()]  # fmt: skip
+    report("recall-zh", rows, out=out, params={"en": str(en) if en else None, **summary},
+           notes=notes, console=Console(width=max(console.width, 150)))  # fmt: skip
+
+
 if __name__ == "__main__":  # python -m beeweave_core.cli
     app()

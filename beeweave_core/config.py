@@ -74,7 +74,7 @@ class IndexConfig:
     vector_url: str | None = None
     policy: ChunkPolicy | None = None
     backfill: bool = True
-    batch_size: int = 64
+    batch_size: int = 256
     retry_interval: float = 30.0
 
     def __post_init__(self) -> None:
