@@ -43,9 +43,9 @@ import numpy as np
 from beeweave_bench import crossval
 from beeweave_bench.ingest import purge_bench_data
 from beeweave_bench.report import percentile
+from beeweave_bench.throughput import raw_model_speed, throughput_summary
 from beeweave_core.config import RetrievalConfig
 from beeweave_core.retrieval import Rankings, Retriever
-from beeweave_bench.throughput import raw_model_speed, throughput_summary
 from beeweave_core.weave import Weave
 
 CATEGORIES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop"}
