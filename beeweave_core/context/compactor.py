@@ -21,19 +21,14 @@
 
 from __future__ import annotations
 
+import bisect
 import re
 import threading
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from beeweave_core.context.editing import (
-    Editor,
-    EditPolicy,
-    SeenCache,
-    SourceLine,
-    seen_sentences,
-)
+from beeweave_core.context.editing import Editor, EditPolicy, FirstSaid, SourceLine
 from beeweave_core.context.messages import Unit, read_units, split_units
 from beeweave_core.context.summarizers import Summarizer
 from beeweave_core.events import EdgeType, Event, EventType, event_id_for
@@ -57,6 +52,10 @@ class CompactionPolicy:
     thrash_turns: int = 4
     max_level: int = 3
     retries: int = 1
+    #: Highest merge level.  A merged summary stands for at most
+    #: ``segment_turns * merge_after ** max_merge_level`` turns (96 by default), so
+    #: rebuilding one after a supersession costs the same in a session of any length.
+    max_merge_level: int = 2
 
     def __post_init__(self) -> None:
         if self.segment_turns < 1 or self.merge_after < 2:
@@ -98,6 +97,9 @@ class SessionInputs:
     summaries: Sequence[Event]  # every summary, any status, oldest first
     level: int
     overturned: Mapping[str, Sequence[str]]
+    #: the top summaries a new overturn may touch (found through the caller's index);
+    #: ``None``: check every top summary
+    touched: Sequence[Event] | None = None
 
 
 def summary_lines(summary: Event) -> list[SourceLine]:
@@ -139,8 +141,8 @@ class Compactor:
         #: callable(session_id) -> {event id: [overturned wording]}
         self.overturned = overturned or (lambda _sid: {})
         self._lock = threading.RLock()
-        self._unit_seen = SeenCache()  # per-unit sentences: rebuilds don't re-edit every turn
-        self._unit_tokens: dict[tuple[str, ...], int] = {}
+        self._said = FirstSaid()  # when each sentence was first said: rebuilds read no history
+        self._unit_tokens: dict[tuple[Any, ...], int] = {}
         #: session -> (last covered seq, sentences said up to it): grows with coverage
         self._seen: dict[str, tuple[int, set[str]]] = {}
 
@@ -187,8 +189,9 @@ class Compactor:
 
     # ------------------------------------------------------------ compaction
     def unit_tokens(self, unit: Unit, editor: Editor, counter: TokenCounter) -> int:
-        key = (*unit.ids, counter.encoding_name, str(sorted(editor.overturned.items())) if
-               any(i in editor.overturned for i in unit.ids) else "")  # fmt: skip
+        ov = editor.overturned
+        key = (*unit.ids, counter.encoding_name,
+               tuple((i, tuple(ov[i])) for i in unit.ids if i in ov))  # fmt: skip
         hit = self._unit_tokens.get(key)
         if hit is None:
             edited = editor.edit_unit(unit)
@@ -263,7 +266,8 @@ class Compactor:
             if ev.payload["retention"]["outcome"] == "rolled_back":
                 report.rolled_back.append(ev.id)
         self._seen[session_id] = (max(covered, segments[-1][-1].seq_to), seen)
-        report.merged = self._merge_all(session_id, counter)
+        made = sorted(self.store.get(report.summaries, include_inactive=True), key=_seq)
+        report.merged = self._merge_all(session_id, counter, [*allsum, *made])
         return report
 
     def _pace(
@@ -428,17 +432,24 @@ class Compactor:
                      key=f"retention:{ev.id}")  # fmt: skip
 
     # ----------------------------------------------------------------- merges
-    def _merge_all(self, session_id: str, counter: TokenCounter) -> list[str]:
+    def _merge_all(
+        self, session_id: str, counter: TokenCounter, allsum: list[Event] | None = None
+    ) -> list[str]:
+        """Merge full pools level by level.  ``allsum`` (every summary, any status) is
+        extended with each merge made, so a long catch-up does not read every summary
+        of the session back per merge."""
         merged: list[str] = []
-        while True:
+        if allsum is None:
             allsum = self.summaries(session_id, include_inactive=True)
+        while True:
             active = [s for s in allsum if s.status.value == "active"]
             covered = {c for s in active for c in s.payload.get("children") or ()}
             tried = {c for s in allsum if s.status.value != "active"
                      and (s.payload.get("retention") or {}).get("outcome") == "rolled_back"
                      for c in s.payload.get("children") or ()}  # fmt: skip
             did = False
-            for level in sorted({int(s.payload.get("level", 0)) for s in active}):
+            levels = {int(s.payload.get("level", 0)) for s in active}
+            for level in sorted(lv for lv in levels if lv < self.policy.max_merge_level):
                 pool = [s for s in active if int(s.payload.get("level", 0)) == level
                         and s.id not in covered and s.id not in tried and s.content]  # fmt: skip
                 if len(pool) >= self.policy.merge_after:
@@ -446,6 +457,7 @@ class Compactor:
                         session_id, pool[: self.policy.merge_after], level + 1, counter
                     )
                     merged.append(ev.id)
+                    allsum += self.store.get([ev.id], include_inactive=True)
                     did = True
                     break
             if not did:
@@ -488,11 +500,14 @@ class Compactor:
         self, session_id: str, counter: TokenCounter, inputs: SessionInputs | None = None
     ) -> list[str]:
         """Rebuild summaries that still hold an instruction the user has overturned."""
-        overturned = dict(inputs.overturned) if inputs else self.overturned(session_id)
+        overturned = inputs.overturned if inputs else self.overturned(session_id)
         if not overturned:
             return []
         with self._lock:
-            tops = top_of(inputs.summaries) if inputs else self.top_summaries(session_id)
+            if inputs is not None and inputs.touched is not None:
+                tops: Sequence[Event] = inputs.touched
+            else:
+                tops = top_of(inputs.summaries) if inputs else self.top_summaries(session_id)
             stale = [s for s in tops if self._stale(s, overturned)]
             if not stale:
                 return []
@@ -501,7 +516,7 @@ class Compactor:
             return [self._rebuild(session_id, s, editor, units, counter).id for s in stale]
 
     @staticmethod
-    def _stale(s: Event, overturned: dict[str, list[str]]) -> bool:
+    def _stale(s: Event, overturned: Mapping[str, Sequence[str]]) -> bool:
         raw = s.payload.get("raw_ids") or s.payload.get("source_ids") or ()
         return bool(
             _overturn_keys(raw, overturned) - set(s.payload.get("overturned_applied") or ())
@@ -519,17 +534,17 @@ class Compactor:
         if int(s.payload.get("level", 0)) == 0:
             ids = set(s.payload.get("source_ids") or ())
             lo, hi = int(s.payload.get("seq_from", 0)), int(s.payload.get("seq_to", 1 << 62))
-            seg = [u for u in units if u.seq_from <= hi and u.seq_to >= lo and set(u.ids) & ids]
+            seg = [u for u in units_between(units, lo, hi) if set(u.ids) & ids]
             if not seg:  # sources gone (purged): rebuild from the stored events
                 _sys, seg = split_units(self.store.get(list(ids)))
-            seen = seen_sentences(editor, [u for u in units if u.seq_to < lo], self._unit_seen)
+            seen = self._said.before(session_id, editor, units, lo, seg)
             keep = {k: s.payload[k] for k in ("at_seq", "window_tokens", "thrash_level", "cooldown_turns")
                     if k in s.payload}  # fmt: skip
             new = self._segment(session_id, seg, editor, seen, counter, keep, version=version)
         else:
             children = self.store.get(list(s.payload.get("children") or ()), include_inactive=True)
             fresh = [self._rebuild(session_id, c, editor, units, counter)
-                     if self._stale(c, dict(editor.overturned)) else c for c in children]  # fmt: skip
+                     if self._stale(c, editor.overturned) else c for c in children]  # fmt: skip
             new = self._merge(session_id, fresh, int(s.payload["level"]), counter, version=version)
         if s.status.value == "active":
             self.store.invalidate([s.id], "rebuilt without an overturned instruction", by=new.id)
@@ -591,6 +606,24 @@ def top_of(summaries: Sequence[Event]) -> list[Event]:
     return [s for s in active if s.id not in covered]
 
 
+def _seq(ev: Event) -> int:
+    return ev.seq
+
+
+def units_between(units: Sequence[Unit], lo: int, hi: int) -> list[Unit]:
+    """The units overlapping seqs ``lo``..``hi`` (units are in seq order: bisected)."""
+    i = bisect.bisect_left(units, lo, key=_unit_end)
+    out = []
+    while i < len(units) and units[i].seq_from <= hi:
+        out.append(units[i])
+        i += 1
+    return out
+
+
+def _unit_end(u: Unit) -> int:
+    return u.seq_to
+
+
 def units_after(units: Sequence[Unit], seq: int) -> list[Unit]:
     """The units that start after ``seq`` (units start in seq order: read from the end)."""
     i = len(units)
@@ -599,5 +632,5 @@ def units_after(units: Sequence[Unit], seq: int) -> list[Unit]:
     return list(units[i:])
 
 
-def _overturn_keys(ids: Sequence[str], overturned: dict[str, list[str]] | Any) -> set[str]:
+def _overturn_keys(ids: Sequence[str], overturned: Mapping[str, Sequence[str]]) -> set[str]:
     return {f"{i}:{L.fold(t)}" for i in ids if i in overturned for t in overturned[i]}

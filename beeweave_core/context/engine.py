@@ -188,7 +188,7 @@ class ContextEngine:
             self._flush()
         c = self.counter(model, counter)
         self.memory.process(session_id)
-        inputs = self._compactor_inputs(session_id)
+        inputs = self._compactor_inputs(session_id, touched=True)
         refreshed = self.compactor.refresh_stale(session_id, c, inputs)
         if refreshed:
             inputs = self._compactor_inputs(session_id)
@@ -201,12 +201,15 @@ class ContextEngine:
     async def acompact(self, session_id: str, **kw: Any) -> CompactionReport:
         return await asyncio.to_thread(self.compact, session_id, **kw)
 
-    def _compactor_inputs(self, session_id: str) -> SessionInputs:
+    def _compactor_inputs(self, session_id: str, *, touched: bool = False) -> SessionInputs:
+        """The compactor's inputs from the view; with ``touched``, the top summaries
+        holding a turn overturned since the last such call (the view's cursor moves)."""
         with self.views.lock:
             view, _n = self.views.get(session_id)
             return SessionInputs(view.units(), list(view.summaries.values()),
                                  min(view.thrash, self.compactor.policy.max_level),
-                                 view.overturned())  # fmt: skip
+                                 view.overturned(),
+                                 view.touched_tops() if touched else [])  # fmt: skip
 
     def working_state(self, session_id: str) -> WorkingState:
         self.memory.process(session_id)

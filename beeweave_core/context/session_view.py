@@ -17,7 +17,7 @@ made by another process is seen after :meth:`Views.drop` or a restart.)
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Collection, Iterable, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -67,9 +67,17 @@ class SessionView:
     conflicting: list[str] = field(default_factory=list)  # memories flagged as conflicts
     #: bumped whenever memories or summaries change (derived caches key on it)
     version: int = 0
+    #: event ids whose wording a memory overturned, in the order the memories came
+    overturn_log: list[str] = field(default_factory=list)
+    refreshed: int = 0  # entries of ``overturn_log`` the compactor has checked
+    segment_of: dict[str, str] = field(default_factory=dict)  # turn id -> newest segment
+    parent_of: dict[str, str] = field(default_factory=dict)  # summary id -> newest merge
     _scanned: int = 0  # units already folded into ``scan``
     _tokens: dict[str, _TokenSum] = field(default_factory=dict)
-    _overturned: tuple[int, dict[str, list[str]]] | None = None
+    #: event id -> overturned wording (tuples: a snapshot handed out never changes)
+    _ov: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    _ov_by_memory: dict[str, list[tuple[str, str]]] = field(default_factory=dict)
+    _overturned: tuple[int, dict[str, tuple[str, ...]]] | None = None
 
     # ------------------------------------------------------------ reading
     def catch_up(self, store: EventStore) -> int:
@@ -100,9 +108,15 @@ class SessionView:
                 ids.append(ev.id)
                 if len(ids) > 2 * MAX_POSTINGS:
                     del ids[:MAX_POSTINGS]
+            self._add_overturned(ev)
             self.version += 1
         elif ev.type == EventType.SUMMARY:
             self.summaries[ev.id] = ev
+            if not ev.payload.get("level"):
+                for i in ev.payload.get("source_ids") or ():
+                    self.segment_of[i] = ev.id
+            for c in ev.payload.get("children") or ():
+                self.parent_of[c] = ev.id
             self.version += 1
         elif ev.type == EventType.WARNING and (ev.payload or {}).get("kind") == "thrash":
             self.thrash += 1
@@ -112,6 +126,7 @@ class SessionView:
         for i in ids:
             if i in self.memories and status != Status.ACTIVE:
                 del self.memories[i]
+                self._drop_overturned(i)
                 self.version += 1
             if i in self.summaries:
                 self.summaries[i] = self.summaries[i].model_copy(update={"status": status})
@@ -145,11 +160,49 @@ class SessionView:
         acc.mark = len(log)
         return acc.total
 
-    def overturned(self) -> dict[str, list[str]]:
-        """event id -> overturned wording, from the active memories (cached per version)."""
+    def _add_overturned(self, memory: Event) -> None:
+        pairs = [(src, item["text"]) for item in memory.payload.get("overturned") or ()
+                 for src in item.get("sources") or ()]  # fmt: skip
+        if not pairs:
+            return
+        self._ov_by_memory[memory.id] = pairs
+        for src, text in pairs:
+            self._ov[src] = (*self._ov.get(src, ()), text)
+            self.overturn_log.append(src)
+
+    def _drop_overturned(self, memory_id: str) -> None:
+        for src, text in self._ov_by_memory.pop(memory_id, ()):
+            left = list(self._ov.get(src, ()))
+            if text in left:
+                left.remove(text)
+            if left:
+                self._ov[src] = tuple(left)
+            else:
+                self._ov.pop(src, None)
+
+    def overturned(self) -> dict[str, tuple[str, ...]]:
+        """event id -> overturned wording, from the active memories (kept as memories
+        come and go; a copy per version, so a snapshot handed out stays as it was)."""
         if self._overturned is None or self._overturned[0] != self.version:
-            self._overturned = (self.version, overturned_of(self.memories.values()))
+            self._overturned = (self.version, dict(self._ov))
         return self._overturned[1]
+
+    def touched_tops(self) -> list[Event]:
+        """Top summaries standing for a turn overturned since the last call (each
+        overturned turn leads to its newest segment, then up through its merges)."""
+        out: dict[str, Event] = {}
+        for i in self.overturn_log[self.refreshed :]:
+            sid = self.segment_of.get(i)
+            while sid in self.parent_of and self._active(self.parent_of[sid]):
+                sid = self.parent_of[sid]
+            if sid is not None and self._active(sid):
+                out[sid] = self.summaries[sid]
+        self.refreshed = len(self.overturn_log)
+        return list(out.values())
+
+    def _active(self, summary_id: str) -> bool:
+        s = self.summaries.get(summary_id)
+        return s is not None and s.status == Status.ACTIVE
 
     def newest_memories(self, n: int, kind: str | None = None) -> list[Event]:
         """The newest ``n`` active memories (of ``kind``), oldest first."""
@@ -266,7 +319,7 @@ class Snapshot:
     units: list[Unit]
     memories: list[Event]  # the working layer's candidates
     summaries: list[Event]  # every summary on the branch, any status
-    overturned: dict[str, list[str]]
+    overturned: Mapping[str, Sequence[str]]
     level: int
     user_id: str | None
     working: WorkingState
