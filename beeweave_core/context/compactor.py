@@ -465,11 +465,14 @@ class Compactor:
 
     def _merge(
         self, session_id: str, children: Sequence[Event], level: int, counter: TokenCounter,
-        *, version: int = 1,
+        *, version: int = 1, written: tuple[str, dict[str, Any]] | None = None,
     ) -> Event:  # fmt: skip
-        lines = [ln for c in children for ln in summary_lines(c)]
-        source_text = "\n".join(ln.text for ln in lines)
-        summary, retention = self._summarize_checked(lines, source_text)
+        """A summary of ``children`` one level up (``written``: its text and retention
+        check already made, by :meth:`_patched`)."""
+        if written is None:
+            lines = [ln for c in children for ln in summary_lines(c)]
+            written = self._summarize_checked(lines, "\n".join(ln.text for ln in lines))
+        summary, retention = written
         src = sum(int(c.payload.get("summary_tokens", 0)) for c in children)
         out = counter.count_text(summary)
         raw_ids = [
@@ -542,13 +545,48 @@ class Compactor:
                     if k in s.payload}  # fmt: skip
             new = self._segment(session_id, seg, editor, seen, counter, keep, version=version)
         else:
-            children = self.store.get(list(s.payload.get("children") or ()), include_inactive=True)
+            children = sorted(self.store.get(list(s.payload.get("children") or ()),
+                                             include_inactive=True), key=_seq_from)  # fmt: skip
             fresh = [self._rebuild(session_id, c, editor, units, counter)
                      if self._stale(c, editor.overturned) else c for c in children]  # fmt: skip
-            new = self._merge(session_id, fresh, int(s.payload["level"]), counter, version=version)
+            new = self._merge(session_id, fresh, int(s.payload["level"]), counter,
+                              version=version, written=self._patched(s, children, fresh))  # fmt: skip
         if s.status.value == "active":
             self.store.invalidate([s.id], "rebuilt without an overturned instruction", by=new.id)
         return new
+
+    def _patched(
+        self, old: Event, children: Sequence[Event], fresh: Sequence[Event]
+    ) -> tuple[str, dict[str, Any]] | None:
+        """``old`` with only its rebuilt children's lines written again.
+
+        Every line of an extractive summary names the turn it came from (``#seq``), so a
+        child's lines are the ones in its turn range: a supersession rewrites the lines
+        of the segment it touched, not the whole merge.  ``None`` (merge again in full)
+        when a line names no turn (an LLM's notes) or a rebuilt child was rolled back."""
+        rows = [ln.strip() for ln in (old.content or "").splitlines() if ln.strip()]
+        found = [_LINE.match(r) for r in rows]
+        if not rows or not all(found):
+            return None
+        seqs = [int(m["seq"]) for m in found if m]
+        parts: list[str] = []
+        checked, attempts = 0, 1
+        for c, f in zip(children, fresh, strict=True):
+            if c.id == f.id:
+                lo, hi = _seq_from(c), int(c.payload.get("seq_to", c.seq))
+                parts += [r for r, q in zip(rows, seqs, strict=True) if lo <= q <= hi]
+                continue
+            lines = summary_lines(f)
+            if f.status.value != "active" or any(ln.role == "summary" for ln in lines):
+                return None
+            text, ret = self._summarize_checked(lines, "\n".join(ln.text for ln in lines))
+            if ret["outcome"] == "rolled_back":
+                return None
+            parts += [r for r in text.splitlines() if r.strip()]
+            checked, attempts = checked + ret["checked"], max(attempts, ret["attempts"])
+        outcome = "ok" if attempts == 1 else "retried"
+        return "\n".join(parts), {"checked": checked, "missing": [], "attempts": attempts,
+                                  "outcome": outcome, "patched": True}  # fmt: skip
 
     # ---------------------------------------------------------------- writing
     def _append(
@@ -608,6 +646,10 @@ def top_of(summaries: Sequence[Event]) -> list[Event]:
 
 def _seq(ev: Event) -> int:
     return ev.seq
+
+
+def _seq_from(ev: Event) -> int:
+    return int(ev.payload.get("seq_from", ev.seq))
 
 
 def units_between(units: Sequence[Unit], lo: int, hi: int) -> list[Unit]:

@@ -123,6 +123,9 @@ def _mem_piece(m: Event, origin: str, weight: float, recency: float) -> Recallab
 #: Summary lines offered to recall per summary: the newest, and as many sharing the most
 #: query terms.
 SUMMARY_LINES = 40
+#: Top summaries whose newest lines are offered; older ones offer only lines sharing
+#: query terms (a long session has many: a call must not cost what they all hold).
+NEWEST_SUMMARIES = 8
 
 
 _PARSED: dict[str, tuple[tuple[SourceLine, frozenset[str]], ...]] = {}
@@ -146,11 +149,12 @@ def _summary_pieces(
     weight: float,
     window_from: int | None,
     query_terms: frozenset[str] = frozenset(),
+    newest_lines: int = SUMMARY_LINES,
 ) -> list[Recallable]:
     a, b = int(s.payload.get("seq_from", s.seq)), int(s.payload.get("seq_to", s.seq))
     group = f"[summary · {origin} · turns #{a}-#{b}]"
     lines = _parsed(s)
-    newest = len(lines) - SUMMARY_LINES
+    newest = len(lines) - newest_lines
     shared = sorted(((len(t & query_terms), i) for i, (_ln, t) in enumerate(lines[:newest])
                      if t & query_terms), reverse=True)[:SUMMARY_LINES]  # fmt: skip
     picked = {i for _n, i in shared}
@@ -184,9 +188,12 @@ def gather(inp: RecallInputs) -> list[Recallable]:
         if seq >= inp.window_from and sources:
             continue  # said in a turn the immediate layer shows verbatim
         out.append(_mem_piece(m, "this session", decay(m, inp.now), seq / span))
-    for s in inp.top_summaries:
+    tops = inp.top_summaries
+    for n, s in enumerate(tops):
         if s.content:
-            pieces = _summary_pieces(s, "this session", 1.0, inp.window_from, inp.query_terms)
+            lines = SUMMARY_LINES if n >= len(tops) - NEWEST_SUMMARIES else 0
+            pieces = _summary_pieces(s, "this session", 1.0, inp.window_from, inp.query_terms,
+                                     lines)  # fmt: skip
             for p in pieces:
                 p.recency = p.seq_range[1] / span
             out += pieces

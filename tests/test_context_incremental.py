@@ -1,0 +1,75 @@
+"""The incremental engine: a supersession rewrites only the summary lines it touches,
+merges stay bounded, and per-call work follows cursors, not the whole timeline.
+
+Real SQLite stores, real tiktoken counts, the offline extractive summarizer; no fakes.
+"""
+
+from __future__ import annotations
+
+from beeweave_core.config import ContextConfig, WeaveConfig
+from beeweave_core.context import CompactionPolicy
+from beeweave_core.events import EventType, Status
+from beeweave_core.text.language import fold
+
+from .context_helpers import say
+
+GREENHOUSES = ["north", "south", "east", "west", "upper", "lower", "inner", "outer"]
+
+
+def _engine(weave_factory, **policy):
+    cfg = WeaveConfig(context=ContextConfig(policy=CompactionPolicy(**policy)))
+    weave = weave_factory(index=False, config=cfg)
+    return weave, weave.context
+
+
+def _settings(start: int, n: int) -> list[dict[str, str]]:
+    out = []
+    for i in range(start, start + n):
+        house = GREENHOUSES[i % len(GREENHOUSES)]
+        out += [{"role": "user", "content": f"Keep the {house} greenhouse misting interval at {i + 11} minutes."},
+                {"role": "assistant", "content": f"Understood, logged as request {700 + i}."}]  # fmt: skip
+    return out
+
+
+def _merged(weave, sid):
+    tops = weave.context.compactor.top_summaries(sid)
+    return [s for s in tops if s.payload.get("level", 0) >= 1]
+
+
+def test_a_restated_setting_rewrites_only_the_lines_of_its_segment(weave_factory):
+    weave, engine = _engine(weave_factory, segment_turns=2, merge_after=2)
+    say(weave, "gh", [*_settings(0, 8), {"role": "user", "content": "Next."}], prefix="a")
+    engine.compact("gh", window_tokens=120, model="gpt-4", force=True)
+    before = _merged(weave, "gh")
+    assert before and "interval at 11 minutes" in before[0].content
+    say(weave, "gh", [{"role": "user", "content": "Keep the north greenhouse misting interval at 29 minutes."}],
+        prefix="b")  # fmt: skip
+    report = engine.compact("gh", window_tokens=120, model="gpt-4")
+    assert report.refreshed, "the merge holding the old interval was rebuilt"
+    old = weave.store.get([before[0].id], include_inactive=True)[0]
+    assert old.status == Status.INVALIDATED
+    new = next(s for s in _merged(weave, "gh") if s.payload["seq_from"] == old.payload["seq_from"])
+    assert "interval at 11 minutes" not in fold(new.content)
+    assert new.payload["retention"].get("patched") is True
+    # every line that did not come from the touched segment is carried over unchanged
+    kept_old = [ln for ln in old.content.splitlines() if "11 minutes" not in ln]
+    assert [ln for ln in new.content.splitlines() if ln in kept_old] == kept_old
+
+
+def test_merges_stop_at_the_policy_level(weave_factory):
+    weave, engine = _engine(weave_factory, segment_turns=1, merge_after=2, max_merge_level=1)
+    say(weave, "gh", [*_settings(0, 12), {"role": "user", "content": "Next."}], prefix="a")
+    engine.compact("gh", window_tokens=60, model="gpt-4", force=True)
+    levels = [s.payload["level"] for s in weave.store.timeline("gh", types=(EventType.SUMMARY,))]
+    assert max(levels) == 1 and levels.count(1) >= 2
+
+
+def test_a_call_reads_only_events_after_the_view_cursor(weave_factory):
+    weave, engine = _engine(weave_factory)
+    say(weave, "gh", _settings(0, 30), prefix="a")
+    weave.assemble("gh", budget_tokens=600, record=False)
+    say(weave, "gh", _settings(30, 1), prefix="b")
+    with engine.views.lock:
+        view, read = engine.views.get("gh")
+    # the new turn and what the memory writer derived from it, not the session again
+    assert 0 < read <= 6 and view.cursor == weave.store.session_stats("gh").last_seq
