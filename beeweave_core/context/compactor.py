@@ -141,6 +141,7 @@ class Compactor:
         #: callable(session_id) -> {event id: [overturned wording]}
         self.overturned = overturned or (lambda _sid: {})
         self._lock = threading.RLock()
+        self._meta: dict[str, dict[str, Any]] = {}
         self._said = FirstSaid()  # when each sentence was first said: rebuilds read no history
         self._unit_tokens: dict[tuple[Any, ...], int] = {}
         #: session -> (last covered seq, sentences said up to it): grows with coverage
@@ -441,27 +442,35 @@ class Compactor:
         merged: list[str] = []
         if allsum is None:
             allsum = self.summaries(session_id, include_inactive=True)
+        pools = self._pools(allsum)
+        n = self.policy.merge_after
         while True:
-            active = [s for s in allsum if s.status.value == "active"]
-            covered = {c for s in active for c in s.payload.get("children") or ()}
-            tried = {c for s in allsum if s.status.value != "active"
-                     and (s.payload.get("retention") or {}).get("outcome") == "rolled_back"
-                     for c in s.payload.get("children") or ()}  # fmt: skip
-            did = False
-            levels = {int(s.payload.get("level", 0)) for s in active}
-            for level in sorted(lv for lv in levels if lv < self.policy.max_merge_level):
-                pool = [s for s in active if int(s.payload.get("level", 0)) == level
-                        and s.id not in covered and s.id not in tried and s.content]  # fmt: skip
-                if len(pool) >= self.policy.merge_after:
-                    ev = self._merge(
-                        session_id, pool[: self.policy.merge_after], level + 1, counter
-                    )
-                    merged.append(ev.id)
-                    allsum += self.store.get([ev.id], include_inactive=True)
-                    did = True
-                    break
-            if not did:
+            full = [lv for lv in sorted(pools) if len(pools[lv]) >= n]
+            if not full:
                 return merged
+            level = full[0]
+            children, pools[level] = pools[level][:n], pools[level][n:]
+            ev = self._merge(session_id, children, level + 1, counter)
+            merged.append(ev.id)
+            got = self.store.get([ev.id], include_inactive=True)
+            if got and got[0].status.value == "active" and level + 1 < self.policy.max_merge_level:
+                pools.setdefault(level + 1, []).append(got[0])
+
+    def _pools(self, allsum: Sequence[Event]) -> dict[int, list[Event]]:
+        """Per level below the cap: active summaries no merge holds yet, oldest first
+        (children of a merge that was rolled back are not tried again)."""
+        active = [s for s in allsum if s.status.value == "active"]
+        covered = {c for s in active for c in s.payload.get("children") or ()}
+        tried = {c for s in allsum if s.status.value != "active"
+                 and (s.payload.get("retention") or {}).get("outcome") == "rolled_back"
+                 for c in s.payload.get("children") or ()}  # fmt: skip
+        pools: dict[int, list[Event]] = {}
+        for s in active:
+            level = int(s.payload.get("level", 0))
+            if level < self.policy.max_merge_level and s.content:
+                if s.id not in covered and s.id not in tried:
+                    pools.setdefault(level, []).append(s)
+        return pools
 
     def _merge(
         self, session_id: str, children: Sequence[Event], level: int, counter: TokenCounter,
@@ -611,11 +620,17 @@ class Compactor:
         return got[0] if got else ev
 
     def _session_meta(self, session_id: str) -> dict[str, Any]:
-        first = self.store.timeline(session_id, types=(EventType.USER_MESSAGE,), last=1)
-        meta = {
-            k: first[0].meta[k] for k in ("user_id", "agent_id") if first and first[0].meta.get(k)
-        }
-        return {**meta, "tags": ["compaction"]}
+        """Who the session's summaries belong to (read once per session)."""
+        hit = self._meta.get(session_id)
+        if hit is None:
+            last = self.store.timeline(session_id, types=(EventType.USER_MESSAGE,), last=1)
+            hit = {k: last[0].meta[k] for k in ("user_id", "agent_id")
+                   if last and last[0].meta.get(k)}  # fmt: skip
+            if last:  # known once the user has spoken
+                self._meta[session_id] = hit
+                if len(self._meta) > 4096:
+                    self._meta.pop(next(iter(self._meta)))
+        return {**hit, "tags": ["compaction"]}
 
 
 def stats_of(allsum: Sequence[Event], level: int) -> dict[str, Any]:
@@ -626,10 +641,18 @@ def stats_of(allsum: Sequence[Event], level: int) -> dict[str, Any]:
     dst = sum(int(s.payload.get("summary_tokens", 0)) for s in seg)
     rolled = [s for s in allsum if s.payload.get("level", 0) == 0
               and (s.payload.get("retention") or {}).get("outcome") == "rolled_back"]  # fmt: skip
+    counts = {"segments": len(seg), "merged": len(active) - len(seg),
+              "source_tokens": src, "summary_tokens": dst}  # fmt: skip
+    return stats_row(counts, len(rolled), level)
+
+
+def stats_row(counts: Mapping[str, int], rolled_back: int, level: int) -> dict[str, Any]:
+    """The stats dict from its counts (segments, merged, source/summary tokens)."""
+    src, dst = counts["source_tokens"], counts["summary_tokens"]
     return {
-        "segments": len(seg),
-        "merged": len(active) - len(seg),
-        "rolled_back": len(rolled),
+        "segments": counts["segments"],
+        "merged": counts["merged"],
+        "rolled_back": rolled_back,
         "source_tokens": src,
         "summary_tokens": dst,
         "ratio": dst / src if src else None,

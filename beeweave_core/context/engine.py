@@ -31,6 +31,7 @@ from beeweave_core.context.compactor import (
     CompactionReport,
     Compactor,
     SessionInputs,
+    stats_row,
     units_after,
 )
 from beeweave_core.context.editing import EditCache, Editor, EditPolicy
@@ -130,7 +131,6 @@ class ContextEngine:
         self.store = WatchedStore(store, self.views)
         self.edits = EditCache()
         self._catching_up: set[str] = set()
-        self._stats_cache: dict[str, tuple[tuple[int, int], dict[str, Any]]] = {}
         self._emit = emit
         self._retrieve = retrieve
         self._flush_fn = flush
@@ -337,15 +337,9 @@ class ContextEngine:
         return await asyncio.to_thread(self.assemble, session_id, query, **kw)
 
     def _stats(self, snap: Snapshot) -> dict[str, Any]:
-        """Compaction stats of the session, counted again only when its summaries changed."""
-        key = (snap.view.version, snap.level)
-        hit = self._stats_cache.get(snap.session_id)
-        if hit is None or hit[0] != key:
-            inputs = SessionInputs((), list(snap.view.summaries.values()), snap.level, {})
-            hit = self._stats_cache[snap.session_id] = (key, self.compactor.stats("", inputs))
-            if len(self._stats_cache) > 1024:
-                self._stats_cache.pop(next(iter(self._stats_cache)))
-        return dict(hit[1])
+        """Compaction stats of the session, from the counts its view keeps."""
+        with self.views.lock:
+            return stats_row(snap.view.tally, len(snap.view.rolled), snap.level)
 
     def _snapshot(
         self, session_id: str, lineage: Collection[str] | None, agent_id: str | None = None

@@ -11,6 +11,7 @@ segmented), a prior by kind, recency, and memory decay (a half-life per kind).
 
 from __future__ import annotations
 
+import heapq
 import logging
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -149,12 +150,9 @@ def _summary_pieces(
     weight: float,
     window_from: int | None,
     query_terms: frozenset[str] = frozenset(),
-    newest_lines: int = SUMMARY_LINES,
 ) -> list[Recallable]:
-    a, b = int(s.payload.get("seq_from", s.seq)), int(s.payload.get("seq_to", s.seq))
-    group = f"[summary · {origin} · turns #{a}-#{b}]"
     lines = _parsed(s)
-    newest = len(lines) - newest_lines
+    newest = len(lines) - SUMMARY_LINES
     shared = sorted(((len(t & query_terms), i) for i, (_ln, t) in enumerate(lines[:newest])
                      if t & query_terms), reverse=True)[:SUMMARY_LINES]  # fmt: skip
     picked = {i for _n, i in shared}
@@ -164,10 +162,33 @@ def _summary_pieces(
             continue  # that turn is shown verbatim
         if i < newest and i not in picked:
             continue  # an older line the query touches less: bounded cost per call
-        text = ln.text if ln.role == "summary" else f"#{ln.seq} {ln.role}: {ln.text}"
-        out.append(Recallable(f"{s.id}:{i}", "summary", text, group, (s.id,), s.session_id,
-                              (ln.seq, ln.seq), weight, 0.0, core=ln.text))  # fmt: skip
+        out.append(_line_piece(s, i, ln, origin, weight))
     return out
+
+
+def _line_piece(s: Event, i: int, ln: SourceLine, origin: str, weight: float) -> Recallable:
+    a, b = int(s.payload.get("seq_from", s.seq)), int(s.payload.get("seq_to", s.seq))
+    group = f"[summary · {origin} · turns #{a}-#{b}]"
+    text = ln.text if ln.role == "summary" else f"#{ln.seq} {ln.role}: {ln.text}"
+    return Recallable(f"{s.id}:{i}", "summary", text, group, (s.id,), s.session_id,
+                      (ln.seq, ln.seq), weight, 0.0, core=ln.text)  # fmt: skip
+
+
+def _older_pieces(
+    summaries: Sequence[Event], query_terms: frozenset[str], window_from: int
+) -> list[Recallable]:
+    """Of summaries older than the newest few: the lines sharing the most query terms
+    (newest first on ties), at most :data:`SUMMARY_LINES` in all, whatever their count."""
+    scored = []
+    for s in summaries:
+        if not s.content:
+            continue
+        for i, (ln, terms) in enumerate(_parsed(s)):
+            shared = terms & query_terms
+            if shared and ln.seq < window_from:
+                scored.append((len(shared), ln.seq, i, s, ln))
+    best = heapq.nlargest(SUMMARY_LINES, scored, key=lambda x: (x[0], x[1]))
+    return [_line_piece(s, i, ln, "this session", 1.0) for _n, _q, i, s, ln in best]
 
 
 @lru_cache(maxsize=65536)
@@ -188,15 +209,14 @@ def gather(inp: RecallInputs) -> list[Recallable]:
         if seq >= inp.window_from and sources:
             continue  # said in a turn the immediate layer shows verbatim
         out.append(_mem_piece(m, "this session", decay(m, inp.now), seq / span))
-    tops = inp.top_summaries
-    for n, s in enumerate(tops):
+    cut = max(0, len(inp.top_summaries) - NEWEST_SUMMARIES)
+    pieces = _older_pieces(inp.top_summaries[:cut], inp.query_terms, inp.window_from)
+    for s in inp.top_summaries[cut:]:
         if s.content:
-            lines = SUMMARY_LINES if n >= len(tops) - NEWEST_SUMMARIES else 0
-            pieces = _summary_pieces(s, "this session", 1.0, inp.window_from, inp.query_terms,
-                                     lines)  # fmt: skip
-            for p in pieces:
-                p.recency = p.seq_range[1] / span
-            out += pieces
+            pieces += _summary_pieces(s, "this session", 1.0, inp.window_from, inp.query_terms)
+    for p in pieces:
+        p.recency = p.seq_range[1] / span
+    out += pieces
     out += _originals(inp, span)
     try:
         out += _cross_session(inp)

@@ -21,7 +21,7 @@ from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from beeweave_core.context.compactor import top_of
+from beeweave_core.context.compactor import top_of, units_between
 from beeweave_core.context.messages import CONVERSATION_TYPES, Unit, UnitBuilder, split_units
 from beeweave_core.context.working_state import TurnScan, WorkingState, build_working_state
 from beeweave_core.events import AppendResult, Event, EventType, Status
@@ -34,6 +34,8 @@ _CONVERSATION = frozenset(CONVERSATION_TYPES)
 _MESSAGES = frozenset({EventType.USER_MESSAGE, EventType.ASSISTANT_MESSAGE, EventType.TOOL_RESULT})
 #: Postings kept per term (newest); a term in more memories than this says little.
 MAX_POSTINGS = 256
+#: What the view counts of its active summaries (the compaction stats).
+_TALLY = ("segments", "merged", "source_tokens", "summary_tokens")
 
 
 def index_terms(text: str) -> set[str]:
@@ -72,6 +74,15 @@ class SessionView:
     refreshed: int = 0  # entries of ``overturn_log`` the compactor has checked
     segment_of: dict[str, str] = field(default_factory=dict)  # turn id -> newest segment
     parent_of: dict[str, str] = field(default_factory=dict)  # summary id -> newest merge
+    #: summaries by how they stand now (kept as summaries come and change status)
+    summary_version: int = 0
+    covered_to: int = -1  # last seq a segment handled (summarised or rolled back)
+    rolled: list[Event] = field(default_factory=list)  # segments that failed retention
+    tally: dict[str, int] = field(default_factory=lambda: dict.fromkeys(_TALLY, 0))
+    _cover: dict[str, int] = field(default_factory=dict)  # turn id -> active summaries
+    _held: dict[str, int] = field(default_factory=dict)  # summary id -> active parents
+    _top_ids: set[str] = field(default_factory=set)
+    _tops: tuple[int, list[Event]] | None = None
     _scanned: int = 0  # units already folded into ``scan``
     _tokens: dict[str, _TokenSum] = field(default_factory=dict)
     #: event id -> overturned wording (tuples: a snapshot handed out never changes)
@@ -111,13 +122,7 @@ class SessionView:
             self._add_overturned(ev)
             self.version += 1
         elif ev.type == EventType.SUMMARY:
-            self.summaries[ev.id] = ev
-            if not ev.payload.get("level"):
-                for i in ev.payload.get("source_ids") or ():
-                    self.segment_of[i] = ev.id
-            for c in ev.payload.get("children") or ():
-                self.parent_of[c] = ev.id
-            self.version += 1
+            self._add_summary(ev)
         elif ev.type == EventType.WARNING and (ev.payload or {}).get("kind") == "thrash":
             self.thrash += 1
 
@@ -129,8 +134,77 @@ class SessionView:
                 self._drop_overturned(i)
                 self.version += 1
             if i in self.summaries:
-                self.summaries[i] = self.summaries[i].model_copy(update={"status": status})
+                old = self.summaries[i]
+                self._count(old, -1)
+                self.summaries[i] = old.model_copy(update={"status": status})
+                self._count(self.summaries[i], +1)
+                self.summary_version += 1
                 self.version += 1
+
+    def _add_summary(self, ev: Event) -> None:
+        self.summaries[ev.id] = ev
+        if not ev.payload.get("level"):
+            for i in ev.payload.get("source_ids") or ():
+                self.segment_of[i] = ev.id
+            self.covered_to = max(self.covered_to, int(ev.payload.get("seq_to", -1)))
+            if (ev.payload.get("retention") or {}).get("outcome") == "rolled_back":
+                self.rolled.append(ev)
+        for c in ev.payload.get("children") or ():
+            self.parent_of[c] = ev.id
+        self._count(ev, +1)
+        self.summary_version += 1
+        self.version += 1
+
+    def _count(self, s: Event, sign: int) -> None:
+        """Add (+1) or take back (-1) what an active summary adds to coverage, the top
+        set and the stats, so none of them is counted again from every summary."""
+        if s.status != Status.ACTIVE:
+            return
+        for i in _sources(s):
+            n = self._cover[i] = self._cover.get(i, 0) + sign
+            if n <= 0:
+                del self._cover[i]
+        for c in s.payload.get("children") or ():
+            n = self._held[c] = self._held.get(c, 0) + sign
+            if sign > 0:
+                self._top_ids.discard(c)
+            elif n <= 0 and self._active(c):
+                self._top_ids.add(c)
+        if sign > 0 and not self._held.get(s.id):
+            self._top_ids.add(s.id)
+        elif sign < 0:
+            self._top_ids.discard(s.id)
+        level0 = not s.payload.get("level")
+        t = self.tally
+        t["segments" if level0 else "merged"] += sign
+        if level0:
+            t["source_tokens"] += sign * int(s.payload.get("source_tokens", 0))
+            t["summary_tokens"] += sign * int(s.payload.get("summary_tokens", 0))
+
+    def tops(self) -> list[Event]:
+        """Active summaries no active summary merged, oldest first (kept, not recounted)."""
+        if self._tops is None or self._tops[0] != self.summary_version:
+            tops = sorted((self.summaries[i] for i in self._top_ids), key=_seq_of)
+            self._tops = (self.summary_version, tops)
+        return self._tops[1]
+
+    def uncovered(self, units: Sequence[Unit], limit: int) -> list[Unit]:
+        """The newest ``limit`` turns no active summary stands for: from the tail past
+        the last segment, then from segments rolled back (newest first)."""
+        found: dict[int, Unit] = {}
+        i = len(units)
+        while i > 0 and units[i - 1].seq_to > self.covered_to and len(found) < limit:
+            i -= 1
+            if not all(x in self._cover for x in units[i].ids):
+                found[units[i].seq_from] = units[i]
+        for s in reversed(self.rolled):
+            if len(found) >= limit:
+                break
+            lo, hi = int(s.payload.get("seq_from", 0)), int(s.payload.get("seq_to", -1))
+            for u in units_between(units, lo, hi):
+                if not all(x in self._cover for x in u.ids):
+                    found[u.seq_from] = u
+        return [found[k] for k in sorted(found)][-limit:]
 
     # ------------------------------------------------------------ derived
     @property
@@ -333,18 +407,27 @@ class Snapshot:
     def last_seq(self) -> int:
         return self.units[-1].seq_to if self.units else 0
 
+    #: the whole session's (top summaries, rolled back, uncovered turns), from the view
+    whole: tuple[list[Event], list[Event], list[Unit]] | None = None
+
     @property
     def top_summaries(self) -> list[Event]:
+        if self.whole is not None:
+            return self.whole[0]
         return top_of(self.summaries)
 
     @property
     def rolled_back(self) -> list[Event]:
+        if self.whole is not None:
+            return self.whole[1]
         return [s for s in self.summaries if s.payload.get("level", 0) == 0
                 and (s.payload.get("retention") or {}).get("outcome") == "rolled_back"]  # fmt: skip
 
     @property
     def uncovered(self) -> list[Unit]:
         """Turns no active summary on the branch stands for (the newest, bounded)."""
+        if self.whole is not None:
+            return self.whole[2]
         covered: set[str] = set()
         for s in self.summaries:
             if s.status == Status.ACTIVE:
@@ -401,9 +484,12 @@ def snapshot(
     whole = lineage is None or view.conversation_ids.issubset(lineage)
     branch: set[str] | None = None
     memories = _working_candidates(view, working_items)
-    summaries = list(view.summaries.values())
+    summaries: list[Event] = []
     scan: TurnScan | None = view.scan
+    cached = (view.tops(), list(view.rolled), view.uncovered(units, MAX_UNCOVERED))
     if not whole:
+        cached = None
+        summaries = list(view.summaries.values())
         keep = set(lineage or ())
         events = [e for u in units for e in u.events if _in_lineage(e, keep)]
         _sys, units = split_units(events)
@@ -418,7 +504,7 @@ def snapshot(
         session_id=view.session_id, systems=systems, units=units, memories=memories,
         summaries=summaries, overturned=overturned,
         level=view.thrash, user_id=view.user_id, working=working, view=view, branch=branch,
-        recent_memories=recent_memories,
+        recent_memories=recent_memories, whole=cached,
     )  # fmt: skip
 
 
@@ -443,6 +529,10 @@ def _in_lineage(ev: Event, lineage: set[str]) -> bool:
     if ev.id in lineage:
         return True
     return ev.type == EventType.TOOL_INVOCATION and any(p in lineage for p in ev.parents)
+
+
+def _seq_of(ev: Event) -> int:
+    return ev.seq
 
 
 def _sources(ev: Event) -> list[str]:
