@@ -267,6 +267,7 @@ class Compactor:
             if ev.payload["retention"]["outcome"] == "rolled_back":
                 report.rolled_back.append(ev.id)
         self._seen[session_id] = (max(covered, segments[-1][-1].seq_to), seen)
+        self._said.index(session_id, editor, units)
         made = sorted(self.store.get(report.summaries, include_inactive=True), key=_seq)
         report.merged = self._merge_all(session_id, counter, [*allsum, *made])
         return report

@@ -352,6 +352,13 @@ class FirstSaid:
         segment: Sequence[Unit],
     ) -> set[str]:  # fmt: skip
         """The sentences of ``segment`` that a unit ending before ``lo`` already said."""
+        first = self.index(session_id, editor, units)
+        said = {f for u in segment for f in self._cache.of(editor, u)}
+        return {f for f in said if first.get(f, lo) < lo}
+
+    def index(self, session_id: str, editor: Editor, units: Sequence[Unit]) -> dict[str, int]:
+        """Index the units not indexed yet (compaction calls it as it goes, so a
+        rebuild finds the index caught up)."""
         upto, first = self._first.get(session_id, (-1, {}))
         plain = Editor(editor.policy, {}, editor.resolve)
         start = bisect.bisect_right(units, upto, key=_unit_end)
@@ -361,8 +368,7 @@ class FirstSaid:
         if units:
             upto = max(upto, units[-1].seq_to)
         self._first[session_id] = (upto, first)
-        said = {f for u in segment for f in self._cache.of(editor, u)}
-        return {f for f in said if first.get(f, lo) < lo}
+        return first
 
 
 def _unit_end(u: Unit) -> int:
