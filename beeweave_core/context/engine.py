@@ -73,6 +73,10 @@ WORKING_PER_SECTION = 64
 RECALL_RECENT = 64
 #: Uncompacted units beyond which a call hands compaction to a background thread.
 BACKGROUND_UNITS = 400
+#: Unread events beyond which a call hands the memory catch-up to a background thread.
+BACKGROUND_EVENTS = 2_000
+#: Events the background catch-up reads per step.
+MEMORY_CHUNK = 500
 
 
 class AssembleOptions(TypedDict, total=False):
@@ -226,15 +230,23 @@ class ContextEngine:
     ) -> CompactionReport | None:
         """Memories from new events, then compaction when due: what an assembly writes.
 
-        A first call on a long uncompacted session hands compaction to a background
-        thread (the call assembles from the turns as they are), so no caller waits for
-        the catch-up."""
+        A long backlog (a session imported or written without the engine: memories
+        far behind, or many uncompacted turns) is caught up once by a background
+        thread, in chunks; calls meanwhile assemble from what is there, so no caller
+        waits for the catch-up."""
+        with self.views.lock:
+            if session_id in self._catching_up:
+                return None
+            last = self.views.get(session_id)[0].cursor
+        if last - self.memory.cursor(session_id) > BACKGROUND_EVENTS:
+            self._catch_up_in_background(session_id, c, window if compact else 0, last)
+            return None
         self.memory.process(session_id)
         if not compact:
             return None
         inputs = self._compactor_inputs(session_id)
         if len(inputs.units) - _covered_units(inputs) > BACKGROUND_UNITS:
-            self._compact_in_background(session_id, c, window)
+            self._catch_up_in_background(session_id, c, window, last)
             return None
         try:
             return self.compact(session_id, window_tokens=window, counter=c, flush=False)
@@ -242,7 +254,12 @@ class ContextEngine:
             log.exception("beeweave: compaction failed; assembling without it")
             return None
 
-    def _compact_in_background(self, session_id: str, c: TokenCounter, window: int) -> None:
+    def _catch_up_in_background(
+        self, session_id: str, c: TokenCounter, window: int, last: int
+    ) -> None:
+        """Memories in chunks of :data:`MEMORY_CHUNK` events (the writer's lock is let
+        go between chunks), then compaction passes until none triggers (``window`` 0:
+        no compaction)."""
         with self.views.lock:
             if session_id in self._catching_up:
                 return
@@ -250,20 +267,24 @@ class ContextEngine:
 
         def run() -> None:
             try:
-                while True:  # one pass compacts down to the keep size; repeat past merges
+                cursor = self.memory.cursor(session_id)
+                while cursor < last:
+                    self.memory.process(session_id, upto=min(cursor + MEMORY_CHUNK, last))
+                    cursor = self.memory.cursor(session_id)
+                while window:  # one pass compacts down to the keep size; repeat past merges
                     report = self.compact(session_id, window_tokens=window, counter=c, flush=False)
                     if not report.triggered:
                         return
             except Exception:
-                log.exception("beeweave: background compaction failed")
+                log.exception("beeweave: background catch-up failed")
             finally:
                 with self.views.lock:
                     self._catching_up.discard(session_id)
 
-        threading.Thread(target=run, name=f"beeweave-compact-{session_id}", daemon=True).start()
+        threading.Thread(target=run, name=f"beeweave-catch-up-{session_id}", daemon=True).start()
 
     def catching_up(self, session_id: str) -> bool:
-        """True while a background compaction of ``session_id`` is running."""
+        """True while a background catch-up of ``session_id`` is running."""
         with self.views.lock:
             return session_id in self._catching_up
 
