@@ -73,3 +73,22 @@ def test_a_call_reads_only_events_after_the_view_cursor(weave_factory):
         view, read = engine.views.get("gh")
     # the new turn and what the memory writer derived from it, not the session again
     assert 0 < read <= 6 and view.cursor == weave.store.session_stats("gh").last_seq
+
+
+def test_old_summary_lines_are_found_through_the_line_index(weave_factory):
+    weave, engine = _engine(weave_factory, segment_turns=1, max_merge_level=0)
+    say(weave, "gh", [*_settings(0, 24), {"role": "user", "content": "Next."}], prefix="a")
+    engine.compact("gh", window_tokens=60, model="gpt-4", force=True)
+    with engine.views.lock:
+        view, _n = engine.views.get("gh")
+        tops = view.tops()
+        among = {s.id for s in tops[:-2]}
+        found = view.lines_matching({"outer", "greenhouse"}, among, 3)
+    assert len(tops) >= 10 and len(found) == 3
+    texts = [s.content.splitlines()[i] for s, i in found]
+    # the line naming both terms first, then lines naming one, newest first; only from
+    # the summaries asked for (the outer greenhouse's later restatement is in a newer one)
+    assert "outer greenhouse misting interval at 18" in texts[0]
+    assert not any("outer" in t for t in texts[1:])
+    seqs = [int(t.split("#")[1].split()[0]) for t in texts[1:]]
+    assert seqs == sorted(seqs, reverse=True) and all(s.id in among for s, _i in found)

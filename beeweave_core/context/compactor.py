@@ -100,6 +100,8 @@ class SessionInputs:
     #: the top summaries a new overturn may touch (found through the caller's index);
     #: ``None``: check every top summary
     touched: Sequence[Event] | None = None
+    #: last seq a segment handled, when the caller keeps it (else read from summaries)
+    covered_to: int | None = None
 
 
 def summary_lines(summary: Event) -> list[SourceLine]:
@@ -231,7 +233,9 @@ class Compactor:
         p = self.policy
         report = CompactionReport(session_id, threshold=int(p.trigger_fraction * window))
         allsum = list(inp.summaries)
-        covered = self.covered_to(session_id, allsum)
+        covered = (
+            inp.covered_to if inp.covered_to is not None else self.covered_to(session_id, allsum)
+        )
         units = inp.units
         editor = Editor(self.edit_policy, inp.overturned, self.store.get_artifact)
         tail = units_after(units, covered)
@@ -468,9 +472,9 @@ class Compactor:
         pools: dict[int, list[Event]] = {}
         for s in active:
             level = int(s.payload.get("level", 0))
-            if level < self.policy.max_merge_level and s.content:
-                if s.id not in covered and s.id not in tried:
-                    pools.setdefault(level, []).append(s)
+            free = s.id not in covered and s.id not in tried
+            if level < self.policy.max_merge_level and s.content and free:
+                pools.setdefault(level, []).append(s)
         return pools
 
     def _merge(

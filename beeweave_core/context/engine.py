@@ -37,7 +37,7 @@ from beeweave_core.context.compactor import (
 from beeweave_core.context.editing import EditCache, Editor, EditPolicy
 from beeweave_core.context.memory import MemoryWriter
 from beeweave_core.context.messages import Unit
-from beeweave_core.context.recall import Recallable, RecallInputs, gather
+from beeweave_core.context.recall import SUMMARY_LINES, Recallable, RecallInputs, gather
 from beeweave_core.context.session_view import (
     Snapshot,
     Views,
@@ -49,6 +49,7 @@ from beeweave_core.context.summarizers import ExtractiveSummarizer, LLMSummarize
 from beeweave_core.context.working_state import Item, WorkingState, put_to_sleep
 from beeweave_core.events import Event, EventType
 from beeweave_core.governance.dormancy import (
+    DAY,
     DormancyPolicy,
     dormant_ages,
     needs_confirmation_text,
@@ -213,7 +214,8 @@ class ContextEngine:
             return SessionInputs(view.units(), list(view.summaries.values()),
                                  min(view.thrash, self.compactor.policy.max_level),
                                  view.overturned(),
-                                 view.touched_tops() if touched else [])  # fmt: skip
+                                 view.touched_tops() if touched else [],
+                                 view.covered_to)  # fmt: skip
 
     def working_state(self, session_id: str) -> WorkingState:
         self.memory.process(session_id)
@@ -375,8 +377,9 @@ class ContextEngine:
     def _asleep(self, snap: Snapshot, query: str | None) -> Snapshot:
         """Dormant memories leave the working state and recall; those the query matches
         are listed as needing confirmation, with their age (governance/dormancy.py)."""
+        cutoff = self.dormancy.clock() - self.dormancy.after_days * DAY
         with self.views.lock:
-            memories = list(snap.view.memories.values())
+            memories = snap.view.memories_before(cutoff)
             terms = index_terms(query or _last_user_text(snap.units))
             matching = snap.view.memories_matching(terms)
         ages = dormant_ages(self.store, memories, self.dormancy)
@@ -439,9 +442,23 @@ class ContextEngine:
                 editor=editor, now=time.time(),
                 other_sessions=lambda: self._other_sessions(snap.session_id, uid, write),
                 retrieve=self._retriever(snap.session_id, uid, use_retriever),
+                older_lines=self._lines_matching(snap),
             ))  # fmt: skip
 
         return recall
+
+    def _lines_matching(
+        self, snap: Snapshot
+    ) -> Callable[[frozenset[str], set[str]], list[tuple[Event, int]]] | None:
+        """The view's summary-line index, for a snapshot of the whole session."""
+        if snap.whole is None:
+            return None
+
+        def find(terms: frozenset[str], among: set[str]) -> list[tuple[Event, int]]:
+            with self.views.lock:
+                return snap.view.lines_matching(terms, among, SUMMARY_LINES)
+
+        return find
 
     # ------------------------------------------------------------ helpers
     def _other_sessions(
@@ -521,8 +538,10 @@ def _check_budget(budget_tokens: Any) -> None:
 
 def _covered_units(inputs: SessionInputs) -> int:
     """How many units lie at or before the last seq a segment summary handled."""
-    covered = max((int(s.payload.get("seq_to", -1)) for s in inputs.summaries
-                   if s.payload.get("level", 0) == 0), default=-1)  # fmt: skip
+    covered = inputs.covered_to
+    if covered is None:
+        covered = max((int(s.payload.get("seq_to", -1)) for s in inputs.summaries
+                       if s.payload.get("level", 0) == 0), default=-1)  # fmt: skip
     return len(inputs.units) - len(units_after(inputs.units, covered))
 
 

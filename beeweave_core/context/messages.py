@@ -11,7 +11,6 @@ Writing is :mod:`beeweave_core.transcript`'s (one writer for every framework).
 from __future__ import annotations
 
 import bisect
-
 import json
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field

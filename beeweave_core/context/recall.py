@@ -99,6 +99,9 @@ class RecallInputs:
     other_sessions: Callable[[], list[tuple[str, list[Event], list[Event]]]] = lambda: []
     retrieve: Callable[[str], list[Any]] | None = None
     extra: dict[str, Any] = field(default_factory=dict)
+    #: (query terms, ids of the older top summaries) -> their lines sharing the most
+    #: terms, as (summary, line index), from the caller's index; ``None``: scan them
+    older_lines: Callable[[frozenset[str], set[str]], list[tuple[Event, int]]] | None = None
 
     @property
     def query_terms(self) -> frozenset[str]:
@@ -132,7 +135,7 @@ NEWEST_SUMMARIES = 8
 _PARSED: dict[str, tuple[tuple[SourceLine, frozenset[str]], ...]] = {}
 
 
-def _parsed(summary: Event) -> tuple[tuple[SourceLine, frozenset[str]], ...]:
+def parsed_lines(summary: Event) -> tuple[tuple[SourceLine, frozenset[str]], ...]:
     """A summary's lines with their terms (a stored summary never changes: parse once)."""
     hit = _PARSED.get(summary.id)
     if hit is None:
@@ -151,7 +154,7 @@ def _summary_pieces(
     window_from: int | None,
     query_terms: frozenset[str] = frozenset(),
 ) -> list[Recallable]:
-    lines = _parsed(s)
+    lines = parsed_lines(s)
     newest = len(lines) - SUMMARY_LINES
     shared = sorted(((len(t & query_terms), i) for i, (_ln, t) in enumerate(lines[:newest])
                      if t & query_terms), reverse=True)[:SUMMARY_LINES]  # fmt: skip
@@ -183,7 +186,7 @@ def _older_pieces(
     for s in summaries:
         if not s.content:
             continue
-        for i, (ln, terms) in enumerate(_parsed(s)):
+        for i, (ln, terms) in enumerate(parsed_lines(s)):
             shared = terms & query_terms
             if shared and ln.seq < window_from:
                 scored.append((len(shared), ln.seq, i, s, ln))
@@ -210,7 +213,12 @@ def gather(inp: RecallInputs) -> list[Recallable]:
             continue  # said in a turn the immediate layer shows verbatim
         out.append(_mem_piece(m, "this session", decay(m, inp.now), seq / span))
     cut = max(0, len(inp.top_summaries) - NEWEST_SUMMARIES)
-    pieces = _older_pieces(inp.top_summaries[:cut], inp.query_terms, inp.window_from)
+    if inp.older_lines is None:
+        pieces = _older_pieces(inp.top_summaries[:cut], inp.query_terms, inp.window_from)
+    else:
+        found = inp.older_lines(inp.query_terms, {s.id for s in inp.top_summaries[:cut]})
+        pieces = [_line_piece(s, i, ln, "this session", 1.0) for s, i in found
+                  if (ln := parsed_lines(s)[i][0]).seq < inp.window_from]  # fmt: skip
     for s in inp.top_summaries[cut:]:
         if s.content:
             pieces += _summary_pieces(s, "this session", 1.0, inp.window_from, inp.query_terms)

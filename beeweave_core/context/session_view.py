@@ -16,6 +16,8 @@ made by another process is seen after :meth:`Views.drop` or a restart.)
 
 from __future__ import annotations
 
+import bisect
+import heapq
 import threading
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -23,6 +25,7 @@ from typing import Any
 
 from beeweave_core.context.compactor import top_of, units_between
 from beeweave_core.context.messages import CONVERSATION_TYPES, Unit, UnitBuilder, split_units
+from beeweave_core.context.recall import parsed_lines
 from beeweave_core.context.working_state import TurnScan, WorkingState, build_working_state
 from beeweave_core.events import AppendResult, Event, EventType, Status
 from beeweave_core.store import EventStore
@@ -83,6 +86,9 @@ class SessionView:
     _held: dict[str, int] = field(default_factory=dict)  # summary id -> active parents
     _top_ids: set[str] = field(default_factory=set)
     _tops: tuple[int, list[Event]] | None = None
+    _by_ts: list[tuple[float, str]] = field(default_factory=list)  # memories by time
+    #: term -> (summary id, line index, line seq) of summary lines using it (newest kept)
+    _line_postings: dict[str, list[tuple[str, int, int]]] = field(default_factory=dict)
     _scanned: int = 0  # units already folded into ``scan``
     _tokens: dict[str, _TokenSum] = field(default_factory=dict)
     #: event id -> overturned wording (tuples: a snapshot handed out never changes)
@@ -120,6 +126,7 @@ class SessionView:
                 if len(ids) > 2 * MAX_POSTINGS:
                     del ids[:MAX_POSTINGS]
             self._add_overturned(ev)
+            bisect.insort(self._by_ts, (ev.ts, ev.id))
             self.version += 1
         elif ev.type == EventType.SUMMARY:
             self._add_summary(ev)
@@ -151,6 +158,13 @@ class SessionView:
                 self.rolled.append(ev)
         for c in ev.payload.get("children") or ():
             self.parent_of[c] = ev.id
+        for n, (ln, terms) in enumerate(parsed_lines(ev) if ev.content else ()):
+            for t in terms:
+                if t not in segment.STOPWORDS:
+                    keys = self._line_postings.setdefault(t, [])
+                    keys.append((ev.id, n, ln.seq))
+                    if len(keys) > 2 * MAX_POSTINGS:
+                        del keys[:MAX_POSTINGS]
         self._count(ev, +1)
         self.summary_version += 1
         self.version += 1
@@ -289,6 +303,24 @@ class SessionView:
                 if len(out) >= n:
                     break
         return out[::-1]
+
+    def lines_matching(
+        self, terms: Iterable[str], among: set[str], limit: int
+    ) -> list[tuple[Event, int]]:
+        """Lines of the summaries ``among`` sharing the most ``terms`` (newest first on
+        ties), read from the line index: the cost follows the terms, not the session."""
+        hits: dict[tuple[str, int, int], int] = {}
+        for t in terms:
+            for key in self._line_postings.get(t, ())[-MAX_POSTINGS:]:
+                if key[0] in among:
+                    hits[key] = hits.get(key, 0) + 1
+        best = heapq.nlargest(limit, hits, key=lambda k: (hits[k], k[2]))
+        return [(self.summaries[k[0]], k[1]) for k in best]
+
+    def memories_before(self, ts: float) -> list[Event]:
+        """Active memories stored before ``ts`` (the only ones that may be dormant)."""
+        end = bisect.bisect_left(self._by_ts, (ts, ""))
+        return [self.memories[i] for _t, i in self._by_ts[:end] if i in self.memories]
 
     def memories_matching(self, terms: Iterable[str], limit: int = 64) -> list[str]:
         """Active memories sharing the most terms with ``terms`` (newest first on ties)."""
