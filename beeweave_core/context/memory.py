@@ -426,6 +426,9 @@ class MemoryWriter:
         """Write ``c``; the memories it replaces keep their provenance, leave the model."""
         overturned = [{"memory": v.id, "text": v.text, "sources": self._sources_of(v)}
                       for v in targets]  # fmt: skip
+        # what the replaced statements overturned stays overturned (a setting changed
+        # twice must not bring its first value back)
+        overturned += [o for v in targets for o in v.event.payload.get("overturned") or ()]
         c.extra = {
             **c.extra,
             "overturned": [*(c.extra.get("overturned") or ()), *overturned],
