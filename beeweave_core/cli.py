@@ -25,6 +25,7 @@ from beeweave_core.errors import StoreError, shown
 from beeweave_core.events import Event
 from beeweave_core.exports import export_thread, import_thread, parse_export
 from beeweave_core.extras import install_hint, missing_modules
+from beeweave_core.governance.retention import archived_in
 from beeweave_core.private import write_private_text
 from beeweave_core.store import NotFound
 from beeweave_core.weave import Weave, default_url
@@ -142,6 +143,8 @@ def trace_tree(weave: Weave, event_id: str, depth: int = 6) -> Tree:
         raise NotFound(f"no event {event_id!r} for tenant {weave.tenant!r}")
     root = found[0]
     tree = Tree(f"[bold]{root.type.value}[/] #{root.seq}: {_short(root.content)}")
+    for file in archived_in(weave.store, root):  # causes the retention policy moved out
+        tree.add(f"[dim]DERIVED_FROM[/] events archived in {file}")
     nodes = {root.id: tree}
     for ev, _dist in weave.store.ancestors(event_id, depth=depth):
         # attach each ancestor under the closest already-shown event that points at it
@@ -291,7 +294,9 @@ def trace_records(weave: Weave, event_id: str, depth: int) -> list[dict[str, Any
     if not found:
         raise NotFound(f"no event {shown(event_id)} for tenant {shown(weave.tenant)}")
     chain = [(found[0], 0), *weave.store.ancestors(event_id, depth=depth)]
-    return [{"depth": d, "event": ev.to_record()} for ev, d in chain]
+    out: list[dict[str, Any]] = [{"depth": d, "event": ev.to_record()} for ev, d in chain]
+    out[0]["archived_in"] = archived_in(weave.store, found[0])
+    return out
 
 
 @app.command()

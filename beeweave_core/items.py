@@ -231,6 +231,10 @@ class ItemStore:
         path = ns_path(namespace)
         if not isinstance(key, str) or not key:
             raise ValueError(f"key must be a non-empty string, got {key!r}")
+        # redacted before anything is stored or embedded (namespace and key are ids: kept)
+        redact = self.weave.redact
+        value, text = redact(value), redact(text)
+        texts = redact(list(texts)) if texts is not None else None
         body = encode_value(value)
         vectors = self._embed_documents(texts if texts is not None else [text] if text else [])
         now = self.clock()
@@ -340,6 +344,8 @@ class ItemStore:
         """
         now = self.clock()
         path = ns_path(tuple(prefix)) or None
+        # stored values hold placeholders: a filter or query naming the raw value matches them
+        filter, query = self.weave.redact(filter), self.weave.redact(query)
         pushdown = offset + limit if not filter and not query else None
         rows = [
             r for r in self.index.scan(path, now=now, limit=pushdown) if matches(r.value, filter)

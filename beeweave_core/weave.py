@@ -13,7 +13,7 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from beeweave_core import telemetry
 from beeweave_core.backends import Backend, open_backend
@@ -21,6 +21,7 @@ from beeweave_core.backends.neo4j.auth import AuthSpec
 from beeweave_core.bus import ContextBus
 from beeweave_core.config import IndexConfig, WeaveConfig
 from beeweave_core.events import AppendResult, EdgeType, Event, EventType
+from beeweave_core.governance.redaction import EVENT_FIELDS, env_redactor
 from beeweave_core.ids import check_tenant
 from beeweave_core.paths import beeweave_home, default_url
 from beeweave_core.store import EventStore
@@ -35,6 +36,7 @@ if TYPE_CHECKING:
     from beeweave_core.retrieval import Hit, RetrieveOptions, Retriever
 
 log = logging.getLogger("beeweave")
+T = TypeVar("T")
 
 
 def open_store(
@@ -61,14 +63,22 @@ class _IndexedStore:
     searchable by meaning at once, not only after the next gap check.
     """
 
-    def __init__(self, store: EventStore, indexer: Indexer | None) -> None:
+    def __init__(
+        self, store: EventStore, indexer: Indexer | None, redact: Callable[[T], T] | None = None
+    ) -> None:
         self._store = store
         self._indexer = indexer
+        self._redact = redact
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._store, name)
 
     def append(self, events: Sequence[Event]) -> AppendResult:
+        r = self._redact
+        if r is not None:  # memory tools write what an agent passed them: redact it too
+            events = [
+                e.model_copy(update={f: r(getattr(e, f)) for f in EVENT_FIELDS}) for e in events
+            ]
         result = self._store.append(events)
         indexer = self._indexer
         if indexer is not None and result.ids:
@@ -110,6 +120,8 @@ class Weave:
         self.config = config or WeaveConfig()
         spool = Path(spool_dir) if spool_dir else beeweave_home() / "spool"
         # the bus names its files by a hash of (url, tenant): no raw id reaches a path
+        if "redactor" not in bus_kw:
+            bus_kw["redactor"] = env_redactor()  # type: ignore[assignment]
         self.bus = ContextBus(store, spool_dir=spool, name=url, **bus_kw)  # type: ignore[arg-type]
         telemetry.enable_capture()
         self._closed = False
@@ -215,7 +227,16 @@ class Weave:
     @property
     def writer(self) -> EventStore:
         """The store, for components that write directly: appends also get indexed."""
-        return _IndexedStore(self.store, self.indexer)  # type: ignore[return-value]
+        redact = self.redact if self.bus.redactor is not None else None
+        return _IndexedStore(self.store, self.indexer, redact)  # type: ignore[return-value]
+
+    def redact(self, value: T) -> T:
+        """``value`` as the weave's redactor would store it (itself when redaction is off).
+
+        Every write path runs it — capture, BeeWeave's own writers, LangGraph
+        checkpoints and store items — and what it replaced is counted in
+        ``stats()["redacted"]``."""
+        return self.bus.redact(value)
 
     def purge(
         self,

@@ -54,6 +54,7 @@ from beeweave_core.governance.dormancy import (
     dormant_ages,
     needs_confirmation_text,
 )
+from beeweave_core.governance.health import context_text, guard_compaction
 from beeweave_core.store import EventStore
 from beeweave_core.telemetry import traced
 from beeweave_core.text import language as L
@@ -149,6 +150,8 @@ class ContextEngine:
         self._counters: dict[str, TokenCounter] = {}
         #: When long-term memories turn dormant (replace it to change the age or clock).
         self.dormancy = DormancyPolicy()
+        #: Check early facts right after each compaction, rolling back what lost them.
+        self.amnesia_guard = True
 
     def on_batch(self, events: list[Event]) -> None:
         """A stored batch: extract the memories its rules find (quick, no model)."""
@@ -187,8 +190,10 @@ class ContextEngine:
         counter: TokenCounter | None = None,
         force: bool = False,
         flush: bool = True,
+        guard: bool = True,
     ) -> CompactionReport:
-        """Bring memory up to date and compact ``session_id`` if it passed the trigger."""
+        """Bring memory up to date and compact ``session_id`` if it passed the trigger
+        (``guard``: run the amnesia check on what it wrote)."""
         if flush:
             self._flush()
         c = self.counter(model, counter)
@@ -201,7 +206,27 @@ class ContextEngine:
             session_id, window_tokens=window_tokens, counter=c, force=force, inputs=inputs
         )
         report.refreshed = refreshed
+        if report.triggered and self.amnesia_guard and guard:
+            self._guard(session_id, report, window_tokens, c)
         return report
+
+    def _guard(
+        self, session_id: str, report: CompactionReport, window: int, c: TokenCounter
+    ) -> None:
+        """The amnesia check right after a compaction; what it rolls back is reported."""
+        written = [i for i in (*report.summaries, *report.merged) if i not in report.rolled_back]
+
+        def text(hidden: Collection[str]) -> str:
+            with self.views.hiding(list(hidden)):  # this session's facts: no index wait
+                ctx = self.assemble(session_id, budget_tokens=window, counter=c, dry_run=True,
+                                    flush=False, use_retriever=False)  # fmt: skip
+            return context_text(ctx)
+
+        def asleep(memories: Sequence[Event]) -> Collection[str]:
+            return dormant_ages(self.store, memories, self.dormancy).keys()
+
+        rolled, _after = guard_compaction(self.store, session_id, written, text, asleep)
+        report.rolled_back += rolled
 
     async def acompact(self, session_id: str, **kw: Any) -> CompactionReport:
         return await asyncio.to_thread(self.compact, session_id, **kw)
@@ -269,14 +294,7 @@ class ContextEngine:
 
         def run() -> None:
             try:
-                cursor = self.memory.cursor(session_id)
-                while cursor < last:
-                    self.memory.process(session_id, upto=min(cursor + MEMORY_CHUNK, last))
-                    cursor = self.memory.cursor(session_id)
-                while window:  # one pass compacts down to the keep size; repeat past merges
-                    report = self.compact(session_id, window_tokens=window, counter=c, flush=False)
-                    if not report.triggered:
-                        return
+                self._catch_up(session_id, c, window, last)
             except Exception:
                 log.exception("beeweave: background catch-up failed")
             finally:
@@ -284,6 +302,29 @@ class ContextEngine:
                     self._catching_up.discard(session_id)
 
         threading.Thread(target=run, name=f"beeweave-catch-up-{session_id}", daemon=True).start()
+
+    def _catch_up(self, session_id: str, c: TokenCounter, window: int, last: int) -> None:
+        """The background catch-up itself; the amnesia check runs once, at the end, on
+        every summary the passes wrote (not once per pass over the whole session)."""
+        cursor = self.memory.cursor(session_id)
+        while cursor < last:
+            self.memory.process(session_id, upto=min(cursor + MEMORY_CHUNK, last))
+            cursor = self.memory.cursor(session_id)
+        done = CompactionReport(session_id)
+        while window:  # one pass compacts down to the keep size; repeat past merges
+            report = self.compact(session_id, window_tokens=window, counter=c, flush=False,
+                                  guard=False)  # fmt: skip
+            if not report.triggered:
+                break
+            done.summaries += report.summaries
+            done.merged += report.merged
+            done.rolled_back += report.rolled_back
+        with self.views.lock:  # what later passes replaced is not the check's business
+            view = self.views.get(session_id)[0]
+            done.summaries = [i for i in done.summaries if view.is_active(i)]
+            done.merged = [i for i in done.merged if view.is_active(i)]
+        if (done.summaries or done.merged) and self.amnesia_guard:
+            self._guard(session_id, done, window, c)
 
     def catching_up(self, session_id: str) -> bool:
         """True while a background catch-up of ``session_id`` is running."""

@@ -19,7 +19,8 @@ from __future__ import annotations
 import bisect
 import heapq
 import threading
-from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -182,7 +183,7 @@ class SessionView:
             n = self._held[c] = self._held.get(c, 0) + sign
             if sign > 0:
                 self._top_ids.discard(c)
-            elif n <= 0 and self._active(c):
+            elif n <= 0 and self.is_active(c):
                 self._top_ids.add(c)
         if sign > 0 and not self._held.get(s.id):
             self._top_ids.add(s.id)
@@ -281,14 +282,14 @@ class SessionView:
         out: dict[str, Event] = {}
         for i in self.overturn_log[self.refreshed :]:
             sid = self.segment_of.get(i)
-            while sid in self.parent_of and self._active(self.parent_of[sid]):
+            while sid in self.parent_of and self.is_active(self.parent_of[sid]):
                 sid = self.parent_of[sid]
-            if sid is not None and self._active(sid):
+            if sid is not None and self.is_active(sid):
                 out[sid] = self.summaries[sid]
         self.refreshed = len(self.overturn_log)
         return list(out.values())
 
-    def _active(self, summary_id: str) -> bool:
+    def is_active(self, summary_id: str) -> bool:
         s = self.summaries.get(summary_id)
         return s is not None and s.status == Status.ACTIVE
 
@@ -374,6 +375,19 @@ class Views:
             for view in self._views.values():
                 view.apply_status(ids, status)
             return n
+
+    @contextmanager
+    def hiding(self, ids: Sequence[str]) -> Iterator[None]:
+        """Read the sessions as if the summaries ``ids`` were rolled back (nothing is
+        written; the lock is held throughout, so no other call sees it)."""
+        with self.lock:
+            for view in self._views.values():
+                view.apply_status(ids, Status.INVALIDATED)
+            try:
+                yield
+            finally:
+                for view in self._views.values():
+                    view.apply_status(ids, Status.ACTIVE)
 
 
 def _changes(store: Any) -> int:
