@@ -119,3 +119,38 @@ def test_a_setting_changed_twice_in_chinese(weave_factory):
                           lambda v: f"A区滴灌压力是{v}千帕。",
                           "A区滴灌压力是多少？")  # fmt: skip
     assert "70千帕" in text and "40千帕" not in text and "55千帕" not in text
+
+
+def test_memory_catch_up_reads_in_chunks_up_to_a_seq(weave_factory):
+    weave, engine = _engine(weave_factory)
+    say(weave, "gh", _settings(0, 20), prefix="a")
+    seqs = [e.seq for e in weave.store.timeline("gh")]
+    engine.memory.process("gh", upto=seqs[9])
+    assert engine.memory.cursor("gh") == seqs[9]
+    mems = weave.store.timeline("gh", types=(EventType.MEMORY,), include_inactive=True)
+    assert mems and max(int(m.payload["source_seq"]) for m in mems) <= seqs[9]
+    later = engine.memories("gh", include_inactive=True)  # catches up the rest
+    assert max(int(m.payload["source_seq"]) for m in later) > seqs[9]
+    assert engine.memory.cursor("gh") == seqs[-1]
+
+
+def test_a_long_unread_session_is_caught_up_in_the_background(weave_factory, monkeypatch):
+    import time
+
+    from beeweave_core.context import engine as engine_module
+
+    monkeypatch.setattr(engine_module, "BACKGROUND_EVENTS", 40)
+    weave, engine = _engine(weave_factory, segment_turns=2)
+    say(weave, "gh", [*_settings(0, 60), {"role": "user", "content": "Next."}], prefix="a")
+    ctx = weave.assemble("gh", budget_tokens=300, model="gpt-4", record=False)
+    assert ctx.messages  # assembled from what was there while the thread catches up
+    deadline = time.time() + 120
+    while engine.catching_up("gh") and time.time() < deadline:
+        time.sleep(0.05)
+    assert not engine.catching_up("gh")
+    last = weave.store.timeline("gh", types=(EventType.USER_MESSAGE,))[-1].seq
+    assert engine.memory.cursor("gh") >= last
+    summaries = weave.store.timeline("gh", types=(EventType.SUMMARY,))
+    assert summaries, "the catch-up compacted the long session"
+    after = weave.assemble("gh", budget_tokens=300, model="gpt-4", record=False)
+    assert "misting interval at 70 minutes" in after.text()  # the newest setting holds
