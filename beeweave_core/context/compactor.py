@@ -32,6 +32,7 @@ from beeweave_core.context.editing import Editor, EditPolicy, FirstSaid, SourceL
 from beeweave_core.context.messages import Unit, read_units, split_units
 from beeweave_core.context.summarizers import Summarizer
 from beeweave_core.events import EdgeType, Event, EventType, event_id_for
+from beeweave_core.scopes import derived, runs
 from beeweave_core.store import EventStore
 from beeweave_core.text import language as L
 from beeweave_core.tokens import TokenCounter
@@ -251,6 +252,8 @@ class Compactor:
         keep = p.keep_fraction * window * 0.5**level
         min_turns = max(2, p.segment_turns >> level) if level else p.segment_turns
         segments = self._plan(tail[:-1] if len(tail) > 1 else [], tokens, keep, min_turns)
+        # compaction per scope: a summary never mixes two business lines (scopes.py)
+        segments = [r for seg in segments for r in runs(seg, lambda u: (e.scope for e in u.events))]
         if not segments:
             report.reason = "nothing old enough to compact"
             return report
@@ -411,6 +414,7 @@ class Compactor:
         }
         ev = self._append(session_id, EventType.SUMMARY, summary, payload,
                           links={EdgeType.SUMMARIZES: tuple(ids)},
+                          scope=derived(e.scope for e in events),
                           key=f"segment:{ids[0]}:{ids[-1]}:v{version}:{len(payload['overturned_applied'])}")  # fmt: skip
         if retention["outcome"] == "rolled_back":
             self._roll_back(session_id, ev, retention["missing"])
@@ -435,7 +439,7 @@ class Compactor:
         self._append(session_id, EventType.WARNING,
                      f"Summary of #{ev.payload['seq_from']}-#{ev.payload['seq_to']} rolled back: {reason}.",
                      {"kind": "retention", "summary_id": ev.id, "missing": list(missing)},
-                     key=f"retention:{ev.id}")  # fmt: skip
+                     key=f"retention:{ev.id}", scope=ev.scope)  # fmt: skip
 
     # ----------------------------------------------------------------- merges
     def _merge_all(
@@ -450,16 +454,23 @@ class Compactor:
         pools = self._pools(allsum)
         n = self.policy.merge_after
         while True:
-            full = [lv for lv in sorted(pools) if len(pools[lv]) >= n]
+            full = [(lv, run) for lv in sorted(pools)
+                    if len(run := self._longest_run(pools[lv])) >= n]  # fmt: skip
             if not full:
                 return merged
-            level = full[0]
-            children, pools[level] = pools[level][:n], pools[level][n:]
+            level, children = full[0][0], full[0][1][:n]
+            taken = {c.id for c in children}
+            pools[level] = [s for s in pools[level] if s.id not in taken]
             ev = self._merge(session_id, children, level + 1, counter)
             merged.append(ev.id)
             got = self.store.get([ev.id], include_inactive=True)
             if got and got[0].status.value == "active" and level + 1 < self.policy.max_merge_level:
                 pools.setdefault(level + 1, []).append(got[0])
+
+    @staticmethod
+    def _longest_run(pool: Sequence[Event]) -> list[Event]:
+        """The longest run of one scope: a merge never mixes two business lines."""
+        return max(runs(pool, lambda s: (s.scope,)), key=len, default=[])
 
     def _pools(self, allsum: Sequence[Event]) -> dict[int, list[Event]]:
         """Per level below the cap: active summaries no merge holds yet, oldest first
@@ -507,6 +518,7 @@ class Compactor:
         }
         ev = self._append(session_id, EventType.SUMMARY, summary, payload,
                           links={EdgeType.SUMMARIZES: tuple(c.id for c in children)},
+                          scope=derived(c.scope for c in children),
                           key=f"merge:{':'.join(c.id for c in children)}:v{version}")  # fmt: skip
         if retention["outcome"] == "rolled_back":
             self._roll_back(session_id, ev, retention["missing"])
@@ -612,8 +624,11 @@ class Compactor:
         *,
         links: dict[EdgeType, tuple[str, ...]] | None = None,
         key: str,
+        scope: str | None = None,
     ) -> Event:
         meta = self._session_meta(session_id)
+        if scope is not None:  # of its sources (see scopes.py)
+            meta["scope"] = scope
         ev = Event(
             id=event_id_for(self.store.tenant, session_id, f"compactor:{key}"),
             tenant=self.store.tenant, session_id=session_id, type=etype,

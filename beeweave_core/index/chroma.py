@@ -176,6 +176,9 @@ def _where(filters: IndexFilter | None) -> tuple[dict[str, Any] | None, bool]:
         if not tv:
             return None, False
         conds.append({"type": {"$in": tv}} if len(tv) > 1 else {"type": tv[0]})
+    scopes = filters.scope_values()
+    if scopes is not None:  # the reader's scopes, inside the query (see scopes.py)
+        conds.append({"scope": {"$in": scopes}})
     if filters.since is not None:
         conds.append({"ts": {"$gte": float(filters.since)}})
     if filters.until is not None:
@@ -336,10 +339,9 @@ class ChromaVectorIndex:
             return []
         check_vector(self.identity, self.dimension, vector)
         where, possible = _where(filters)
-        total = self._collection.count()
-        if not possible or total == 0:
+        if not possible:
             return []
-        fetch = min(total, k * 3 + 10)
+        fetch = k * 3 + 10  # Chroma returns fewer when fewer match (no count() round trip)
         got = self._collection.query(
             query_embeddings=[list(map(float, vector))], n_results=fetch, where=where,
             include=["metadatas", "distances"],

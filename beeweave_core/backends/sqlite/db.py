@@ -14,7 +14,7 @@ import sqlite3
 import threading
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from types import ModuleType
 from typing import Any
 
@@ -39,6 +39,17 @@ class SharedConnection:
 
     conn: sqlite3.Connection
     lock: threading.RLock
+    #: What each per-connection temporary table holds now, by table name, so a
+    #: reader can reuse one whose content did not change (see :meth:`write_mark`).
+    temp_keys: dict[str, object] = field(default_factory=dict)
+
+    def write_mark(self) -> tuple[int, int]:
+        """Changes since: rows written through this connection, commits by others.
+
+        Equal marks mean the database is as it was (call with ``lock`` held).
+        """
+        version = self.conn.execute("PRAGMA data_version").fetchone()[0]
+        return self.conn.total_changes, int(version)
 
     @classmethod
     def open(cls, path: str, *, busy_timeout: float = 30.0) -> SharedConnection:
@@ -58,6 +69,17 @@ class SharedConnection:
     def close(self) -> None:
         with self.lock:
             self.conn.close()
+
+
+def _migrate(conn: sqlite3.Connection, statement: str) -> None:
+    """One migration statement; an added column that is already there counts as done
+    (SQLite has no ``ADD COLUMN IF NOT EXISTS``; a file whose version was set back, or
+    a migration cut short, has it already)."""
+    try:
+        conn.execute(statement)
+    except sqlite3.OperationalError as exc:
+        if not (statement.startswith("ALTER TABLE") and "duplicate column name" in str(exc)):
+            raise
 
 
 class SideTables:
@@ -137,7 +159,7 @@ class SideTables:
             for version, statements in q.MIGRATIONS:
                 if version > current:
                     for stmt in statements:
-                        c.execute(stmt)
+                        _migrate(c, stmt)
             c.execute(SET_VERSION, (q.SCHEMA_KEY, str(q.SCHEMA_VERSION)))
 
     @property
