@@ -179,6 +179,7 @@ class EventStore(Protocol):
     ) -> list[SessionStats]: ...
     def user_session_ids(self, user_id: str) -> list[str]: ...
     def scopes_in(self, session_id: str) -> set[str | None]: ...
+    def scopes_of(self, ids: Sequence[str]) -> set[str | None]: ...
     def session_stats(self, session_id: str) -> SessionStats: ...
     def soft_delete(self, ids: Sequence[str], reason: str) -> int: ...
     def invalidate(self, ids: Sequence[str], reason: str, *, by: str | None = None) -> int: ...
@@ -271,6 +272,16 @@ class BaseEventStore:
     def scopes_in(self, session_id: str) -> set[str | None]:
         """The scopes of the session's events this view may see (``None``: unscoped)."""
         return {s for s in self._session_scopes(session_id) if visible(s, self.scopes)}
+
+    def scopes_of(self, ids: Sequence[str]) -> set[str | None]:
+        """The scopes the stored events among ``ids`` carry, read without loading the
+        events (an assembly's audit record names the scope of thousands of them per
+        call); ids of a scope outside this view are refused, as ``get`` does."""
+        found = self._scopes_of(list(dict.fromkeys(ids))) if ids else {}
+        foreign = [i for i, s in found.items() if not visible(s, self.scopes)]
+        if foreign:
+            refuse(foreign, self.scopes)
+        return set(found.values())
 
     def _refuse_foreign(self, ids: Sequence[str]) -> None:
         """An explicit read or change of events outside this view's scopes is an error."""

@@ -406,9 +406,7 @@ class Weave:
                 for piece in (payload or {}).get(part) or ()  # type: ignore[attr-defined]
                 for i in piece.get("event_ids") or ()
             }  # fmt: skip
-            seen = store.scopes_in(session_id) | {
-                e.scope for e in store.get(sorted(shown), include_inactive=True)
-            }
+            seen = store.scopes_in(session_id) | store.scopes_of(sorted(shown))
             try:
                 scope = derived(seen)
             except PermissionError:
