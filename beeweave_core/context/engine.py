@@ -556,8 +556,8 @@ class ContextEngine:
             "tokens_by_layer": ctx.tokens_by_layer,
             "budget_by_layer": {name: rep.budget for name, rep in ctx.layers.items()},
             "full_history_tokens": ctx.full_history_tokens,
-            "included": [p.to_dict() for p in ctx.provenance][:300],
-            "left_out": [p.to_dict() for p in ctx.left_out][:300],
+            "included": [p.to_dict() for p in ctx.provenance[:300]],
+            "left_out": [p.to_dict() for p in ctx.left_out[:300]],
             "compaction": ctx.compaction,
         }
         meta = {"user_id": user_id} if user_id else {}

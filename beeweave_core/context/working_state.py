@@ -180,7 +180,7 @@ def build_working_state(
         scan = TurnScan()
         for u in units:
             scan.add(u)
-    gone = _folded(overturned if overturned is not None else _overturned(memories))
+    gone = overturned if overturned is not None else _overturned(memories)
     ws.goal = scan.goal(gone)
     ws.todos = scan.latest_todos(max_todos, gone)
     ws.open_questions = _open_questions(units)
@@ -197,14 +197,12 @@ def _overturned(memories: Sequence[Event]) -> dict[str, list[str]]:
     return out
 
 
-def _folded(overturned: Mapping[str, Sequence[str]]) -> dict[str, set[str]]:
-    return {k: {L.fold(t) for t in v} for k, v in overturned.items()}
-
-
-def _replaced(item: Item, gone: Mapping[str, set[str]]) -> bool:
-    """A goal or todo the user has since replaced."""
+def _replaced(item: Item, gone: Mapping[str, Sequence[str]]) -> bool:
+    """A goal or todo the user has since replaced (only the wordings of the item's own
+    events are folded: the map covers the whole session)."""
     f = L.fold(item.text)
-    return any(w and (w in f or f in w) for i in item.event_ids for w in gone.get(i, ()))
+    words = (L.fold(t) for i in item.event_ids for t in gone.get(i, ()))
+    return any(w and (w in f or f in w) for w in words)
 
 
 class TurnScan:
@@ -232,10 +230,10 @@ class TurnScan:
                 if L.TODO.search(s):
                     self.todos.append(Item("todos", s, (ev.id,), ev.seq))
 
-    def goal(self, gone: Mapping[str, set[str]]) -> Item | None:
+    def goal(self, gone: Mapping[str, Sequence[str]]) -> Item | None:
         return next((g for g in self.goals if not _replaced(g, gone)), None)
 
-    def latest_todos(self, n: int, gone: Mapping[str, set[str]]) -> list[Item]:
+    def latest_todos(self, n: int, gone: Mapping[str, Sequence[str]]) -> list[Item]:
         """The newest ``n`` distinct todos still in force, oldest first."""
         seen: set[str] = set()
         uniq = []
