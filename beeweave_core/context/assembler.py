@@ -236,6 +236,27 @@ def _greedy(
     return used
 
 
+class _Seen:
+    """Whether a key occurs among the chosen items, kept as the list grows: the greedy
+    fill only appends while it asks, so asking is not a scan of all chosen so far."""
+
+    def __init__(self, key: Callable[[Any], str]) -> None:
+        self.key = key
+        self.keys: set[str] = set()
+        self.n = 0
+        self.last: object = None
+
+    def __call__(self, chosen: list[Any], k: str) -> bool:
+        n = self.n
+        if len(chosen) < n or (n and chosen[n - 1] is not self.last):
+            self.keys, n = set(), 0  # not grown from what was seen: start again
+        for x in chosen[n:]:
+            self.keys.add(self.key(x))
+        self.n = len(chosen)
+        self.last = chosen[-1] if chosen else None
+        return k in self.keys
+
+
 def _fill(
     block: _Block,
     candidates: Iterable[Recallable],
@@ -252,8 +273,10 @@ def _fill(
             b.add(r.group, r.line())
         return b.cost()
 
+    has = _Seen(lambda r: r.group)
+
     def line_cost(r: Recallable, ch: list[Recallable]) -> int:
-        new_group = all(x.group != r.group for x in ch)
+        new_group = not has(ch, r.group)
         return _text_tokens(c, r.line()) + 1 + (_text_tokens(c, r.group) + 1 if new_group else 0)
 
     used = _greedy(exact, line_cost, candidates, budget, chosen, skipped)
@@ -534,8 +557,10 @@ def _fill_working(
         msg = _working_message(ws, ch)
         return c.count_message(msg) if msg else 0
 
+    has = _Seen(lambda it: it.section)
+
     def line_cost(it: Item, ch: list[Item]) -> int:
-        new_section = all(x.section != it.section for x in ch)
+        new_section = not has(ch, it.section)
         return (
             _text_tokens(c, it.render())
             + 1
