@@ -74,6 +74,7 @@ def _scoped_reads(store: EventStore) -> None:
     store.search_text("harbour violet", session_id="u1-s2")
     store.search_text("quarry ledger", user_id="user2")
     store.search_text("quarry ledger", user_id="user2", session_id="u2-s0")
+    store.search_text("quarry ledger", user_id="user2", types=[EventType.USER_MESSAGE])
     store.search_text("walnut tundra", k=5)  # tenant-wide: bounded probes and pool
     store.search_text("kettle ember marble", k=5, types=[EventType.USER_MESSAGE])
     store.ancestors("p1-2-8", depth=4)
@@ -89,6 +90,8 @@ def _scoped_reads(store: EventStore) -> None:
 _SQLITE_FULL_SCAN = re.compile(
     r"^SCAN (events|edges|e|v|a|b|p)\b(?! VIRTUAL)"
     r"|^SEARCH \w+ USING (COVERING )?(INDEX \w+|PRIMARY KEY) \(tenant=\?\)$"
+    # every event of one type in the tenant (every user's memories, say)
+    r"|^SEARCH \w+ USING (COVERING )?INDEX events_type \(tenant=\? AND type=\?\)$"
 )
 #: FTS5's ranking functions count every row holding each query term (the IDF) before
 #: ranking: on the main index that is a walk over most of it for common words.

@@ -206,11 +206,13 @@ LEXICAL_WINDOW = 20_000
 #: is that of the scope, whatever the store holds.
 SMALL_SCOPE = 4_000
 
-#: Active events of the scope, newest first, through an index on the scope
-#: (``{where}``: fixed clauses on session_id / user_id / type / ts, values bound).
+#: Active events of the scope, newest first, through the index on the scope's
+#: sessions (``{where}``: fixed clauses on session_id / user_id / type / ts, values
+#: bound).  ``INDEXED BY``: with a type filter the planner would otherwise walk every
+#: event of that type in the tenant (every memory of every user).
 SCOPE_ROWIDS = """
-SELECT rowid FROM events WHERE tenant = ? AND status = 'active' {where}
-ORDER BY rowid DESC LIMIT ?
+SELECT rowid FROM events INDEXED BY events_session_seq WHERE tenant = ? AND status = 'active'
+{where} ORDER BY rowid DESC LIMIT ?
 """
 #: A per-connection, in-memory FTS table (same tokenizer) that holds one scope's
 #: indexed text while it is ranked; BM25 there weighs words by their rarity in the
