@@ -233,8 +233,8 @@ WHERE scope_fts MATCH ? ORDER BY bm25(scope_fts, 1.0, 0.5) LIMIT ?
 """
 #: Wide search: rows read per query phrase (newest first), rows scored at most, and
 #: phrases looked at (the first ones of a long query).
-WIDE_PROBE = 500
-WIDE_POOL = 600
+WIDE_PROBE = 400
+WIDE_POOL = 500
 WIDE_MAX_TERMS = 12
 #: Wide (tenant) search, bounded by the query (see ``wide_search``).  FTS5 keeps the
 #: index's row count and token totals per column in its ``averages`` record (id 1),
