@@ -263,6 +263,17 @@ WHERE e.rowid IN ({rowids}) AND e.tenant = ? AND e.status = 'active' {where}
 EVENTS_BY_ROWID = (
     f"SELECT rowid, {EVENT_COLUMNS} FROM events NOT INDEXED WHERE rowid IN ({{rowids}})"
 )
+#: For benchmarks only (``wide_search.ranking_share``): FTS5's own BM25 over the whole
+#: index, and its exact score of given rows: what the wide search is measured against.
+EXHAUSTIVE = """
+SELECT rowid, -rank FROM events_fts WHERE events_fts MATCH ? AND rank MATCH 'bm25(1.0, 0.5)'
+ORDER BY rank LIMIT ?
+"""
+EXISTING_ROWIDS = "SELECT rowid FROM events WHERE tenant = ? AND id IN ({ids})"
+EXACT_SCORES = """
+SELECT rowid, -rank FROM events_fts WHERE events_fts MATCH ? AND rank MATCH 'bm25(1.0, 0.5)'
+AND rowid IN ({rowids})
+"""
 #: A per-connection scratch table whose vocabulary gives SQLite's own stem of a word
 #: (one row per word, emptied after each use).
 STEM_CREATE = (

@@ -37,6 +37,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from beeweave_core.backends.sqlite import events_sql as q
+from beeweave_core.text.lexical import fts_query
 
 #: BM25 parameters and column weights, as ``SEARCH_TEXT`` gives FTS5's ``bm25()``.
 K1, B = 1.2, 0.75
@@ -258,3 +259,24 @@ def phrase_stems(
 ) -> list[tuple[str, ...]]:
     """Each query phrase as the index's stems (what a row's tokens are compared with)."""
     return [tuple(s for g in stems(conn, list(p)) for s in g) for p in phrases]
+
+
+def ranking_share(
+    conn: sqlite3.Connection, tenant: str, query: str, event_ids: Sequence[str], k: int
+) -> float:
+    """How much of the best attainable BM25 a wide search's top ``k`` holds (0..1).
+
+    For benchmarks only: it asks FTS5 to rank the *whole* index (the walk the wide
+    search avoids) and compares the exact scores of ``rowids`` (found by the search)
+    with those of the exhaustive top ``k``; 1.0 means the same scores.
+    """
+    match = fts_query(query)
+    if match is None or not event_ids:
+        return float("nan")
+    sql = q.EXISTING_ROWIDS.format(ids=",".join("?" * len(event_ids)))
+    rowids = [r[0] for r in conn.execute(sql, (tenant, *event_ids))]
+    best = conn.execute(q.EXHAUSTIVE, (match, k)).fetchall()
+    sql = q.EXACT_SCORES.format(rowids=",".join("?" * len(rowids)))
+    found = conn.execute(sql, (match, *rowids)).fetchall()
+    top = sum(s for _r, s in best)
+    return sum(s for _r, s in found) / top if top else float("nan")
