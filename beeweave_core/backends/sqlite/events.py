@@ -473,8 +473,9 @@ class SQLiteEventStore(SideTables, BaseEventStore):
     ) -> list[tuple[Event, float]]:
         """BM25 over a bounded pool of rows above ``low`` (see ``wide_search``), in scope.
 
-        The pool grows (x4, up to ``LEXICAL_WINDOW`` rows per term) only while the scope
-        filter leaves fewer than ``k`` and some term had more rows than were read.
+        The probes grow (x4, up to ``LEXICAL_WINDOW`` rows per term; the pool to 4 x
+        ``WIDE_POOL``) only while the scope filter leaves fewer than ``k`` and some term
+        had more rows than were read (another tenant's rows, an old time window).
         """
         phrases = query_terms(query)[: q.WIDE_MAX_TERMS]
         limit, pool = q.WIDE_PROBE, q.WIDE_POOL
@@ -491,7 +492,7 @@ class SQLiteEventStore(SideTables, BaseEventStore):
                 more = any(not p.complete for p in probes) and limit < q.LEXICAL_WINDOW
                 if len(rows) >= k or not more:
                     break
-                limit, pool = limit * 4, pool * 4
+                limit, pool = limit * 4, min(pool * 4, 4 * q.WIDE_POOL)
             idf = [totals.idf(p.df(totals)) for p in probes]
             ranked = ws.score(c, rows, ws.phrase_stems(c, phrases), idf, totals)[:k]
             if not ranked:
