@@ -71,6 +71,7 @@ def _scoped_reads(store: EventStore) -> None:
     store.session_stats("u1-s2")
     store.sessions(user_id="user2")
     store.user_session_ids("user3")
+    store.recent_session_ids(3)
     store.search_text("harbour violet", session_id="u1-s2")
     store.search_text("quarry ledger", user_id="user2")
     store.search_text("quarry ledger", user_id="user2", session_id="u2-s0")

@@ -141,3 +141,33 @@ def test_varints_and_stems_follow_sqlite() -> None:
         ("cafe",),
         ("北京",),
     ]
+
+
+_NOTE = EventType.USER_MESSAGE
+
+
+def test_recent_session_ids_follow_the_newest_active_events(tmp_path: Path) -> None:
+    """Paged through the time index (pages of 1,000): the sessions of the newest events."""
+    store = _store(tmp_path)
+    try:
+        events = [
+            Event(id=f"r{i}", session_id=f"s{i % 7}", content=f"row {i}", ts=float(i), type=_NOTE)
+            for i in range(2_500)
+        ]
+        events.append(Event(id="late", session_id="quiet", content="late", ts=5_000.0, type=_NOTE))
+        events += [
+            Event(id=f"b{i}", session_id="bulk", content="b", ts=4_000.0, type=_NOTE)
+            for i in range(1_500)
+        ]
+        store.append(events)
+        assert store.recent_session_ids(2) == ["quiet", "bulk"]
+        # ties on ts across a page boundary: every session still comes, once
+        assert store.recent_session_ids(9) == [
+            "quiet",
+            "bulk",
+            *[f"s{d}" for d in (0, 6, 5, 4, 3, 2, 1)],
+        ]
+        store.soft_delete(["late"], "test")
+        assert store.recent_session_ids(1) == ["bulk"]
+    finally:
+        store.close()

@@ -333,6 +333,23 @@ class SQLiteEventStore(SideTables, BaseEventStore):
         """The sessions ``user_id`` took part in, through the (tenant, user_id) index."""
         return [r[0] for r in self._read(q.USER_SESSION_IDS, (self.tenant, user_id))]
 
+    def recent_session_ids(self, limit: int) -> list[str]:
+        """The ``limit`` sessions with the newest active events, newest first: the ts
+        index walked backwards in pages, so the cost is that of those sessions' latest
+        events, not of the tenant (``sessions()`` would group and count every event)."""
+        found: dict[str, None] = {}
+        key: tuple[float, int] = (1e308, 1 << 62)  # above any time and rowid
+        while len(found) < limit:
+            rows = self._read(q.RECENT_SESSION_ROWS, (self.tenant, key[0], key[0], key[1], 1000))
+            for sid, _ts, _rowid in rows:
+                found.setdefault(sid)
+                if len(found) >= limit:
+                    break
+            if len(rows) < 1000:
+                break
+            key = (rows[-1][1], rows[-1][2])
+        return list(found)
+
     def _count_tokens(self, scope: tuple[str, str, list[Any]]) -> None:
         """Fill in exact token counts left for later by ``append`` (in ``scope`` only).
 

@@ -170,6 +170,13 @@ NEXT_OF_EVENT = (
     "WHERE a.tenant = ? AND {side}.id = ?"
 )
 
+#: A page of the tenant's active events, newest first, after a (ts, rowid) key: the
+#: ts index walked backwards (``recent_session_ids`` stops once it has enough).
+RECENT_SESSION_ROWS = (
+    "SELECT session_id, ts, rowid FROM events INDEXED BY events_ts WHERE tenant = ? "
+    "AND ts <= ? AND NOT (ts = ? AND rowid >= ?) AND status = 'active' "
+    "ORDER BY ts DESC, rowid DESC LIMIT ?"
+)
 USER_SESSION_IDS = (
     "SELECT DISTINCT session_id FROM events INDEXED BY events_user WHERE tenant = ? AND user_id = ?"
 )
