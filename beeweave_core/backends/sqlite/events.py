@@ -500,7 +500,7 @@ class SQLiteEventStore(SideTables, BaseEventStore):
             c = self._conn
             totals = ws.IndexTotals.read(c)
             while True:
-                rowids, probes = ws.gather(c, phrases, low=low, limit=limit, pool=pool)
+                rowids, probes = ws.gather(c, phrases, totals, low=low, limit=limit, pool=pool)
                 rows = []
                 for i in range(0, len(rowids), 500):
                     chunk = rowids[i : i + 500]

@@ -140,6 +140,7 @@ def probe(conn: sqlite3.Connection, match: str, low: int, limit: int) -> Probe:
 def gather(
     conn: sqlite3.Connection,
     phrases: Sequence[Sequence[str]],
+    totals: IndexTotals,
     *,
     low: int,
     limit: int,
@@ -147,7 +148,7 @@ def gather(
 ) -> tuple[list[int], list[Probe]]:
     """The rows worth scoring (bounded by ``pool``) and each phrase's probe."""
     singles = [probe(conn, _quote(p), low, limit) for p in phrases]
-    order = sorted(range(len(singles)), key=lambda i: len(singles[i].rowids))
+    order = sorted(range(len(singles)), key=lambda i: singles[i].df(totals))  # rarest first
     joins: list[Probe] = []
     present = [i for i in order if singles[i].rowids]
     if len(present) >= 2:
