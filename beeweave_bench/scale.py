@@ -37,6 +37,7 @@ TARGETS = (
     "*_ref_p50_ms: the first step's store, kept at that size and measured call for call "
     "beside this one; *_p50_adjusted (growth row): growth of this store / that reference, "
     "which a change in machine load during the run does not move. "
+    "bytes_per_event: the SQLite file with its WAL (a Neo4j store is the server's). "
     "tenant_bm25_share (SQLite): median share of the exhaustive BM25 top 10's score "
     "that the bounded tenant-wide search's top 10 holds (1.0 = as good)"
 )
