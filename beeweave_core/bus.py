@@ -33,7 +33,7 @@ import time
 import weakref
 from collections import Counter, deque
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from typing import IO, Any
+from typing import IO, Any, TypeVar
 
 from beeweave_core import shutdown, telemetry
 from beeweave_core.errors import StoreError, shown
@@ -45,7 +45,7 @@ from beeweave_core.events import (
     event_id_for,
     new_event_id,
 )
-from beeweave_core.governance.redaction import Redactor, redact_value
+from beeweave_core.governance.redaction import EVENT_FIELDS, Redactor, redact_value
 from beeweave_core.ids import check_tenant, file_key, session_problem
 from beeweave_core.payloads import PayloadError, dumps, to_jsonable
 from beeweave_core.spool import (
@@ -62,6 +62,7 @@ from beeweave_core.spool import (
 )
 from beeweave_core.store import EventStore
 
+T = TypeVar("T")
 log = logging.getLogger("beeweave.bus")
 #: What :meth:`ContextBus.subscribe` takes: called with each batch once it is stored.
 Listener = Callable[[list[Event]], None]
@@ -181,6 +182,7 @@ class ContextBus:
         self.dead_letter_path = self._spool.folder / f"{key}.dead-letter.jsonl"
         self._dead = DeadLetters(self.dead_letter_path, retention_days=dead_letter_days)
         self._redacted_counts: Counter[str] = Counter()
+        self._redact_lock = threading.Lock()
         self._init_state()
         #: Called on the store thread with each batch once it is in the store
         #: (the vector indexer and the memory writer hang off this).
@@ -635,17 +637,25 @@ class ContextBus:
             "status_reason": None,
         }  # fmt: skip
 
+    def redact(self, value: T) -> T:
+        """``value`` with personal data replaced (counted in ``stats()["redacted"]``, never
+        logged); ``value`` itself without a redactor.  The one place anything BeeWeave
+        writes — events, checkpoints, store items — is redacted."""
+        if self.redactor is None:
+            return value
+        found: Counter[str] = Counter()
+        try:
+            return redact_value(value, self.redactor, found)
+        finally:
+            if found:
+                with self._redact_lock:
+                    self._redacted_counts.update(found)
+
     def _redacted(self, rec: dict[str, Any]) -> dict[str, Any]:
-        """``rec`` with personal data replaced in its text, payload and meta (ids kept)."""
+        """``rec`` with personal data replaced in its text, payload, meta and source (ids kept)."""
         if self.redactor is None:
             return rec
-        found: Counter[str] = Counter()
-        out = {**rec}
-        for field in ("content", "payload", "meta"):
-            out[field] = redact_value(rec[field], self.redactor, found)
-        if found:
-            self._redacted_counts.update(found)
-        return out
+        return {**rec, **{f: self.redact(rec[f]) for f in EVENT_FIELDS if f in rec}}
 
     def _persist(self, batch: list[Built]) -> None:
         """Append records to the spool and hand them to the store thread."""
@@ -823,8 +833,12 @@ class ContextBus:
                 self._refuse(rec, _reason(exc))
         return out
 
+    @telemetry.traced("capture")
     def _store(self, events: list[Event]) -> bool:
-        """Hand ``events`` to the store; False when it is not answering (retry later)."""
+        """Hand ``events`` to the store; False when it is not answering (retry later).
+
+        One ``beeweave.capture`` span per batch written (``emit`` itself stays untraced:
+        it only queues)."""
         if not events:
             return True
         self._call_since = time.monotonic()
@@ -881,19 +895,10 @@ class ContextBus:
         self._next_retry = time.monotonic() + self._backoff
         self._backoff = min(self._backoff * 2, self.max_retry_interval)
 
-    def _redacted_raw(self, raw: Any) -> Any:
-        """A refused item's kept form, redacted like everything else that reaches disk."""
-        if self.redactor is None:
-            return raw
-        found: Counter[str] = Counter()
-        try:
-            return redact_value(raw, self.redactor, found)
-        finally:
-            self._redacted_counts.update(found)
-
     def _refuse(self, item: Any, reason: str) -> None:
         """Keep what was refused, with why, so nothing is lost silently."""
         self._stats["refused"] += 1
+        reason = self.redact(reason)  # an error message may quote the value it refused
         if isinstance(item, Event):
             item = item.to_record()
         if isinstance(item, dict):
@@ -910,7 +915,7 @@ class ContextBus:
                 "id": eid if isinstance(eid, str) else None,
                 "session_id": sid if isinstance(sid, str) else None,
                 "user_id": user if isinstance(user, str) else None,
-                "item": self._redacted_raw(_raw(item)),
+                "item": self.redact(_raw(item)),
             })  # fmt: skip
         except Exception:
             log.exception("beeweave: could not write the dead-letter file")

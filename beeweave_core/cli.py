@@ -25,7 +25,9 @@ from beeweave_core.errors import StoreError, shown
 from beeweave_core.events import Event
 from beeweave_core.exports import export_thread, import_thread, parse_export
 from beeweave_core.extras import install_hint, missing_modules
+from beeweave_core.governance.retention import archived_in
 from beeweave_core.private import write_private_text
+from beeweave_core.scopes import ScopeError
 from beeweave_core.store import NotFound
 from beeweave_core.weave import Weave, default_url
 
@@ -47,6 +49,12 @@ UrlOpt = Annotated[
     ),
 ]
 TenantOpt = Annotated[str, typer.Option("--tenant", help="Tenant to read and write.")]
+ScopeOpt = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--scope", help="Business line to read and write (repeatable; default: every scope)."
+    ),
+]
 AuthOpt = Annotated[
     str | None,
     typer.Option(
@@ -88,6 +96,8 @@ def opened(url: str | None, tenant: str, auth: str | None = None, **kw: Any) -> 
         fail(f"cannot open {shown(url or default_url())}: {type(exc).__name__}: {reason}")
     try:
         yield weave
+    except ScopeError as exc:  # outside --scope: one line, not a traceback
+        fail(str(exc))
     finally:
         weave.close()
 
@@ -142,6 +152,8 @@ def trace_tree(weave: Weave, event_id: str, depth: int = 6) -> Tree:
         raise NotFound(f"no event {event_id!r} for tenant {weave.tenant!r}")
     root = found[0]
     tree = Tree(f"[bold]{root.type.value}[/] #{root.seq}: {_short(root.content)}")
+    for file in archived_in(weave.store, root):  # causes the retention policy moved out
+        tree.add(f"[dim]DERIVED_FROM[/] events archived in {file}")
     nodes = {root.id: tree}
     for ev, _dist in weave.store.ancestors(event_id, depth=depth):
         # attach each ancestor under the closest already-shown event that points at it
@@ -159,6 +171,7 @@ def trace_tree(weave: Weave, event_id: str, depth: int = 6) -> Tree:
 def demo(
     url: UrlOpt = None,
     tenant: TenantOpt = "default",
+    scope: ScopeOpt = None,
     auth: AuthOpt = None,
     session: Annotated[str | None, typer.Option(help="Session id (default: a new one).")] = None,
 ) -> None:
@@ -166,7 +179,7 @@ def demo(
     from beeweave_demo.script import run_script
 
     session_id = session or f"demo-{uuid.uuid4().hex[:8]}"
-    with opened(url, tenant, auth) as weave:
+    with opened(url, tenant, auth, scopes=scope or None) as weave:
         console.rule("[bold]BeeWeave demo")
         console.print(
             f"Store: [cyan]{weave.url}[/]  tenant: [cyan]{tenant}[/]  session: [cyan]{session_id}[/]"
@@ -227,11 +240,12 @@ def print_json(value: object) -> None:
 def sessions(
     url: UrlOpt = None,
     tenant: TenantOpt = "default",
+    scope: ScopeOpt = None,
     auth: AuthOpt = None,
     as_json: JsonOpt = False,
 ) -> None:
     """List stored sessions with counts by type, tokens and times."""
-    with opened(url, tenant, auth) as weave:
+    with opened(url, tenant, auth, scopes=scope or None) as weave:
         if as_json:
             print_json([s.model_dump(mode="json") for s in weave.store.sessions()])
         else:
@@ -243,6 +257,7 @@ def show(
     session_id: str,
     url: UrlOpt = None,
     tenant: TenantOpt = "default",
+    scope: ScopeOpt = None,
     auth: AuthOpt = None,
     last: Annotated[int | None, typer.Option(help="Only the latest N events (N >= 1).")] = None,
     all_: Annotated[
@@ -253,7 +268,7 @@ def show(
     """Show a session's timeline."""
     if last is not None and last < 1:
         fail(f"--last must be a positive number of events, got {last}")
-    with opened(url, tenant, auth) as weave:
+    with opened(url, tenant, auth, scopes=scope or None) as weave:
         events = weave.store.timeline(session_id, last=last, include_inactive=all_)
         if not events:
             fail(f"no session {shown(session_id)} for tenant {shown(tenant)}")
@@ -268,6 +283,7 @@ def trace(
     event_id: str,
     url: UrlOpt = None,
     tenant: TenantOpt = "default",
+    scope: ScopeOpt = None,
     auth: AuthOpt = None,
     depth: Annotated[int, typer.Option(help="How many causal hops to follow.")] = 6,
     as_json: JsonOpt = False,
@@ -275,7 +291,7 @@ def trace(
     """Show the causal ancestry of one event as a tree."""
     if depth < 1:
         fail(f"--depth must be at least 1, got {depth}")
-    with opened(url, tenant, auth) as weave:
+    with opened(url, tenant, auth, scopes=scope or None) as weave:
         try:
             if as_json:
                 print_json(trace_records(weave, event_id, depth))
@@ -291,7 +307,9 @@ def trace_records(weave: Weave, event_id: str, depth: int) -> list[dict[str, Any
     if not found:
         raise NotFound(f"no event {shown(event_id)} for tenant {shown(weave.tenant)}")
     chain = [(found[0], 0), *weave.store.ancestors(event_id, depth=depth)]
-    return [{"depth": d, "event": ev.to_record()} for ev, d in chain]
+    out: list[dict[str, Any]] = [{"depth": d, "event": ev.to_record()} for ev, d in chain]
+    out[0]["archived_in"] = archived_in(weave.store, found[0])
+    return out
 
 
 @app.command()
@@ -299,6 +317,7 @@ def stats(
     session_id: Annotated[str | None, typer.Argument(help="One session (default: all).")] = None,
     url: UrlOpt = None,
     tenant: TenantOpt = "default",
+    scope: ScopeOpt = None,
     auth: AuthOpt = None,
     budget: Annotated[int, typer.Option(help="Token budget of the amnesia check.")] = 8000,
     as_json: JsonOpt = False,
@@ -308,7 +327,9 @@ def stats(
 
     if budget < 1:
         fail(f"--budget must be a positive number of tokens, got {budget}")
-    with opened(url, tenant, auth, index_options={"backfill": False}) as weave:
+    with opened(
+        url, tenant, auth, scopes=scope or None, index_options={"backfill": False}
+    ) as weave:
         if session_id is not None and not weave.store.timeline(session_id, last=1):
             fail(f"no session {shown(session_id)} for tenant {shown(tenant)}")
         parts, total = weave_health(weave, session_id, budget_tokens=budget)
@@ -353,6 +374,7 @@ def purge(
     ] = None,
     url: UrlOpt = None,
     tenant: TenantOpt = "default",
+    scope: ScopeOpt = None,
     auth: AuthOpt = None,
     yes: YesOpt = False,
 ) -> None:
@@ -360,7 +382,7 @@ def purge(
     chosen = [x for x in (session, user, event) if x]
     if len(chosen) != 1:
         fail("purge takes exactly one of --session, --user or --event")
-    with opened(url, tenant, auth) as weave:
+    with opened(url, tenant, auth, scopes=scope or None) as weave:
         if session is not None:
             confirmed(f"Purge session {shown(session)} of tenant {shown(tenant)}?", yes)
             n = weave.purge(session_id=session)
@@ -381,11 +403,12 @@ def forget(
     reason: Annotated[str, typer.Option(help="Why (kept with the events).")] = "forgotten by user",
     url: UrlOpt = None,
     tenant: TenantOpt = "default",
+    scope: ScopeOpt = None,
     auth: AuthOpt = None,
     yes: YesOpt = False,
 ) -> None:
     """Hide events from every read (recall, context) but keep them for audit (``show --all``)."""
-    with opened(url, tenant, auth) as weave:
+    with opened(url, tenant, auth, scopes=scope or None) as weave:
         known = {e.id for e in weave.store.get(event, include_inactive=True)}
         missing = [x for x in event if x not in known]
         if missing:
@@ -413,10 +436,14 @@ def export_cmd(
     out: Annotated[Path | None, typer.Option("--out", "-o", help="File (default: stdout).")] = None,
     url: UrlOpt = None,
     tenant: TenantOpt = "default",
+    scope: ScopeOpt = None,
     auth: AuthOpt = None,
 ) -> None:
     """Export a session (events, edges, artifacts, and its LangGraph checkpoints) to JSON."""
-    with opened(url, tenant, auth) as weave, checkpoint_store(weave) as checkpoints:
+    with (
+        opened(url, tenant, auth, scopes=scope or None) as weave,
+        checkpoint_store(weave) as checkpoints,
+    ):
         try:
             data = export_thread(weave.store, checkpoints, session_id)
         except NotFound as exc:
@@ -439,6 +466,7 @@ def import_cmd(
     path: Path,
     url: UrlOpt = None,
     tenant: TenantOpt = "default",
+    scope: ScopeOpt = None,
     auth: AuthOpt = None,
 ) -> None:
     """Import a session exported by ``beeweave export``, or a retention archive (``.jsonl.gz``)
@@ -448,13 +476,16 @@ def import_cmd(
     try:
         raw = path.read_bytes()
         if R.is_archive(raw):
-            return _import_archive(R.read_archive(path), url, tenant, auth)
+            return _import_archive(R.read_archive(path), url, tenant, auth, scope)
         export = parse_export(raw)
     except OSError as exc:
         fail(f"cannot read {shown(str(path))}: {exc.strerror}")
     except ValueError as exc:
         fail(f"cannot import {shown(str(path))}: {exc}")
-    with opened(url, tenant, auth) as weave, checkpoint_store(weave) as checkpoints:
+    with (
+        opened(url, tenant, auth, scopes=scope or None) as weave,
+        checkpoint_store(weave) as checkpoints,
+    ):
         try:
             res = import_thread(weave.store, checkpoints, export)
         except (ValueError, StoreError) as exc:
@@ -465,10 +496,12 @@ def import_cmd(
         )
 
 
-def _import_archive(sessions: list[Any], url: str | None, tenant: str, auth: str | None) -> None:
+def _import_archive(
+    sessions: list[Any], url: str | None, tenant: str, auth: str | None, scope: list[str] | None
+) -> None:
     from beeweave_core.governance.retention import import_archive
 
-    with opened(url, tenant, auth) as weave:
+    with opened(url, tenant, auth, scopes=scope or None) as weave:
         try:
             inserted, duplicates = import_archive(weave.writer, sessions)
         except (ValueError, StoreError) as exc:
@@ -498,6 +531,7 @@ def retention_apply(
     ] = None,
     url: UrlOpt = None,
     tenant: TenantOpt = "default",
+    scope: ScopeOpt = None,
     auth: AuthOpt = None,
 ) -> None:
     """Archive expired events to a gzip JSON Lines file (with manifest) and purge them."""
@@ -516,7 +550,7 @@ def retention_apply(
         ):
             fail("--keep-checkpoints and --checkpoint-days must be positive")
         limits = PruneLimits(keep_last=keep_checkpoints or 1 << 30, max_age_days=checkpoint_days)
-    with opened(url, tenant, auth) as weave:
+    with opened(url, tenant, auth, scopes=scope or None) as weave:
         report = R.apply_retention(weave, folder, rules, dry_run=dry_run)
         if limits is not None and not dry_run:
             with checkpoint_store(weave) as checkpoints:
@@ -532,6 +566,7 @@ def retention_apply(
 def reindex(
     url: UrlOpt = None,
     tenant: TenantOpt = "default",
+    scope: ScopeOpt = None,
     auth: AuthOpt = None,
     full: Annotated[
         bool, typer.Option("--full", help="Re-embed everything (default: resume / fill gaps).")
@@ -547,7 +582,9 @@ def reindex(
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeRemainingColumn
 
     # no background gap check: this command does it, with a progress bar
-    with opened(url, tenant, auth, index_options={"backfill": False}) as weave:
+    with opened(
+        url, tenant, auth, scopes=scope or None, index_options={"backfill": False}
+    ) as weave:
         indexer = weave.indexer
         if indexer is None:
             fail("this weave has no vector index (opened with index=False)")
@@ -580,6 +617,7 @@ def reindex(
 def ui(
     url: UrlOpt = None,
     tenant: TenantOpt = "default",
+    scope: ScopeOpt = None,
     auth: AuthOpt = None,
     host: Annotated[
         str, typer.Option(help="Address to bind (beyond loopback: token needed).")
@@ -591,7 +629,9 @@ def ui(
     require_extras("ui", "ui")
     from beeweave_ui.server import serve
 
-    with opened(url, tenant, auth, index_options={"backfill": False}) as weave:  # read-mostly
+    with opened(
+        url, tenant, auth, scopes=scope or None, index_options={"backfill": False}
+    ) as weave:  # read-mostly
         serve(weave, host=host, port=port, open_browser=open_browser, say=console.print)
 
 
@@ -603,6 +643,10 @@ def main() -> None:  # pragma: no cover - console entry point alias
 def mcp_server(
     url: UrlOpt = None,
     tenant: TenantOpt = "default",
+    weave_scope: Annotated[
+        list[str] | None,
+        typer.Option("--weave-scope", help="Business line served (repeatable; default: all)."),
+    ] = None,
     auth: AuthOpt = None,
     user: Annotated[str | None, typer.Option("--user", help="User whose memory is served.")] = None,
     agent: Annotated[
@@ -626,7 +670,7 @@ def mcp_server(
     from beeweave_mcp.server import ServerOptions, serve
 
     err = Console(stderr=True)  # on stdio, stdout is the protocol
-    with opened(url, tenant, auth) as weave:
+    with opened(url, tenant, auth, scopes=weave_scope or None) as weave:
         try:
             opts = ServerOptions(user_id=user, agent_id=agent, scope=scope)
             serve(weave, opts, transport=transport, host=host, port=port, token=token,

@@ -152,6 +152,11 @@ class Event(BaseModel):
         return self.meta.get("agent_id")
 
     @property
+    def scope(self) -> str | None:
+        """The business line this event belongs to (``None``: unscoped; see ``scopes.py``)."""
+        return self.meta.get("scope")
+
+    @property
     def tags(self) -> list[str]:
         return list(self.meta.get("tags", ()))
 

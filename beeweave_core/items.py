@@ -26,6 +26,7 @@ import numpy as np
 
 from beeweave_core.events import EdgeType, Event, EventType, new_event_id
 from beeweave_core.payloads import decode_payload, dumps, to_jsonable
+from beeweave_core.scopes import META_KEY, refuse, visible, write_scope
 
 if TYPE_CHECKING:
     from beeweave_core.index.base import Embedder
@@ -98,6 +99,8 @@ class ItemRow:
     updated_at: float
     expires_at: float | None = None
     ttl_minutes: float | None = None
+    #: The item's scope (``None``: unscoped; see ``scopes.py``).
+    scope: str | None = None
 
     @property
     def path(self) -> str:
@@ -128,11 +131,12 @@ class ItemIndex(Protocol):
     def upsert(self, row: ItemRow) -> None: ...
     def remove(self, path: str, key: str) -> None: ...
     def scan(
-        self, prefix: str | None, *, now: float, limit: int | None = None
-    ) -> Iterator[ItemRow]: ...
-    def paths(self, *, now: float) -> list[str]: ...
+        self, prefix: str | None, *, now: float, limit: int | None = None,
+        scopes: frozenset[str] | None = None,
+    ) -> Iterator[ItemRow]: ...  # fmt: skip
+    def paths(self, *, now: float, scopes: frozenset[str] | None = None) -> list[str]: ...
     def touch(self, path: str, key: str, expires_at: float) -> None: ...
-    def expired(self, *, now: float) -> list[ItemRow]: ...
+    def expired(self, *, now: float, scopes: frozenset[str] | None = None) -> list[ItemRow]: ...
     def close(self) -> None: ...
 
 
@@ -195,6 +199,7 @@ class ItemStore:
         clock: Callable[[], float] = time.time,
         embeddings: Embedder | None = None,
         dims: int | None = None,
+        scope: str | None = None,
     ) -> None:
         """``clock`` is the time of writes and TTL checks (a test passes its own).
 
@@ -209,6 +214,8 @@ class ItemStore:
         self.clock = clock
         self.embeddings = embeddings
         self.dims = dims
+        #: The scope new items get unless ``put`` names one (see ``scopes.py``).
+        self.scope = scope
         self._lock = threading.Lock()
         self._similar = _SimilarityCache()
 
@@ -222,20 +229,27 @@ class ItemStore:
         text: str = "",
         texts: Sequence[str] | None = None,
         ttl_minutes: float | None = None,
+        scope: str | None = None,
     ) -> ItemRow:
         """Store a new version: a memory event that supersedes the current one.
 
         ``text`` is what the weave indexes; ``texts`` (default ``[text]``) what the
-        store's own ``embeddings`` embed, one vector each."""
+        store's own ``embeddings`` embed, one vector each.  ``scope``: the item's
+        (default: the weave's one scope; an item of another scope is never replaced)."""
         namespace = tuple(namespace)
         path = ns_path(namespace)
         if not isinstance(key, str) or not key:
             raise ValueError(f"key must be a non-empty string, got {key!r}")
+        scope = write_scope(scope or self.scope, self.events.scopes)
+        # redacted before anything is stored or embedded (namespace and key are ids: kept)
+        redact = self.weave.redact
+        value, text = redact(value), redact(text)
+        texts = redact(list(texts)) if texts is not None else None
         body = encode_value(value)
         vectors = self._embed_documents(texts if texts is not None else [text] if text else [])
         now = self.clock()
         with self._lock:
-            prev = self.index.get(path, key, now=now)
+            prev = self._mine(self.index.get(path, key, now=now))
             event = Event(
                 id=new_event_id(),
                 tenant=self.events.tenant,
@@ -247,7 +261,7 @@ class ItemStore:
                          **({VECTORS_KEY: vectors} if vectors else {})},
                 ts=now,
                 links={EdgeType.SUPERSEDES: (prev.event_id,)} if prev else {},
-                source=SOURCE,
+                source=SOURCE, meta={META_KEY: scope} if scope else {},
             )  # fmt: skip
             self.events.append([event])
             if prev is not None:
@@ -261,6 +275,7 @@ class ItemStore:
                 updated_at=now,
                 expires_at=now + ttl_minutes * 60 if ttl_minutes is not None else None,
                 ttl_minutes=ttl_minutes,
+                scope=scope,
             )
             self.index.upsert(row)
         self._reindex([event], gone=[prev.event_id] if prev else [])
@@ -270,7 +285,7 @@ class ItemStore:
         """Invalidate the current version (history stays in the graph); False if absent."""
         path = ns_path(tuple(namespace))
         with self._lock:
-            prev = self.index.get(path, key, now=self.clock())
+            prev = self._mine(self.index.get(path, key, now=self.clock()))
             if prev is None:
                 return False
             self.events.invalidate([prev.event_id], "deleted from the store")
@@ -282,13 +297,14 @@ class ItemStore:
         """Remove an item for good, every version (``delete`` keeps history for audit)."""
         path = ns_path(tuple(namespace))
         with self._lock:
+            self._mine(self.index.get(path, key, now=self.clock()))
             self.index.remove(path, key)
         return self.weave.purge(session_id=session_for(namespace, key))
 
     def sweep(self, now: float | None = None) -> int:
         """Delete items whose TTL ran out; returns how many."""
         now = self.clock() if now is None else now
-        gone = self.index.expired(now=now)
+        gone = self.index.expired(now=now, scopes=self.events.scopes)
         with self._lock:
             if gone:
                 self.events.invalidate([r.event_id for r in gone], "expired (TTL)")
@@ -307,6 +323,12 @@ class ItemStore:
             indexer.forget(gone)
 
     # -------------------------------------------------------------- reads
+    def _mine(self, row: ItemRow | None) -> ItemRow | None:
+        """``row`` if this weave may see it; an item of another scope is refused."""
+        if row is not None and not visible(row.scope, self.events.scopes):
+            refuse([row.event_id], self.events.scopes)
+        return row
+
     def _refreshed(self, row: ItemRow, refresh: bool, now: float) -> ItemRow:
         if not refresh or row.ttl_minutes is None:
             return row
@@ -318,7 +340,7 @@ class ItemStore:
         self, namespace: Sequence[str], key: str, *, refresh_ttl: bool = True
     ) -> ItemRow | None:
         now = self.clock()
-        row = self.index.get(ns_path(tuple(namespace)), key, now=now)
+        row = self._mine(self.index.get(ns_path(tuple(namespace)), key, now=now))
         return self._refreshed(row, refresh_ttl, now) if row is not None else None
 
     def search(
@@ -340,9 +362,13 @@ class ItemStore:
         """
         now = self.clock()
         path = ns_path(tuple(prefix)) or None
+        # stored values hold placeholders: a filter or query naming the raw value matches them
+        filter, query = self.weave.redact(filter), self.weave.redact(query)
         pushdown = offset + limit if not filter and not query else None
         rows = [
-            r for r in self.index.scan(path, now=now, limit=pushdown) if matches(r.value, filter)
+            r
+            for r in self.index.scan(path, now=now, limit=pushdown, scopes=self.events.scopes)
+            if matches(r.value, filter)
         ]
         if not (query and query.strip() and rows):
             found = [Found(r) for r in rows[offset : offset + limit]]
@@ -402,7 +428,8 @@ class ItemStore:
         limit: int = 100,
         offset: int = 0,
     ) -> list[tuple[str, ...]]:
-        spaces = [ns_from_path(p) for p in self.index.paths(now=self.clock())]
+        paths = self.index.paths(now=self.clock(), scopes=self.events.scopes)
+        spaces = [ns_from_path(p) for p in paths]
         spaces = [ns for ns in spaces if all(namespace_matches(t, p, ns) for t, p in conditions)]
         if max_depth is not None:
             spaces = list({ns[:max_depth] for ns in spaces})

@@ -33,6 +33,8 @@ from beeweave_core.context.memory import HALF_LIFE_DAYS, KINDS
 from beeweave_core.context.supersession import SlotIndex
 from beeweave_core.errors import shown
 from beeweave_core.events import Edge, EdgeType, Event, EventType, Status, new_event_id
+from beeweave_core.scopes import META_KEY as SCOPE_KEY
+from beeweave_core.scopes import ScopeError, derived, write_scope
 from beeweave_core.text import language as L
 from beeweave_core.tokens import DEFAULT_MODEL, TokenCounter
 
@@ -210,7 +212,7 @@ class MemoryOps:
             return f"error: {op}: {where}: {first.get('msg', 'invalid')}"
         try:
             return self._run(parsed, session_id)
-        except MemoryOpError as exc:
+        except (MemoryOpError, ScopeError) as exc:  # a memory of another business line
             return f"error: {exc}"
 
     def _run(self, a: BaseModel, session_id: str | None) -> str:
@@ -318,6 +320,11 @@ class MemoryOps:
             meta["user_id"] = self.user_id
         if self.agent_id:
             meta["agent_id"] = self.agent_id
+        # a memory is of its sources' scope (never of two), else the writer's (scopes.py)
+        origin = derived(e.scope for e in self.writer.get(sources, include_inactive=True))
+        scope = origin if origin is not None else write_scope(None, self.writer.scopes)
+        if scope is not None:
+            meta[SCOPE_KEY] = scope
         links: dict[EdgeType, tuple[str, ...]] = {}
         if sources:
             links[EdgeType.DERIVED_FROM] = tuple(sources)

@@ -36,6 +36,8 @@ from beeweave_core.payloads import (
     sha256_text,
     to_jsonable,
 )
+from beeweave_core.scopes import META_KEY, Readable, ScopeError, refuse, scope_of, visible
+from beeweave_core.scopes import write_scope as _write_scope
 
 #: Edge types walked by ``ancestors`` / ``descendants`` unless told otherwise.
 CAUSAL_EDGES: tuple[EdgeType, ...] = (EdgeType.CAUSED_BY, EdgeType.REFERS_TO)
@@ -123,12 +125,16 @@ def prepare_event(
 
 @runtime_checkable
 class EventStore(Protocol):
-    """What every event-graph backend offers.  All reads are scoped to ``tenant``."""
+    """What every event-graph backend offers.  All reads are scoped to ``tenant``, and to
+    ``scopes`` (``None``: every scope; see :mod:`beeweave_core.scopes`)."""
 
     tenant: str
+    scopes: Readable
 
     def setup(self) -> None: ...
     def for_tenant(self, tenant: str) -> EventStore: ...
+    def for_scopes(self, scopes: Readable) -> EventStore: ...
+    def in_scope(self, ev: Event) -> Event: ...
     def append(self, events: Sequence[Event]) -> AppendResult: ...
     def get(self, ids: Sequence[str], *, include_inactive: bool = False) -> list[Event]: ...
     def timeline(
@@ -173,6 +179,7 @@ class EventStore(Protocol):
     ) -> list[SessionStats]: ...
     def user_session_ids(self, user_id: str) -> list[str]: ...
     def recent_session_ids(self, limit: int) -> list[str]: ...
+    def scopes_in(self, session_id: str) -> set[str | None]: ...
     def session_stats(self, session_id: str) -> SessionStats: ...
     def soft_delete(self, ids: Sequence[str], reason: str) -> int: ...
     def invalidate(self, ids: Sequence[str], reason: str, *, by: str | None = None) -> int: ...
@@ -210,6 +217,8 @@ class BaseEventStore:
     """Shared behaviour; backends implement the ``_`` primitives."""
 
     tenant: str
+    #: The scopes this view reads and writes (``None``: every scope).
+    scopes: Readable = None
     inline_limit: int = DEFAULT_INLINE_LIMIT
     #: Bumped by every status change or purge made through this object, so a reader
     #: holding derived state (the context engine) knows when to read again.
@@ -229,12 +238,71 @@ class BaseEventStore:
             if ev.id in seen:
                 continue
             seen.add(ev.id)
+            ev = self.in_scope(ev)
             prepared.append(prepare_event(ev, self.tenant, inline_limit=self.inline_limit))
         if not prepared:
             return AppendResult(duplicates=len(events))
         result = self._append(prepared)
         result.duplicates += len(events) - len(prepared)
         return result
+
+    # ----------------------------------------------------------------- scopes
+    def in_scope(self, ev: Event) -> Event:
+        """``ev`` with the scope it is written under; ScopeError if it may not be.
+
+        A record naming no scope, written by a view of several scopes, stays unscoped:
+        BeeWeave's own records derived from unscoped sources (capture through
+        ``Weave.emit`` is stricter: there such a writer must name one)."""
+        named = scope_of(ev.meta)
+        if named is None and (self.scopes is None or len(self.scopes) != 1):
+            return ev
+        scope = _write_scope(named, self.scopes)
+        if scope == named:
+            return ev
+        return ev.model_copy(update={"meta": {**ev.meta, META_KEY: scope}})
+
+    def _scopes_of(self, ids: list[str]) -> dict[str, str | None]:
+        """The scope of each stored event among ``ids`` (any status, unfiltered)."""
+        raise NotImplementedError
+
+    def _session_scopes(self, session_id: str) -> set[str | None]:
+        """The scopes the events of one session carry (any status, unfiltered)."""
+        raise NotImplementedError
+
+    def scopes_in(self, session_id: str) -> set[str | None]:
+        """The scopes of the session's events this view may see (``None``: unscoped)."""
+        return {s for s in self._session_scopes(session_id) if visible(s, self.scopes)}
+
+    def _refuse_foreign(self, ids: Sequence[str]) -> None:
+        """An explicit read or change of events outside this view's scopes is an error."""
+        if self.scopes is None or not ids:
+            return
+        found = self._scopes_of(list(dict.fromkeys(ids)))
+        foreign = [i for i, s in found.items() if not visible(s, self.scopes)]
+        if foreign:
+            refuse(foreign, self.scopes)
+
+    def _refuse_foreign_session(self, session_id: str) -> None:
+        """A whole-session operation (export, purge) needs every event of it in scope."""
+        if self.scopes is None:
+            return
+        if any(not visible(s, self.scopes) for s in self._session_scopes(session_id)):
+            raise ScopeError(
+                f"session {shown(session_id)} holds events of a scope outside "
+                f"{{{', '.join(sorted(self.scopes))}}}"
+            )
+
+    def _visible_edges(self, edges: list[Edge], event_id: str | None) -> list[Edge]:
+        """Edges whose two ends this view may see (an edge names the other end's id)."""
+        if self.scopes is None:
+            return edges
+        if event_id is not None:
+            self._refuse_foreign([event_id])
+        ends = self._scopes_of(sorted({i for e in edges for i in (e.src, e.dst)}))
+        return [
+            e for e in edges if visible(ends.get(e.src), self.scopes)
+            and visible(ends.get(e.dst), self.scopes)
+        ]  # fmt: skip
 
     @classmethod
     @contextmanager
@@ -261,6 +329,7 @@ class BaseEventStore:
         answer but still walked through, so a cause behind them is still found.
         """
         types = _walk_types(depth, edge_types)
+        self._refuse_foreign([event_id])
         return self._walk(event_id, depth, types, include_inactive, forward=True) if types else []
 
     def descendants(
@@ -273,6 +342,7 @@ class BaseEventStore:
     ) -> list[tuple[Event, int]]:
         """What ``event_id`` led to: events whose causal edges point at it."""
         types = _walk_types(depth, edge_types)
+        self._refuse_foreign([event_id])
         return self._walk(event_id, depth, types, include_inactive, forward=False) if types else []
 
     def _walk(
@@ -319,6 +389,7 @@ class BaseEventStore:
     # ---------------------------------------------------------- export/import
     def export_session(self, session_id: str) -> dict[str, Any]:
         """Everything needed to rebuild a session: events (any status), edges, artifacts."""
+        self._refuse_foreign_session(session_id)
         events = self.timeline(session_id, include_inactive=True)
         if not events:
             raise NotFound(f"no session {session_id!r} for tenant {self.tenant!r}")
@@ -356,6 +427,7 @@ class BaseEventStore:
         export = data if isinstance(data, SessionExport) else validate_export(data)
         prepared = []
         for ev in export.events:
+            ev = self.in_scope(ev)
             p = prepare_event(ev.model_copy(update={"tenant": self.tenant}), self.tenant,
                               inline_limit=self.inline_limit)  # fmt: skip
             kept = p.event.model_copy(

@@ -39,6 +39,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from beeweave_core.events import Event, EventType, event_id_for, new_event_id
 from beeweave_core.refs import ValueRefLinker
+from beeweave_core.scopes import with_scope
 from beeweave_core.store import EventStore
 
 if TYPE_CHECKING:
@@ -624,7 +625,12 @@ class _WeaveSink:
 
     def __init__(self, weave: Weave) -> None:
         self.tenant = weave.tenant
-        self.emit = weave.bus.emit
+        self._emit = weave.bus.emit
+        self._scopes = weave.store.scopes
+
+    def emit(self, *args: Any, meta: Mapping[str, Any] | None = None, **kw: Any) -> str:
+        """The bus's ``emit``, with the scope the weave writes (as ``Weave.emit``)."""
+        return self._emit(*args, meta=with_scope(meta, self._scopes), **kw)
 
 
 # ---------------------------------------------------------------- OpenAI-style lists
@@ -690,8 +696,10 @@ def record_messages(
     agent_id: str | None = None,
     key_prefix: str | None = None,
     ts: float | None = None,
+    scope: str | None = None,
 ) -> list[str]:
     """Store an OpenAI-style conversation as events; returns the event ids in order.
+    ``scope``: their business line (default: the writer's one scope; see ``scopes.py``).
 
     ``target`` is a :class:`~beeweave_core.Weave` (events go through its capture bus)
     or an :class:`EventStore` (appended at once).  ``key_prefix`` scopes the keys, so
@@ -704,15 +712,16 @@ def record_messages(
     store = target.store if weave is not None else target
     sink = _Collector(store.tenant, ts if ts is not None else time.time())
     writer = Transcript(sink, store)
-    scope = key_prefix or f"r-{uuid.uuid4().hex}"
+    prefix = key_prefix or f"r-{uuid.uuid4().hex}"
     asked = {c.id for m in converted for c in m.tool_calls}
     earlier = {m.tool_call_id for m in converted if m.tool_call_id} - asked
     if earlier and weave is not None:
         weave.flush()  # the earlier calls may still be on the bus
-    writer.recall_calls(session_id, earlier, scope)
+    writer.recall_calls(session_id, earlier, prefix)
     meta = {k: v for k, v in (("user_id", user_id), ("agent_id", agent_id)) if v}
+    meta = dict(with_scope(meta, store.scopes, scope) or {})
     src = {"framework": "beeweave", "via": "record_messages"}
-    writer.record(session_id, converted, scope=scope, meta=meta, source=src)
+    writer.record(session_id, converted, scope=prefix, meta=meta, source=src)
     if weave is None:
         store.append(sink.events)
     else:

@@ -10,10 +10,10 @@ from __future__ import annotations
 import logging
 import os
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from beeweave_core import telemetry
 from beeweave_core.backends import Backend, open_backend
@@ -21,8 +21,10 @@ from beeweave_core.backends.neo4j.auth import AuthSpec
 from beeweave_core.bus import ContextBus
 from beeweave_core.config import IndexConfig, WeaveConfig
 from beeweave_core.events import AppendResult, EdgeType, Event, EventType
+from beeweave_core.governance.redaction import EVENT_FIELDS, env_redactor
 from beeweave_core.ids import check_tenant
 from beeweave_core.paths import beeweave_home, default_url
+from beeweave_core.scopes import META_KEY, Readable, derived, narrow, with_scope
 from beeweave_core.store import EventStore
 
 if TYPE_CHECKING:
@@ -35,6 +37,7 @@ if TYPE_CHECKING:
     from beeweave_core.retrieval import Hit, RetrieveOptions, Retriever
 
 log = logging.getLogger("beeweave")
+T = TypeVar("T")
 
 
 def open_store(
@@ -61,14 +64,24 @@ class _IndexedStore:
     searchable by meaning at once, not only after the next gap check.
     """
 
-    def __init__(self, store: EventStore, indexer: Indexer | None) -> None:
+    def __init__(
+        self, store: EventStore, indexer: Indexer | None, redact: Callable[[T], T] | None = None
+    ) -> None:
         self._store = store
         self._indexer = indexer
+        self._redact = redact
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._store, name)
 
     def append(self, events: Sequence[Event]) -> AppendResult:
+        r = self._redact
+        if r is not None:  # memory tools write what an agent passed them: redact it too
+            events = [
+                e.model_copy(update={f: r(getattr(e, f)) for f in EVENT_FIELDS}) for e in events
+            ]
+        # the scope each is stored under, so its vectors carry the same one
+        events = [self._store.in_scope(e) if isinstance(e, Event) else e for e in events]
         result = self._store.append(events)
         indexer = self._indexer
         if indexer is not None and result.ids:
@@ -97,25 +110,34 @@ class Weave:
         *,
         spool_dir: str | os.PathLike[str] | None = None,
         config: WeaveConfig | None = None,
+        scopes: Iterable[str] | str | None = None,
         **bus_kw: float,
     ) -> None:
         if config is not None and not isinstance(config, WeaveConfig):
             raise TypeError(f"config must be a WeaveConfig, got {type(config).__name__}")
         #: Where the events and everything beside them live (chosen once, from the URL).
         self.backend = backend
-        self.store = store = backend.events
+        readable = narrow(None, scopes)
+        #: The store as this weave sees it: its tenant and, if given, only its ``scopes``.
+        self.store = store = (
+            backend.events if readable is None else backend.events.for_scopes(readable)
+        )
         self.url = url = backend.url
         self.tenant = check_tenant(store.tenant)
         #: The settings every part was built with (frozen: open a new weave to change them).
         self.config = config or WeaveConfig()
         spool = Path(spool_dir) if spool_dir else beeweave_home() / "spool"
-        # the bus names its files by a hash of (url, tenant): no raw id reaches a path
-        self.bus = ContextBus(store, spool_dir=spool, name=url, **bus_kw)  # type: ignore[arg-type]
+        # the bus names its files by a hash of (url, tenant): no raw id reaches a path; a
+        # scoped weave spools apart (another weave's pending events may not be its to write)
+        name = url if readable is None else url + "\x1fscopes=" + ",".join(sorted(readable))
+        if "redactor" not in bus_kw:
+            bus_kw["redactor"] = env_redactor()  # type: ignore[assignment]
+        self.bus = ContextBus(store, spool_dir=spool, name=name, **bus_kw)  # type: ignore[arg-type]
         telemetry.enable_capture()
         self._closed = False
         self._closers: list[Callable[[], None]] = []
-        self._retriever: Retriever | None = None
-        self._context: ContextEngine | None = None
+        self._retrievers: dict[Readable, Retriever] = {}
+        self._contexts: dict[Readable, ContextEngine] = {}
         #: Background vector indexer (``None`` without an index); see ``index/indexer.py``.
         self.indexer: Indexer | None = None
         if self.config.index.enabled:
@@ -141,9 +163,13 @@ class Weave:
         index: str | VectorIndex | bool | None = None,
         vector_url: str | None = None,
         index_options: Mapping[str, object] | None = None,
+        scopes: Iterable[str] | str | None = None,
         **bus_kw: float,
     ) -> Weave:
         """Open (creating if needed) the store at ``url`` and start capture.
+
+        ``scopes`` (``{"support"}``) limits what the weave reads and writes to those
+        business lines and unscoped records (see :mod:`beeweave_core.scopes`).
 
         ``config`` (a :class:`~beeweave_core.config.WeaveConfig`) sets every part.
         ``embeddings``, ``index`` (``False`` for none), ``vector_url`` and
@@ -161,7 +187,7 @@ class Weave:
             url, tenant=tenant, auth=auth, database=database, **(store_options or {})
         )
         try:
-            return cls(backend, spool_dir=spool_dir, config=config, **bus_kw)
+            return cls(backend, spool_dir=spool_dir, config=config, scopes=scopes, **bus_kw)
         except BaseException:
             backend.close()
             raise
@@ -183,16 +209,25 @@ class Weave:
         ts: float | None = None,
         priority: str | None = None,
         coalesce_key: str | None = None,
+        scope: str | None = None,
     ) -> str:
         """Record one event without blocking; returns its id (see :meth:`ContextBus.emit`).
 
         ``content`` that is not a string is kept as JSON (see ``payloads.py``).
+        ``scope`` (or ``meta["scope"]``) names the event's business line; a weave of one
+        scope fills in its own, one of several must be told (:class:`ScopeError`).
         """
+        meta = with_scope(meta, self.store.scopes, scope)
         return self.bus.emit(
             type, content, session_id=session_id, role=role, payload=payload, parents=parents,
             links=links, meta=meta, source=source, key=key, ts=ts, priority=priority,
             coalesce_key=coalesce_key,
         )  # fmt: skip
+
+    @property
+    def scopes(self) -> Readable:
+        """The scopes this weave reads and writes (``None``: every scope)."""
+        return self.store.scopes
 
     def flush(self, timeout: float = 30.0, wait_index: bool = False) -> bool:
         """Wait until captured events are in the store; False when some are only spooled on
@@ -215,7 +250,20 @@ class Weave:
     @property
     def writer(self) -> EventStore:
         """The store, for components that write directly: appends also get indexed."""
-        return _IndexedStore(self.store, self.indexer)  # type: ignore[return-value]
+        return self._writer_for(self.store)
+
+    def _writer_for(self, store: EventStore) -> EventStore:
+        """``store`` (the weave's, or a narrower scope view) as BeeWeave's own writers use it."""
+        redact = self.redact if self.bus.redactor is not None else None
+        return _IndexedStore(store, self.indexer, redact)  # type: ignore[return-value]
+
+    def redact(self, value: T) -> T:
+        """``value`` as the weave's redactor would store it (itself when redaction is off).
+
+        Every write path runs it — capture, BeeWeave's own writers, LangGraph
+        checkpoints and store items — and what it replaced is counted in
+        ``stats()["redacted"]``."""
+        return self.bus.redact(value)
 
     def purge(
         self,
@@ -274,52 +322,118 @@ class Weave:
         ]
 
     # ------------------------------------------------------------ recall
+    def _view(self, readable: Readable) -> EventStore:
+        """The store as a call limited to ``readable`` (within the weave's scopes) sees it."""
+        return self.store if readable == self.store.scopes else self.store.for_scopes(readable)
+
     @property
     def retriever(self) -> Retriever:
         """The fused retriever over this weave (built on first use; see ``retrieval.py``)."""
-        if self._retriever is None:
+        return self.retriever_for(None)
+
+    def retriever_for(self, scopes: Iterable[str] | str | None) -> Retriever:
+        """The retriever of a narrower set of ``scopes`` (one per set, built on first use)."""
+        readable = narrow(self.store.scopes, scopes)
+        if readable not in self._retrievers:
             from beeweave_core.retrieval import Retriever
 
-            self._retriever = Retriever(
-                self.store, indexer=self.indexer, config=self.config.retrieval
+            self._retrievers[readable] = Retriever(
+                self._view(readable), indexer=self.indexer, config=self.config.retrieval
             )
-        return self._retriever
+        return self._retrievers[readable]
 
-    def retrieve(self, query: str, **kw: Unpack[RetrieveOptions]) -> list[Hit]:
-        """Find past events for ``query``; see :meth:`beeweave_core.retrieval.Retriever.retrieve`."""
-        return self.retriever.retrieve(query, **kw)
+    def retrieve(
+        self, query: str, *, scopes: Iterable[str] | str | None = None,
+        **kw: Unpack[RetrieveOptions],
+    ) -> list[Hit]:  # fmt: skip
+        """Find past events for ``query``; see :meth:`beeweave_core.retrieval.Retriever.retrieve`.
+        ``scopes`` narrows this call to some of the weave's scopes."""
+        return self.retriever_for(scopes).retrieve(query, **kw)
 
-    async def aretrieve(self, query: str, **kw: Unpack[RetrieveOptions]) -> list[Hit]:
+    async def aretrieve(
+        self, query: str, *, scopes: Iterable[str] | str | None = None,
+        **kw: Unpack[RetrieveOptions],
+    ) -> list[Hit]:  # fmt: skip
         """Async twin of :meth:`retrieve` (runs in a worker thread)."""
-        return await self.retriever.aretrieve(query, **kw)
+        return await self.retriever_for(scopes).aretrieve(query, **kw)
 
     # ------------------------------------------------------------ context
     @property
     def context(self) -> ContextEngine:
         """Assembly, compaction and long-term memory (built on first use; see ``context/``)."""
-        if self._context is None:
+        return self.context_for(None)
+
+    def context_for(self, scopes: Iterable[str] | str | None) -> ContextEngine:
+        """The context engine of a narrower set of ``scopes`` (one per set)."""
+        readable = narrow(self.store.scopes, scopes)
+        if readable not in self._contexts:
+            store = self._view(readable)
+            from functools import partial
+
             from beeweave_core.context import ContextEngine
 
             engine = ContextEngine(
-                self.writer, self.config.context, emit=self.emit, retrieve=self.retrieve,
-                flush=self.flush,
+                self._writer_for(store), self.config.context,
+                emit=partial(self._emit_record, store),  # type: ignore[arg-type]
+                retrieve=partial(self.retrieve, scopes=readable), flush=self.flush,
             )  # fmt: skip
             self.bus.subscribe(engine.on_batch)
             self.on_close(lambda: self.bus.unsubscribe(engine.on_batch))
-            self._context = engine
-        return self._context
+            self._contexts[readable] = engine
+        return self._contexts[readable]
+
+    def _emit_record(
+        self,
+        store: EventStore,
+        type: EventType | str,
+        content: object = "",
+        *,
+        session_id: str,
+        role: str | None = None,
+        payload: Mapping[str, object] | None = None,
+        meta: Mapping[str, object] | None = None,
+        source: Mapping[str, object] | None = None,
+    ) -> str | None:
+        """Emit an assembly's audit record, of the scope of what it shows: the session's
+        events and the pieces it lists.  One that spans two scopes is not recorded (no
+        single scope may hold it; see ``scopes.py``)."""
+        meta = dict(meta or {})
+        if store.scopes is not None and len(store.scopes) == 1:
+            meta[META_KEY] = next(iter(store.scopes))
+        else:
+            shown = {
+                i for part in ("included", "left_out")
+                for piece in (payload or {}).get(part) or ()  # type: ignore[attr-defined]
+                for i in piece.get("event_ids") or ()
+            }  # fmt: skip
+            seen = store.scopes_in(session_id) | {
+                e.scope for e in store.get(sorted(shown), include_inactive=True)
+            }
+            try:
+                scope = derived(seen)
+            except PermissionError:
+                return None
+            if scope is not None:
+                meta[META_KEY] = scope
+        return self.bus.emit(
+            type, content, session_id=session_id, role=role, payload=payload, meta=meta,
+            source=source,
+        )  # fmt: skip
 
     def assemble(
-        self, session_id: str, query: str | None = None, **kw: Unpack[AssembleOptions]
-    ) -> AssembledContext:
-        """The layered, token-budgeted context for the next model call of ``session_id``."""
-        return self.context.assemble(session_id, query, **kw)
+        self, session_id: str, query: str | None = None, *,
+        scopes: Iterable[str] | str | None = None, **kw: Unpack[AssembleOptions],
+    ) -> AssembledContext:  # fmt: skip
+        """The layered, token-budgeted context for the next model call of ``session_id``
+        (``scopes``: only some of the weave's scopes, for this call)."""
+        return self.context_for(scopes).assemble(session_id, query, **kw)
 
     async def aassemble(
-        self, session_id: str, query: str | None = None, **kw: Unpack[AssembleOptions]
-    ) -> AssembledContext:
+        self, session_id: str, query: str | None = None, *,
+        scopes: Iterable[str] | str | None = None, **kw: Unpack[AssembleOptions],
+    ) -> AssembledContext:  # fmt: skip
         """Async twin of :meth:`assemble` (runs in a worker thread)."""
-        return await self.context.aassemble(session_id, query, **kw)
+        return await self.context_for(scopes).aassemble(session_id, query, **kw)
 
     def confirm(self, memory_id: str) -> str:
         """Wake a dormant memory (or keep one awake): it was confirmed now.  Returns the

@@ -111,6 +111,7 @@ class _Capture:
         *,
         capture_tokens: bool = True,
         tags: Sequence[str] | None = None,
+        scope: str | None = None,
     ) -> None:
         self.weave = weave
         self.session_id = session_id
@@ -124,6 +125,8 @@ class _Capture:
             meta["agent_id"] = agent_id
         if tags:
             meta["tags"] = list(tags)
+        if scope is not None:  # the business line captured runs belong to (beeweave_core.scopes)
+            meta["scope"] = scope
         self._meta = meta
         self._rec: Transcript = transcript_for(weave)
         self._lock = self._rec.lock
@@ -451,8 +454,9 @@ class BeeWeaveCallbackHandler(_Capture, BaseCallbackHandler):
     the handler's ``session_id``, LangGraph's ``thread_id`` and RunnableWithMessageHistory's
     ``session_id`` (both from ``config["configurable"]``).  A run naming none is logged
     once and recorded in a session of its own (``run-<run_id>``), never a shared one.
-    ``user_id`` / ``agent_id`` go into every event's ``meta``.  ``capture_tokens=False``
-    skips streamed token fragments.
+    ``user_id`` / ``agent_id`` go into every event's ``meta``, ``scope`` names their business
+    line (needed on a weave of several scopes).  ``capture_tokens=False`` skips streamed
+    token fragments.
     """
 
 

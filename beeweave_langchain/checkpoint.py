@@ -34,7 +34,7 @@ import threading
 from collections import OrderedDict
 from collections.abc import AsyncIterator, Iterator, Sequence
 from contextlib import asynccontextmanager, contextmanager
-from typing import Any
+from typing import Any, TypeVar
 
 from langchain_core.messages import BaseMessage
 from langchain_core.runnables import RunnableConfig
@@ -66,6 +66,7 @@ from beeweave_core.weave import Weave
 from beeweave_langchain.messages import to_messages
 
 log = logging.getLogger("beeweave.langchain")
+T = TypeVar("T")
 
 __all__ = ["AsyncBeeWeaveCheckpointer", "BeeWeaveCheckpointer"]
 
@@ -235,6 +236,11 @@ class BeeWeaveCheckpointer(BaseCheckpointSaver[str]):
         self.store.setup()
 
     # ------------------------------------------------------------ translation
+    def _redact(self, value: T) -> T:
+        """What reaches storage goes through the weave's redactor (channel values,
+        pending writes, metadata; the checkpoint's own ids and versions are kept)."""
+        return self.weave.redact(value) if self.weave is not None else value
+
     def _row_to_tuple(self, row: CheckpointRow) -> CheckpointTuple:
         loads = self.serde.loads_typed
         checkpoint: Checkpoint = loads(row.checkpoint)
@@ -280,7 +286,7 @@ class BeeWeaveCheckpointer(BaseCheckpointSaver[str]):
             thread_id=str(thread_id) if thread_id is not None else None,
             checkpoint_ns=conf.get("checkpoint_ns"),
             checkpoint_id=conf.get("checkpoint_id"),
-            filter=filter,
+            filter=self._redact(filter),  # metadata holds placeholders
             before=get_checkpoint_id(before) if before else None,
             limit=limit,
         )
@@ -298,13 +304,13 @@ class BeeWeaveCheckpointer(BaseCheckpointSaver[str]):
         thread_id = str(conf["thread_id"])
         checkpoint_ns = conf.get("checkpoint_ns", "")
         body = checkpoint.copy()
-        values = body.pop("channel_values")  # type: ignore[misc]
+        values = self._redact(body.pop("channel_values"))  # type: ignore[misc]
         dumps = self.serde.dumps_typed
         blobs = {
             (ch, version_text(v)): (dumps(values[ch]) if ch in values else None)
             for ch, v in new_versions.items()
         }
-        meta, exact = self._metadata(get_checkpoint_metadata(config, metadata))
+        meta, exact = self._metadata(self._redact(get_checkpoint_metadata(config, metadata)))
         row = CheckpointRow(
             thread_id=thread_id,
             checkpoint_ns=checkpoint_ns,
@@ -330,7 +336,7 @@ class BeeWeaveCheckpointer(BaseCheckpointSaver[str]):
         conf = config["configurable"]
         dumps = self.serde.dumps_typed
         rows = [
-            WriteRow(task_id, task_path, WRITES_IDX_MAP.get(ch, idx), ch, dumps(v))
+            WriteRow(task_id, task_path, WRITES_IDX_MAP.get(ch, idx), ch, dumps(self._redact(v)))
             for idx, (ch, v) in enumerate(writes)
         ]
         self.store.put_writes(

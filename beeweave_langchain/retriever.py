@@ -24,7 +24,7 @@ from beeweave_core.retrieval import Hit
 from beeweave_core.weave import Weave
 
 #: Per-call options ``invoke(query, k=…, …)`` may override.
-CALL_OPTIONS = frozenset({"k", "session_id", "user_id", "filters", "paths", "scope"})
+CALL_OPTIONS = frozenset({"k", "session_id", "user_id", "filters", "paths", "scope", "scopes"})
 
 
 def hit_to_document(hit: Hit) -> Document:
@@ -54,6 +54,8 @@ class BeeWeaveRetriever(BaseRetriever):
     filters: dict[str, Any] | None = None
     paths: list[str] | None = None
     scope: str | None = None
+    #: Business lines to recall from (within the weave's; see ``beeweave_core.scopes``).
+    scopes: list[str] | None = None
     flush: bool = True
 
     def _params(self, overrides: Mapping[str, Any]) -> dict[str, Any]:
@@ -69,6 +71,7 @@ class BeeWeaveRetriever(BaseRetriever):
             "filters": self.filters,
             "paths": self.paths,
             "scope": self.scope,
+            "scopes": self.scopes,
         }
         params.update(overrides)
         return params

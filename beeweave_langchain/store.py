@@ -102,13 +102,15 @@ class BeeWeaveStore(BaseStore):
         ttl: TTLConfig | None = None,
         items: ItemStore | None = None,
         clock: Callable[[], float] = time.time,
+        scope: str | None = None,
     ) -> None:
-        """``clock`` dates versions and runs TTLs (a test passes its own instead of sleeping)."""
+        """``clock`` dates versions and runs TTLs (a test passes its own instead of sleeping);
+        ``scope`` is the business line new items are put in (``beeweave_core.scopes``)."""
         self.weave = weave
         embed = (index or {}).get("embed")
         self.items = items or ItemStore(
             weave, clock=clock, embeddings=ensure_embeddings(embed) if embed else None,
-            dims=(index or {}).get("dims"),
+            dims=(index or {}).get("dims"), scope=scope,
         )  # fmt: skip
         self._fields = _tokenized((index or {}).get("fields") or ["$"])
         self.index_config = index

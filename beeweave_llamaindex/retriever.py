@@ -65,6 +65,7 @@ class BeeWeaveRetriever(BaseRetriever):
         filters: Mapping[str, Any] | None = None,
         paths: Sequence[str] | None = None,
         scope: str | None = None,
+        scopes: Sequence[str] | None = None,
         flush: bool = True,
         callback_manager: CallbackManager | None = None,
         verbose: bool = False,
@@ -80,12 +81,14 @@ class BeeWeaveRetriever(BaseRetriever):
         self.filters = dict(filters) if filters else None
         self.paths = list(paths) if paths else None
         self.scope = scope
+        self.scopes = list(scopes) if scopes else None  # business lines (beeweave_core.scopes)
         self.flush = flush
         super().__init__(callback_manager=callback_manager, verbose=verbose)
 
     def _params(self) -> dict[str, Any]:
         return {"session_id": self.session_id, "user_id": self.user_id, "k": self.k,
-                "filters": self.filters, "paths": self.paths, "scope": self.scope}  # fmt: skip
+                "filters": self.filters, "paths": self.paths, "scope": self.scope,
+                "scopes": self.scopes}  # fmt: skip
 
     def _retrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
         if self.flush:

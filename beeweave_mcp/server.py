@@ -109,7 +109,7 @@ def build_server(weave: Weave, opts: ServerOptions | None = None) -> MCPServer:
     def context_tool(session_id: str, query: str = "", budget_tokens: int = 2000) -> str:
         try:
             return json.dumps(get_context(weave, opts, session_id, query, budget_tokens))
-        except (MemoryOpError, ValueError) as exc:
+        except (MemoryOpError, ValueError, PermissionError) as exc:  # PermissionError: scopes
             return f"error: {exc}"
 
     _resources(server, weave, ops)

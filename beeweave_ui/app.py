@@ -41,6 +41,8 @@ def _json(fn: Handler) -> Callable[[Request], JSONResponse]:
             return JSONResponse(fn(request))
         except NotFound as exc:
             return JSONResponse({"error": str(exc.args[0] if exc.args else exc)}, status_code=404)
+        except PermissionError as exc:  # outside the weave's scopes (beeweave_core.scopes)
+            return JSONResponse({"error": " ".join(str(exc).split())[:300]}, status_code=403)
         except (ValueError, TypeError, StoreError) as exc:
             return JSONResponse({"error": " ".join(str(exc).split())[:300]}, status_code=400)
 

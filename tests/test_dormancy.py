@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import time
-from pathlib import Path
 
 import pytest
 
@@ -18,9 +17,9 @@ FACT = "The greenhouse has exactly 12 tomato beds along the south wall."
 
 
 @pytest.fixture
-def weave(tmp_path: Path):
-    with Weave.open(f"sqlite:///{tmp_path}/d.db", spool_dir=tmp_path / "sp", index=False) as w:
-        yield w
+def weave(backend: str, weave_factory) -> Weave:
+    """Each test on SQLite and on the real Neo4j (confirmations are notes and edges)."""
+    return weave_factory(backend, index=False)
 
 
 def at(w: Weave, t: float, **kw) -> None:

@@ -228,7 +228,7 @@ def test_chroma_metadata_records_event_and_model(tmp_path):
     assert meta == {
         "event_id": "ev-etl", "session_id": "s1", "seq": 0, "ts": T0, "type": "user_message",
         "part": 0, "user_id": "u-s1", "agent_id": "a1", "embedding_model": IDENT.name,
-        "embedding_version": IDENT.version, "index_recipe": "plain",
+        "embedding_version": IDENT.version, "index_recipe": "plain", "scope": "",
     }  # fmt: skip
     assert got["documents"][0] is None  # the text stays in the event store only
     coll = idx.collection.metadata

@@ -166,3 +166,43 @@ def test_capture_redacts_before_any_file(tmp_path: Path):
         if path.is_file():
             data = path.read_bytes()
             assert not any(v in data for v in raw), path
+
+
+def test_objects_a_checkpoint_holds_are_walked_and_keep_their_types():
+    """Messages (pydantic), LangGraph's Send (slots) and Interrupt (dataclass), tuples,
+    sets, errors: strings inside are redacted, types kept, untouched values not copied."""
+    from collections import namedtuple
+    from dataclasses import dataclass
+
+    from langchain_core.messages import AIMessage
+    from langgraph.types import Interrupt, Send
+
+    @dataclass(frozen=True)
+    class Note:
+        text: str
+        n: int = 1
+
+    Pair = namedtuple("Pair", "who what")
+    mail = "rosa.kettering@umber.example"
+    value = {
+        "msg": AIMessage(content=f"mail {mail}", tool_calls=[
+            {"name": "send", "args": {"to": mail}, "id": "c1"}]),
+        "send": Send("notify", {"to": mail}),
+        "ask": Interrupt(value=f"confirm {mail}?", id="i1"),
+        "note": Note(f"from {mail}"),
+        "pair": Pair("me", mail),
+        "tags": {mail, "plain"},
+        "err": ValueError(f"bounced: {mail}"),
+        "same": ("nothing", 1, 2.5),
+    }  # fmt: skip
+    found: Counter[str] = Counter()
+    out = redact_value(value, PIIRedactor(SECRET), found)
+    assert mail not in repr(out) and found == Counter({"EMAIL": 8})
+    assert isinstance(out["msg"], AIMessage) and out["msg"].tool_calls[0]["args"]["to"].startswith(
+        "[EMAIL:"
+    )
+    assert isinstance(out["send"], Send) and out["send"].node == "notify"
+    assert isinstance(out["ask"], Interrupt) and isinstance(out["note"], Note)
+    assert type(out["pair"]) is Pair and type(out["tags"]) is set and "plain" in out["tags"]
+    assert isinstance(out["err"], ValueError) and "[EMAIL:" in str(out["err"])
+    assert out["same"] is value["same"] and mail in value["msg"].content  # originals untouched

@@ -52,53 +52,65 @@ def home(tmp_path: Path) -> Path:
     return tmp_path
 
 
-def test_archive_remove_reimport_identical(home: Path):
-    url = f"sqlite:///{home}/beeweave.db"
+@pytest.mark.parametrize("backend", ["sqlite", "neo4j"], indirect=True)
+def test_archive_remove_reimport_identical(backend: str, weave_factory, home: Path):
     now = time.time()
     base = now - 30 * DAY
-    with Weave.open(url, spool_dir=home / "spool") as w:
-        history(w, base)
-        for sid in ("orchard-0", "orchard-1"):
-            w.context.compact(sid, window_tokens=200, force=True)  # summaries and memories
-        w.flush()
-        w.indexer.sync()
-        before = exports(w)
-        summaries = w.store.timeline("orchard-0", types=(EventType.SUMMARY,))
-        assert summaries, "the compactor summarised the old turns"
-        plan = R.apply_retention(w, home / "cold", [R.parse_rule("raw=14")], now=now, dry_run=True)
-        assert plan.archive is None and plan.total == 20 + 12  # days 0-15, two turns each
-        assert len(w.store.timeline("orchard-0", include_inactive=True)) == len(
-            before["orchard-0"]["events"]
-        )
-        report = R.apply_retention(w, home / "cold", [R.parse_rule("raw=14")], now=now)
-        archive = report.archive
-        assert archive is not None and report.expired == {"orchard-0": 20, "orchard-1": 12}
-        assert report.purged == 32
-        # gone from the hot store, the full-text index and the vector index
-        gone = [e["id"] for e in before["orchard-0"]["events"] if e["type"] == "user_message"]
-        assert w.store.get(gone, include_inactive=True) == []
-        found = w.store.search_text("W004", session_id="orchard-0")
-        assert found and not {e.id for e, _ in found} & set(gone)  # the summary still has it
-        hits = w.retrieve("litres of watering code W004", session_id="orchard-0", k=20)
-        assert not {h.event.id for h in hits} & set(gone)
-        # derived summaries keep working and name the archive
-        kept = w.store.get([s.id for s in summaries])
-        assert len(kept) == len(summaries)
-        assert all(R.archived_in(w.store, s) == [archive.name] for s in kept)
-        q = "how many litres for watering code W004?"
-        ctx = w.assemble("orchard-0", q, budget_tokens=2000, dry_run=True)
-        assert "W004" in "\n".join(str(m["content"]) for m in ctx.messages)
-        ctx = w.assemble("orchard-1", budget_tokens=2000, dry_run=True)  # half archived
-        assert ctx.tokens_by_layer["recalled"] > 0 and ctx.tokens_by_layer["immediate"] > 0
-        assert w.store.timeline("orchard-2")  # young session untouched
+    w = weave_factory(backend)
+    history(w, base)
+    for sid in ("orchard-0", "orchard-1"):
+        w.context.compact(sid, window_tokens=200, force=True)  # summaries and memories
+    w.flush()
+    w.indexer.sync()
+    before = exports(w)
+    summaries = w.store.timeline("orchard-0", types=(EventType.SUMMARY,))
+    memories = w.context.memories("orchard-0")
+    assert summaries, "the compactor summarised the old turns"
+    assert memories, "the memory writer kept facts of the old turns"
+    plan = R.apply_retention(w, home / "cold", [R.parse_rule("raw=14")], now=now, dry_run=True)
+    assert plan.archive is None and plan.total == 20 + 12  # days 0-15, two turns each
+    assert len(w.store.timeline("orchard-0", include_inactive=True)) == len(
+        before["orchard-0"]["events"]
+    )
+    report = R.apply_retention(w, home / "cold", [R.parse_rule("raw=14")], now=now)
+    archive = report.archive
+    assert archive is not None and report.expired == {"orchard-0": 20, "orchard-1": 12}
+    assert report.purged == 32
+    # gone from the hot store, the full-text index and the vector index
+    gone = [e["id"] for e in before["orchard-0"]["events"] if e["type"] == "user_message"]
+    assert w.store.get(gone, include_inactive=True) == []
+    found = w.store.search_text("W004", session_id="orchard-0")
+    assert found and not {e.id for e, _ in found} & set(gone)  # the summary still has it
+    hits = w.retrieve("litres of watering code W004", session_id="orchard-0", k=20)
+    assert not {h.event.id for h in hits} & set(gone)
+    # derived summaries and memories keep working and name the archive
+    kept = w.store.get([s.id for s in summaries])
+    assert len(kept) == len(summaries)
+    assert all(R.archived_in(w.store, s) == [archive.name] for s in kept)
+    assert [m.id for m in w.context.memories("orchard-0")] == [m.id for m in memories]
+    assert all(R.archived_in(w.store, m) == [archive.name] for m in memories)
+    q = "how many litres for watering code W004?"
+    ctx = w.assemble("orchard-0", q, budget_tokens=2000, dry_run=True)
+    assert "W004" in "\n".join(str(m["content"]) for m in ctx.messages)
+    ctx = w.assemble("orchard-1", budget_tokens=2000, dry_run=True)  # half archived
+    assert ctx.tokens_by_layer["recalled"] > 0 and ctx.tokens_by_layer["immediate"] > 0
+    assert w.store.timeline("orchard-2")  # young session untouched
     assert stat.S_IMODE(archive.stat().st_mode) == 0o600
     manifest = json.loads(R.manifest_path(archive).read_text())
     assert manifest["sha256"] == hashlib.sha256(archive.read_bytes()).hexdigest()
     assert manifest["events"] == 32 and manifest["sessions"] == report.expired
     assert b"W004" in gzip.decompress(archive.read_bytes())
-
-    run(home, "import", str(archive), "--url", url)
-    with Weave.open(url, spool_dir=home / "spool", index=False) as w:
+    w.flush()
+    if backend == "sqlite":  # through the CLI, in another process
+        url, tenant = w.url, w.tenant
+        w.close()
+        traced = run(home, "trace", summaries[0].id, "--url", url, "--tenant", tenant).stdout
+        assert f"archived in {archive.name}" in traced.replace("\n", "")
+        run(home, "import", str(archive), "--url", url, "--tenant", tenant)
+        with Weave.open(url, tenant=tenant, spool_dir=home / "spool", index=False) as w2:
+            after = exports(w2)
+    else:  # what the CLI runs, in this process (a test's tenant on the shared server)
+        R.import_archive(w.writer, R.read_archive(archive))
         after = exports(w)
     assert set(after) == set(before)
     for sid in before:
@@ -149,13 +161,19 @@ def test_cli_prunes_checkpoints_per_thread(home: Path):
             graph.invoke({"n": 0, "log": []}, {"configurable": {"thread_id": tid}})
             for _ in range(4):
                 graph.invoke({}, {"configurable": {"thread_id": tid}})
-    out = run(home, "retention", "apply", "--keep-checkpoints", "2", "--url", url).stdout
-    assert "pruned checkpoints of 2 thread(s)" in out
-    with Weave.open(url, spool_dir=home / "spool", index=False) as w:
-        saver = BeeWeaveCheckpointer.from_weave(w)
-        for tid in ("t1", "t2"):
-            cfg = {"configurable": {"thread_id": tid}}
-            assert len(list(saver.list(cfg))) == 2
-            assert _counter_graph(saver).get_state(cfg).values["n"] == 5
+
+    def prune_to(left: int, *option: str) -> None:
+        out = run(home, "retention", "apply", *option, "--url", url).stdout
+        assert "pruned checkpoints of 2 thread(s)" in out
+        with Weave.open(url, spool_dir=home / "spool", index=False) as w:
+            saver = BeeWeaveCheckpointer.from_weave(w)
+            for tid in ("t1", "t2"):
+                cfg = {"configurable": {"thread_id": tid}}
+                assert len(list(saver.list(cfg))) == left
+                assert _counter_graph(saver).get_state(cfg).values["n"] == 5
+
+    prune_to(2, "--keep-checkpoints", "2")
+    time.sleep(0.5)
+    prune_to(1, "--checkpoint-days", "0.000005")  # older than ~0.4 s: only the newest stays
     bad = run(home, "retention", "apply", "--keep-checkpoints", "0", "--url", url, check=False)
     assert bad.returncode == 1 and "must be positive" in bad.stderr

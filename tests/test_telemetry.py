@@ -62,7 +62,13 @@ def test_spans_and_metrics_for_capture_retrieve_assemble_compact(tmp_path: Path)
     captured = sum(p.value for p in points("beeweave.capture.events")) - before
     assert captured >= 8  # 7 emits + the assembly's own audit record
     spans = {s.name: s for s in SPANS.get_finished_spans()}
-    assert {"beeweave.retrieve", "beeweave.assemble", "beeweave.compact"} <= set(spans)
+    assert {
+        "beeweave.capture",
+        "beeweave.retrieve",
+        "beeweave.assemble",
+        "beeweave.compact",
+    } <= set(spans)
+    assert spans["beeweave.capture"].attributes["gen_ai.operation.name"] == "capture"
     asm = spans["beeweave.assemble"]
     assert asm.attributes["gen_ai.operation.name"] == "assemble"
     assert asm.attributes["gen_ai.conversation.id"] == "orchard"
@@ -70,7 +76,7 @@ def test_spans_and_metrics_for_capture_retrieve_assemble_compact(tmp_path: Path)
     assert spans["beeweave.compact"].parent.span_id == asm.context.span_id  # nested
     assert spans["beeweave.retrieve"].attributes["beeweave.retrieve.hits"] >= 1
     ops = {p.attributes["gen_ai.operation.name"] for p in points("beeweave.operation.duration")}
-    assert {"retrieve", "assemble", "compact"} <= ops
+    assert {"capture", "retrieve", "assemble", "compact"} <= ops
     assert all(
         "gen_ai.conversation.id" not in p.attributes for p in points("beeweave.operation.duration")
     )

@@ -37,6 +37,7 @@ from beeweave_core.context.editing import (
 from beeweave_core.context.messages import Unit, read_units, split_units
 from beeweave_core.context.summarizers import Summarizer
 from beeweave_core.events import EdgeType, Event, EventType, event_id_for
+from beeweave_core.scopes import derived, runs
 from beeweave_core.store import EventStore
 from beeweave_core.text import language as L
 from beeweave_core.tokens import TokenCounter
@@ -243,6 +244,8 @@ class Compactor:
         keep = p.keep_fraction * window * 0.5**level
         min_turns = max(2, p.segment_turns >> level) if level else p.segment_turns
         segments = self._plan(tail[:-1] if len(tail) > 1 else [], tokens, keep, min_turns)
+        # compaction per scope: a summary never mixes two business lines (scopes.py)
+        segments = [r for seg in segments for r in runs(seg, lambda u: (e.scope for e in u.events))]
         if not segments:
             report.reason = "nothing old enough to compact"
             return report
@@ -401,6 +404,7 @@ class Compactor:
         }
         ev = self._append(session_id, EventType.SUMMARY, summary, payload,
                           links={EdgeType.SUMMARIZES: tuple(ids)},
+                          scope=derived(e.scope for e in events),
                           key=f"segment:{ids[0]}:{ids[-1]}:v{version}:{len(payload['overturned_applied'])}")  # fmt: skip
         if retention["outcome"] == "rolled_back":
             self._roll_back(session_id, ev, retention["missing"])
@@ -425,7 +429,7 @@ class Compactor:
         self._append(session_id, EventType.WARNING,
                      f"Summary of #{ev.payload['seq_from']}-#{ev.payload['seq_to']} rolled back: {reason}.",
                      {"kind": "retention", "summary_id": ev.id, "missing": list(missing)},
-                     key=f"retention:{ev.id}")  # fmt: skip
+                     key=f"retention:{ev.id}", scope=ev.scope)  # fmt: skip
 
     # ----------------------------------------------------------------- merges
     def _merge_all(self, session_id: str, counter: TokenCounter) -> list[str]:
@@ -441,6 +445,7 @@ class Compactor:
             for level in sorted({int(s.payload.get("level", 0)) for s in active}):
                 pool = [s for s in active if int(s.payload.get("level", 0)) == level
                         and s.id not in covered and s.id not in tried and s.content]  # fmt: skip
+                pool = max(runs(pool, lambda s: (s.scope,)), key=len, default=[])
                 if len(pool) >= self.policy.merge_after:
                     ev = self._merge(
                         session_id, pool[: self.policy.merge_after], level + 1, counter
@@ -478,6 +483,7 @@ class Compactor:
         }
         ev = self._append(session_id, EventType.SUMMARY, summary, payload,
                           links={EdgeType.SUMMARIZES: tuple(c.id for c in children)},
+                          scope=derived(c.scope for c in children),
                           key=f"merge:{':'.join(c.id for c in children)}:v{version}")  # fmt: skip
         if retention["outcome"] == "rolled_back":
             self._roll_back(session_id, ev, retention["missing"])
@@ -545,8 +551,11 @@ class Compactor:
         *,
         links: dict[EdgeType, tuple[str, ...]] | None = None,
         key: str,
+        scope: str | None = None,
     ) -> Event:
         meta = self._session_meta(session_id)
+        if scope is not None:  # of its sources (see scopes.py)
+            meta["scope"] = scope
         ev = Event(
             id=event_id_for(self.store.tenant, session_id, f"compactor:{key}"),
             tenant=self.store.tenant, session_id=session_id, type=etype,

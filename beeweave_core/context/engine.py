@@ -52,6 +52,7 @@ from beeweave_core.governance.dormancy import (
     dormant_ages,
     needs_confirmation_text,
 )
+from beeweave_core.governance.health import context_text, guard_compaction
 from beeweave_core.store import EventStore
 from beeweave_core.telemetry import traced
 from beeweave_core.text import language as L
@@ -144,6 +145,8 @@ class ContextEngine:
         self._counters: dict[str, TokenCounter] = {}
         #: When long-term memories turn dormant (replace it to change the age or clock).
         self.dormancy = DormancyPolicy()
+        #: Check early facts right after each compaction, rolling back what lost them.
+        self.amnesia_guard = True
 
     def on_batch(self, events: list[Event]) -> None:
         """A stored batch: extract the memories its rules find (quick, no model)."""
@@ -196,7 +199,27 @@ class ContextEngine:
             session_id, window_tokens=window_tokens, counter=c, force=force, inputs=inputs
         )
         report.refreshed = refreshed
+        if report.triggered and self.amnesia_guard:
+            self._guard(session_id, report, window_tokens, c)
         return report
+
+    def _guard(
+        self, session_id: str, report: CompactionReport, window: int, c: TokenCounter
+    ) -> None:
+        """The amnesia check right after a compaction; what it rolls back is reported."""
+        written = [i for i in (*report.summaries, *report.merged) if i not in report.rolled_back]
+
+        def text(hidden: Collection[str]) -> str:
+            with self.views.hiding(list(hidden)):  # this session's facts: no index wait
+                ctx = self.assemble(session_id, budget_tokens=window, counter=c, dry_run=True,
+                                    flush=False, use_retriever=False)  # fmt: skip
+            return context_text(ctx)
+
+        def asleep(memories: Sequence[Event]) -> Collection[str]:
+            return dormant_ages(self.store, memories, self.dormancy).keys()
+
+        rolled, _after = guard_compaction(self.store, session_id, written, text, asleep)
+        report.rolled_back += rolled
 
     async def acompact(self, session_id: str, **kw: Any) -> CompactionReport:
         return await asyncio.to_thread(self.compact, session_id, **kw)

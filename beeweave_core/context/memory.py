@@ -496,7 +496,8 @@ class MemoryWriter:
         if kind == "decision" and (reason := L.reason_of(c.text)):
             payload["reason"] = reason
         mid = event_id_for(ev.tenant, ev.session_id, key or f"memory:{ev.id}:{L.fold(c.text)}")
-        meta = {k: ev.meta[k] for k in ("user_id", "agent_id") if ev.meta.get(k)}
+        # a memory is of its source's scope (see scopes.py)
+        meta = {k: ev.meta[k] for k in ("user_id", "agent_id", "scope") if ev.meta.get(k)}
         meta["tags"] = ["memory", kind]
         mem = Event(
             id=mid, tenant=ev.tenant, session_id=ev.session_id, type=EventType.MEMORY,

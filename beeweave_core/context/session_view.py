@@ -17,7 +17,8 @@ made by another process is seen after :meth:`Views.drop` or a restart.)
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Collection, Iterable, Sequence
+from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -215,6 +216,19 @@ class Views:
             for view in self._views.values():
                 view.apply_status(ids, status)
             return n
+
+    @contextmanager
+    def hiding(self, ids: Sequence[str]) -> Iterator[None]:
+        """Read the sessions as if the summaries ``ids`` were rolled back (nothing is
+        written; the lock is held throughout, so no other call sees it)."""
+        with self.lock:
+            for view in self._views.values():
+                view.apply_status(ids, Status.INVALIDATED)
+            try:
+                yield
+            finally:
+                for view in self._views.values():
+                    view.apply_status(ids, Status.ACTIVE)
 
 
 def _changes(store: Any) -> int:

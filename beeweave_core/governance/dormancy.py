@@ -78,7 +78,7 @@ def confirm(writer: EventStore, memory_id: str, *, now: float | None = None) -> 
         content=f"Memory confirmed: {memory.content}",
         payload={"kind": CONFIRMED, "memory_id": memory_id},
         ts=time.time() if now is None else now,
-        meta={k: v for k, v in memory.meta.items() if k == "user_id"},
+        meta={k: v for k, v in memory.meta.items() if k in ("user_id", "scope")},
         source={"framework": "beeweave", "component": "dormancy"},
     )
     writer.append([note])

@@ -12,7 +12,12 @@ the agent's path:
   budget then throws away.
 * **amnesia** — facts stated early in the session (its oldest live memories) that the
   current assembly no longer carries.  Checked with a dry-run assembly, which writes
-  nothing.
+  nothing.  The context engine also runs it right after each compaction
+  (:func:`guard_compaction`): when a sampled fact is missing, a segment written by
+  that compaction holds the turn it came from, and the context without that segment
+  carries it again, the segment is rolled back (invalidated, so its turns are recalled
+  as originals again; the compactor never re-summarises them) with a ``warning`` event
+  saying which facts it lost.
 """
 
 from __future__ import annotations
@@ -23,7 +28,7 @@ from collections.abc import Callable, Collection, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from beeweave_core.events import Event, EventType
+from beeweave_core.events import Event, EventType, event_id_for
 from beeweave_core.governance.dormancy import dormant_ages
 from beeweave_core.store import EventStore
 from beeweave_core.text.segment import HAN
@@ -128,8 +133,7 @@ def weave_health(
 
     def text(sid: str) -> str:
         if dry:
-            ctx = engine.assemble(sid, budget_tokens=budget_tokens, dry_run=True)
-            return "\n".join(str(m.get("content", "")) for m in ctx.messages)
+            return context_text(engine.assemble(sid, budget_tokens=budget_tokens, dry_run=True))
         return recorded_text(weave.store, sid)
 
     def asleep(memories: Sequence[Event]) -> Collection[str]:
@@ -137,6 +141,16 @@ def weave_health(
 
     parts = [session_health(weave.store, sid, assemble_text=text, asleep=asleep) for sid in sids]
     return parts, pooled(parts)
+
+
+class _Messages(Protocol):
+    @property
+    def messages(self) -> Sequence[dict[str, Any]]: ...
+
+
+def context_text(ctx: _Messages) -> str:
+    """The text an assembled context sends (what the amnesia check searches)."""
+    return "\n".join(str(m.get("content", "")) for m in ctx.messages)
 
 
 def recorded_text(store: EventStore, session_id: str) -> str:
@@ -229,3 +243,75 @@ def _judge(health: Health) -> None:
         health.warnings.append(
             f"amnesia: {len(a.missing)} of {a.sampled} early facts are missing from the context"
         )
+
+
+# ------------------------------------------------------------ after each compaction
+#: The status reason of a segment the post-compaction amnesia check rolled back.
+AMNESIA_ROLLBACK = "amnesia check failed after compaction"
+
+
+def guard_compaction(
+    store: EventStore,
+    session_id: str,
+    written: Sequence[str],
+    assemble_text: Callable[[Collection[str]], str],
+    asleep: Callable[[Sequence[Event]], Collection[str]],
+) -> tuple[list[str], AmnesiaReport | None]:
+    """Run the amnesia check on the context as it is right after a compaction wrote the
+    summaries ``written``; roll back those that made early facts go missing.
+
+    ``assemble_text(hidden)`` is a dry-run assembly as if the summaries ``hidden`` were
+    rolled back.  A fact is blamed on the compaction only when a written segment holds
+    the turn it came from *and* the context without those segments carries it again
+    (a fact the budget had already dropped is not the compaction's doing).  ``store``
+    must be the engine's own (its invalidations reach the session views).  Returns the
+    ids rolled back and the check as it stands (``None``: no early facts to check).
+    """
+    memories = store.timeline(session_id, types=(EventType.MEMORY,))
+    gone = asleep(memories)
+    memories = [m for m in memories if m.id not in gone]
+    if not memories or not written:
+        return [], None
+    report = amnesia_check(memories, assemble_text(()))
+    if report.ok:
+        return [], report
+    lost = [
+        int(m.payload.get("source_seq", m.seq)) for m in memories if m.content in report.missing
+    ]
+    summaries = sorted(store.get(list(written)), key=lambda s: int(s.payload.get("level", 0)))
+    suspects = {s.id for s in summaries if int(s.payload.get("level", 0)) == 0 and _holds(s, lost)}
+    for s in summaries:
+        if suspects & set(s.payload.get("children") or ()):
+            suspects.add(s.id)  # a merge standing on a suspect segment goes with it
+    if not suspects:
+        return [], report
+    ids = sorted(suspects)
+    without = amnesia_check(memories, assemble_text(ids))
+    if len(without.missing) >= len(report.missing):
+        return [], report  # rolling back would not bring them back: keep the compaction
+    store.invalidate(ids, f"{AMNESIA_ROLLBACK}; originals kept")
+    store.append([_rollback_note(store.tenant, session_id, ids, report, without)])
+    return ids, without
+
+
+def _holds(segment: Event, seqs: Sequence[int]) -> bool:
+    lo, hi = int(segment.payload.get("seq_from", -1)), int(segment.payload.get("seq_to", -1))
+    return any(lo <= seq <= hi for seq in seqs)
+
+
+def _rollback_note(
+    tenant: str, session_id: str, ids: list[str], before: AmnesiaReport, after: AmnesiaReport
+) -> Event:
+    return Event(
+        id=event_id_for(tenant, session_id, "amnesia:" + ",".join(ids)),
+        session_id=session_id,
+        type=EventType.WARNING,
+        role="system",
+        content=(
+            f"Compaction rolled back ({len(ids)} summary(ies)): the context lost "
+            f"{len(before.missing)} early fact(s); the original turns are kept."
+        ),
+        payload={"kind": "amnesia", "summary_ids": ids, "missing": before.missing,
+                 "still_missing": after.missing},
+        source={"framework": "beeweave", "component": "health"},
+    )  # fmt: skip

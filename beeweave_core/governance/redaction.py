@@ -15,18 +15,21 @@ What was redacted is counted per kind, never logged.
 
 from __future__ import annotations
 
+import copy
 import hashlib
 import hmac
 import os
 import re
 from collections import Counter
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, is_dataclass
+from dataclasses import fields as dataclass_fields
 from pathlib import Path
-from typing import Protocol
+from typing import Protocol, TypeVar
 
-#: JSON-like values a redactor walks (payloads, meta): strings inside are redacted.
-Json = object
+from pydantic import BaseModel
+
+T = TypeVar("T")
 
 
 class Redactor(Protocol):
@@ -136,22 +139,92 @@ class PIIRedactor:
         return self.placeholder(det.kind, value)
 
 
-def redact_value(value: Json, redactor: Redactor, found: Counter[str]) -> Json:
-    """``value`` with every string inside redacted (dict keys too); other leaves kept."""
+def redact_value(value: T, redactor: Redactor, found: Counter[str]) -> T:
+    """``value`` with every string inside redacted (dict keys too); other leaves kept.
+
+    Walks what reaches storage: JSON-like values, and the Python objects a LangGraph
+    checkpoint holds (pydantic models such as messages, dataclasses, tuples, sets).
+    Types are kept, and a value with nothing to redact comes back as the same object.
+    """
+    return _walk(value, redactor, found)  # type: ignore[no-any-return]
+
+
+#: Nesting beyond this is left as it is (a cycle in an object graph must not hang a write).
+MAX_DEPTH = 64
+
+
+def _walk(value: object, redactor: Redactor, found: Counter[str], depth: int = 0) -> object:
+    if depth > MAX_DEPTH:
+        return value
     if isinstance(value, str):
         text, n = redactor.redact(value)
         found.update(n)
-        return text
+        return value if text == value else text
     if isinstance(value, Mapping):
-        return {
-            redact_value(k, redactor, found) if isinstance(k, str) else k: redact_value(
-                v, redactor, found
+        pairs = [
+            (
+                _walk(k, redactor, found, depth + 1) if isinstance(k, str) else k,
+                _walk(v, redactor, found, depth + 1),
             )
             for k, v in value.items()
+        ]
+        same = all(
+            k2 is k and v2 is v for (k2, v2), (k, v) in zip(pairs, value.items(), strict=True)
+        )
+        return value if same else dict(pairs)
+    if isinstance(value, list | tuple | set | frozenset):
+        items = [_walk(v, redactor, found, depth + 1) for v in value]
+        if all(a is b for a, b in zip(items, value, strict=True)):
+            return value
+        return items if isinstance(value, list) else _rebuilt(value, items)
+    if isinstance(value, BaseModel):
+        fields = type(value).model_fields
+        update = {
+            n: new
+            for n in fields
+            if (new := _walk(old := getattr(value, n), redactor, found, depth + 1)) is not old
         }
-    if isinstance(value, list | tuple):
-        return [redact_value(v, redactor, found) for v in value]
+        return value.model_copy(update=update) if update else value
+    if isinstance(value, BaseException):  # a failed task's error, kept as a pending write
+        args = _walk(value.args, redactor, found, depth + 1)
+        if args is value.args:
+            return value
+        err = copy.copy(value)
+        err.args = args  # type: ignore[assignment]
+        return err
+    names = _field_names(value)
+    if names:
+        changed = {
+            name: new
+            for name in names
+            if (new := _walk(old := getattr(value, name), redactor, found, depth + 1)) is not old
+        }
+        if not changed:
+            return value
+        out = copy.copy(value)
+        for name, new in changed.items():
+            object.__setattr__(out, name, new)  # frozen dataclasses too
+        return out
     return value
+
+
+def _field_names(value: object) -> tuple[str, ...]:
+    """The fields of a dataclass, or of a slotted object such as LangGraph's ``Send``."""
+    if is_dataclass(value) and not isinstance(value, type):
+        return tuple(f.name for f in dataclass_fields(value))
+    slots = getattr(type(value), "__slots__", ())
+    if type(value).__module__ == "builtins" or not isinstance(slots, tuple | list):
+        return ()
+    return tuple(n for n in slots if isinstance(n, str) and hasattr(value, n))
+
+
+def _rebuilt(
+    value: tuple[object, ...] | set[object] | frozenset[object], items: list[object]
+) -> object:
+    """A tuple (named ones too) or set of the same type holding ``items``."""
+    if isinstance(value, tuple) and hasattr(value, "_fields"):
+        return type(value)(*items)
+    return type(value)(items)
 
 
 @dataclass(frozen=True)
@@ -186,6 +259,20 @@ def load_secret(path: Path) -> bytes:
         with os.fdopen(fd, "wb") as fh:
             fh.write(secret)
         return secret
+
+
+#: The fields of an event that hold what was said or done (ids, types and times are kept).
+EVENT_FIELDS = ("content", "payload", "meta", "source")
+
+#: ``BEEWEAVE_REDACT=on`` gives every weave opened without a ``redactor`` the built-in one
+#: (the CLI, ``beeweave mcp``, the UI and ``from_conn_string`` integrations included).
+ENV_REDACT = "BEEWEAVE_REDACT"
+
+
+def env_redactor() -> PIIRedactor | None:
+    """The built-in redactor when ``$BEEWEAVE_REDACT`` asks for it, else None."""
+    value = os.environ.get(ENV_REDACT, "").strip().lower()
+    return default_redactor() if value in ("1", "on", "true", "yes") else None
 
 
 def default_redactor(home: Path | None = None) -> PIIRedactor:

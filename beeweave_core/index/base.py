@@ -88,6 +88,8 @@ class Chunk:
     type: EventType
     user_id: str | None = None
     agent_id: str | None = None
+    #: The event's scope (``None``: unscoped; see ``scopes.py``).
+    scope: str | None = None
     part: int = 0
     #: Text of the event before this one in its session (what it answers); embedded
     #: with the chunk under the "context" recipe, never stored.
@@ -105,8 +107,13 @@ class Chunk:
             type=event.type,
             user_id=event.user_id,
             agent_id=event.agent_id,
+            scope=event.scope,
             part=part,
         )
+
+
+#: The ``scope`` a vector of an unscoped event carries (metadata stores hold no nulls).
+UNSCOPED = ""
 
 
 @dataclass(frozen=True)
@@ -119,6 +126,12 @@ class IndexFilter:
     types: Sequence[EventType] | None = None
     since: float | None = None
     until: float | None = None
+    #: The reader's scopes (``None``: every scope); unscoped chunks always pass.
+    scopes: frozenset[str] | None = None
+
+    def scope_values(self) -> list[str] | None:
+        """What a stored ``scope`` may be: the readable scopes or ``UNSCOPED``."""
+        return None if self.scopes is None else [UNSCOPED, *sorted(self.scopes)]
 
     def accepts(self, meta: dict[str, Any]) -> bool:
         """The same test in Python, for results a backend could not filter itself."""
@@ -131,6 +144,8 @@ class IndexFilter:
         if self.types is not None and meta.get("type") not in {
             EventType(t).value for t in self.types
         }:
+            return False
+        if self.scopes is not None and meta.get("scope", UNSCOPED) not in self.scope_values():  # type: ignore[operator]
             return False
         ts = meta.get("ts")
         if self.since is not None and (ts is None or ts < self.since):
@@ -232,6 +247,7 @@ def chunk_metadata(chunk: Chunk, identity: EmbeddingIdentity) -> dict[str, Any]:
         "embedding_model": identity.name,
         "embedding_version": identity.version,
         "index_recipe": identity.recipe,
+        "scope": chunk.scope or UNSCOPED,
     }
     if chunk.user_id is not None:
         meta["user_id"] = str(chunk.user_id)

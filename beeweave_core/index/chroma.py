@@ -176,6 +176,9 @@ def _where(filters: IndexFilter | None) -> tuple[dict[str, Any] | None, bool]:
         if not tv:
             return None, False
         conds.append({"type": {"$in": tv}} if len(tv) > 1 else {"type": tv[0]})
+    scopes = filters.scope_values()
+    if scopes is not None:  # the reader's scopes, inside the query (see scopes.py)
+        conds.append({"scope": {"$in": scopes}})
     if filters.since is not None:
         conds.append({"ts": {"$gte": float(filters.since)}})
     if filters.until is not None:

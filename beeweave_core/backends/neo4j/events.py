@@ -46,6 +46,7 @@ from beeweave_core.events import (
     Status,
 )
 from beeweave_core.payloads import dumps
+from beeweave_core.scopes import Readable, narrow
 from beeweave_core.store import BaseEventStore, Prepared, StoreError
 from beeweave_core.text import lucene
 
@@ -146,10 +147,12 @@ class Neo4jEventStore(BaseEventStore):
         write_batch: int = DEFAULT_WRITE_BATCH,
         setup: bool = True,
         connect_timeout: float = DEFAULT_CONNECT_TIMEOUT,
+        scopes: Readable = None,
         **driver_kw: Any,
     ) -> None:
         if not isinstance(tenant, str) or not tenant:
             raise ValueError("tenant must be a non-empty string")
+        self.scopes = narrow(None, scopes)
         if driver is None and not url:
             raise ValueError("Neo4jEventStore needs a url (bolt://…, neo4j://…) or a driver")
         self.tenant = tenant
@@ -205,7 +208,22 @@ class Neo4jEventStore(BaseEventStore):
             token_count=self._token_count,
             write_batch=self.write_batch,
             setup=False,
+            scopes=self.scopes,
         )
+
+    def for_scopes(self, scopes: Readable) -> Neo4jEventStore:
+        """A view of the same tenant that reads and writes only ``scopes`` (never wider)."""
+        view = self.for_tenant(self.tenant)
+        view.scopes = narrow(self.scopes, scopes)
+        return view
+
+    def _scopes_of(self, ids: list[str]) -> dict[str, str | None]:
+        rows = self._read(q.CYPHER_GET_SCOPES_OF_IDS, ids=ids)
+        return {r["id"]: r["scope"] for r in rows}
+
+    def _session_scopes(self, session_id: str) -> set[str | None]:
+        rows = self._read(q.CYPHER_GET_SCOPES_OF_SESSION, session_id=session_id)
+        return {r["scope"] for r in rows}
 
     def close(self) -> None:
         if self._owner:
@@ -213,9 +231,11 @@ class Neo4jEventStore(BaseEventStore):
 
     # ------------------------------------------------------------- plumbing
     def _read(self, query: str, **params: Any) -> list[Any]:
+        scopes = None if self.scopes is None else sorted(self.scopes)
         return neo4j_tx.run(
-            self.driver, self.database, query, {"tenant": self.tenant, **params}, read=True
-        )
+            self.driver, self.database, query,
+            {"tenant": self.tenant, "scopes": scopes, **params}, read=True,
+        )  # fmt: skip
 
     def _write(self, work: Any, *args: Any) -> Any:
         """Run ``work(tx, *args)`` in a managed write transaction (retried on
@@ -353,6 +373,7 @@ class Neo4jEventStore(BaseEventStore):
                 "source": p.source_json,
                 "user_id": _scalar(ev.meta.get("user_id")),
                 "agent_id": _scalar(ev.meta.get("agent_id")),
+                "scope": ev.scope,
                 "tokens": TOKENS_UNCOUNTED,
                 "status": ev.status.value,
                 "status_reason": ev.status_reason,
@@ -374,6 +395,7 @@ class Neo4jEventStore(BaseEventStore):
         ids = list(dict.fromkeys(ids))
         if not ids:
             return 0
+        self._refuse_foreign(ids)
 
         def work(tx: Any) -> int:
             rec = tx.run(
@@ -404,6 +426,9 @@ class Neo4jEventStore(BaseEventStore):
         wanted = list(dict.fromkeys(ids or []))
         if ids is not None and not wanted:
             return 0
+        if session_id is not None:
+            self._refuse_foreign_session(session_id)
+        self._refuse_foreign(wanted)
 
         def work(tx: Any) -> int:
             t = self.tenant
@@ -441,7 +466,8 @@ class Neo4jEventStore(BaseEventStore):
 
     # ---------------------------------------------------------------- reads
     def get(self, ids: Sequence[str], *, include_inactive: bool = False) -> list[Event]:
-        """Events by id, in the order asked; unknown ids are left out."""
+        """Events by id, in the order asked; unknown ids are left out, ids of another
+        scope are refused (ScopeError)."""
         ids = list(dict.fromkeys(ids))
         if not ids:
             return []
@@ -452,6 +478,8 @@ class Neo4jEventStore(BaseEventStore):
                 for r in self._read(q.CYPHER_GET_EVENTS, ids=ids, all=include_inactive)
             )
         }
+        if self.scopes is not None and len(found) < len(ids):
+            self._refuse_foreign([i for i in ids if i not in found])
         return [found[i] for i in ids if i in found]
 
     def timeline(
@@ -514,11 +542,12 @@ class Neo4jEventStore(BaseEventStore):
                 rows += self._read(q.CYPHER_GET_EDGES_OUT, id=event_id, types=wanted)
             if direction in ("in", "both"):
                 rows += self._read(q.CYPHER_GET_EDGES_IN, id=event_id, types=wanted)
-        return [
+        out = [
             Edge(src=r["src"], dst=r["dst"], type=EdgeType(r["type"]),
                  meta=json.loads(r["meta"]) if r["meta"] else {})
             for r in rows
         ]  # fmt: skip
+        return self._visible_edges(out, event_id)
 
     def _count_tokens(self, session_ids: list[str] | None) -> None:
         """Fill in exact token counts that ``append`` left for later.

@@ -18,7 +18,7 @@ comes from user input:
 Graph model (Neo4j 5.26 LTS or newer, community edition is enough)::
 
     (:Event:<TypeLabel> {tenant, id, session_id, seq, type, role, content, payload,
-                         ts, parents, links, meta, source, user_id, agent_id,
+                         ts, parents, links, meta, source, user_id, agent_id, scope,
                          tokens, status, status_reason})
     (:Event)-[:NEXT]->(:Event)              session order, materialised at write
     (:Event)-[:CAUSED_BY|REFERS_TO|SUMMARIZES|DERIVED_FROM|SUPERSEDES {meta}]->(:Event)
@@ -70,6 +70,7 @@ SCHEMA_STATEMENTS: tuple[str, ...] = (
     "FOR (a:Artifact) REQUIRE (a.tenant, a.sha256) IS UNIQUE",
     "CREATE INDEX beeweave_event_ts IF NOT EXISTS FOR (e:Event) ON (e.tenant, e.ts)",
     "CREATE INDEX beeweave_event_user IF NOT EXISTS FOR (e:Event) ON (e.tenant, e.user_id)",
+    "CREATE INDEX beeweave_event_scope IF NOT EXISTS FOR (e:Event) ON (e.tenant, e.scope)",
     f"CREATE FULLTEXT INDEX {FULLTEXT_INDEX} IF NOT EXISTS FOR (e:Event) "
     f"ON EACH [{', '.join('e.' + p for p in FULLTEXT_PROPERTIES)}] "
     f"OPTIONS {{indexConfig: {{`fulltext.analyzer`: '{FULLTEXT_ANALYZER}', "
@@ -86,8 +87,11 @@ EVENT_MAP = (
     "e {.id, .session_id, .seq, .type, .role, .content, .payload, .ts, .parents, "
     ".links, .meta, .source, .status, .status_reason}"
 )
+#: The reader's scopes (``$scopes`` null: every scope; see scopes.py): unscoped events
+#: and those of a readable scope, for node ``e``.
+_IN_SCOPES = "($scopes IS NULL OR e.scope IS NULL OR e.scope IN $scopes)"
 #: A stored (not placeholder) event that reads show: ``$all`` lets hidden ones through.
-_VISIBLE = "e.seq IS NOT NULL AND ($all OR e.status = 'active')"
+_VISIBLE = f"e.seq IS NOT NULL AND ($all OR e.status = 'active') AND {_IN_SCOPES}"
 
 # ------------------------------------------------------------------ writes
 #: Start of every append (one round trip): lock each session the batch writes to
@@ -367,25 +371,38 @@ RETURN sid, counts, first, last, last_seq, tokens,
        reduce(acc = [], u IN users | acc + u) AS user_ids
 """
 CYPHER_GET_ALL_SESSION_STATS = (
-    """
-MATCH (e:Event {tenant: $tenant})
+    f"""
+MATCH (e:Event {{tenant: $tenant}})
 WHERE e.session_id IS NOT NULL AND e.seq IS NOT NULL AND e.status = 'active'
+  AND {_IN_SCOPES}
 """
     + _STATS_TAIL
 )
 CYPHER_GET_SESSION_STATS = (
-    """
+    f"""
 UNWIND $session_ids AS sid
-MATCH (e:Event {tenant: $tenant, session_id: sid})
-WHERE e.seq IS NOT NULL AND e.status = 'active'
+MATCH (e:Event {{tenant: $tenant, session_id: sid}})
+WHERE e.seq IS NOT NULL AND e.status = 'active' AND {_IN_SCOPES}
 """
     + _STATS_TAIL
 )
 #: Sessions a user took part in (any status, like SQLite's ``sessions(user_id=)``).
-CYPHER_GET_USER_SESSIONS = """
-MATCH (e:Event {tenant: $tenant, user_id: $user_id})
-WHERE e.session_id IS NOT NULL
+CYPHER_GET_USER_SESSIONS = f"""
+MATCH (e:Event {{tenant: $tenant, user_id: $user_id}})
+WHERE e.session_id IS NOT NULL AND {_IN_SCOPES}
 RETURN DISTINCT e.session_id AS sid
+"""
+#: The scope of stored events, whatever the reader may see (to refuse, not to show).
+CYPHER_GET_SCOPES_OF_IDS = """
+UNWIND $ids AS id
+MATCH (e:Event {tenant: $tenant, id: id})
+WHERE e.seq IS NOT NULL
+RETURN e.id AS id, e.scope AS scope
+"""
+CYPHER_GET_SCOPES_OF_SESSION = """
+MATCH (e:Event {tenant: $tenant, session_id: $session_id})
+WHERE e.seq IS NOT NULL
+RETURN DISTINCT e.scope AS scope
 """
 #: Token counts are left for later by writes (``tokens = -1``) and filled in by
 #: the first read that needs them (counting costs as much as the whole write).
@@ -422,6 +439,7 @@ CALL db.index.fulltext.queryNodes($index, $search, {{limit: $limit}}) YIELD node
 WITH collect({{e: node, s: score}}) AS hits
 WITH size(hits) AS raw, [h IN hits WHERE h.s > 0 AND h.e.tenant = $tenant
      AND h.e.seq IS NOT NULL AND h.e.status = 'active'
+     AND ($scopes IS NULL OR h.e.scope IS NULL OR h.e.scope IN $scopes)
      AND ($session_ids IS NULL OR h.e.session_id IN $session_ids)
      AND ($types IS NULL OR h.e.type IN $types)
      AND ($since IS NULL OR h.e.ts >= $since)

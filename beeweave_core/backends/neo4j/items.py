@@ -16,7 +16,12 @@ def _row(rec: Mapping[str, Any]) -> ItemRow:
     return ItemRow(
         ns_from_path(rec["path"]), rec["key"], decode_value(rec["value"]), rec["event_id"],
         rec["created_at"], rec["updated_at"], rec.get("expires_at"), rec.get("ttl_minutes"),
+        rec.get("scope"),
     )  # fmt: skip
+
+
+def _scopes(scopes: frozenset[str] | None) -> list[str] | None:
+    return None if scopes is None else sorted(scopes)
 
 
 class Neo4jItemIndex(neo4j_tx.TenantNodes):
@@ -33,7 +38,7 @@ class Neo4jItemIndex(neo4j_tx.TenantNodes):
         self._run(
             q.CYPHER_UPSERT_ITEM, path=row.path, key=row.key, value=encode_value(row.value),
             event_id=row.event_id, created_at=row.created_at, updated_at=row.updated_at,
-            expires_at=row.expires_at, ttl_minutes=row.ttl_minutes,
+            expires_at=row.expires_at, ttl_minutes=row.ttl_minutes, scope=row.scope,
         )  # fmt: skip
 
     def remove(self, path: str, key: str) -> None:
@@ -43,18 +48,21 @@ class Neo4jItemIndex(neo4j_tx.TenantNodes):
         self._run(q.CYPHER_TOUCH_ITEM, path=path, key=key, expires_at=expires_at)
 
     def scan(
-        self, prefix: str | None, *, now: float, limit: int | None = None
-    ) -> Iterator[ItemRow]:
+        self, prefix: str | None, *, now: float, limit: int | None = None,
+        scopes: frozenset[str] | None = None,
+    ) -> Iterator[ItemRow]:  # fmt: skip
         recs = self._run(
             q.CYPHER_SCAN, read=True, prefix=prefix,
             prefix_sep=None if prefix is None else prefix + NS_SEP, now=now,
-            limit=_NO_LIMIT if limit is None else limit,
+            limit=_NO_LIMIT if limit is None else limit, scopes=_scopes(scopes),
         )  # fmt: skip
         for r in recs:
             yield _row(r["row"])
 
-    def paths(self, *, now: float) -> list[str]:
-        return [r["path"] for r in self._run(q.CYPHER_PATHS, read=True, now=now)]
+    def paths(self, *, now: float, scopes: frozenset[str] | None = None) -> list[str]:
+        recs = self._run(q.CYPHER_PATHS, read=True, now=now, scopes=_scopes(scopes))
+        return [r["path"] for r in recs]
 
-    def expired(self, *, now: float) -> list[ItemRow]:
-        return [_row(r["row"]) for r in self._run(q.CYPHER_EXPIRED, read=True, now=now)]
+    def expired(self, *, now: float, scopes: frozenset[str] | None = None) -> list[ItemRow]:
+        recs = self._run(q.CYPHER_EXPIRED, read=True, now=now, scopes=_scopes(scopes))
+        return [_row(r["row"]) for r in recs]

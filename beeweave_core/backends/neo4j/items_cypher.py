@@ -18,7 +18,12 @@ SCHEMA_STATEMENTS: tuple[str, ...] = (
     "ON (i.tenant, i.expires_at)",
 )
 
-ITEM_MAP = "i {.path, .key, .value, .event_id, .created_at, .updated_at, .expires_at, .ttl_minutes}"
+ITEM_MAP = (
+    "i {.path, .key, .value, .event_id, .created_at, .updated_at, .expires_at, .ttl_minutes, "
+    ".scope}"
+)
+#: The reader's scopes (``$scopes`` null: every scope): unscoped items or one of them.
+_IN_SCOPES = "($scopes IS NULL OR i.scope IS NULL OR i.scope IN $scopes)"
 _LIVE = "(i.expires_at IS NULL OR i.expires_at > $now)"
 
 CYPHER_GET_ITEM = f"""
@@ -29,7 +34,8 @@ RETURN {ITEM_MAP} AS row
 CYPHER_UPSERT_ITEM = """
 MERGE (i:LgStoreItem {tenant: $tenant, path: $path, key: $key})
 SET i.value = $value, i.event_id = $event_id, i.created_at = $created_at,
-    i.updated_at = $updated_at, i.expires_at = $expires_at, i.ttl_minutes = $ttl_minutes
+    i.updated_at = $updated_at, i.expires_at = $expires_at, i.ttl_minutes = $ttl_minutes,
+    i.scope = $scope
 """
 CYPHER_DELETE_ITEM = """
 MATCH (i:LgStoreItem {tenant: $tenant, path: $path, key: $key})
@@ -43,18 +49,19 @@ SET i.expires_at = $expires_at
 CYPHER_SCAN = f"""
 MATCH (i:LgStoreItem {{tenant: $tenant}})
 WHERE ($prefix IS NULL OR i.path = $prefix OR i.path STARTS WITH $prefix_sep) AND {_LIVE}
+  AND {_IN_SCOPES}
 RETURN {ITEM_MAP} AS row
 ORDER BY i.created_at, i.path, i.key
 LIMIT $limit
 """
 CYPHER_PATHS = f"""
 MATCH (i:LgStoreItem {{tenant: $tenant}})
-WHERE {_LIVE}
+WHERE {_LIVE} AND {_IN_SCOPES}
 RETURN DISTINCT i.path AS path
 """
 CYPHER_EXPIRED = f"""
 MATCH (i:LgStoreItem {{tenant: $tenant}})
-WHERE i.expires_at IS NOT NULL AND i.expires_at <= $now
+WHERE i.expires_at IS NOT NULL AND i.expires_at <= $now AND {_IN_SCOPES}
 RETURN {ITEM_MAP} AS row
 """
 CYPHER_PURGE_TENANT = """

@@ -80,7 +80,8 @@ WITH size(hits) AS raw, [h IN hits WHERE h.c.tenant = $tenant AND h.c.identity =
      AND ($agent_id IS NULL OR h.c.agent_id = $agent_id)
      AND ($types IS NULL OR h.c.type IN $types)
      AND ($since IS NULL OR h.c.ts >= $since)
-     AND ($until IS NULL OR h.c.ts <= $until)] AS kept
+     AND ($until IS NULL OR h.c.ts <= $until)
+     AND ($scopes IS NULL OR h.c.scope IS NULL OR h.c.scope IN $scopes)] AS kept
 UNWIND (CASE WHEN kept = [] THEN [null] ELSE kept END) AS h
 RETURN raw, h.c.event_id AS event_id, h.s AS score
 """
@@ -233,6 +234,7 @@ class Neo4jVectorIndex(neo4j_tx.TenantNodes):
             else None,
             since=f.since,
             until=f.until,
+            scopes=f.scope_values(),
         )
         fetch = max(4 * k + 20, 50)
         while True:

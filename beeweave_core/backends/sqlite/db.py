@@ -67,6 +67,17 @@ class SharedConnection:
             self.conn.close()
 
 
+def _migrate(conn: sqlite3.Connection, statement: str) -> None:
+    """One migration statement; an added column that is already there counts as done
+    (SQLite has no ``ADD COLUMN IF NOT EXISTS``; a file whose version was set back, or
+    a migration cut short, has it already)."""
+    try:
+        conn.execute(statement)
+    except sqlite3.OperationalError as exc:
+        if not (statement.startswith("ALTER TABLE") and "duplicate column name" in str(exc)):
+            raise
+
+
 class SideTables:
     """A connection, a lock and a migrated schema (``sql``: SCHEMA_KEY/VERSION, MIGRATIONS).
 
@@ -144,7 +155,7 @@ class SideTables:
             for version, statements in q.MIGRATIONS:
                 if version > current:
                     for stmt in statements:
-                        c.execute(stmt)
+                        _migrate(c, stmt)
             c.execute(SET_VERSION, (q.SCHEMA_KEY, str(q.SCHEMA_VERSION)))
 
     @property

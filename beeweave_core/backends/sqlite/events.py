@@ -27,6 +27,7 @@ from beeweave_core.events import (
     Status,
 )
 from beeweave_core.payloads import dumps
+from beeweave_core.scopes import Readable, narrow
 from beeweave_core.store import BaseEventStore, Prepared
 from beeweave_core.text.lexical import fts_query, fts_text, query_terms
 
@@ -91,8 +92,10 @@ class SQLiteEventStore(SideTables, BaseEventStore):
         token_count: TokenCount | None = None,
         busy_timeout: float = 30.0,
         connection: SharedConnection | None = None,
+        scopes: Readable = None,
     ) -> None:
         self._token_count = token_count or default_token_count
+        self.scopes = narrow(None, scopes)
         super().__init__(path, tenant=tenant, busy_timeout=busy_timeout, connection=connection)
 
     def _prepare(self, conn: sqlite3.Connection) -> None:
@@ -107,7 +110,31 @@ class SQLiteEventStore(SideTables, BaseEventStore):
             tenant=tenant,
             token_count=self._token_count,
             connection=self.connection,
+            scopes=self.scopes,
         )
+
+    def for_scopes(self, scopes: Readable) -> SQLiteEventStore:
+        """A view of the same tenant that reads and writes only ``scopes`` (never wider)."""
+        view = self.for_tenant(self.tenant)
+        view.scopes = narrow(self.scopes, scopes)
+        return view
+
+    def _in_scopes(self) -> tuple[str, list[str]]:
+        """The view's scope filter clause and its values (nothing when unrestricted)."""
+        if self.scopes is None:
+            return "", []
+        return q.IN_SCOPES.format(scopes=_marks(len(self.scopes))), sorted(self.scopes)
+
+    def _scopes_of(self, ids: list[str]) -> dict[str, str | None]:
+        out: dict[str, str | None] = {}
+        for i in range(0, len(ids), 500):
+            chunk = ids[i : i + 500]
+            sql = q.SCOPES_OF_IDS.format(ids=_marks(len(chunk)))
+            out.update(self._read(sql, (self.tenant, *chunk)))
+        return out
+
+    def _session_scopes(self, session_id: str) -> set[str | None]:
+        return {r[0] for r in self._read(q.SCOPES_OF_SESSION, (self.tenant, session_id))}
 
     # --------------------------------------------------------------- writes
     def _append(self, prepared: list[Prepared], *, keep_seq: bool = False) -> AppendResult:
@@ -142,7 +169,7 @@ class SQLiteEventStore(SideTables, BaseEventStore):
                         ev.content, p.payload_json, ev.ts, _json_list(ev.parents),
                         _json_links(ev.links), p.meta_json, p.source_json,
                         ev.meta.get("user_id"), ev.meta.get("agent_id"), q.TOKENS_UNCOUNTED,
-                        ev.status.value, ev.status_reason,
+                        ev.status.value, ev.status_reason, ev.scope,
                     )
                 )  # fmt: skip
                 edge_rows.extend(
@@ -176,6 +203,7 @@ class SQLiteEventStore(SideTables, BaseEventStore):
             raise ValueError("reason must be a string")
         if not ids:
             return 0
+        self._refuse_foreign(ids)
         with self._tx() as c:
             sql = q.SET_STATUS.format(ids=_marks(len(ids)))
             return c.execute(sql, (status.value, reason, self.tenant, *ids)).rowcount
@@ -196,6 +224,10 @@ class SQLiteEventStore(SideTables, BaseEventStore):
         if (session_id is None) == (ids is None):
             raise ValueError("purge() takes exactly one of session_id= or ids=")
         self._status_changed()
+        if session_id is not None:
+            self._refuse_foreign_session(session_id)
+        else:
+            self._refuse_foreign(list(ids or []))
         t = self.tenant
         with self._tx() as c:
             if session_id is not None:
@@ -228,17 +260,26 @@ class SQLiteEventStore(SideTables, BaseEventStore):
 
     # ---------------------------------------------------------------- reads
     def get(self, ids: Sequence[str], *, include_inactive: bool = False) -> list[Event]:
-        """Events by id, in the order asked; unknown ids are left out."""
+        """Events by id, in the order asked; unknown ids are left out, ids of another
+        scope are refused (ScopeError)."""
         ids = list(ids)
+        found = self._fetch(ids, include_inactive)
+        if self.scopes is not None and len(found) < len(set(ids)):
+            self._refuse_foreign([i for i in ids if i not in found])
+        return [found[i] for i in dict.fromkeys(ids) if i in found]
+
+    def _fetch(self, ids: list[str], include_inactive: bool) -> dict[str, Event]:
+        """The events among ``ids`` this view may see."""
         found: dict[str, Event] = {}
+        clause, values = self._in_scopes()
         for i in range(0, len(ids), 500):
             chunk = ids[i : i + 500]
-            sql = q.GET_EVENTS.format(ids=_marks(len(chunk)))
-            for row in self._read(sql, (self.tenant, *chunk)):
+            sql = q.GET_EVENTS.format(ids=_marks(len(chunk))) + clause
+            for row in self._read(sql, (self.tenant, *chunk, *values)):
                 ev = _row_to_event(self.tenant, row)
                 if include_inactive or ev.status == Status.ACTIVE:
                     found[ev.id] = ev
-        return [found[i] for i in dict.fromkeys(ids) if i in found]
+        return found
 
     def timeline(
         self,
@@ -269,6 +310,9 @@ class SQLiteEventStore(SideTables, BaseEventStore):
             params.extend(tv)
         if not include_inactive:
             sql += " AND status = 'active'"
+        clause, values = self._in_scopes()
+        sql += clause
+        params.extend(values)
         if last is not None:
             sql += " ORDER BY seq DESC LIMIT ?"
             params.append(int(last))
@@ -287,7 +331,7 @@ class SQLiteEventStore(SideTables, BaseEventStore):
         )
         rows = self._read(sql, (event_id, self.tenant, depth, *types))
         dist = dict(rows)
-        events = self.get(list(dist), include_inactive=include_inactive)
+        events = self._fetch(list(dist), include_inactive).values()
         return sorted(((e, dist[e.id]) for e in events), key=lambda p: (p[1], p[0].seq))
 
     def edges(
@@ -327,11 +371,13 @@ class SQLiteEventStore(SideTables, BaseEventStore):
             if EdgeType(t) in wanted
         ]
         out += [Edge(src=a, dst=b, type=EdgeType.NEXT) for a, b in next_pairs]
-        return out
+        return self._visible_edges(out, event_id)
 
     def user_session_ids(self, user_id: str) -> list[str]:
         """The sessions ``user_id`` took part in, through the (tenant, user_id) index."""
-        return [r[0] for r in self._read(q.USER_SESSION_IDS, (self.tenant, user_id))]
+        clause, values = self._in_scopes()
+        sql = q.USER_SESSION_IDS + clause
+        return [r[0] for r in self._read(sql, (self.tenant, user_id, *values))]
 
     def recent_session_ids(self, limit: int) -> list[str]:
         """The ``limit`` sessions with the newest active events, newest first: the ts
@@ -339,8 +385,10 @@ class SQLiteEventStore(SideTables, BaseEventStore):
         events, not of the tenant (``sessions()`` would group and count every event)."""
         found: dict[str, None] = {}
         key: tuple[float, int] = (1e308, 1 << 62)  # above any time and rowid
+        clause, values = self._in_scopes()
+        sql = q.RECENT_SESSION_ROWS.format(where=clause)
         while len(found) < limit:
-            rows = self._read(q.RECENT_SESSION_ROWS, (self.tenant, key[0], key[0], key[1], 1000))
+            rows = self._read(sql, (self.tenant, key[0], key[0], key[1], *values, 1000))
             for sid, _ts, _rowid in rows:
                 found.setdefault(sid)
                 if len(found) >= limit:
@@ -383,7 +431,9 @@ class SQLiteEventStore(SideTables, BaseEventStore):
                 "AND user_id = ?)"
             )
             params += [self.tenant, user_id]
-        return ("INDEXED BY events_session_seq" if where else ""), where, params
+        indexed = "INDEXED BY events_session_seq" if where else ""
+        clause, values = self._in_scopes()
+        return indexed, where + clause, params + values
 
     def _session_stats(
         self, session_ids: list[str] | None, *, user_id: str | None = None
@@ -461,6 +511,8 @@ class SQLiteEventStore(SideTables, BaseEventStore):
         where, params = _scope_where(self.tenant, session_id, user_id, types, since, until)
         if where is None:
             return []
+        clause, values = self._in_scopes()  # the view's scopes, inside the query
+        where, params = where + clause, params + values
         if session_id is None and user_id is None:
             return self._rank_wide(query, int(k), 0, where, params)
         sql = q.SCOPE_ROWIDS.format(where=where)

@@ -7,7 +7,7 @@ take parameters; no user data is ever formatted into SQL text.
 
 #: Row of ``beeweave_meta`` holding this schema's version (see ``sqlite_db``).
 SCHEMA_KEY = "schema_version"
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 
 #: (version, statements) applied in order by ``setup()``; never edit a released one.
 MIGRATIONS: list[tuple[int, list[str]]] = [
@@ -76,6 +76,16 @@ MIGRATIONS: list[tuple[int, list[str]]] = [
             "DELETE FROM events_fts WHERE rowid = old.rowid; END",
         ],
     ),
+    (
+        4,
+        [
+            # the event's scope (business line, ``meta["scope"]``): reads filter on it
+            "ALTER TABLE events ADD COLUMN scope TEXT",
+            "UPDATE events SET scope = json_extract(meta, '$.scope') "
+            "WHERE json_extract(meta, '$.scope') IS NOT NULL",
+            "CREATE INDEX IF NOT EXISTS events_scope ON events (tenant, scope, ts)",
+        ],
+    ),
 ]
 
 #: Python function that segments text for the FTS index (``lexical.fts_text``).
@@ -108,8 +118,8 @@ EVENT_COLUMNS = (
 
 INSERT_EVENT = (
     "INSERT INTO events (tenant, id, session_id, seq, type, role, content, payload, ts, "
-    "parents, links, meta, source, user_id, agent_id, tokens, status, status_reason) "
-    "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+    "parents, links, meta, source, user_id, agent_id, tokens, status, status_reason, scope) "
+    "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
 )
 INSERT_EDGE = "INSERT OR IGNORE INTO edges (tenant, src, type, dst, meta) VALUES (?, ?, ?, ?, ?)"
 INSERT_ARTIFACT = (
@@ -124,6 +134,15 @@ UNCOUNTED_TOKENS = (
 )
 SET_TOKENS = "UPDATE events SET tokens = ? WHERE tenant = ? AND id = ?"
 MAX_SEQ = "SELECT COALESCE(MAX(seq), -1) FROM events WHERE tenant = ? AND session_id = ?"
+
+#: A view's scope filter (see scopes.py): unscoped rows, or one of ``{scopes}`` (``?``s).
+IN_SCOPES = " AND (scope IS NULL OR scope IN ({scopes}))"
+#: The scope of stored events, whatever the view may read (to refuse, not to show).
+SCOPES_OF_IDS = "SELECT id, scope FROM events WHERE tenant = ? AND id IN ({ids})"
+SCOPES_OF_SESSION = (
+    "SELECT DISTINCT scope FROM events INDEXED BY events_session_seq "
+    "WHERE tenant = ? AND session_id = ?"
+)
 
 #: ``{ids}`` is replaced by a run of ``?`` placeholders, never by data.
 EXISTING_IDS = "SELECT id FROM events WHERE tenant = ? AND id IN ({ids})"
@@ -171,10 +190,11 @@ NEXT_OF_EVENT = (
 )
 
 #: A page of the tenant's active events, newest first, after a (ts, rowid) key: the
-#: ts index walked backwards (``recent_session_ids`` stops once it has enough).
+#: ts index walked backwards (``recent_session_ids`` stops once it has enough);
+#: ``{where}``: the view's scope clause.
 RECENT_SESSION_ROWS = (
     "SELECT session_id, ts, rowid FROM events INDEXED BY events_ts WHERE tenant = ? "
-    "AND ts <= ? AND NOT (ts = ? AND rowid >= ?) AND status = 'active' "
+    "AND ts <= ? AND NOT (ts = ? AND rowid >= ?) AND status = 'active' {where} "
     "ORDER BY ts DESC, rowid DESC LIMIT ?"
 )
 USER_SESSION_IDS = (

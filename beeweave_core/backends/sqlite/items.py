@@ -13,10 +13,16 @@ _NO_LIMIT = -1
 
 
 def _row(rec: Sequence[Any]) -> ItemRow:
-    path, key, value, eid, created, updated, expires, ttl = rec
+    path, key, value, eid, created, updated, expires, ttl, scope = rec
     return ItemRow(
-        ns_from_path(path), key, decode_value(value), eid, created, updated, expires, ttl
+        ns_from_path(path), key, decode_value(value), eid, created, updated, expires, ttl, scope
     )
+
+
+def _in_scopes(scopes: frozenset[str] | None) -> tuple[str, list[str]]:
+    if scopes is None:
+        return "", []
+    return q.IN_SCOPES.format(scopes=",".join("?" * len(scopes))), sorted(scopes)
 
 
 class SQLiteItemIndex(SideTables):
@@ -33,7 +39,7 @@ class SQLiteItemIndex(SideTables):
             q.UPSERT_ITEM,
             (
                 self.tenant, row.path, row.key, encode_value(row.value), row.event_id,
-                row.created_at, row.updated_at, row.expires_at, row.ttl_minutes,
+                row.created_at, row.updated_at, row.expires_at, row.ttl_minutes, row.scope,
             ),
         )  # fmt: skip
 
@@ -44,19 +50,24 @@ class SQLiteItemIndex(SideTables):
         self._write(q.TOUCH_ITEM, (expires_at, self.tenant, path, key))
 
     def scan(
-        self, prefix: str | None, *, now: float, limit: int | None = None
-    ) -> Iterator[ItemRow]:
+        self, prefix: str | None, *, now: float, limit: int | None = None,
+        scopes: frozenset[str] | None = None,
+    ) -> Iterator[ItemRow]:  # fmt: skip
         """Live items under ``prefix`` (None: all), in insertion order (as InMemoryStore)."""
         if prefix is None:
             sql, params = q.SCAN_ALL, [self.tenant, now]
         else:
             sql = q.SCAN_PREFIX
             params = [self.tenant, prefix, prefix + NS_SEP, prefix + chr(ord(NS_SEP) + 1), now]
-        for rec in self._read(sql + q.SCAN_ORDER, (*params, _NO_LIMIT if limit is None else limit)):
+        clause, values = _in_scopes(scopes)
+        limit = _NO_LIMIT if limit is None else limit
+        for rec in self._read(sql + clause + q.SCAN_ORDER, (*params, *values, limit)):
             yield _row(rec)
 
-    def paths(self, *, now: float) -> list[str]:
-        return [r[0] for r in self._read(q.PATHS, (self.tenant, now))]
+    def paths(self, *, now: float, scopes: frozenset[str] | None = None) -> list[str]:
+        clause, values = _in_scopes(scopes)
+        return [r[0] for r in self._read(q.PATHS + clause, (self.tenant, now, *values))]
 
-    def expired(self, *, now: float) -> list[ItemRow]:
-        return [_row(r) for r in self._read(q.EXPIRED, (self.tenant, now))]
+    def expired(self, *, now: float, scopes: frozenset[str] | None = None) -> list[ItemRow]:
+        clause, values = _in_scopes(scopes)
+        return [_row(r) for r in self._read(q.EXPIRED + clause, (self.tenant, now, *values))]

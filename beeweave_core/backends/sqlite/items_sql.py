@@ -7,7 +7,7 @@ labels joined by ``\\x1f``, so "every namespace under P" is the index range
 """
 
 SCHEMA_KEY = "item_schema_version"
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 
 MIGRATIONS: list[tuple[int, list[str]]] = [
     (
@@ -31,16 +31,18 @@ MIGRATIONS: list[tuple[int, list[str]]] = [
             "(tenant, expires_at) WHERE expires_at IS NOT NULL",
         ],
     ),
+    # the item's scope (see scopes.py): scans filter on it
+    (2, ["ALTER TABLE lg_store_items ADD COLUMN scope TEXT"]),
 ]
 
-COLUMNS = "path, key, value, event_id, created_at, updated_at, expires_at, ttl_minutes"
+COLUMNS = "path, key, value, event_id, created_at, updated_at, expires_at, ttl_minutes, scope"
 #: Live = not expired (``?`` = now).
 _LIVE = " AND (expires_at IS NULL OR expires_at > ?)"
 
 GET_ITEM = f"SELECT {COLUMNS} FROM lg_store_items WHERE tenant = ? AND path = ? AND key = ?" + _LIVE
 UPSERT_ITEM = (
     "INSERT OR REPLACE INTO lg_store_items (tenant, path, key, value, event_id, created_at, "
-    "updated_at, expires_at, ttl_minutes) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)"
+    "updated_at, expires_at, ttl_minutes, scope) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
 )
 DELETE_ITEM = "DELETE FROM lg_store_items WHERE tenant = ? AND path = ? AND key = ?"
 TOUCH_ITEM = "UPDATE lg_store_items SET expires_at = ? WHERE tenant = ? AND path = ? AND key = ?"
@@ -50,6 +52,8 @@ SCAN_PREFIX = (
     f"SELECT {COLUMNS} FROM lg_store_items WHERE tenant = ? "
     "AND (path = ? OR (path >= ? AND path < ?))" + _LIVE
 )
+#: The reader's scopes (``{scopes}``: a run of ``?``): unscoped items or one of them.
+IN_SCOPES = " AND (scope IS NULL OR scope IN ({scopes}))"
 SCAN_ORDER = " ORDER BY created_at, path, key LIMIT ?"
 
 PATHS = "SELECT DISTINCT path FROM lg_store_items WHERE tenant = ?" + _LIVE
