@@ -122,7 +122,8 @@ def _one(url: str, n: int, calls: int, **open_kw: Any) -> dict[str, Any]:
         events = weave.store.session_stats(sid).events
     return {"size": n, "events": events, "first_call_ms": first * 1e3, "background_catch_up_ms": background * 1e3,
             "p50_ms": median(bee) * 1e3, "p95_ms": percentile(bee, 95) * 1e3,
-            "buffer_p50_ms": median(buf) * 1e3}  # fmt: skip
+            "buffer_p50_ms": median(buf) * 1e3,
+            "p50_over_buffer": round(median(bee) / median(buf), 2) if median(buf) else None}  # fmt: skip
 
 
 def run(
@@ -158,4 +159,9 @@ def _verdict(rows: list[dict[str, Any]]) -> dict[str, Any]:
         ratio = pick[100_000]["p50_ms"] / pick[1_000]["p50_ms"]
         out["p50_100k_over_1k"] = round(ratio, 2)
         out["flat_target_met"] = ratio <= 2.0
+        # the plain buffer's growth over the same sizes, same run (a loaded machine
+        # slows both alike)
+        out["buffer_100k_over_1k"] = round(
+            pick[100_000]["buffer_p50_ms"] / pick[1_000]["buffer_p50_ms"], 2
+        )
     return out

@@ -959,23 +959,59 @@ def bench_locomo(
     limit: Annotated[
         int | None, typer.Option(help="Only the first N questions per conversation.")
     ] = None,
+    backend: Annotated[
+        str, typer.Option(help="sqlite, or neo4j ($NEO4J_URI, a tenant of its own, removed after).")
+    ] = "sqlite",
     out: OutOpt = None,
 ) -> None:
-    """Evidence recall@k / hit@k on LoCoMo: BM25, dense, naive RRF and BeeWeave, one run."""
+    """Evidence recall@k / hit@k on LoCoMo: BM25, dense, naive RRF and BeeWeave, one run.
+
+    BeeWeave's fusion settings are also chosen by leave-one-conversation-out
+    cross-validation (``bw-cv``: held-out figures; ``bw-cv-dev``: on the rest).
+    """
     require_extras("bench locomo", "chroma", "bench")
     from beeweave_bench import locomo
     from beeweave_bench.report import report
 
     if not data.exists():
         fail(f"--data {data} does not exist (get locomo10.json from the LoCoMo repository)")
+    if backend not in ("sqlite", "neo4j"):
+        fail(f"--backend must be sqlite or neo4j, got {backend!r}")
+    url = os.environ.get("NEO4J_URI", "bolt://127.0.0.1:7687") if backend == "neo4j" else None
     try:
         rows, summary = locomo.run(
-            data, limit=limit, progress=lambda m: console.print(f"[dim]{m}[/]")
+            data, limit=limit, progress=lambda m: console.print(f"[dim]{m}[/]"), store_url=url
         )
     except ValueError as exc:
         fail(str(exc))
-    notes = locomo.verdict(rows) + [f"{k}: {v}" for k, v in summary.items() if k != "conversations"]
+    notes = locomo.verdict(rows) + locomo.cv_notes(summary)
+    notes += [f"{k}: {v}" for k, v in summary.items() if k not in ("conversations", "cv")]
     report("locomo", rows, out=out, params={"data": str(data), "limit": limit, **summary},
+           notes=notes, console=Console(width=max(console.width, 150)))  # fmt: skip
+
+
+@bench_app.command("recall-zh")
+def bench_recall_zh(
+    en: Annotated[
+        Path | None,
+        typer.Option("--en", help="LoCoMo data to score in the same run, beside the Chinese set."),
+    ] = None,
+    out: OutOpt = None,
+) -> None:
+    """Evidence recall@k on the packaged Chinese conversations: lexical, dense, fused."""
+    require_extras("bench recall-zh", "chroma", "bench")
+    from beeweave_bench import recall_zh
+    from beeweave_bench.report import report
+
+    if en is not None and not en.exists():
+        fail(f"--en {en} does not exist")
+    try:
+        rows, summary = recall_zh.run(en=en, progress=lambda m: console.print(f"[dim]{m}[/]"))
+    except ValueError as exc:
+        fail(str(exc))
+    notes = [f"{name}: {info['turns']} turns, {info['questions']} questions, "
+             f"{info.get('index_turns_per_s')} turns/s indexed" for name, info in summary.items()]  # fmt: skip
+    report("recall-zh", rows, out=out, params={"en": str(en) if en else None, **summary},
            notes=notes, console=Console(width=max(console.width, 150)))  # fmt: skip
 
 

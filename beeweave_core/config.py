@@ -74,7 +74,7 @@ class IndexConfig:
     vector_url: str | None = None
     policy: ChunkPolicy | None = None
     backfill: bool = True
-    batch_size: int = 64
+    batch_size: int = 256
     retry_interval: float = 30.0
 
     def __post_init__(self) -> None:
@@ -141,14 +141,17 @@ class IndexConfig:
 class RetrievalConfig:
     """Knobs of fusion; the defaults suit an agent's working memory.
 
-    ``weights``: per path, multiplies its reciprocal-rank term (0 turns it off).  The
-    three content paths count alike (each is the only one that finds some questions:
-    a paraphrase, an exact code, a date); ``recent`` and ``graph`` half, since they
-    suggest events by position, not content; ``metadata`` least, since filters alone
-    say nothing about the query.  (On the LoCoMo dev split, plain chat with no causal
-    edges, a leave-one-conversation-out choice prefers ``graph`` 0.25: R@10 0.759 vs
-    0.745.  0.5 stays until traces with tool calls are measured as well: one chat
-    data set alone is not enough to tune to.)
+    ``weights``: per path, multiplies its reciprocal-rank term (0 turns it off).
+    Lexical is the strongest content path, semantic (a paraphrase) and temporal (a
+    date) each find what it misses; ``recent`` half, since it suggests events by
+    position, not content; ``metadata`` least, since filters alone say nothing about
+    the query.  The semantic and temporal weights, the graph weight, ``rrf_k`` and
+    ``neighbours`` are what ``beeweave bench locomo`` chooses by leave-one-conversation-out
+    cross-validation over its five development conversations (semantic 0.75, temporal
+    2, graph 0.25, ``rrf_k`` 3, neighbours 2: the pick over all five folds; each fold's
+    pick, made without the conversation it is scored on, is in the bench's output).
+    The graph weight was measured on chat only (no tool calls): a trace's causal edges
+    may deserve more.
     ``fusion``: ``"rrf"`` (weighted reciprocal rank) or ``"score"`` (weighted sum of
     min-max normalised scores, a convex combination).
     ``rrf_k``: the reciprocal-rank constant (:data:`beeweave_core.ranking.RRF_K` says
@@ -165,9 +168,10 @@ class RetrievalConfig:
     of tool calls and replies).
     ``graph_seeds``/``graph_depth``/``neighbours``/``hop_decay``: how far the graph
     path looks from the best hits (8 seeds: most of a default top 10; 4 causal hops reach the user question behind a
-    tool result: result → call → message → model call → question; one turn either
-    side in the session) and how much of a seed's score it passes on (halved per
-    hop, so a direct neighbour inherits half and a far cause an eighth).
+    tool result: result → call → message → model call → question; two turns either
+    side in the session: an answer often spans a question, its reply and a follow-up)
+    and how much of a seed's score it passes on (the graph weight's share to a
+    direct neighbour, halved per further hop).
     ``time_margin``: days added after a date the query names (people talk about
     things after they happen).
     ``index_wait``: seconds to wait for the vector indexer to catch up first.
@@ -175,12 +179,12 @@ class RetrievalConfig:
 
     weights: Mapping[str, float] = field(
         default_factory=lambda: {
-            "semantic": 1.0,
+            "semantic": 0.75,
             "lexical": 1.0,
-            "temporal": 1.0,
+            "temporal": 2.0,
             "recent": 0.5,
             "metadata": 0.3,
-            "graph": 0.5,
+            "graph": 0.25,
         }
     )
     fusion: str = "rrf"
@@ -194,7 +198,7 @@ class RetrievalConfig:
     recent_n: int = 10
     graph_seeds: int = 8
     graph_depth: int = 4
-    neighbours: int = 1
+    neighbours: int = 2
     hop_decay: float = 0.5
     time_margin: float = 14.0
     dedup: bool = True

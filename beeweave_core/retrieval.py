@@ -24,10 +24,13 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import hashlib
 import logging
+import threading
 import time
 from collections.abc import Iterable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any, TypedDict
@@ -230,6 +233,7 @@ def _shares(ranked: list[tuple[str, float]], cfg: RetrievalConfig) -> list[tuple
     return rrf_shares(ranked, cfg.rrf_k) if cfg.fusion == "rrf" else minmax_shares(ranked)
 
 
+@functools.lru_cache(maxsize=4096)  # the same texts come back query after query
 def _norm_text(text: str) -> str:
     return hashlib.sha1(" ".join(text.lower().split()).encode()).hexdigest()
 
@@ -249,6 +253,49 @@ class RetrieveOptions(TypedDict, total=False):
     scope: str | None
     now: float | None
     config: RetrievalConfig | None
+
+
+_POOL: ThreadPoolExecutor | None = None
+_POOL_LOCK = threading.Lock()
+
+
+def _workers() -> ThreadPoolExecutor:
+    """Threads that run a semantic search beside the store's searches (shared by all
+    retrievers: at most two semantic searches at once, whatever the callers)."""
+    global _POOL
+    with _POOL_LOCK:
+        if _POOL is None:
+            _POOL = ThreadPoolExecutor(max_workers=2, thread_name_prefix="beeweave-recall")
+        return _POOL
+
+
+def _check_query(query: object) -> None:
+    if not isinstance(query, str):
+        raise TypeError(f"query must be a string, got {type(query).__name__}")
+
+
+#: What the graph path found around one seed: (event, distance) pairs, by
+#: (seed id, causal depth, neighbours either side).
+Near = dict[tuple[str, int, int], list[tuple[Event, int]]]
+
+
+@dataclass
+class Rankings:
+    """Each path's own ranking for one query, and the events they name.
+
+    The searching half of a retrieve call: :meth:`Retriever.fuse` turns it into hits,
+    as often as wanted and with other weights, without searching again (the graph
+    path's neighbours are remembered in ``near`` as they are read).
+    """
+
+    call: _Call
+    ranked: dict[str, list[tuple[str, float]]]
+    events: dict[str, Event]
+    near: Near = field(default_factory=dict)
+
+    @property
+    def query(self) -> str:
+        return self.call.query
 
 
 def _on(c: _Call, name: str) -> bool:
@@ -366,10 +413,47 @@ class Retriever:
         without a year.  Keyword ``overrides`` replace :class:`RetrievalConfig`
         fields for this call (e.g. ``half_life=None``).
         """
-        if not isinstance(query, str):
-            raise TypeError(f"query must be a string, got {type(query).__name__}")
+        _check_query(query)
         if k <= 0:
             return []
+        return self.fuse(self._rankings(query, session_id, user_id, filters, paths, scope, now,
+                                        config, overrides), k)  # fmt: skip
+
+    def rankings(
+        self,
+        query: str,
+        *,
+        session_id: str | None = None,
+        user_id: str | None = None,
+        filters: Filters | Mapping[str, Any] | None = None,
+        paths: Iterable[str] | None = None,
+        scope: str | None = None,
+        now: float | None = None,
+        config: RetrievalConfig | None = None,
+        **overrides: Any,
+    ) -> Rankings:
+        """Each path's own ranking for ``query`` (the searching half of :meth:`retrieve`).
+
+        :meth:`fuse` turns it into hits, as often as wanted and with other fusion
+        settings, without searching again: what choosing weights by cross-validation
+        needs.  Arguments as :meth:`retrieve`.
+        """
+        return self._rankings(query, session_id, user_id, filters, paths, scope, now, config,
+                              overrides)  # fmt: skip
+
+    def _rankings(
+        self,
+        query: str,
+        session_id: str | None,
+        user_id: str | None,
+        filters: Filters | Mapping[str, Any] | None,
+        paths: Iterable[str] | None,
+        scope: str | None,
+        now: float | None,
+        config: RetrievalConfig | None,
+        overrides: Mapping[str, Any],
+    ) -> Rankings:
+        _check_query(query)
         cfg = config or self.config
         if overrides:
             unknown = set(overrides) - set(RetrievalConfig.__dataclass_fields__)
@@ -388,7 +472,31 @@ class Retriever:
             chosen=frozenset(chosen),
             now=time.time() if now is None else now,
         )
-        return self._run(call, k)
+        ranked = self._rank_paths(call)
+        events = self._hydrate(call, {eid for lst in ranked.values() for eid, _ in lst})
+        return Rankings(call, ranked, events)
+
+    def fuse(
+        self, rankings: Rankings, k: int = 10, config: RetrievalConfig | None = None
+    ) -> list[Hit]:
+        """The ``k`` best hits of ``rankings`` fused with ``config`` (default: theirs).
+
+        Fusion settings (weights, ``rrf_k``, graph, decay, type weights) apply here;
+        search settings (``candidates``, ``time_margin``) were used by :meth:`rankings`.
+        """
+        if k <= 0:
+            return []
+        c = rankings.call if config is None else replace(rankings.call, cfg=config)
+        events = dict(rankings.events)
+        fusion = _fuse(c, rankings.ranked, events)
+        if _on(c, "graph") and fusion.score:
+            self._add_graph(c, fusion, events, rankings.near)
+        final = {
+            eid: s * c.cfg.type_weights.get(events[eid].type, 1.0) * _decay(events[eid], c)
+            for eid, s in fusion.score.items()
+        }
+        order = sorted(final, key=lambda e: (-final[e], -events[e].ts))
+        return _top_hits(c, order, final, fusion, events, k)
 
     async def aretrieve(self, query: str, **kw: Any) -> list[Hit]:
         """Async twin of :meth:`retrieve` (runs in a worker thread)."""
@@ -533,36 +641,29 @@ class Retriever:
         return sorted(scores.items(), key=lambda p: -p[1])
 
     # ------------------------------------------------------------- fusion
-    def _run(self, c: _Call, k: int) -> list[Hit]:
-        """Rank by each path, fuse, follow the graph, weight, then keep the best ``k``."""
-        ranked = self._rank_paths(c)
-        events = self._hydrate(c, {eid for lst in ranked.values() for eid, _ in lst})
-        fusion = _fuse(c, ranked, events)
-        if _on(c, "graph") and fusion.score:
-            self._add_graph(c, fusion, events)
-        final = {
-            eid: s * c.cfg.type_weights.get(events[eid].type, 1.0) * _decay(events[eid], c)
-            for eid, s in fusion.score.items()
-        }
-        order = sorted(final, key=lambda e: (-final[e], -events[e].ts))
-        return _top_hits(c, order, final, fusion, events, k)
-
     def _rank_paths(self, c: _Call) -> dict[str, list[tuple[str, float]]]:
-        """Each chosen path's own ranking (best first) of event ids."""
-        if (_on(c, "semantic") or _on(c, "temporal")) and self.indexer is not None:
-            self.indexer.sync(c.cfg.index_wait)  # read your writes, within reason
-        runs = {
-            "recent": self._recent,
-            "semantic": self._semantic,
-            "lexical": self._lexical,
-            "metadata": self._metadata,
-            "temporal": self._temporal,
-        }
-        return {name: run(c) for name, run in runs.items() if _on(c, name)}
+        """Each chosen path's own ranking (best first) of event ids.
 
-    def _add_graph(self, c: _Call, fusion: _Fusion, events: dict[str, Event]) -> None:
+        The semantic path (embedding the query, then the vector index) runs in a worker
+        thread while the store answers the others: both release the GIL, so the two
+        slowest paths overlap.  The temporal path runs last: it reuses the query vector.
+        """
+        semantic = None
+        if self.indexer is not None and (_on(c, "semantic") or _on(c, "temporal")):
+            self.indexer.sync(c.cfg.index_wait)  # read your writes, within reason
+            if _on(c, "semantic"):
+                semantic = _workers().submit(self._semantic, c)
+        runs = {"recent": self._recent, "lexical": self._lexical, "metadata": self._metadata}
+        out = {name: run(c) for name, run in runs.items() if _on(c, name)}
+        if _on(c, "semantic"):
+            out["semantic"] = semantic.result() if semantic is not None else []
+        if _on(c, "temporal"):
+            out["temporal"] = self._temporal(c)
+        return out
+
+    def _add_graph(self, c: _Call, fusion: _Fusion, events: dict[str, Event], near: Near) -> None:
         """The graph path: neighbours of the best fused hits, ranked by what they inherit."""
-        graph = self._graph(c, fusion.score, events)
+        graph = self._graph(c, fusion.score, events, near)
         order = sorted(graph.items(), key=lambda p: -p[1][0])
         weight = c.cfg.weights["graph"]
         for rank, (eid, (score, seeds)) in enumerate(order, 1):
@@ -600,42 +701,42 @@ class Retriever:
             return got
 
     def _graph(
-        self, c: _Call, fused: dict[str, float], events: dict[str, Event]
+        self, c: _Call, fused: dict[str, float], events: dict[str, Event], near: Near
     ) -> dict[str, tuple[float, list[str]]]:
         """Events linked to the best seeds, each scored by the seed's score × hop decay."""
         cfg = c.cfg
         seeds = sorted(fused, key=lambda e: -fused[e])[: cfg.graph_seeds]
         reached: dict[str, tuple[float, list[str]]] = {}
-        fetched: dict[str, Event] = {}
-
-        def reach(ev: Event, seed: str, dist: int) -> None:
-            if ev.id == seed or ev.status != Status.ACTIVE:
-                return
-            if not c.sc.accepts(ev) or not c.flt.accepts(ev):
-                return
-            fetched[ev.id] = ev
-            score = fused[seed] * cfg.hop_decay ** (dist - 1)
-            old = reached.get(ev.id)
-            if old is None or score > old[0]:
-                reached[ev.id] = (score, [seed] + (old[1] if old else []))
-            elif seed not in old[1]:
-                old[1].append(seed)
-
         for seed in seeds:
-            ev = events[seed]
-            if cfg.graph_depth > 0:
-                for walk in (self.store.ancestors, self.store.descendants):
-                    for other, dist in walk(seed, depth=cfg.graph_depth, edge_types=GRAPH_EDGES):
-                        reach(other, seed, dist)
-            if cfg.neighbours > 0 and ev.seq >= 0:
-                near = self.store.timeline(
-                    ev.session_id, seq_from=max(0, ev.seq - cfg.neighbours),
-                    seq_to=ev.seq + cfg.neighbours,
-                )  # fmt: skip
-                for other in near:
-                    reach(other, seed, abs(other.seq - ev.seq))
-        events.update(fetched)
+            key = (seed, cfg.graph_depth, cfg.neighbours)
+            if key not in near:
+                near[key] = self._around(events[seed], cfg.graph_depth, cfg.neighbours)
+            for ev, dist in near[key]:
+                if ev.id == seed or ev.status != Status.ACTIVE:
+                    continue
+                if not c.sc.accepts(ev) or not c.flt.accepts(ev):
+                    continue
+                events.setdefault(ev.id, ev)
+                score = fused[seed] * cfg.hop_decay ** (dist - 1)
+                old = reached.get(ev.id)
+                if old is None or score > old[0]:
+                    reached[ev.id] = (score, [seed] + (old[1] if old else []))
+                elif seed not in old[1]:
+                    old[1].append(seed)
         return reached
+
+    def _around(self, ev: Event, depth: int, neighbours: int) -> list[tuple[Event, int]]:
+        """Causes and effects of ``ev`` up to ``depth`` hops, and its session neighbours."""
+        out: list[tuple[Event, int]] = []
+        if depth > 0:
+            for walk in (self.store.ancestors, self.store.descendants):
+                out += walk(ev.id, depth=depth, edge_types=GRAPH_EDGES)
+        if neighbours > 0 and ev.seq >= 0:
+            near = self.store.timeline(
+                ev.session_id, seq_from=max(0, ev.seq - neighbours), seq_to=ev.seq + neighbours
+            )
+            out += [(o, abs(o.seq - ev.seq)) for o in near]
+        return out
 
 
 __all__ = [
@@ -644,6 +745,7 @@ __all__ = [
     "Filters",
     "Hit",
     "Provenance",
+    "Rankings",
     "RetrievalConfig",
     "RetrieveOptions",
     "Retriever",

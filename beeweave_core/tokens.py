@@ -623,7 +623,11 @@ class TokenCounter:
     (images, audio, files) raise ``ValueError`` rather than being silently under-counted.
     """
 
-    __slots__ = ("_model", "_overheads", "_tok")
+    __slots__ = ("_counts", "_model", "_overheads", "_tok")
+
+    #: Texts whose counts are kept: the same turns, lines and roles are counted on
+    #: every call of an agent loop, and a tokenizer pass costs far more than a lookup.
+    CACHED_TEXTS = 50_000
 
     def __init__(
         self,
@@ -643,6 +647,7 @@ class TokenCounter:
             self._tok = TiktokenTokenizer(encoding_for_model(model or DEFAULT_MODEL))
         self._model = model
         self._overheads = overheads
+        self._counts: dict[str, int] = {}
 
     def __repr__(self) -> str:
         return f"TokenCounter(model={self._model!r}, tokenizer={self._tok.name!r})"
@@ -669,7 +674,14 @@ class TokenCounter:
 
     def count_text(self, text: str) -> int:
         """Tokens of a bare string (no message framing)."""
-        return self._tok.count(text) if text else 0
+        if not text:
+            return 0
+        n = self._counts.get(text)
+        if n is None:
+            if len(self._counts) >= self.CACHED_TEXTS:
+                self._counts.clear()
+            n = self._counts[text] = self._tok.count(text)
+        return n
 
     def count_texts(self, texts: Iterable[str]) -> list[int]:
         """Tokens of each string, in order."""

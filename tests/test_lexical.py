@@ -234,3 +234,36 @@ def test_other_process_writes_are_searchable(tmp_path: Path):
     finally:
         a.close()
         b.close()
+
+
+def test_scoped_search_sees_every_change_between_searches(tmp_path: Path):
+    """A session's search reuses its ranked table only while nothing was written: new
+    turns, invalidations, purges and another connection's writes all show at once."""
+    a = make_store("sqlite", tmp_path, tenant="t")
+    b = SQLiteEventStore(tmp_path / "events.db", tenant="t")  # a second connection
+    try:
+        a.append([ev("k1", "trip", "the kayak rental opens at nine"),
+                  ev("k2", "trip", "pack the dry bags before the kayak trip")])  # fmt: skip
+        for _ in range(2):  # the second search runs on the kept table
+            assert set(ids(a.search_text("kayak", session_id="trip"))) == {"k1", "k2"}
+        a.append([ev("k3", "trip", "kayak paddles are in the van")])
+        assert set(ids(a.search_text("kayak", session_id="trip"))) == {"k1", "k2", "k3"}
+        a.invalidate(["k1"], "plan changed")
+        assert set(ids(a.search_text("kayak", session_id="trip"))) == {"k2", "k3"}
+        b.append([ev("k4", "trip", "a spare kayak seat, bought today")])
+        assert "k4" in ids(a.search_text("kayak", session_id="trip"))
+        b.purge(ids=["k2"])
+        assert set(ids(a.search_text("kayak", session_id="trip"))) == {"k3", "k4"}
+        a.append([ev("o1", "other", "a kayak in another session")])
+        assert ids(a.search_text("kayak", session_id="other")) == ["o1"]  # another scope
+        assert set(ids(a.search_text("kayak", session_id="trip"))) == {"k3", "k4"}
+        # a purged top row's rowid is reused: the same scope rowids, other text
+        a.append([ev("r1", "redo", "first draft about canoes")])
+        assert ids(a.search_text("canoes", session_id="redo")) == ["r1"]
+        a.purge(session_id="redo")
+        a.append([ev("r2", "redo", "second draft about rafts")])
+        assert ids(a.search_text("rafts", session_id="redo")) == ["r2"]
+        assert a.search_text("canoes", session_id="redo") == []
+    finally:
+        a.close()
+        b.close()

@@ -78,6 +78,8 @@ def test_schema_objects_exist_with_the_chosen_analyzer(neo4j_store):
     assert ft["type"] == "FULLTEXT" and ft["state"] == "ONLINE"
     assert ft["properties"] == ["content", "tenant", "session_id"]
     assert ft["options"]["indexConfig"]["fulltext.analyzer"] == "cjk"
+    # Lucene work leaves the commit; searches wait for it (test below)
+    assert ft["options"]["indexConfig"]["fulltext.eventually_consistent"] is True
     assert all(i["state"] == "ONLINE" for n, i in indexes.items() if n.startswith("beeweave_"))
 
 
@@ -121,7 +123,10 @@ def test_full_text_finds_chinese_phrases_and_english_words(neo4j_store):
         "en2": "job JOB-7731 runs at 02:00 UTC with batches of 2000 rows",
         "mix": "批量大小 batch size 2000",
     }
-    neo4j_store.append([ev(k, content=v, ts=T0 + i) for i, (k, v) in enumerate(docs.items())])
+    # one session each: no doc is another's previous turn (see the context test below)
+    neo4j_store.append(
+        [ev(k, f"s-{k}", content=v, ts=T0 + i) for i, (k, v) in enumerate(docs.items())]
+    )
     ids = lambda hits: [e.id for e, _ in hits]  # noqa: E731
     hits = neo4j_store.search_text("管道")
     assert ids(hits) == ["zh1"]  # bigrams: 管道 does not hit 管理道路
@@ -132,6 +137,22 @@ def test_full_text_finds_chinese_phrases_and_english_words(neo4j_store):
     assert all(s > 0 for _, s in neo4j_store.search_text("job"))
     assert neo4j_store.search_text("the of and") == []  # only stop words: nothing
     assert neo4j_store.search_text("") == [] and neo4j_store.search_text("x", k=0) == []
+
+
+def test_full_text_stems_english_and_counts_the_previous_turn(neo4j_store):
+    """A reply is found by the words of what it answers (at a lower score than the
+    question itself), and English words match their other forms, as on SQLite."""
+    neo4j_store.append([
+        ev("q", "trip", content="Which trail did you walk with your sister?", ts=T0),
+        ev("a", "trip", content="The ridge one above the lake, in May.", ts=T0 + 1),
+        ev("x", "trip", content="Unrelated: the printer ran out of toner.", ts=T0 + 2),
+        ev("h", "other", content="She hiked the coastal paths every summer.", ts=T0 + 3),
+    ])  # fmt: skip
+    hits = neo4j_store.search_text("trail walked with her sister")
+    assert [e.id for e, _ in hits] == ["q", "a"]  # x follows a, not the question
+    assert hits[0][1] > hits[1][1] > 0
+    assert [e.id for e, _ in neo4j_store.search_text("hiking paths")] == ["h"]
+    assert [e.id for e, _ in neo4j_store.search_text("lake", k=5)] == ["a", "x"]
 
 
 def test_full_text_filters_scope_and_hostile_queries(make):
@@ -351,3 +372,17 @@ def test_weave_open_routing_uri_through_the_bus(neo4j_uri, tmp_path):
         weave.close()
     with pytest.raises(DriverError, match="closed"):  # the weave closed the driver it owned
         weave.store.driver.verify_connectivity()
+
+
+def test_a_search_right_after_a_write_finds_every_event_of_it(neo4j_store):
+    """The full-text index is updated after the commit; a search still sees every
+    write made before it (it waits for the index), round after round."""
+    for round_ in range(15):
+        word = f"quokka{round_}marble"
+        batch = [
+            ev(f"rw-{round_}-{i}", f"rw-s{i % 3}", content=f"note {i}: the {word} shelf")
+            for i in range(40)
+        ]
+        neo4j_store.append(batch)
+        hits = neo4j_store.search_text(word, k=100)
+        assert sorted(e.id for e, _ in hits) == sorted(e.id for e in batch), round_

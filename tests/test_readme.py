@@ -38,7 +38,7 @@ SMALLER = {
     "beeweave bench ingest": "--events 1000 --single 100",
     "beeweave bench checkpoint": "--steps 4 --rounds 1 --reads 10",
     "beeweave bench assemble": "--sizes 60 --calls 2 --neo4j-size 60",
-    "beeweave bench scale": "--max-events 10000 --queries 3 --vector-share 0",
+    "beeweave bench scale": "--max-events 10000 --queries 3",
 }
 SKIPPED = {
     "curl ": "downloads from the network",

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
+from dataclasses import replace
 from typing import Any
 
 import pytest
@@ -363,9 +364,127 @@ def test_locomo_bench_runs_every_system(tmp_path):
     assert summary["turns"] == 6 and summary["questions"] == 3
     assert summary["skipped_questions"] == 1  # no evidence left; category 5 is not asked
     systems = {r["system"] for r in rows}
-    assert systems == set(locomo.SYSTEMS)
+    assert systems == set(locomo.SYSTEMS) - {"bw-cv"}  # one conversation: nothing to hold out
+    assert "two conversations" in summary["cv"]
     for r in rows:
         assert 0.0 <= r["R@1"] <= r["R@3"] <= 1.0 and 0.0 <= r["hit@1"] <= r["hit@3"] <= 1.0
         assert r["p50 ms"] <= r["p95 ms"]
     fused = {r["category"]: r for r in rows if r["system"] == "beeweave"}
     assert fused["all"]["n"] == 3 and fused["all"]["hit@3"] == 1.0
+
+
+def _tiny_conversation(name: str, facts: list[tuple[str, str, str]]) -> dict[str, Any]:
+    """A LoCoMo-shaped conversation: each fact is (statement, reply, question)."""
+    turns, qa = [], []
+    for i, (fact, reply, question) in enumerate(facts):
+        turns += [{"speaker": "Ana", "dia_id": f"D1:{2 * i + 1}", "text": fact},
+                  {"speaker": "Ben", "dia_id": f"D1:{2 * i + 2}", "text": reply}]  # fmt: skip
+        qa.append({"question": question, "answer": "-", "evidence": [f"D1:{2 * i + 1}"],
+                   "category": 4})  # fmt: skip
+    return {"speaker_a": "Ana", "speaker_b": "Ben", "session_1_date_time": "9:00 am on 3 March, 2024",
+            "session_1": turns, "qa": qa, "sample_id": name}  # fmt: skip
+
+
+def test_locomo_bench_cross_validates_fusion_per_conversation(tmp_path):
+    """Two conversations: each is held out once; settings are chosen on the other one."""
+    from beeweave_bench import locomo
+
+    convs = [
+        _tiny_conversation("garden", [
+            ("My tomatoes finally turned red in the greenhouse.", "Nice, salad time!",
+             "What ripened in Ana's greenhouse?"),
+            ("I repainted the shed a pale blue colour.", "Sounds calm.", "What colour is the shed?"),
+        ]),
+        _tiny_conversation("travel", [
+            ("We booked a ferry to the islands for August.", "Which port?",
+             "How is Ana getting to the islands?"),
+            ("The hostel in Lisbon had a rooftop bar.", "Fancy!", "Where was the rooftop bar?"),
+        ]),
+    ]  # fmt: skip
+    (tmp_path / "locomo10.json").write_text(json.dumps(convs), encoding="utf-8")
+    rows, summary = locomo.run(tmp_path, ks=(1, 3), systems=("bw-lexical", "bw-cv"))
+    cv = summary["cv"]
+    assert [f["held_out"] for f in cv["folds"]] == ["garden", "travel"]
+    grid = locomo.fusion_grid(RetrievalConfig())
+    assert all(f["chosen"] in grid for f in cv["folds"]) and cv["chosen_on_all"] in grid
+    held = {r["category"]: r for r in rows if r["system"] == "bw-cv"}
+    dev = {r["category"]: r for r in rows if r["system"] == "bw-cv-dev"}
+    assert held["all"]["n"] == 4 and dev["all"]["n"] == 4  # each question once per role
+    assert 0.0 <= held["all"]["R@1"] <= held["all"]["R@3"] <= 1.0
+    notes = locomo.cv_notes(summary)
+    assert notes[0].startswith("fold garden: chose ") and notes[-1].startswith("chosen on all")
+
+
+def test_fuse_reweights_the_same_rankings_without_searching_again(open_weave):
+    """``rankings`` searches once; ``fuse`` with other weights reorders what it found."""
+    w = open_weave()
+    sid = "fuse-weights"
+    exact = w.emit("user_message", "Invoice INV-5521 was paid by wire transfer.", session_id=sid,
+                   ts=NOW)  # fmt: skip
+    chatter = ["Lunch was a lentil soup.", "The office plants need water on Fridays.",
+               "Our team photo is on the second shelf.", "The projector cable went missing.",
+               "Parking moves to the north lot next week.", "Someone left an umbrella here."]  # fmt: skip
+    for i, text in enumerate(chatter):  # enough text that word rarity means something
+        w.emit("user_message", text, session_id=sid, ts=NOW + 1 + i)
+    meaning = w.emit("user_message", "The supplier got their money through the bank yesterday.",
+                     session_id=sid, ts=NOW + 9)  # fmt: skip
+    settle(w)
+    query = "has the supplier been paid for invoice INV-5521?"
+    r = w.retriever.rankings(query, session_id=sid, scope="session", now=NOW + 20)
+    assert set(r.ranked) >= {"lexical", "semantic"} and r.query == query
+    base = w.retriever.config
+    same = w.retrieve(query, session_id=sid, scope="session", now=NOW + 20, k=3)
+    assert [h.event_id for h in w.retriever.fuse(r, 3)] == [h.event_id for h in same]
+    for path in ("lexical", "semantic"):  # one path alone: exactly its own ranking
+        alone = w.retriever.fuse(r, 3, replace(base, weights={path: 1.0}))
+        assert [h.event_id for h in alone] == [eid for eid, _ in r.ranked[path]][:3]
+    lexical = [eid for eid, _ in r.ranked["lexical"]]
+    semantic = [eid for eid, _ in r.ranked["semantic"]]
+    assert lexical[0] == exact and meaning in semantic[:3] and meaning not in lexical[:1]
+    # a path weighted far above the other decides the order; the other's ranks are kept
+    for heavy, light, order in (
+        ("lexical", "semantic", lexical),
+        ("semantic", "lexical", semantic),
+    ):
+        leaning = replace(base, weights={heavy: 1.0, light: 0.01})
+        hits = w.retriever.fuse(r, 2, leaning)
+        assert [h.event_id for h in hits] == order[:2]
+        assert {"lexical", "semantic"} <= set(hits[0].ranks)
+
+
+class _CountingEmbeddings:
+    """The real offline model, counting the queries it is asked to embed."""
+
+    def __init__(self) -> None:
+        from beeweave_core.embeddings import default_embeddings
+
+        self.inner = default_embeddings()
+        self.queries: list[str] = []
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.inner, name)
+
+    def embed_documents(self, texts: list[str]) -> list[list[float]]:
+        return self.inner.embed_documents(texts)
+
+    def embed_query(self, text: str) -> list[float]:
+        self.queries.append(text)
+        return self.inner.embed_query(text)
+
+
+def test_a_repeated_query_is_embedded_once(tmp_path):
+    emb = _CountingEmbeddings()
+    w = Weave.open(f"sqlite:///{tmp_path / 'q.db'}", spool_dir=tmp_path / "spool", embeddings=emb)
+    try:
+        w.emit("user_message", "The greenhouse thermostat is set to 21 degrees.", session_id="g")
+        settle(w)
+        query = "what temperature is the greenhouse kept at?"
+        first = w.retrieve(query, session_id="g")
+        again = w.retrieve(query, session_id="g")
+        assert [h.event_id for h in first] == [h.event_id for h in again] and first
+        assert first[0].ranks.get("semantic") == 1
+        assert emb.queries.count(query) == 1
+        w.retrieve("and the greenhouse humidity?", session_id="g")
+        assert emb.queries[-1] == "and the greenhouse humidity?"
+    finally:
+        w.close()

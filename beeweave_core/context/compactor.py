@@ -21,19 +21,14 @@
 
 from __future__ import annotations
 
+import bisect
 import re
 import threading
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from beeweave_core.context.editing import (
-    Editor,
-    EditPolicy,
-    SeenCache,
-    SourceLine,
-    seen_sentences,
-)
+from beeweave_core.context.editing import Editor, EditPolicy, FirstSaid, SourceLine
 from beeweave_core.context.messages import Unit, read_units, split_units
 from beeweave_core.context.summarizers import Summarizer
 from beeweave_core.events import EdgeType, Event, EventType, event_id_for
@@ -58,6 +53,10 @@ class CompactionPolicy:
     thrash_turns: int = 4
     max_level: int = 3
     retries: int = 1
+    #: Highest merge level.  A merged summary stands for at most
+    #: ``segment_turns * merge_after ** max_merge_level`` turns (96 by default), so
+    #: rebuilding one after a supersession costs the same in a session of any length.
+    max_merge_level: int = 2
 
     def __post_init__(self) -> None:
         if self.segment_turns < 1 or self.merge_after < 2:
@@ -99,6 +98,11 @@ class SessionInputs:
     summaries: Sequence[Event]  # every summary, any status, oldest first
     level: int
     overturned: Mapping[str, Sequence[str]]
+    #: the top summaries a new overturn may touch (found through the caller's index);
+    #: ``None``: check every top summary
+    touched: Sequence[Event] | None = None
+    #: last seq a segment handled, when the caller keeps it (else read from summaries)
+    covered_to: int | None = None
 
 
 def summary_lines(summary: Event) -> list[SourceLine]:
@@ -140,8 +144,9 @@ class Compactor:
         #: callable(session_id) -> {event id: [overturned wording]}
         self.overturned = overturned or (lambda _sid: {})
         self._lock = threading.RLock()
-        self._unit_seen = SeenCache()  # per-unit sentences: rebuilds don't re-edit every turn
-        self._unit_tokens: dict[tuple[str, ...], int] = {}
+        self._meta: dict[str, dict[str, Any]] = {}
+        self._said = FirstSaid()  # when each sentence was first said: rebuilds read no history
+        self._unit_tokens: dict[tuple[Any, ...], int] = {}
         #: session -> (last covered seq, sentences said up to it): grows with coverage
         self._seen: dict[str, tuple[int, set[str]]] = {}
 
@@ -188,8 +193,9 @@ class Compactor:
 
     # ------------------------------------------------------------ compaction
     def unit_tokens(self, unit: Unit, editor: Editor, counter: TokenCounter) -> int:
-        key = (*unit.ids, counter.encoding_name, str(sorted(editor.overturned.items())) if
-               any(i in editor.overturned for i in unit.ids) else "")  # fmt: skip
+        ov = editor.overturned
+        key = (*unit.ids, counter.encoding_name,
+               tuple((i, tuple(ov[i])) for i in unit.ids if i in ov))  # fmt: skip
         hit = self._unit_tokens.get(key)
         if hit is None:
             edited = editor.edit_unit(unit)
@@ -228,7 +234,9 @@ class Compactor:
         p = self.policy
         report = CompactionReport(session_id, threshold=int(p.trigger_fraction * window))
         allsum = list(inp.summaries)
-        covered = self.covered_to(session_id, allsum)
+        covered = (
+            inp.covered_to if inp.covered_to is not None else self.covered_to(session_id, allsum)
+        )
         units = inp.units
         editor = Editor(self.edit_policy, inp.overturned, self.store.get_artifact)
         tail = units_after(units, covered)
@@ -266,7 +274,9 @@ class Compactor:
             if ev.payload["retention"]["outcome"] == "rolled_back":
                 report.rolled_back.append(ev.id)
         self._seen[session_id] = (max(covered, segments[-1][-1].seq_to), seen)
-        report.merged = self._merge_all(session_id, counter)
+        self._said.index(session_id, editor, units)
+        made = sorted(self.store.get(report.summaries, include_inactive=True), key=_seq)
+        report.merged = self._merge_all(session_id, counter, [*allsum, *made])
         return report
 
     def _pace(
@@ -432,37 +442,62 @@ class Compactor:
                      key=f"retention:{ev.id}", scope=ev.scope)  # fmt: skip
 
     # ----------------------------------------------------------------- merges
-    def _merge_all(self, session_id: str, counter: TokenCounter) -> list[str]:
+    def _merge_all(
+        self, session_id: str, counter: TokenCounter, allsum: list[Event] | None = None
+    ) -> list[str]:
+        """Merge full pools level by level.  ``allsum`` (every summary, any status) is
+        extended with each merge made, so a long catch-up does not read every summary
+        of the session back per merge."""
         merged: list[str] = []
-        while True:
+        if allsum is None:
             allsum = self.summaries(session_id, include_inactive=True)
-            active = [s for s in allsum if s.status.value == "active"]
-            covered = {c for s in active for c in s.payload.get("children") or ()}
-            tried = {c for s in allsum if s.status.value != "active"
-                     and (s.payload.get("retention") or {}).get("outcome") == "rolled_back"
-                     for c in s.payload.get("children") or ()}  # fmt: skip
-            did = False
-            for level in sorted({int(s.payload.get("level", 0)) for s in active}):
-                pool = [s for s in active if int(s.payload.get("level", 0)) == level
-                        and s.id not in covered and s.id not in tried and s.content]  # fmt: skip
-                pool = max(runs(pool, lambda s: (s.scope,)), key=len, default=[])
-                if len(pool) >= self.policy.merge_after:
-                    ev = self._merge(
-                        session_id, pool[: self.policy.merge_after], level + 1, counter
-                    )
-                    merged.append(ev.id)
-                    did = True
-                    break
-            if not did:
+        pools = self._pools(allsum)
+        n = self.policy.merge_after
+        while True:
+            full = [(lv, run) for lv in sorted(pools)
+                    if len(run := self._longest_run(pools[lv])) >= n]  # fmt: skip
+            if not full:
                 return merged
+            level, children = full[0][0], full[0][1][:n]
+            taken = {c.id for c in children}
+            pools[level] = [s for s in pools[level] if s.id not in taken]
+            ev = self._merge(session_id, children, level + 1, counter)
+            merged.append(ev.id)
+            got = self.store.get([ev.id], include_inactive=True)
+            if got and got[0].status.value == "active" and level + 1 < self.policy.max_merge_level:
+                pools.setdefault(level + 1, []).append(got[0])
+
+    @staticmethod
+    def _longest_run(pool: Sequence[Event]) -> list[Event]:
+        """The longest run of one scope: a merge never mixes two business lines."""
+        return max(runs(pool, lambda s: (s.scope,)), key=len, default=[])
+
+    def _pools(self, allsum: Sequence[Event]) -> dict[int, list[Event]]:
+        """Per level below the cap: active summaries no merge holds yet, oldest first
+        (children of a merge that was rolled back are not tried again)."""
+        active = [s for s in allsum if s.status.value == "active"]
+        covered = {c for s in active for c in s.payload.get("children") or ()}
+        tried = {c for s in allsum if s.status.value != "active"
+                 and (s.payload.get("retention") or {}).get("outcome") == "rolled_back"
+                 for c in s.payload.get("children") or ()}  # fmt: skip
+        pools: dict[int, list[Event]] = {}
+        for s in active:
+            level = int(s.payload.get("level", 0))
+            free = s.id not in covered and s.id not in tried
+            if level < self.policy.max_merge_level and s.content and free:
+                pools.setdefault(level, []).append(s)
+        return pools
 
     def _merge(
         self, session_id: str, children: Sequence[Event], level: int, counter: TokenCounter,
-        *, version: int = 1,
+        *, version: int = 1, written: tuple[str, dict[str, Any]] | None = None,
     ) -> Event:  # fmt: skip
-        lines = [ln for c in children for ln in summary_lines(c)]
-        source_text = "\n".join(ln.text for ln in lines)
-        summary, retention = self._summarize_checked(lines, source_text)
+        """A summary of ``children`` one level up (``written``: its text and retention
+        check already made, by :meth:`_patched`)."""
+        if written is None:
+            lines = [ln for c in children for ln in summary_lines(c)]
+            written = self._summarize_checked(lines, "\n".join(ln.text for ln in lines))
+        summary, retention = written
         src = sum(int(c.payload.get("summary_tokens", 0)) for c in children)
         out = counter.count_text(summary)
         raw_ids = [
@@ -494,11 +529,14 @@ class Compactor:
         self, session_id: str, counter: TokenCounter, inputs: SessionInputs | None = None
     ) -> list[str]:
         """Rebuild summaries that still hold an instruction the user has overturned."""
-        overturned = dict(inputs.overturned) if inputs else self.overturned(session_id)
+        overturned = inputs.overturned if inputs else self.overturned(session_id)
         if not overturned:
             return []
         with self._lock:
-            tops = top_of(inputs.summaries) if inputs else self.top_summaries(session_id)
+            if inputs is not None and inputs.touched is not None:
+                tops: Sequence[Event] = inputs.touched
+            else:
+                tops = top_of(inputs.summaries) if inputs else self.top_summaries(session_id)
             stale = [s for s in tops if self._stale(s, overturned)]
             if not stale:
                 return []
@@ -507,7 +545,7 @@ class Compactor:
             return [self._rebuild(session_id, s, editor, units, counter).id for s in stale]
 
     @staticmethod
-    def _stale(s: Event, overturned: dict[str, list[str]]) -> bool:
+    def _stale(s: Event, overturned: Mapping[str, Sequence[str]]) -> bool:
         raw = s.payload.get("raw_ids") or s.payload.get("source_ids") or ()
         return bool(
             _overturn_keys(raw, overturned) - set(s.payload.get("overturned_applied") or ())
@@ -525,21 +563,56 @@ class Compactor:
         if int(s.payload.get("level", 0)) == 0:
             ids = set(s.payload.get("source_ids") or ())
             lo, hi = int(s.payload.get("seq_from", 0)), int(s.payload.get("seq_to", 1 << 62))
-            seg = [u for u in units if u.seq_from <= hi and u.seq_to >= lo and set(u.ids) & ids]
+            seg = [u for u in units_between(units, lo, hi) if set(u.ids) & ids]
             if not seg:  # sources gone (purged): rebuild from the stored events
                 _sys, seg = split_units(self.store.get(list(ids)))
-            seen = seen_sentences(editor, [u for u in units if u.seq_to < lo], self._unit_seen)
+            seen = self._said.before(session_id, editor, units, lo, seg)
             keep = {k: s.payload[k] for k in ("at_seq", "window_tokens", "thrash_level", "cooldown_turns")
                     if k in s.payload}  # fmt: skip
             new = self._segment(session_id, seg, editor, seen, counter, keep, version=version)
         else:
-            children = self.store.get(list(s.payload.get("children") or ()), include_inactive=True)
+            children = sorted(self.store.get(list(s.payload.get("children") or ()),
+                                             include_inactive=True), key=_seq_from)  # fmt: skip
             fresh = [self._rebuild(session_id, c, editor, units, counter)
-                     if self._stale(c, dict(editor.overturned)) else c for c in children]  # fmt: skip
-            new = self._merge(session_id, fresh, int(s.payload["level"]), counter, version=version)
+                     if self._stale(c, editor.overturned) else c for c in children]  # fmt: skip
+            new = self._merge(session_id, fresh, int(s.payload["level"]), counter,
+                              version=version, written=self._patched(s, children, fresh))  # fmt: skip
         if s.status.value == "active":
             self.store.invalidate([s.id], "rebuilt without an overturned instruction", by=new.id)
         return new
+
+    def _patched(
+        self, old: Event, children: Sequence[Event], fresh: Sequence[Event]
+    ) -> tuple[str, dict[str, Any]] | None:
+        """``old`` with only its rebuilt children's lines written again.
+
+        Every line of an extractive summary names the turn it came from (``#seq``), so a
+        child's lines are the ones in its turn range: a supersession rewrites the lines
+        of the segment it touched, not the whole merge.  ``None`` (merge again in full)
+        when a line names no turn (an LLM's notes) or a rebuilt child was rolled back."""
+        rows = [ln.strip() for ln in (old.content or "").splitlines() if ln.strip()]
+        found = [_LINE.match(r) for r in rows]
+        if not rows or not all(found):
+            return None
+        seqs = [int(m["seq"]) for m in found if m]
+        parts: list[str] = []
+        checked, attempts = 0, 1
+        for c, f in zip(children, fresh, strict=True):
+            if c.id == f.id:
+                lo, hi = _seq_from(c), int(c.payload.get("seq_to", c.seq))
+                parts += [r for r, q in zip(rows, seqs, strict=True) if lo <= q <= hi]
+                continue
+            lines = summary_lines(f)
+            if f.status.value != "active" or any(ln.role == "summary" for ln in lines):
+                return None
+            text, ret = self._summarize_checked(lines, "\n".join(ln.text for ln in lines))
+            if ret["outcome"] == "rolled_back":
+                return None
+            parts += [r for r in text.splitlines() if r.strip()]
+            checked, attempts = checked + ret["checked"], max(attempts, ret["attempts"])
+        outcome = "ok" if attempts == 1 else "retried"
+        return "\n".join(parts), {"checked": checked, "missing": [], "attempts": attempts,
+                                  "outcome": outcome, "patched": True}  # fmt: skip
 
     # ---------------------------------------------------------------- writing
     def _append(
@@ -567,11 +640,17 @@ class Compactor:
         return got[0] if got else ev
 
     def _session_meta(self, session_id: str) -> dict[str, Any]:
-        first = self.store.timeline(session_id, types=(EventType.USER_MESSAGE,), last=1)
-        meta = {
-            k: first[0].meta[k] for k in ("user_id", "agent_id") if first and first[0].meta.get(k)
-        }
-        return {**meta, "tags": ["compaction"]}
+        """Who the session's summaries belong to (read once per session)."""
+        hit = self._meta.get(session_id)
+        if hit is None:
+            last = self.store.timeline(session_id, types=(EventType.USER_MESSAGE,), last=1)
+            hit = {k: last[0].meta[k] for k in ("user_id", "agent_id")
+                   if last and last[0].meta.get(k)}  # fmt: skip
+            if last:  # known once the user has spoken
+                self._meta[session_id] = hit
+                if len(self._meta) > 4096:
+                    self._meta.pop(next(iter(self._meta)))
+        return {**hit, "tags": ["compaction"]}
 
 
 def stats_of(allsum: Sequence[Event], level: int) -> dict[str, Any]:
@@ -582,10 +661,18 @@ def stats_of(allsum: Sequence[Event], level: int) -> dict[str, Any]:
     dst = sum(int(s.payload.get("summary_tokens", 0)) for s in seg)
     rolled = [s for s in allsum if s.payload.get("level", 0) == 0
               and (s.payload.get("retention") or {}).get("outcome") == "rolled_back"]  # fmt: skip
+    counts = {"segments": len(seg), "merged": len(active) - len(seg),
+              "source_tokens": src, "summary_tokens": dst}  # fmt: skip
+    return stats_row(counts, len(rolled), level)
+
+
+def stats_row(counts: Mapping[str, int], rolled_back: int, level: int) -> dict[str, Any]:
+    """The stats dict from its counts (segments, merged, source/summary tokens)."""
+    src, dst = counts["source_tokens"], counts["summary_tokens"]
     return {
-        "segments": len(seg),
-        "merged": len(active) - len(seg),
-        "rolled_back": len(rolled),
+        "segments": counts["segments"],
+        "merged": counts["merged"],
+        "rolled_back": rolled_back,
         "source_tokens": src,
         "summary_tokens": dst,
         "ratio": dst / src if src else None,
@@ -600,6 +687,28 @@ def top_of(summaries: Sequence[Event]) -> list[Event]:
     return [s for s in active if s.id not in covered]
 
 
+def _seq(ev: Event) -> int:
+    return ev.seq
+
+
+def _seq_from(ev: Event) -> int:
+    return int(ev.payload.get("seq_from", ev.seq))
+
+
+def units_between(units: Sequence[Unit], lo: int, hi: int) -> list[Unit]:
+    """The units overlapping seqs ``lo``..``hi`` (units are in seq order: bisected)."""
+    i = bisect.bisect_left(units, lo, key=_unit_end)
+    out = []
+    while i < len(units) and units[i].seq_from <= hi:
+        out.append(units[i])
+        i += 1
+    return out
+
+
+def _unit_end(u: Unit) -> int:
+    return u.seq_to
+
+
 def units_after(units: Sequence[Unit], seq: int) -> list[Unit]:
     """The units that start after ``seq`` (units start in seq order: read from the end)."""
     i = len(units)
@@ -608,5 +717,5 @@ def units_after(units: Sequence[Unit], seq: int) -> list[Unit]:
     return list(units[i:])
 
 
-def _overturn_keys(ids: Sequence[str], overturned: dict[str, list[str]] | Any) -> set[str]:
+def _overturn_keys(ids: Sequence[str], overturned: Mapping[str, Sequence[str]]) -> set[str]:
     return {f"{i}:{L.fold(t)}" for i in ids if i in overturned for t in overturned[i]}

@@ -10,6 +10,7 @@ cannot come back through a verbatim turn or a summary.
 
 from __future__ import annotations
 
+import bisect
 import json
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -334,21 +335,44 @@ class Editor:
         return lines
 
 
-def seen_sentences(
-    editor: Editor, units: Sequence[Unit], cache: SeenCache | None = None
-) -> set[str]:
-    """The folded sentences of ``units`` (what later segments need not repeat).
+class FirstSaid:
+    """Per session: which unit first said each sentence, indexed once as units arrive.
 
-    The set is the union of what each unit says (a sentence is added once, whichever
-    unit says it first), so a ``cache`` of per-unit sets gives the same answer without
-    editing every earlier turn again on each rebuild."""
-    seen: set[str] = set()
-    if cache is None:
-        editor.source_lines(units, seen=seen)
-        return seen
-    for u in units:
-        seen |= cache.of(editor, u)
-    return seen
+    A rebuilt segment must not repeat what earlier turns said.  Collecting every earlier
+    turn's sentences per rebuild costs the whole history; this index answers "said
+    before seq ``lo``?" for just the rebuilt segment's sentences.  Earlier turns count
+    as they were said (an overturned sentence still counts as said)."""
+
+    def __init__(self) -> None:
+        self._cache = SeenCache()
+        self._first: dict[str, tuple[int, dict[str, int]]] = {}
+
+    def before(
+        self, session_id: str, editor: Editor, units: Sequence[Unit], lo: int,
+        segment: Sequence[Unit],
+    ) -> set[str]:  # fmt: skip
+        """The sentences of ``segment`` that a unit ending before ``lo`` already said."""
+        first = self.index(session_id, editor, units)
+        said = {f for u in segment for f in self._cache.of(editor, u)}
+        return {f for f in said if first.get(f, lo) < lo}
+
+    def index(self, session_id: str, editor: Editor, units: Sequence[Unit]) -> dict[str, int]:
+        """Index the units not indexed yet (compaction calls it as it goes, so a
+        rebuild finds the index caught up)."""
+        upto, first = self._first.get(session_id, (-1, {}))
+        plain = Editor(editor.policy, {}, editor.resolve)
+        start = bisect.bisect_right(units, upto, key=_unit_end)
+        for u in units[start:]:
+            for f in self._cache.of(plain, u):
+                first.setdefault(f, u.seq_to)
+        if units:
+            upto = max(upto, units[-1].seq_to)
+        self._first[session_id] = (upto, first)
+        return first
+
+
+def _unit_end(u: Unit) -> int:
+    return u.seq_to
 
 
 class SeenCache:

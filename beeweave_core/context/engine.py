@@ -31,12 +31,13 @@ from beeweave_core.context.compactor import (
     CompactionReport,
     Compactor,
     SessionInputs,
+    stats_row,
     units_after,
 )
 from beeweave_core.context.editing import EditCache, Editor, EditPolicy
 from beeweave_core.context.memory import MemoryWriter
 from beeweave_core.context.messages import Unit
-from beeweave_core.context.recall import Recallable, RecallInputs, gather
+from beeweave_core.context.recall import SUMMARY_LINES, Recallable, RecallInputs, gather
 from beeweave_core.context.session_view import (
     Snapshot,
     Views,
@@ -48,6 +49,7 @@ from beeweave_core.context.summarizers import ExtractiveSummarizer, LLMSummarize
 from beeweave_core.context.working_state import Item, WorkingState, put_to_sleep
 from beeweave_core.events import Event, EventType
 from beeweave_core.governance.dormancy import (
+    DAY,
     DormancyPolicy,
     dormant_ages,
     needs_confirmation_text,
@@ -73,6 +75,10 @@ WORKING_PER_SECTION = 64
 RECALL_RECENT = 64
 #: Uncompacted units beyond which a call hands compaction to a background thread.
 BACKGROUND_UNITS = 400
+#: Unread events beyond which a call hands the memory catch-up to a background thread.
+BACKGROUND_EVENTS = 2_000
+#: Events the background catch-up reads per step.
+MEMORY_CHUNK = 500
 
 
 class AssembleOptions(TypedDict, total=False):
@@ -131,7 +137,6 @@ class ContextEngine:
         self.store = WatchedStore(store, self.views)
         self.edits = EditCache()
         self._catching_up: set[str] = set()
-        self._stats_cache: dict[str, tuple[tuple[int, int], dict[str, Any]]] = {}
         self._emit = emit
         self._retrieve = retrieve
         self._flush_fn = flush
@@ -185,13 +190,15 @@ class ContextEngine:
         counter: TokenCounter | None = None,
         force: bool = False,
         flush: bool = True,
+        guard: bool = True,
     ) -> CompactionReport:
-        """Bring memory up to date and compact ``session_id`` if it passed the trigger."""
+        """Bring memory up to date and compact ``session_id`` if it passed the trigger
+        (``guard``: run the amnesia check on what it wrote)."""
         if flush:
             self._flush()
         c = self.counter(model, counter)
         self.memory.process(session_id)
-        inputs = self._compactor_inputs(session_id)
+        inputs = self._compactor_inputs(session_id, touched=True)
         refreshed = self.compactor.refresh_stale(session_id, c, inputs)
         if refreshed:
             inputs = self._compactor_inputs(session_id)
@@ -199,7 +206,7 @@ class ContextEngine:
             session_id, window_tokens=window_tokens, counter=c, force=force, inputs=inputs
         )
         report.refreshed = refreshed
-        if report.triggered and self.amnesia_guard:
+        if report.triggered and self.amnesia_guard and guard:
             self._guard(session_id, report, window_tokens, c)
         return report
 
@@ -224,12 +231,16 @@ class ContextEngine:
     async def acompact(self, session_id: str, **kw: Any) -> CompactionReport:
         return await asyncio.to_thread(self.compact, session_id, **kw)
 
-    def _compactor_inputs(self, session_id: str) -> SessionInputs:
+    def _compactor_inputs(self, session_id: str, *, touched: bool = False) -> SessionInputs:
+        """The compactor's inputs from the view; with ``touched``, the top summaries
+        holding a turn overturned since the last such call (the view's cursor moves)."""
         with self.views.lock:
             view, _n = self.views.get(session_id)
             return SessionInputs(view.units(), list(view.summaries.values()),
                                  min(view.thrash, self.compactor.policy.max_level),
-                                 view.overturned())  # fmt: skip
+                                 view.overturned(),
+                                 view.touched_tops() if touched else [],
+                                 view.covered_to)  # fmt: skip
 
     def working_state(self, session_id: str) -> WorkingState:
         self.memory.process(session_id)
@@ -246,15 +257,23 @@ class ContextEngine:
     ) -> CompactionReport | None:
         """Memories from new events, then compaction when due: what an assembly writes.
 
-        A first call on a long uncompacted session hands compaction to a background
-        thread (the call assembles from the turns as they are), so no caller waits for
-        the catch-up."""
+        A long backlog (a session imported or written without the engine: memories
+        far behind, or many uncompacted turns) is caught up once by a background
+        thread, in chunks; calls meanwhile assemble from what is there, so no caller
+        waits for the catch-up."""
+        with self.views.lock:
+            if session_id in self._catching_up:
+                return None
+            last = self.views.get(session_id)[0].cursor
+        if last - self.memory.cursor(session_id) > BACKGROUND_EVENTS:
+            self._catch_up_in_background(session_id, c, window if compact else 0, last)
+            return None
         self.memory.process(session_id)
         if not compact:
             return None
         inputs = self._compactor_inputs(session_id)
         if len(inputs.units) - _covered_units(inputs) > BACKGROUND_UNITS:
-            self._compact_in_background(session_id, c, window)
+            self._catch_up_in_background(session_id, c, window, last)
             return None
         try:
             return self.compact(session_id, window_tokens=window, counter=c, flush=False)
@@ -262,7 +281,12 @@ class ContextEngine:
             log.exception("beeweave: compaction failed; assembling without it")
             return None
 
-    def _compact_in_background(self, session_id: str, c: TokenCounter, window: int) -> None:
+    def _catch_up_in_background(
+        self, session_id: str, c: TokenCounter, window: int, last: int
+    ) -> None:
+        """Memories in chunks of :data:`MEMORY_CHUNK` events (the writer's lock is let
+        go between chunks), then compaction passes until none triggers (``window`` 0:
+        no compaction)."""
         with self.views.lock:
             if session_id in self._catching_up:
                 return
@@ -270,20 +294,40 @@ class ContextEngine:
 
         def run() -> None:
             try:
-                while True:  # one pass compacts down to the keep size; repeat past merges
-                    report = self.compact(session_id, window_tokens=window, counter=c, flush=False)
-                    if not report.triggered:
-                        return
+                self._catch_up(session_id, c, window, last)
             except Exception:
-                log.exception("beeweave: background compaction failed")
+                log.exception("beeweave: background catch-up failed")
             finally:
                 with self.views.lock:
                     self._catching_up.discard(session_id)
 
-        threading.Thread(target=run, name=f"beeweave-compact-{session_id}", daemon=True).start()
+        threading.Thread(target=run, name=f"beeweave-catch-up-{session_id}", daemon=True).start()
+
+    def _catch_up(self, session_id: str, c: TokenCounter, window: int, last: int) -> None:
+        """The background catch-up itself; the amnesia check runs once, at the end, on
+        every summary the passes wrote (not once per pass over the whole session)."""
+        cursor = self.memory.cursor(session_id)
+        while cursor < last:
+            self.memory.process(session_id, upto=min(cursor + MEMORY_CHUNK, last))
+            cursor = self.memory.cursor(session_id)
+        done = CompactionReport(session_id)
+        while window:  # one pass compacts down to the keep size; repeat past merges
+            report = self.compact(session_id, window_tokens=window, counter=c, flush=False,
+                                  guard=False)  # fmt: skip
+            if not report.triggered:
+                break
+            done.summaries += report.summaries
+            done.merged += report.merged
+            done.rolled_back += report.rolled_back
+        with self.views.lock:  # what later passes replaced is not the check's business
+            view = self.views.get(session_id)[0]
+            done.summaries = [i for i in done.summaries if view.is_active(i)]
+            done.merged = [i for i in done.merged if view.is_active(i)]
+        if (done.summaries or done.merged) and self.amnesia_guard:
+            self._guard(session_id, done, window, c)
 
     def catching_up(self, session_id: str) -> bool:
-        """True while a background compaction of ``session_id`` is running."""
+        """True while a background catch-up of ``session_id`` is running."""
         with self.views.lock:
             return session_id in self._catching_up
 
@@ -357,15 +401,9 @@ class ContextEngine:
         return await asyncio.to_thread(self.assemble, session_id, query, **kw)
 
     def _stats(self, snap: Snapshot) -> dict[str, Any]:
-        """Compaction stats of the session, counted again only when its summaries changed."""
-        key = (snap.view.version, snap.level)
-        hit = self._stats_cache.get(snap.session_id)
-        if hit is None or hit[0] != key:
-            inputs = SessionInputs((), list(snap.view.summaries.values()), snap.level, {})
-            hit = self._stats_cache[snap.session_id] = (key, self.compactor.stats("", inputs))
-            if len(self._stats_cache) > 1024:
-                self._stats_cache.pop(next(iter(self._stats_cache)))
-        return dict(hit[1])
+        """Compaction stats of the session, from the counts its view keeps."""
+        with self.views.lock:
+            return stats_row(snap.view.tally, len(snap.view.rolled), snap.level)
 
     def _snapshot(
         self, session_id: str, lineage: Collection[str] | None, agent_id: str | None = None
@@ -380,8 +418,9 @@ class ContextEngine:
     def _asleep(self, snap: Snapshot, query: str | None) -> Snapshot:
         """Dormant memories leave the working state and recall; those the query matches
         are listed as needing confirmation, with their age (governance/dormancy.py)."""
+        cutoff = self.dormancy.clock() - self.dormancy.after_days * DAY
         with self.views.lock:
-            memories = list(snap.view.memories.values())
+            memories = snap.view.memories_before(cutoff)
             terms = index_terms(query or _last_user_text(snap.units))
             matching = snap.view.memories_matching(terms)
         ages = dormant_ages(self.store, memories, self.dormancy)
@@ -444,9 +483,23 @@ class ContextEngine:
                 editor=editor, now=time.time(),
                 other_sessions=lambda: self._other_sessions(snap.session_id, uid, write),
                 retrieve=self._retriever(snap.session_id, uid, use_retriever),
+                older_lines=self._lines_matching(snap),
             ))  # fmt: skip
 
         return recall
+
+    def _lines_matching(
+        self, snap: Snapshot
+    ) -> Callable[[frozenset[str], set[str]], list[tuple[Event, int]]] | None:
+        """The view's summary-line index, for a snapshot of the whole session."""
+        if snap.whole is None:
+            return None
+
+        def find(terms: frozenset[str], among: set[str]) -> list[tuple[Event, int]]:
+            with self.views.lock:
+                return snap.view.lines_matching(terms, among, SUMMARY_LINES)
+
+        return find
 
     # ------------------------------------------------------------ helpers
     def _other_sessions(
@@ -527,8 +580,10 @@ def _check_budget(budget_tokens: Any) -> None:
 
 def _covered_units(inputs: SessionInputs) -> int:
     """How many units lie at or before the last seq a segment summary handled."""
-    covered = max((int(s.payload.get("seq_to", -1)) for s in inputs.summaries
-                   if s.payload.get("level", 0) == 0), default=-1)  # fmt: skip
+    covered = inputs.covered_to
+    if covered is None:
+        covered = max((int(s.payload.get("seq_to", -1)) for s in inputs.summaries
+                       if s.payload.get("level", 0) == 0), default=-1)  # fmt: skip
     return len(inputs.units) - len(units_after(inputs.units, covered))
 
 

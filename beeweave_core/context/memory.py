@@ -101,6 +101,11 @@ constraints from the user's message below, for an assistant's long-term memory. 
 nothing durable."""
 
 
+#: Events a stored batch may find unread before the bus listener leaves the session to
+#: the engine's background catch-up (the capture thread never reads a long backlog).
+MAX_BATCH_BACKLOG = 2_000
+
+
 class MemoryWriter:
     """Extracts and maintains ``memory`` events for sessions of one store.
 
@@ -137,25 +142,39 @@ class MemoryWriter:
     def on_batch(self, events: Sequence[Event]) -> None:
         """Bus listener: catch up the sessions a stored batch touched (rules only)."""
         wanted = (EventType.USER_MESSAGE, EventType.ASSISTANT_MESSAGE, EventType.TOOL_RESULT)
-        sessions = dict.fromkeys(e.session_id for e in events if e.type in wanted)
-        for sid in sessions:
-            self.process(sid, use_llm=False)
+        newest: dict[str, int] = {}
+        for e in events:
+            if e.type in wanted:
+                newest[e.session_id] = max(newest.get(e.session_id, -1), e.seq)
+        for sid, seq in newest.items():
+            if seq - self.cursor(sid) <= MAX_BATCH_BACKLOG:  # else: the engine catches up
+                self.process(sid, use_llm=False)
 
-    def process(self, session_id: str, *, use_llm: bool = True) -> list[str]:
-        """Read the session's new events and write the memories they yield."""
-        written: list[str] = []
+    def cursor(self, session_id: str) -> int:
+        """The last seq of ``session_id`` the writer has read."""
         with self._lock:
             cursor = self._cursor.get(session_id)
             if cursor is None:
-                cursor = self._initial_cursor(session_id)
+                cursor = self._cursor[session_id] = self._initial_cursor(session_id)
+            return cursor
+
+    def process(
+        self, session_id: str, *, use_llm: bool = True, upto: int | None = None
+    ) -> list[str]:
+        """Read the session's new events (up to seq ``upto``, every event up to it being
+        stored) and write the memories they yield."""
+        written: list[str] = []
+        with self._lock:
+            cursor = self.cursor(session_id)
             events = self.store.timeline(
                 session_id,
                 seq_from=cursor + 1,
+                seq_to=upto,
                 types=(EventType.USER_MESSAGE, EventType.ASSISTANT_MESSAGE,
                        EventType.TOOL_RESULT, EventType.TOOL_INVOCATION),
             )  # fmt: skip
             if not events:
-                self._cursor[session_id] = cursor
+                self._cursor[session_id] = max(cursor, upto if upto is not None else cursor)
                 return written
             if session_id not in self._views:  # kept current by _write/_forget after that
                 self._views[session_id] = ViewSet(
@@ -172,7 +191,7 @@ class MemoryWriter:
                         "beeweave: memory extraction failed for event %s", ev.id
                     )
                 cursor = max(cursor, ev.seq)
-            self._cursor[session_id] = cursor
+            self._cursor[session_id] = max(cursor, upto if upto is not None else cursor)
         return written
 
     def _initial_cursor(self, session_id: str) -> int:
@@ -407,6 +426,9 @@ class MemoryWriter:
         """Write ``c``; the memories it replaces keep their provenance, leave the model."""
         overturned = [{"memory": v.id, "text": v.text, "sources": self._sources_of(v)}
                       for v in targets]  # fmt: skip
+        # what the replaced statements overturned stays overturned (a setting changed
+        # twice must not bring its first value back)
+        overturned += [o for v in targets for o in v.event.payload.get("overturned") or ()]
         c.extra = {
             **c.extra,
             "overturned": [*(c.extra.get("overturned") or ()), *overturned],

@@ -10,6 +10,7 @@ Writing is :mod:`beeweave_core.transcript`'s (one writer for every framework).
 
 from __future__ import annotations
 
+import bisect
 import json
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -108,6 +109,8 @@ class UnitBuilder:
         self._current: Unit | None = None  # last assistant unit that may still take calls
         #: positions finished again, in order (readers keep a mark into it)
         self.refinished: list[int] = []
+        self._out: list[Unit] = []  # the finished units (what ``units()`` copies)
+        self._out_pos: list[int] = []  # raw position of each
 
     def _new(self, unit: Unit) -> Unit:
         self._index[id(unit)] = len(self._raw)
@@ -172,11 +175,20 @@ class UnitBuilder:
 
     def units(self) -> list[Unit]:
         """The finished units, oldest first (unanswered calls left out)."""
-        for i in sorted(self._dirty):
-            self._done[i] = _finished(self._raw[i])
-            self.refinished.append(i)
-        self._dirty.clear()
-        return [u for u in self._done if u is not None]
+        if self._dirty:
+            lo = min(self._dirty)
+            for i in sorted(self._dirty):
+                self._done[i] = _finished(self._raw[i])
+                self.refinished.append(i)
+            self._dirty.clear()
+            cut = bisect.bisect_left(self._out_pos, lo)  # only what follows lo is redone
+            del self._out[cut:], self._out_pos[cut:]
+            for i in range(lo, len(self._done)):
+                u = self._done[i]
+                if u is not None:
+                    self._out.append(u)
+                    self._out_pos.append(i)
+        return list(self._out)
 
     def finished(self, i: int) -> Unit | None:
         """The finished unit at raw position ``i`` (``None``: nothing a model may read)."""

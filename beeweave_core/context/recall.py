@@ -11,6 +11,7 @@ segmented), a prior by kind, recency, and memory decay (a half-life per kind).
 
 from __future__ import annotations
 
+import heapq
 import logging
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -98,6 +99,9 @@ class RecallInputs:
     other_sessions: Callable[[], list[tuple[str, list[Event], list[Event]]]] = lambda: []
     retrieve: Callable[[str], list[Any]] | None = None
     extra: dict[str, Any] = field(default_factory=dict)
+    #: (query terms, ids of the older top summaries) -> their lines sharing the most
+    #: terms, as (summary, line index), from the caller's index; ``None``: scan them
+    older_lines: Callable[[frozenset[str], set[str]], list[tuple[Event, int]]] | None = None
 
     @property
     def query_terms(self) -> frozenset[str]:
@@ -123,12 +127,15 @@ def _mem_piece(m: Event, origin: str, weight: float, recency: float) -> Recallab
 #: Summary lines offered to recall per summary: the newest, and as many sharing the most
 #: query terms.
 SUMMARY_LINES = 40
+#: Top summaries whose newest lines are offered; older ones offer only lines sharing
+#: query terms (a long session has many: a call must not cost what they all hold).
+NEWEST_SUMMARIES = 8
 
 
 _PARSED: dict[str, tuple[tuple[SourceLine, frozenset[str]], ...]] = {}
 
 
-def _parsed(summary: Event) -> tuple[tuple[SourceLine, frozenset[str]], ...]:
+def parsed_lines(summary: Event) -> tuple[tuple[SourceLine, frozenset[str]], ...]:
     """A summary's lines with their terms (a stored summary never changes: parse once)."""
     hit = _PARSED.get(summary.id)
     if hit is None:
@@ -147,9 +154,7 @@ def _summary_pieces(
     window_from: int | None,
     query_terms: frozenset[str] = frozenset(),
 ) -> list[Recallable]:
-    a, b = int(s.payload.get("seq_from", s.seq)), int(s.payload.get("seq_to", s.seq))
-    group = f"[summary · {origin} · turns #{a}-#{b}]"
-    lines = _parsed(s)
+    lines = parsed_lines(s)
     newest = len(lines) - SUMMARY_LINES
     shared = sorted(((len(t & query_terms), i) for i, (_ln, t) in enumerate(lines[:newest])
                      if t & query_terms), reverse=True)[:SUMMARY_LINES]  # fmt: skip
@@ -160,10 +165,33 @@ def _summary_pieces(
             continue  # that turn is shown verbatim
         if i < newest and i not in picked:
             continue  # an older line the query touches less: bounded cost per call
-        text = ln.text if ln.role == "summary" else f"#{ln.seq} {ln.role}: {ln.text}"
-        out.append(Recallable(f"{s.id}:{i}", "summary", text, group, (s.id,), s.session_id,
-                              (ln.seq, ln.seq), weight, 0.0, core=ln.text))  # fmt: skip
+        out.append(_line_piece(s, i, ln, origin, weight))
     return out
+
+
+def _line_piece(s: Event, i: int, ln: SourceLine, origin: str, weight: float) -> Recallable:
+    a, b = int(s.payload.get("seq_from", s.seq)), int(s.payload.get("seq_to", s.seq))
+    group = f"[summary · {origin} · turns #{a}-#{b}]"
+    text = ln.text if ln.role == "summary" else f"#{ln.seq} {ln.role}: {ln.text}"
+    return Recallable(f"{s.id}:{i}", "summary", text, group, (s.id,), s.session_id,
+                      (ln.seq, ln.seq), weight, 0.0, core=ln.text)  # fmt: skip
+
+
+def _older_pieces(
+    summaries: Sequence[Event], query_terms: frozenset[str], window_from: int
+) -> list[Recallable]:
+    """Of summaries older than the newest few: the lines sharing the most query terms
+    (newest first on ties), at most :data:`SUMMARY_LINES` in all, whatever their count."""
+    scored = []
+    for s in summaries:
+        if not s.content:
+            continue
+        for i, (ln, terms) in enumerate(parsed_lines(s)):
+            shared = terms & query_terms
+            if shared and ln.seq < window_from:
+                scored.append((len(shared), ln.seq, i, s, ln))
+    best = heapq.nlargest(SUMMARY_LINES, scored, key=lambda x: (x[0], x[1]))
+    return [_line_piece(s, i, ln, "this session", 1.0) for _n, _q, i, s, ln in best]
 
 
 @lru_cache(maxsize=65536)
@@ -184,12 +212,19 @@ def gather(inp: RecallInputs) -> list[Recallable]:
         if seq >= inp.window_from and sources:
             continue  # said in a turn the immediate layer shows verbatim
         out.append(_mem_piece(m, "this session", decay(m, inp.now), seq / span))
-    for s in inp.top_summaries:
+    cut = max(0, len(inp.top_summaries) - NEWEST_SUMMARIES)
+    if inp.older_lines is None:
+        pieces = _older_pieces(inp.top_summaries[:cut], inp.query_terms, inp.window_from)
+    else:
+        found = inp.older_lines(inp.query_terms, {s.id for s in inp.top_summaries[:cut]})
+        pieces = [_line_piece(s, i, ln, "this session", 1.0) for s, i in found
+                  if (ln := parsed_lines(s)[i][0]).seq < inp.window_from]  # fmt: skip
+    for s in inp.top_summaries[cut:]:
         if s.content:
-            pieces = _summary_pieces(s, "this session", 1.0, inp.window_from, inp.query_terms)
-            for p in pieces:
-                p.recency = p.seq_range[1] / span
-            out += pieces
+            pieces += _summary_pieces(s, "this session", 1.0, inp.window_from, inp.query_terms)
+    for p in pieces:
+        p.recency = p.seq_range[1] / span
+    out += pieces
     out += _originals(inp, span)
     try:
         out += _cross_session(inp)

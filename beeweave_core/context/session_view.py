@@ -16,14 +16,17 @@ made by another process is seen after :meth:`Views.drop` or a restart.)
 
 from __future__ import annotations
 
+import bisect
+import heapq
 import threading
-from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
+from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
-from beeweave_core.context.compactor import top_of
+from beeweave_core.context.compactor import top_of, units_between
 from beeweave_core.context.messages import CONVERSATION_TYPES, Unit, UnitBuilder, split_units
+from beeweave_core.context.recall import parsed_lines
 from beeweave_core.context.working_state import TurnScan, WorkingState, build_working_state
 from beeweave_core.events import AppendResult, Event, EventType, Status
 from beeweave_core.store import EventStore
@@ -35,6 +38,8 @@ _CONVERSATION = frozenset(CONVERSATION_TYPES)
 _MESSAGES = frozenset({EventType.USER_MESSAGE, EventType.ASSISTANT_MESSAGE, EventType.TOOL_RESULT})
 #: Postings kept per term (newest); a term in more memories than this says little.
 MAX_POSTINGS = 256
+#: What the view counts of its active summaries (the compaction stats).
+_TALLY = ("segments", "merged", "source_tokens", "summary_tokens")
 
 
 def index_terms(text: str) -> set[str]:
@@ -68,9 +73,29 @@ class SessionView:
     conflicting: list[str] = field(default_factory=list)  # memories flagged as conflicts
     #: bumped whenever memories or summaries change (derived caches key on it)
     version: int = 0
+    #: event ids whose wording a memory overturned, in the order the memories came
+    overturn_log: list[str] = field(default_factory=list)
+    refreshed: int = 0  # entries of ``overturn_log`` the compactor has checked
+    segment_of: dict[str, str] = field(default_factory=dict)  # turn id -> newest segment
+    parent_of: dict[str, str] = field(default_factory=dict)  # summary id -> newest merge
+    #: summaries by how they stand now (kept as summaries come and change status)
+    summary_version: int = 0
+    covered_to: int = -1  # last seq a segment handled (summarised or rolled back)
+    rolled: list[Event] = field(default_factory=list)  # segments that failed retention
+    tally: dict[str, int] = field(default_factory=lambda: dict.fromkeys(_TALLY, 0))
+    _cover: dict[str, int] = field(default_factory=dict)  # turn id -> active summaries
+    _held: dict[str, int] = field(default_factory=dict)  # summary id -> active parents
+    _top_ids: set[str] = field(default_factory=set)
+    _tops: tuple[int, list[Event]] | None = None
+    _by_ts: list[tuple[float, str]] = field(default_factory=list)  # memories by time
+    #: term -> (summary id, line index, line seq) of summary lines using it (newest kept)
+    _line_postings: dict[str, list[tuple[str, int, int]]] = field(default_factory=dict)
     _scanned: int = 0  # units already folded into ``scan``
     _tokens: dict[str, _TokenSum] = field(default_factory=dict)
-    _overturned: tuple[int, dict[str, list[str]]] | None = None
+    #: event id -> overturned wording (tuples: a snapshot handed out never changes)
+    _ov: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    _ov_by_memory: dict[str, list[tuple[str, str]]] = field(default_factory=dict)
+    _overturned: tuple[int, dict[str, tuple[str, ...]]] | None = None
 
     # ------------------------------------------------------------ reading
     def catch_up(self, store: EventStore) -> int:
@@ -101,10 +126,11 @@ class SessionView:
                 ids.append(ev.id)
                 if len(ids) > 2 * MAX_POSTINGS:
                     del ids[:MAX_POSTINGS]
+            self._add_overturned(ev)
+            bisect.insort(self._by_ts, (ev.ts, ev.id))
             self.version += 1
         elif ev.type == EventType.SUMMARY:
-            self.summaries[ev.id] = ev
-            self.version += 1
+            self._add_summary(ev)
         elif ev.type == EventType.WARNING and (ev.payload or {}).get("kind") == "thrash":
             self.thrash += 1
 
@@ -113,10 +139,87 @@ class SessionView:
         for i in ids:
             if i in self.memories and status != Status.ACTIVE:
                 del self.memories[i]
+                self._drop_overturned(i)
                 self.version += 1
             if i in self.summaries:
-                self.summaries[i] = self.summaries[i].model_copy(update={"status": status})
+                old = self.summaries[i]
+                self._count(old, -1)
+                self.summaries[i] = old.model_copy(update={"status": status})
+                self._count(self.summaries[i], +1)
+                self.summary_version += 1
                 self.version += 1
+
+    def _add_summary(self, ev: Event) -> None:
+        self.summaries[ev.id] = ev
+        if not ev.payload.get("level"):
+            for i in ev.payload.get("source_ids") or ():
+                self.segment_of[i] = ev.id
+            self.covered_to = max(self.covered_to, int(ev.payload.get("seq_to", -1)))
+            if (ev.payload.get("retention") or {}).get("outcome") == "rolled_back":
+                self.rolled.append(ev)
+        for c in ev.payload.get("children") or ():
+            self.parent_of[c] = ev.id
+        for n, (ln, terms) in enumerate(parsed_lines(ev) if ev.content else ()):
+            for t in terms:
+                if t not in segment.STOPWORDS:
+                    keys = self._line_postings.setdefault(t, [])
+                    keys.append((ev.id, n, ln.seq))
+                    if len(keys) > 2 * MAX_POSTINGS:
+                        del keys[:MAX_POSTINGS]
+        self._count(ev, +1)
+        self.summary_version += 1
+        self.version += 1
+
+    def _count(self, s: Event, sign: int) -> None:
+        """Add (+1) or take back (-1) what an active summary adds to coverage, the top
+        set and the stats, so none of them is counted again from every summary."""
+        if s.status != Status.ACTIVE:
+            return
+        for i in _sources(s):
+            n = self._cover[i] = self._cover.get(i, 0) + sign
+            if n <= 0:
+                del self._cover[i]
+        for c in s.payload.get("children") or ():
+            n = self._held[c] = self._held.get(c, 0) + sign
+            if sign > 0:
+                self._top_ids.discard(c)
+            elif n <= 0 and self.is_active(c):
+                self._top_ids.add(c)
+        if sign > 0 and not self._held.get(s.id):
+            self._top_ids.add(s.id)
+        elif sign < 0:
+            self._top_ids.discard(s.id)
+        level0 = not s.payload.get("level")
+        t = self.tally
+        t["segments" if level0 else "merged"] += sign
+        if level0:
+            t["source_tokens"] += sign * int(s.payload.get("source_tokens", 0))
+            t["summary_tokens"] += sign * int(s.payload.get("summary_tokens", 0))
+
+    def tops(self) -> list[Event]:
+        """Active summaries no active summary merged, oldest first (kept, not recounted)."""
+        if self._tops is None or self._tops[0] != self.summary_version:
+            tops = sorted((self.summaries[i] for i in self._top_ids), key=_seq_of)
+            self._tops = (self.summary_version, tops)
+        return self._tops[1]
+
+    def uncovered(self, units: Sequence[Unit], limit: int) -> list[Unit]:
+        """The newest ``limit`` turns no active summary stands for: from the tail past
+        the last segment, then from segments rolled back (newest first)."""
+        found: dict[int, Unit] = {}
+        i = len(units)
+        while i > 0 and units[i - 1].seq_to > self.covered_to and len(found) < limit:
+            i -= 1
+            if not all(x in self._cover for x in units[i].ids):
+                found[units[i].seq_from] = units[i]
+        for s in reversed(self.rolled):
+            if len(found) >= limit:
+                break
+            lo, hi = int(s.payload.get("seq_from", 0)), int(s.payload.get("seq_to", -1))
+            for u in units_between(units, lo, hi):
+                if not all(x in self._cover for x in u.ids):
+                    found[u.seq_from] = u
+        return [found[k] for k in sorted(found)][-limit:]
 
     # ------------------------------------------------------------ derived
     @property
@@ -146,11 +249,49 @@ class SessionView:
         acc.mark = len(log)
         return acc.total
 
-    def overturned(self) -> dict[str, list[str]]:
-        """event id -> overturned wording, from the active memories (cached per version)."""
+    def _add_overturned(self, memory: Event) -> None:
+        pairs = [(src, item["text"]) for item in memory.payload.get("overturned") or ()
+                 for src in item.get("sources") or ()]  # fmt: skip
+        if not pairs:
+            return
+        self._ov_by_memory[memory.id] = pairs
+        for src, text in pairs:
+            self._ov[src] = (*self._ov.get(src, ()), text)
+            self.overturn_log.append(src)
+
+    def _drop_overturned(self, memory_id: str) -> None:
+        for src, text in self._ov_by_memory.pop(memory_id, ()):
+            left = list(self._ov.get(src, ()))
+            if text in left:
+                left.remove(text)
+            if left:
+                self._ov[src] = tuple(left)
+            else:
+                self._ov.pop(src, None)
+
+    def overturned(self) -> dict[str, tuple[str, ...]]:
+        """event id -> overturned wording, from the active memories (kept as memories
+        come and go; a copy per version, so a snapshot handed out stays as it was)."""
         if self._overturned is None or self._overturned[0] != self.version:
-            self._overturned = (self.version, overturned_of(self.memories.values()))
+            self._overturned = (self.version, dict(self._ov))
         return self._overturned[1]
+
+    def touched_tops(self) -> list[Event]:
+        """Top summaries standing for a turn overturned since the last call (each
+        overturned turn leads to its newest segment, then up through its merges)."""
+        out: dict[str, Event] = {}
+        for i in self.overturn_log[self.refreshed :]:
+            sid = self.segment_of.get(i)
+            while sid in self.parent_of and self.is_active(self.parent_of[sid]):
+                sid = self.parent_of[sid]
+            if sid is not None and self.is_active(sid):
+                out[sid] = self.summaries[sid]
+        self.refreshed = len(self.overturn_log)
+        return list(out.values())
+
+    def is_active(self, summary_id: str) -> bool:
+        s = self.summaries.get(summary_id)
+        return s is not None and s.status == Status.ACTIVE
 
     def newest_memories(self, n: int, kind: str | None = None) -> list[Event]:
         """The newest ``n`` active memories (of ``kind``), oldest first."""
@@ -163,6 +304,24 @@ class SessionView:
                 if len(out) >= n:
                     break
         return out[::-1]
+
+    def lines_matching(
+        self, terms: Iterable[str], among: set[str], limit: int
+    ) -> list[tuple[Event, int]]:
+        """Lines of the summaries ``among`` sharing the most ``terms`` (newest first on
+        ties), read from the line index: the cost follows the terms, not the session."""
+        hits: dict[tuple[str, int, int], int] = {}
+        for t in terms:
+            for key in self._line_postings.get(t, ())[-MAX_POSTINGS:]:
+                if key[0] in among:
+                    hits[key] = hits.get(key, 0) + 1
+        best = heapq.nlargest(limit, hits, key=lambda k: (hits[k], k[2]))
+        return [(self.summaries[k[0]], k[1]) for k in best]
+
+    def memories_before(self, ts: float) -> list[Event]:
+        """Active memories stored before ``ts`` (the only ones that may be dormant)."""
+        end = bisect.bisect_left(self._by_ts, (ts, ""))
+        return [self.memories[i] for _t, i in self._by_ts[:end] if i in self.memories]
 
     def memories_matching(self, terms: Iterable[str], limit: int = 64) -> list[str]:
         """Active memories sharing the most terms with ``terms`` (newest first on ties)."""
@@ -280,7 +439,7 @@ class Snapshot:
     units: list[Unit]
     memories: list[Event]  # the working layer's candidates
     summaries: list[Event]  # every summary on the branch, any status
-    overturned: dict[str, list[str]]
+    overturned: Mapping[str, Sequence[str]]
     level: int
     user_id: str | None
     working: WorkingState
@@ -294,18 +453,27 @@ class Snapshot:
     def last_seq(self) -> int:
         return self.units[-1].seq_to if self.units else 0
 
+    #: the whole session's (top summaries, rolled back, uncovered turns), from the view
+    whole: tuple[list[Event], list[Event], list[Unit]] | None = None
+
     @property
     def top_summaries(self) -> list[Event]:
+        if self.whole is not None:
+            return self.whole[0]
         return top_of(self.summaries)
 
     @property
     def rolled_back(self) -> list[Event]:
+        if self.whole is not None:
+            return self.whole[1]
         return [s for s in self.summaries if s.payload.get("level", 0) == 0
                 and (s.payload.get("retention") or {}).get("outcome") == "rolled_back"]  # fmt: skip
 
     @property
     def uncovered(self) -> list[Unit]:
         """Turns no active summary on the branch stands for (the newest, bounded)."""
+        if self.whole is not None:
+            return self.whole[2]
         covered: set[str] = set()
         for s in self.summaries:
             if s.status == Status.ACTIVE:
@@ -362,9 +530,12 @@ def snapshot(
     whole = lineage is None or view.conversation_ids.issubset(lineage)
     branch: set[str] | None = None
     memories = _working_candidates(view, working_items)
-    summaries = list(view.summaries.values())
+    summaries: list[Event] = []
     scan: TurnScan | None = view.scan
+    cached = (view.tops(), list(view.rolled), view.uncovered(units, MAX_UNCOVERED))
     if not whole:
+        cached = None
+        summaries = list(view.summaries.values())
         keep = set(lineage or ())
         events = [e for u in units for e in u.events if _in_lineage(e, keep)]
         _sys, units = split_units(events)
@@ -379,7 +550,7 @@ def snapshot(
         session_id=view.session_id, systems=systems, units=units, memories=memories,
         summaries=summaries, overturned=overturned,
         level=view.thrash, user_id=view.user_id, working=working, view=view, branch=branch,
-        recent_memories=recent_memories,
+        recent_memories=recent_memories, whole=cached,
     )  # fmt: skip
 
 
@@ -404,6 +575,10 @@ def _in_lineage(ev: Event, lineage: set[str]) -> bool:
     if ev.id in lineage:
         return True
     return ev.type == EventType.TOOL_INVOCATION and any(p in lineage for p in ev.parents)
+
+
+def _seq_of(ev: Event) -> int:
+    return ev.seq
 
 
 def _sources(ev: Event) -> list[str]:

@@ -339,10 +339,9 @@ class ChromaVectorIndex:
             return []
         check_vector(self.identity, self.dimension, vector)
         where, possible = _where(filters)
-        total = self._collection.count()
-        if not possible or total == 0:
+        if not possible:
             return []
-        fetch = min(total, k * 3 + 10)
+        fetch = k * 3 + 10  # Chroma returns fewer when fewer match (no count() round trip)
         got = self._collection.query(
             query_embeddings=[list(map(float, vector))], n_results=fetch, where=where,
             include=["metadatas", "distances"],

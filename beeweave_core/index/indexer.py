@@ -16,12 +16,13 @@ money): ``beeweave reindex`` re-embeds, resumably, with a progress bar.
 
 from __future__ import annotations
 
+import functools
 import logging
 import threading
 import time
 from collections import deque
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 from beeweave_core.config import IndexConfig
@@ -35,7 +36,14 @@ from beeweave_core.index.base import (
     EmbeddingMismatch,
     IndexBusy,
 )
-from beeweave_core.index.chunking import ChunkPolicy, chunk_events, embed_chunks, embed_query
+from beeweave_core.index.chunking import (
+    ChunkPolicy,
+    chunk_events,
+    embed_chunks,
+    embed_query,
+    event_text,
+    recipe_key,
+)
 from beeweave_core.store import EventStore
 
 if TYPE_CHECKING:
@@ -46,6 +54,8 @@ log = logging.getLogger("beeweave.indexer")
 Progress = Callable[[int, int], None]
 #: How far back (in seq) to look for the text an event answers (past empty markers).
 CONTEXT_LOOKBACK = 8
+#: Query vectors remembered (about 1.5 KB each with MiniLM's 384 dimensions).
+QUERY_CACHE = 512
 
 
 @dataclass
@@ -68,7 +78,8 @@ class Indexer:
             (called lazily on the indexer thread, so opening a weave stays fast).
         embeddings: any LangChain ``Embeddings``.
         policy: what is embedded and how big texts are chunked.
-        batch_size: events per embedding batch.
+        batch_size: events per embedding batch (one model call over all their texts,
+            length-bucketed, and one vector-store write).
         backfill_on_open: run the gap check when the indexer starts.
     """
 
@@ -79,14 +90,14 @@ class Indexer:
         embeddings: Embedder,
         *,
         policy: ChunkPolicy | None = None,
-        batch_size: int = 64,
+        batch_size: int = 256,
         backfill_on_open: bool = True,
         retry_interval: float = 30.0,
     ) -> None:
         self.store = store
         self.embeddings = embeddings
         self.policy = policy or ChunkPolicy()
-        self.identity = EmbeddingIdentity.of(embeddings, self.policy.recipe)
+        self.identity = EmbeddingIdentity.of(embeddings, recipe_key(self.policy.recipe))
         self.batch_size = max(1, batch_size)
         self.retry_interval = retry_interval
         self._index: VectorIndex | None = None
@@ -190,6 +201,12 @@ class Indexer:
                 _ = self.index
                 if not self.needs_reindex:
                     self.gap_check()
+                elif getattr(self.embeddings, "offline", False):
+                    # an in-process model costs only CPU: re-embed now (the old
+                    # identity's vectors are dropped once every event has a new one)
+                    log.warning("beeweave: re-embedding tenant %r with %s", self.index.tenant,
+                                self.identity)  # fmt: skip
+                    self.reindex()
             except Exception as exc:
                 self._failed(exc)
             finally:
@@ -299,8 +316,8 @@ class Indexer:
             last = ""
             for ev in timeline:
                 before[(sid, ev.seq)] = last
-                if ev.content.strip():
-                    last = ev.content
+                if ev.content.strip():  # as the previous event's own vector was made
+                    last = event_text(ev)[: self.policy.max_chars]
         # only a text's first chunk is read with what came before it
         return [
             replace(c, context=before.get((c.session_id, c.seq), "")) if c.part == 0 else c
@@ -313,8 +330,10 @@ class Indexer:
     ) -> ReindexResult:
         """Index every stored event the index does not have yet (resumable).
 
-        Walks each session from the seq up to which it was last verified; the
-        watermark is saved after every batch, so an interrupted run resumes.
+        Walks each session from the seq up to which it was last verified, gathering
+        events across sessions into batches of ``batch_size`` (conversations are many
+        short sessions: one model call per session would pad and pay per call); the
+        watermarks are saved after every batch, so an interrupted run resumes.
         """
         result = result or ReindexResult()
         t0 = time.perf_counter()
@@ -327,35 +346,47 @@ class Indexer:
                 if s.last_seq > mark:
                     todo.append((s.session_id, mark, s.last_seq))
             total = sum(last - mark for _, mark, last in todo)
-            done = 0
             if progress:
                 progress(0, total)
+            walk = _GapBatch(state)
+            done = 0
             for sid, mark, last in todo:
                 result.sessions += 1
                 seq = mark
                 while seq < last:
-                    on_worker = threading.current_thread() is self._thread
-                    if (self._cancel_gap.is_set() and on_worker) or self._closing:
+                    if self._gap_cancelled():
                         result.seconds += time.perf_counter() - t0
-                        return result
-                    batch = self.store.timeline(
-                        sid, seq_from=seq + 1, seq_to=min(last, seq + self.batch_size)
-                    )
-                    n_ev, n_chunks = self._embed(
-                        [e for e in batch if self.policy.wants(e)], only_missing=True
-                    )
-                    result.scanned += len(batch)
-                    result.embedded_events += n_ev
-                    result.chunks += n_chunks
+                        return result  # what was gathered is found again next time
                     step = min(last, seq + self.batch_size)
+                    batch = self.store.timeline(sid, seq_from=seq + 1, seq_to=step)
+                    walk.add(sid, step, [e for e in batch if self.policy.wants(e)])
+                    result.scanned += len(batch)
                     done += step - seq
                     seq = step
-                    state.sessions[sid] = seq
-                    self.index.save_state(state)
-                    if progress:
-                        progress(done, total)
+                    if len(walk.events) >= self.batch_size:
+                        self._flush_gap(walk, result)
+                        if progress:
+                            progress(done, total)
+            self._flush_gap(walk, result)
+            if progress:
+                progress(done, total)
         result.seconds += time.perf_counter() - t0
         return result
+
+    def _gap_cancelled(self) -> bool:
+        on_worker = threading.current_thread() is self._thread
+        return (self._cancel_gap.is_set() and on_worker) or self._closing
+
+    def _flush_gap(self, walk: _GapBatch, result: ReindexResult) -> None:
+        """Embed what the gap check gathered, then move the sessions' watermarks."""
+        if not walk.marks:
+            return
+        n_ev, n_chunks = self._embed(walk.events, only_missing=True)
+        result.embedded_events += n_ev
+        result.chunks += n_chunks
+        walk.state.sessions.update(walk.marks)
+        self.index.save_state(walk.state)
+        walk.events, walk.marks = [], {}
 
     def reindex(
         self,
@@ -419,7 +450,10 @@ class Indexer:
             index = self.index
         except IndexBusy:
             return []
-        vector = embed_query(self.embeddings, text)
+        try:
+            vector = list(_query_vector(self.embeddings, text))
+        except TypeError:  # an unhashable embedder: no cache
+            vector = embed_query(self.embeddings, text)
         return index.query(vector, k=k, filters=filters)
 
     def status(self) -> dict[str, Any]:
@@ -446,6 +480,27 @@ class Indexer:
             self._index.close()
 
 
+@functools.lru_cache(maxsize=QUERY_CACHE)
+def _query_vector(embeddings: Any, text: str) -> tuple[float, ...]:
+    """A query's vector, remembered: one recall asks the index up to twice per query
+    (the semantic and the temporal path), and agents repeat queries.  Keyed by the
+    embedder object, so another model never answers from this cache."""
+    return tuple(embed_query(embeddings, text))
+
+
+@dataclass
+class _GapBatch:
+    """Events the gap check gathered (across sessions) and the marks they move."""
+
+    state: IndexState
+    events: list[Event] = field(default_factory=list)
+    marks: dict[str, int] = field(default_factory=dict)
+
+    def add(self, session_id: str, upto: int, events: list[Event]) -> None:
+        self.events.extend(events)
+        self.marks[session_id] = upto
+
+
 # ----------------------------------------------------------- weave wiring
 def build_indexer(backend: Backend, *, config: IndexConfig) -> Indexer | None:
     """The :class:`Indexer` ``config`` asks for over ``backend``'s events (``None``: none).
@@ -468,7 +523,7 @@ def build_indexer(backend: Backend, *, config: IndexConfig) -> Indexer | None:
 
         embeddings = default_embeddings()
     policy = config.policy or ChunkPolicy()
-    identity = EmbeddingIdentity.of(embeddings, policy.recipe)
+    identity = EmbeddingIdentity.of(embeddings, recipe_key(policy.recipe))
 
     def factory() -> VectorIndex:
         return open_index(backend, embeddings=embeddings, identity=identity, kind=kind,
@@ -477,10 +532,6 @@ def build_indexer(backend: Backend, *, config: IndexConfig) -> Indexer | None:
     return Indexer(backend.events, factory, embeddings, policy=policy,
                    batch_size=config.batch_size, backfill_on_open=config.backfill,
                    retry_interval=config.retry_interval)  # fmt: skip
-
-
-#: What the default (offline MiniLM ONNX) embeddings import.
-EMBEDDING_PACKAGES = ("onnxruntime", "tokenizers")
 
 
 def _missing_packages(
@@ -493,7 +544,9 @@ def _missing_packages(
     if kind is None or isinstance(kind, str):  # a ready VectorIndex needs nothing more
         need += backend.required_packages(kind=kind or "auto", vector_url=config.vector_url)
     if config.embeddings is None:
-        need += EMBEDDING_PACKAGES
+        from beeweave_core.embeddings import MODEL_CHOICES, chosen_model
+
+        need += MODEL_CHOICES[chosen_model()]
     return [n for n in need if find_spec(n) is None]
 
 

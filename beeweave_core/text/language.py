@@ -91,9 +91,11 @@ def urls(text: str) -> list[str]:
 def key_values(text: str) -> list[str]:
     """Exact values a summary must not lose: numbers, identifiers, quotes, URLs."""
     seen: dict[str, None] = {}
+    folded: set[str] = set()
     for v in (*urls(text), *quoted(text), *identifiers(text), *numbers(text)):
-        if v and fold(v) not in (fold(k) for k in seen):
+        if v and fold(v) not in folded:
             seen[v] = None
+            folded.add(fold(v))
     return list(seen)
 
 
@@ -104,19 +106,23 @@ def bare_number(v: str) -> str:
 _NUMERIC = re.compile(r"[-+]?\$?\d[\d,.]*%?")
 
 
-def value_present(value: str, folded_text: str) -> bool:
+def value_present(value: str, folded_text: str, bare_text: str | None = None) -> bool:
     """``value`` occurs in already-folded text; ``5,000`` and ``5000`` are one value.
 
     A number must occur as a whole number: ``7`` is not found in ``7450``.
+    ``bare_text`` is ``bare_number(folded_text)`` when the caller checks many values
+    against one text (computed once, not once per value).
     """
     fv = fold(value)
     if _NUMERIC.fullmatch(fv):
         pattern = r"(?<![\d.])" + re.escape(bare_number(fv)) + r"(?![\d]|\.\d)"
-        return bool(re.search(pattern, bare_number(folded_text)))
+        bare = bare_text if bare_text is not None else bare_number(folded_text)
+        return bool(re.search(pattern, bare))
     if fv in folded_text:
         return True
     if any(c.isdigit() for c in fv):
-        return bare_number(fv) in bare_number(folded_text)
+        bare = bare_text if bare_text is not None else bare_number(folded_text)
+        return bare_number(fv) in bare
     return False
 
 
@@ -513,9 +519,9 @@ class KeyValue:
     text: str
     need: tuple[str, ...] = ()
 
-    def present(self, folded: str) -> bool:
+    def present(self, folded: str, bare: str | None = None) -> bool:
         if self.kind == "value":
-            return value_present(self.text, folded)
+            return value_present(self.text, folded, bare)
         if self.kind == "bound":
             cues = _UPPER if fold(self.text).startswith(tuple(fold(c) for c in _UPPER)) else _LOWER
             return any(fold(c) in folded for c in cues)
@@ -545,8 +551,9 @@ def retention_keys(text: str) -> list[KeyValue]:
 
 def missing_keys(source: str, summary: str, keys: Sequence[KeyValue] | None = None) -> list[str]:
     folded = fold(summary)
+    bare = bare_number(folded)
     return [
         k.text
         for k in (keys if keys is not None else retention_keys(source))
-        if not k.present(folded)
+        if not k.present(folded, bare)
     ]

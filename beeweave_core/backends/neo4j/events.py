@@ -49,6 +49,7 @@ from beeweave_core.payloads import dumps
 from beeweave_core.scopes import Readable, narrow
 from beeweave_core.store import BaseEventStore, Prepared, StoreError
 from beeweave_core.text import lucene
+from beeweave_core.text.segment import has_cjk
 
 #: Events per write transaction; a bigger ``append`` is split (each chunk atomic).
 DEFAULT_WRITE_BATCH = 2_000
@@ -255,6 +256,7 @@ class Neo4jEventStore(BaseEventStore):
             )
         import neo4j.exceptions as nx
 
+        self._drop_outdated_text_index()
         for statement in q.SCHEMA_STATEMENTS:
             try:
                 self.driver.execute_query(statement, database_=self.database)
@@ -265,6 +267,27 @@ class Neo4jEventStore(BaseEventStore):
             self.driver.execute_query(
                 q.CYPHER_AWAIT_INDEX, {"name": name, "seconds": 300}, database_=self.database
             )
+
+    def _drop_outdated_text_index(self) -> None:
+        """Drop a full-text index made with other settings (an older BeeWeave's
+        synchronous one, another analyzer); setup then builds it anew, once.
+
+        ``CREATE … IF NOT EXISTS`` alone would keep the old index whatever its
+        options: a database created before would never get the new settings.
+        """
+        for name, props, analyzer in q.FULLTEXT_INDEXES:
+            rows = self._read(q.CYPHER_GET_FULLTEXT_INDEX, name=name)
+            if not rows:
+                continue
+            config = rows[0]["config"] or {}
+            same = (
+                rows[0]["labels"] == ["Event"]
+                and rows[0]["properties"] == list(props)
+                and all(config.get(k) == v for k, v in q.fulltext_config(analyzer).items())
+            )
+            if not same:
+                statement = q.CYPHER_DROP_INDEX.format(name=name)
+                self.driver.execute_query(statement, database_=self.database)
 
     # --------------------------------------------------------------- writes
     def _append(self, prepared: list[Prepared], *, keep_seq: bool = False) -> AppendResult:
@@ -617,7 +640,9 @@ class Neo4jEventStore(BaseEventStore):
         """Active events matching ``query``'s words (Chinese too), best BM25 first.
 
         ``user_id`` means the sessions that user took part in (as ``sessions()``).
-        Any text is safe: it is escaped for Lucene and sent as a parameter.
+        Any text is safe: it is escaped for Lucene and sent as a parameter.  A query
+        without Chinese/Japanese is matched with English stemming; an event's score
+        includes half its previous turn's (as the SQLite store ranks).
         """
         words = lucene.escape(query or "").strip()
         if not words or k <= 0:
@@ -636,9 +661,10 @@ class Neo4jEventStore(BaseEventStore):
             either = " OR ".join(lucene.phrase(sid) for sid in session_ids)
             search += f"+session_id:({either})^0 "
         search += f"+content:({words})"
+        index = q.FULLTEXT_INDEX if has_cjk(query) else q.FULLTEXT_INDEX_EN
         params = {
-            "index": q.FULLTEXT_INDEX, "search": search, "k": int(k), "session_ids": session_ids,
-            "types": type_values, "since": since, "until": until,
+            "index": index, "search": search, "k": int(k), "session_ids": session_ids,
+            "types": type_values, "since": since, "until": until, "context": q.CONTEXT_WEIGHT,
         }  # fmt: skip
         limit = max(4 * int(k), 50)
         while True:

@@ -9,6 +9,7 @@ class: "property key does not exist" for optional properties (``expires_at``,
 from __future__ import annotations
 
 import threading
+import time
 import weakref
 from typing import Any
 
@@ -26,16 +27,33 @@ def session(driver: Any, database: str | None, *, read: bool = False) -> Any:
     )
 
 
+#: Seconds to wait before each new attempt of a statement that failed transiently.
+RETRY_DELAYS = (0.05, 0.1, 0.2, 0.4, 0.8, 1.6)
+
+
 def run(
     driver: Any, database: str | None, query: str, params: dict[str, Any], *, read: bool = False
 ) -> list[Any]:
-    """``query`` in one managed (retried) transaction; returns all records."""
+    """``query`` as one auto-commit transaction, retried on transient errors; all records.
 
-    def work(tx: Any) -> list[Any]:
-        return list(tx.run(query, params))
+    A managed transaction costs three round trips (BEGIN, RUN+PULL, COMMIT); one
+    statement on its own is atomic already and needs one, which is most of the time
+    of a small read or write (a checkpoint's ``put_writes``, ``get_tuple``).  The
+    retry mirrors ``execute_write``'s: every statement sent this way is a read or an
+    idempotent write (``MERGE``, ``DELETE``), so running it again after an unknown
+    outcome (a connection lost during commit) is safe.
+    """
+    import neo4j.exceptions as nx
 
-    with session(driver, database, read=read) as s:
-        return s.execute_read(work) if read else s.execute_write(work)
+    for delay in (*RETRY_DELAYS, None):
+        try:
+            with session(driver, database, read=read) as s:
+                return list(s.run(query, params))
+        except (nx.Neo4jError, nx.DriverError) as exc:
+            if delay is None or not exc.is_retryable():
+                raise
+        time.sleep(delay)
+    raise AssertionError("unreachable")  # pragma: no cover - the last attempt raises
 
 
 #: Per live driver: the (database, statements) already ensured.  Weakly keyed, so a

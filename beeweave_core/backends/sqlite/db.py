@@ -14,7 +14,7 @@ import sqlite3
 import threading
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from types import ModuleType
 from typing import Any
 
@@ -45,6 +45,17 @@ class SharedConnection:
 
     conn: sqlite3.Connection
     lock: threading.RLock
+    #: What each per-connection temporary table holds now, by table name, so a
+    #: reader can reuse one whose content did not change (see :meth:`write_mark`).
+    temp_keys: dict[str, object] = field(default_factory=dict)
+
+    def write_mark(self) -> tuple[int, int]:
+        """Changes since: rows written through this connection, commits by others.
+
+        Equal marks mean the database is as it was (call with ``lock`` held).
+        """
+        version = self.conn.execute("PRAGMA data_version").fetchone()[0]
+        return self.conn.total_changes, int(version)
 
     @classmethod
     def open(cls, path: str, *, busy_timeout: float = 30.0) -> SharedConnection:

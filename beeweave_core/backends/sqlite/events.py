@@ -522,19 +522,26 @@ class SQLiteEventStore(SideTables, BaseEventStore):
         return self._rank_wide(query, int(k), rowids[-1], where, params)
 
     def _rank_scope(self, rowids: list[int], match: str, k: int) -> list[tuple[Event, float]]:
-        """BM25 among the scope's own events (a temporary FTS table, emptied after)."""
+        """BM25 among the scope's own events (a temporary FTS table of them).
+
+        The table is kept after the search: the next search of the same scope, with
+        nothing written in between, reuses it instead of copying the text again.
+        """
         if not rowids:
             return []
+        shared = self.connection
         with self._lock:
             c = self._conn
             c.execute(q.SCOPE_FTS_CREATE)
-            try:
+            scope = tuple(rowids)
+            if shared.temp_keys.get("scope_fts") != (scope, shared.write_mark()):
+                shared.temp_keys.pop("scope_fts", None)
+                c.execute(q.SCOPE_FTS_CLEAR)
                 for i in range(0, len(rowids), 500):
                     chunk = rowids[i : i + 500]
                     c.execute(q.SCOPE_FTS_FILL.format(rowids=_marks(len(chunk))), chunk)
-                rows = c.execute(q.SCOPE_FTS_SEARCH, (match, k)).fetchall()
-            finally:
-                c.execute(q.SCOPE_FTS_CLEAR)
+                shared.temp_keys["scope_fts"] = (scope, shared.write_mark())
+            rows = c.execute(q.SCOPE_FTS_SEARCH, (match, k)).fetchall()
         return [(_row_to_event(self.tenant, r[:-1]), float(r[-1])) for r in rows]
 
     def _rank_wide(

@@ -243,7 +243,7 @@ SELECT rowid FROM events INDEXED BY events_session_seq WHERE tenant = ? AND stat
 """
 #: A per-connection, in-memory FTS table (same tokenizer) that holds one scope's
 #: indexed text while it is ranked; BM25 there weighs words by their rarity in the
-#: scope.  Filled from the main index by rowid (no re-segmenting), emptied after.
+#: scope.  Filled from the main index by rowid (no re-segmenting), refilled when the scope or the database changed.
 SCOPE_FTS_CREATE = (
     "CREATE VIRTUAL TABLE IF NOT EXISTS temp.scope_fts USING fts5("
     "body, context, tokenize = 'porter unicode61 remove_diacritics 2')"
