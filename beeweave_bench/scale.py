@@ -31,7 +31,15 @@ from beeweave_core.weave import Weave
 STEPS = (10_000, 30_000, 100_000, 300_000, 1_000_000)
 TARGETS = (
     "targets: session/user retrieve p50 growth <= 1.5x from 10k to 1M events; "
-    "tenant retrieve p50 <= 50 ms at 1M (SQLite)"
+    "tenant retrieve p50 <= 50 ms at 1M (SQLite); assemble p50 growth <= 1.5x. "
+    "assemble_p50_ms: a session's second call (as each turn makes it); "
+    "assemble_first_p50_ms: its first (its user's token counts not read yet). "
+    "*_ref_p50_ms: the first step's store, kept at that size and measured call for call "
+    "beside this one; *_p50_adjusted (growth row): growth of this store / that reference, "
+    "which a change in machine load during the run does not move. "
+    "bytes_per_event: the SQLite file with its WAL (a Neo4j store is the server's). "
+    "tenant_bm25_share (SQLite): median share of the exhaustive BM25 top 10's score "
+    "that the bounded tenant-wide search's top 10 holds (1.0 = as good)"
 )
 _ROOTS = [
     "account",
@@ -258,34 +266,102 @@ class Grower:
         spent += time.perf_counter() - t0
         return n / spent if spent else float("nan")
 
-    def measure(self, total: int, rate: float) -> dict[str, Any]:
+    def session(self) -> str:
+        return f"u{self.pick.randrange(self.users)}-s{self.pick.randrange(self.layout.sessions)}"
+
+    def scope(self, name: str) -> dict[str, str]:
+        """Retrieve arguments for one call scoped to a random session, user or the tenant."""
+        if name == "session":
+            return {"session_id": self.session()}
+        if name == "user":
+            return {"user_id": f"user{self.pick.randrange(self.users)}"}
+        return {}
+
+    def retrieve(self, scope: str) -> Callable[[], object]:
+        query, where = self.qtext.query(), self.scope(scope)
+        return lambda: self.weave.retrieve(query, k=10, **where)
+
+    def assemble(self) -> Callable[[], object]:
+        sid, query = self.session(), self.qtext.query()
+        return lambda: self.weave.assemble(sid, query, budget_tokens=2_000, dry_run=True)
+
+    def measure(self, total: int, rate: float, ref: Grower | None = None) -> dict[str, Any]:
+        """One row; ``ref`` (the first step's store, kept as it was) is measured call
+        for call between this store's calls, so a change in machine load shows in both."""
         from beeweave_bench.report import percentile
 
-        w, rng, lay = self.weave, self.pick, self.layout
-
-        def session() -> str:
-            return f"u{rng.randrange(self.users)}-s{rng.randrange(lay.sessions)}"
-
-        scopes: dict[str, Callable[[], dict[str, str]]] = {
-            "session": lambda: {"session_id": session()},
-            "user": lambda: {"user_id": f"user{rng.randrange(self.users)}"},
-            "tenant": lambda: {},
-        }
         row: dict[str, Any] = {"events": total, "ingest_ev_s": rate}
-        for name, scope in scopes.items():
-            lat = _timed(lambda s=scope: w.retrieve(self.qtext.query(), k=10, **s()), self.queries)
+        for name in ("session", "user", "tenant"):
+            lat, base = _paired(self, ref, self.queries, lambda g, n=name: g.retrieve(n))
             row[f"{name}_p50_ms"] = percentile(lat, 50)
             row[f"{name}_p95_ms"] = percentile(lat, 95)
-        asm = _timed(
-            lambda: w.assemble(session(), self.qtext.query(), budget_tokens=2_000, dry_run=True),
-            max(5, self.queries // 3),
-        )
-        row["assemble_p50_ms"] = percentile(asm, 50)
+            if base:
+                row[f"{name}_ref_p50_ms"] = percentile(base, 50)
+        row.update(self.assemble_row(ref))
+        share = self.ranking_share()
+        if share is not None:
+            row["tenant_bm25_share"] = share
         if self.db_path is not None:
             size = sum(p.stat().st_size for p in self.db_path.parent.glob(self.db_path.name + "*"))
             row["bytes_per_event"] = size / total
         row["rss_mb"] = rss_mb()
         return row
+
+    def assemble_row(self, ref: Grower | None) -> dict[str, float]:
+        """Assembly of sampled sessions: the first call (the user's session stats and
+        token counts not read yet) and the next one, as each turn of a conversation
+        makes it (``assemble_p50_ms``; the reference's likewise)."""
+        from beeweave_bench.report import percentile
+
+        first, again, base = [], [], []
+        for i in range(max(5, self.queries // 3)):
+            call = self.assemble()
+            ref_call = ref.assemble() if ref is not None and i % 2 else None
+            if ref_call is not None:  # the reference first every other time
+                ref_call()
+                base += _timed(ref_call, 1)
+            first += _timed(call, 1)
+            again += _timed(call, 1)
+            if ref is not None and not i % 2:
+                ref_call = ref.assemble()
+                ref_call()
+                base += _timed(ref_call, 1)
+        out = {"assemble_p50_ms": percentile(again, 50),
+               "assemble_first_p50_ms": percentile(first, 50)}  # fmt: skip
+        if base:
+            out["assemble_ref_p50_ms"] = percentile(base, 50)
+        return out
+
+    def ranking_share(self, n: int = 5) -> float | None:
+        """SQLite: the tenant-wide top 10's share of the best attainable BM25 (the
+        exhaustive ranking of the whole index, computed here only to compare)."""
+        from beeweave_bench.report import percentile
+        from beeweave_core.backends.sqlite.events import SQLiteEventStore
+        from beeweave_core.backends.sqlite.wide_search import ranking_share
+
+        store = self.weave.store
+        if not isinstance(store, SQLiteEventStore):
+            return None
+        shares = []
+        for _ in range(n):
+            query = self.qtext.query()
+            ids = [ev.id for ev, _s in store.search_text(query, k=10)]
+            shares.append(ranking_share(store.connection.conn, store.tenant, query, ids, 10))
+        return percentile(shares, 50)
+
+
+def _paired(
+    grower: Grower, ref: Grower | None, n: int, make: Callable[[Grower], Callable[[], object]]
+) -> tuple[list[float], list[float]]:
+    """``n`` timed calls on ``grower``, each beside one on ``ref`` (when given); who goes
+    first alternates, so neither always finds the other's caches (stems, embeddings) warm."""
+    mine: list[float] = []
+    base: list[float] = []
+    for i in range(n):
+        pair = [(grower, mine), (ref, base)] if ref is not None else [(grower, mine)]
+        for g, out in pair if i % 2 == 0 else pair[::-1]:
+            out += _timed(make(g), 1)
+    return mine, base
 
 
 def print_row(row: dict[str, Any]) -> None:
@@ -301,6 +377,11 @@ def growth(rows: list[dict[str, Any]]) -> dict[str, Any]:
     for key, v in first.items():
         if key != "events" and isinstance(v, float) and v:
             out[key] = last.get(key, float("nan")) / v
+    for name in ("session", "user", "tenant", "assemble"):
+        mine, ref = f"{name}_p50_ms", f"{name}_ref_p50_ms"
+        if all(r.get(k) for r in (first, last) for k in (mine, ref)):
+            # growth of (this store / the reference measured beside it): load-adjusted
+            out[f"{name}_p50_adjusted"] = (last[mine] / last[ref]) / (first[mine] / first[ref])
     return out
 
 
@@ -320,7 +401,7 @@ def steps_for(max_events: int) -> list[int]:
 
 
 def _open(run: ScaleRun, tmp: str) -> tuple[Weave, Path | None]:
-    tenant = f"scale-{int(time.time() * 1000)}"
+    tenant = f"scale-{int(time.time() * 1000)}-{Path(tmp).name}"  # two stores a run
     index: Any = None if run.vector_share > 0 else False
     # only the sampled share is embedded: no gap check that would embed the rest
     opts: dict[str, Any] = {"spool_dir": tmp, "index": index, "index_options": {"backfill": False}}
@@ -350,19 +431,25 @@ class _Cleanup:
 def run(cfg: ScaleRun, on_row: Callable[[dict[str, Any]], None] | None = None) -> list[dict]:
     """One row per step, then the growth-ratio row."""
     rows: list[dict[str, Any]] = []
-    with tempfile.TemporaryDirectory() as tmp:
+    steps = steps_for(cfg.max_events)
+    with tempfile.TemporaryDirectory() as tmp, tempfile.TemporaryDirectory() as tmp_ref:
         weave, path = _open(cfg, tmp)
-        done = _Cleanup(weave, cfg.backend)
+        base, base_path = _open(cfg, tmp_ref)
+        done = [_Cleanup(weave, cfg.backend), _Cleanup(base, cfg.backend)]
         try:
             grower = Grower(weave, Layout(), cfg.vector_share, path, queries=cfg.queries)
-            for total in steps_for(cfg.max_events):
+            # the first step's store again, grown the same way and kept at that size
+            ref = Grower(base, Layout(), cfg.vector_share, base_path, queries=cfg.queries)
+            ref.grow_to(steps[0])
+            for total in steps:
                 rate = grower.grow_to(total)
-                row = {"backend": cfg.backend, **grower.measure(total, rate)}
+                row = {"backend": cfg.backend, **grower.measure(total, rate, ref)}
                 rows.append(row)
                 if on_row is not None:
                     on_row(row)
         finally:
-            done()
+            for close in done:
+                close()
     if len(rows) > 1:
         rows.append({"backend": "growth last/first", **growth(rows)})
     return rows

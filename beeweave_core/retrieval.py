@@ -595,6 +595,8 @@ class Retriever:
             return []
         if c.sc.sessions is not None:  # ask for the sessions in scope, not the tenant's
             stats = self._stats_of(c.sc.sessions)
+        elif flt.user_id is None:  # the newest sessions only, not the whole tenant's stats
+            stats = self._stats_of(frozenset(self.store.recent_session_ids(METADATA_SESSIONS)))
         else:
             stats = self.store.sessions(user_id=flt.user_id, include_items=True)
         found: list[Event] = []

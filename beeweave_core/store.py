@@ -178,6 +178,7 @@ class EventStore(Protocol):
         self, *, user_id: str | None = None, include_items: bool = False
     ) -> list[SessionStats]: ...
     def user_session_ids(self, user_id: str) -> list[str]: ...
+    def recent_session_ids(self, limit: int) -> list[str]: ...
     def scopes_in(self, session_id: str) -> set[str | None]: ...
     def scopes_of(self, ids: Sequence[str]) -> set[str | None]: ...
     def session_stats(self, session_id: str) -> SessionStats: ...
@@ -384,6 +385,12 @@ class BaseEventStore:
         """The sessions ``user_id`` took part in, without their stats (a scope, not a
         report: stats count tokens, which costs as much as writing the events)."""
         return [s.session_id for s in self.sessions(user_id=user_id)]
+
+    def recent_session_ids(self, limit: int) -> list[str]:
+        """The ``limit`` sessions (store items included) whose latest active event is
+        newest, newest first.  This default reads every session's stats; a backend
+        with a time index reads only the newest events (SQLite)."""
+        return [s.session_id for s in self.sessions(include_items=True)][: max(0, limit)]
 
     def _session_stats(
         self, session_ids: list[str] | None, *, user_id: str | None = None

@@ -18,7 +18,6 @@ from typing import Any
 
 import pytest
 
-from beeweave_core.backends.sqlite import events_sql as q
 from beeweave_core.events import Event, EventType
 from beeweave_core.store import EventStore
 from tests.conftest import _purge_tenant, make_store
@@ -72,10 +71,13 @@ def _scoped_reads(store: EventStore) -> None:
     store.session_stats("u1-s2")
     store.sessions(user_id="user2")
     store.user_session_ids("user3")
+    store.recent_session_ids(3)
     store.search_text("harbour violet", session_id="u1-s2")
     store.search_text("quarry ledger", user_id="user2")
     store.search_text("quarry ledger", user_id="user2", session_id="u2-s0")
-    store.search_text("walnut tundra", k=5)  # tenant-wide: a bounded window
+    store.search_text("quarry ledger", user_id="user2", types=[EventType.USER_MESSAGE])
+    store.search_text("walnut tundra", k=5)  # tenant-wide: bounded probes and pool
+    store.search_text("kettle ember marble", k=5, types=[EventType.USER_MESSAGE])
     store.ancestors("p1-2-8", depth=4)
     store.descendants("p1-2-3", depth=4)
     store.edges(session_id="u1-s2")
@@ -89,10 +91,14 @@ def _scoped_reads(store: EventStore) -> None:
 _SQLITE_FULL_SCAN = re.compile(
     r"^SCAN (events|edges|e|v|a|b|p)\b(?! VIRTUAL)"
     r"|^SEARCH \w+ USING (COVERING )?(INDEX \w+|PRIMARY KEY) \(tenant=\?\)$"
+    # every event of one type in the tenant (every user's memories, say)
+    r"|^SEARCH \w+ USING (COVERING )?INDEX events_type \(tenant=\? AND type=\?\)$"
 )
-#: Reads allowed to walk the tenant's index, because a LIMIT bounds the walk
-#: (the start of the tenant-wide lexical window: LEXICAL_WINDOW entries).
-_BOUNDED = (q.WINDOW_START.split("?")[0].strip(),)
+#: FTS5's ranking functions count every row holding each query term (the IDF) before
+#: ranking: on the main index that is a walk over most of it for common words.
+_RANKS_MAIN_INDEX = re.compile(
+    r"\b(bm25|rank)\b.*\bevents_fts\b|\bevents_fts\b.*\b(bm25|rank)\b", re.S
+)
 
 
 def _sqlite_statements(store: Any) -> list[str]:
@@ -120,13 +126,13 @@ def test_sqlite_scoped_reads_use_an_index(tmp_path: Path) -> None:
         conn = store.connection.conn  # type: ignore[attr-defined]
         for sql in statements:
             plan = _sqlite_plan(conn, sql)
-            bounded = any(sql.strip().startswith(b) for b in _BOUNDED)
-            bad = [line for line in plan if _SQLITE_FULL_SCAN.match(line) and not bounded]
+            bad = [line for line in plan if _SQLITE_FULL_SCAN.match(line)]
             assert not bad, f"full scan in\n{sql}\nplan: {plan}"
             fts = [line for line in plan if line.startswith("SCAN events_fts VIRTUAL")]
             # the main FTS index is walked only by a MATCH or a rowid bound, never whole
             # (MAX(rowid) is a SEARCH: one step from the end)
             assert all(re.search(r"INDEX \d+:\S*[M=<>]", line) for line in fts), (sql, plan)
+            assert not _RANKS_MAIN_INDEX.search(sql), f"main-index ranking in\n{sql}"
     finally:
         store.close()
 
@@ -139,6 +145,9 @@ def test_sqlite_plan_check_catches_a_full_scan(tmp_path: Path) -> None:
         conn = store.connection.conn  # type: ignore[attr-defined]
         plan = _sqlite_plan(conn, "SELECT id FROM events WHERE content LIKE '%kettle%'")
         assert any(_SQLITE_FULL_SCAN.match(line) for line in plan), plan
+        ranked = "SELECT rowid FROM events_fts WHERE events_fts MATCH ? ORDER BY rank LIMIT 5"
+        assert _RANKS_MAIN_INDEX.search(ranked)
+        assert not _RANKS_MAIN_INDEX.search("SELECT bm25(scope_fts) FROM temp.scope_fts")
     finally:
         store.close()
 

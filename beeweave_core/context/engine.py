@@ -528,7 +528,8 @@ class ContextEngine:
         retrieve = self._retrieve
         if retrieve is None:
             return None
-        if use is None and len(self.store.sessions(user_id=user_id)) < 2:
+        # the user's session ids come from an index; stats would count their tokens
+        if use is None and len(self.store.user_session_ids(user_id)) < 2:
             return None  # nothing beyond this session to search
 
         def run(query: str) -> list[Any]:

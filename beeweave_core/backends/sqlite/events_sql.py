@@ -189,6 +189,14 @@ NEXT_OF_EVENT = (
     "WHERE a.tenant = ? AND {side}.id = ?"
 )
 
+#: A page of the tenant's active events, newest first, after a (ts, rowid) key: the
+#: ts index walked backwards (``recent_session_ids`` stops once it has enough);
+#: ``{where}``: the view's scope clause.
+RECENT_SESSION_ROWS = (
+    "SELECT session_id, ts, rowid FROM events INDEXED BY events_ts WHERE tenant = ? "
+    "AND ts <= ? AND NOT (ts = ? AND rowid >= ?) AND status = 'active' {where} "
+    "ORDER BY ts DESC, rowid DESC LIMIT ?"
+)
 USER_SESSION_IDS = (
     "SELECT DISTINCT session_id FROM events INDEXED BY events_user WHERE tenant = ? AND user_id = ?"
 )
@@ -225,11 +233,13 @@ LEXICAL_WINDOW = 20_000
 #: is that of the scope, whatever the store holds.
 SMALL_SCOPE = 4_000
 
-#: Active events of the scope, newest first, through an index on the scope
-#: (``{where}``: fixed clauses on session_id / user_id / type / ts, values bound).
+#: Active events of the scope, newest first, through the index on the scope's
+#: sessions (``{where}``: fixed clauses on session_id / user_id / type / ts, values
+#: bound).  ``INDEXED BY``: with a type filter the planner would otherwise walk every
+#: event of that type in the tenant (every memory of every user).
 SCOPE_ROWIDS = """
-SELECT rowid FROM events WHERE tenant = ? AND status = 'active' {where}
-ORDER BY rowid DESC LIMIT ?
+SELECT rowid FROM events INDEXED BY events_session_seq WHERE tenant = ? AND status = 'active'
+{where} ORDER BY rowid DESC LIMIT ?
 """
 #: A per-connection, in-memory FTS table (same tokenizer) that holds one scope's
 #: indexed text while it is ranked; BM25 there weighs words by their rarity in the
@@ -248,21 +258,59 @@ SELECT {EVENT_COLUMNS}, -bm25(scope_fts, 1.0, 0.5) AS score
 FROM temp.scope_fts JOIN events ON events.rowid = scope_fts.rowid
 WHERE scope_fts MATCH ? ORDER BY bm25(scope_fts, 1.0, 0.5) LIMIT ?
 """
-#: The ``?``-th newest event of the tenant (walks the ts index backwards): the
-#: lower rowid bound of a tenant-wide search.
-WINDOW_START = """
-SELECT rowid FROM events INDEXED BY events_ts WHERE tenant = ?
-ORDER BY ts DESC LIMIT 1 OFFSET ?
+#: Wide search: rows read per query phrase (newest first), rows scored at most, and
+#: phrases looked at (the first ones of a long query).
+WIDE_PROBE = 400
+WIDE_POOL = 500
+WIDE_MAX_TERMS = 12
+#: Wide (tenant) search, bounded by the query (see ``wide_search``).  FTS5 keeps the
+#: index's row count and token totals per column in its ``averages`` record (id 1),
+#: each row's token counts in ``_docsize`` and its text in ``_content`` (by rowid).
+FTS_AVERAGES = "SELECT block FROM events_fts_data WHERE id = 1"
+#: Two subqueries: SQLite finds MIN or MAX alone in one index step, not both at once.
+FTS_ROWID_RANGE = (
+    "SELECT (SELECT MIN(id) FROM events_fts_docsize), (SELECT MAX(id) FROM events_fts_docsize)"
+)
+#: The newest ``?`` rows holding a phrase (or a conjunction) above a rowid: a walk of
+#: that term's doclist from its end, no ranking (``bm25()`` would first count every
+#: row holding each term).
+PROBE = """
+SELECT rowid FROM events_fts WHERE events_fts MATCH ? AND rowid >= ?
+ORDER BY rowid DESC LIMIT ?
 """
-#: BM25 over the main FTS index, ranked inside FTS5 (``rank``) over rowids above
-#: the window's start, then joined back to events (active, in scope).  ``?`` limit
-#: is a candidate count the caller raises when the scope filter drops too many.
-SEARCH_TEXT = f"""
-SELECT {EVENT_COLUMNS}, -r.rank AS score FROM (
-    SELECT rowid, rank FROM events_fts
-    WHERE events_fts MATCH ? AND rank MATCH 'bm25(1.0, 0.5)' AND rowid > ?
-    ORDER BY rank LIMIT ?
-) AS r JOIN events ON events.rowid = r.rowid
-WHERE events.tenant = ? AND events.status = 'active' {{where}}
-ORDER BY r.rank
+#: The pooled rows that are in scope, with the indexed text and token counts.
+#: ``NOT INDEXED``: by rowid only (with a long rowid list the planner would rather
+#: walk the tenant's ts index).
+POOL_TEXT = """
+SELECT e.rowid, f.c0, f.c1, d.sz FROM events AS e NOT INDEXED
+JOIN events_fts_content f ON f.id = e.rowid
+JOIN events_fts_docsize d ON d.id = e.rowid
+WHERE e.rowid IN ({rowids}) AND e.tenant = ? AND e.status = 'active' {where}
 """
+EVENTS_BY_ROWID = (
+    f"SELECT rowid, {EVENT_COLUMNS} FROM events NOT INDEXED WHERE rowid IN ({{rowids}})"
+)
+#: For benchmarks only (``wide_search.ranking_share``): FTS5's own BM25 over the whole
+#: index, and its exact score of given rows: what the wide search is measured against.
+EXHAUSTIVE = """
+SELECT rowid, -rank FROM events_fts WHERE events_fts MATCH ? AND rank MATCH 'bm25(1.0, 0.5)'
+ORDER BY rank LIMIT ?
+"""
+EXISTING_ROWIDS = "SELECT rowid FROM events WHERE tenant = ? AND id IN ({ids})"
+EXACT_SCORES = """
+SELECT rowid, -rank FROM events_fts WHERE events_fts MATCH ? AND rank MATCH 'bm25(1.0, 0.5)'
+AND rowid IN ({rowids})
+"""
+#: A per-connection scratch table whose vocabulary gives SQLite's own stem of a word
+#: (one row per word, emptied after each use).
+STEM_CREATE = (
+    "CREATE VIRTUAL TABLE IF NOT EXISTS temp.beeweave_stem USING fts5("
+    "w, tokenize = 'porter unicode61 remove_diacritics 2')"
+)
+STEM_VOCAB_CREATE = (
+    "CREATE VIRTUAL TABLE IF NOT EXISTS temp.beeweave_stem_v "
+    "USING fts5vocab(temp, beeweave_stem, instance)"
+)
+STEM_INSERT = "INSERT INTO temp.beeweave_stem (rowid, w) VALUES (?, ?)"
+STEM_READ = "SELECT term, doc, offset FROM temp.beeweave_stem_v"
+STEM_CLEAR = "DELETE FROM temp.beeweave_stem"

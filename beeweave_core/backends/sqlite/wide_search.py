@@ -1,0 +1,291 @@
+"""BM25 over a scope too large to rank whole (a tenant), at a cost bounded by the query.
+
+FTS5's own ``bm25()`` counts, for every query term, every row of the index that holds
+it (the IDF) before it ranks anything: with common words that is a walk over most of
+the index, so a tenant-wide search at 1M events cost ~0.2 s and grew with the store.
+This module ranks with the same formula (``bm25(1.0, 0.5)``: body weight 1, context
+0.5, k1 = 1.2, b = 0.75) from bounded reads only:
+
+* **probes** — for each query phrase, the newest ``limit`` rows that hold it, read
+  from the index in rowid order (no ranking, so no IDF walk); a probe that comes back
+  short lists *every* row holding the phrase (its document frequency, exactly), a full
+  one gives its frequency by density (rows found / rowid span read).  Conjunctions of
+  the phrases (all of them; the two rarest) are probed the same way, because a row
+  holding several terms is what BM25 ranks first;
+* **pool** — rows of the conjunctions first, then of the rarest phrases (rarest first:
+  a rare term weighs most in BM25), up to ``pool`` rows; rows holding only common
+  words beyond their newest ``limit`` are the ones left out (their score is small, and
+  recall decays age anyway);
+* **score** — each pooled row's text (the index's own stored copy) is split into the
+  tokens FTS5 indexed, each token stemmed by SQLite's own tokenizer (cached), and its
+  BM25 computed with the index's row count and average length (FTS5's ``averages``
+  record) and the frequencies above.
+
+The scope filter (tenant, active, session/user/type/time) is applied when the pool's
+text is read, through the events primary key.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+import sqlite3
+import threading
+import unicodedata
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from beeweave_core.backends.sqlite import events_sql as q
+from beeweave_core.text.lexical import fts_query
+
+#: BM25 parameters and column weights, as ``SEARCH_TEXT`` gives FTS5's ``bm25()``.
+K1, B = 1.2, 0.75
+WEIGHTS = (1.0, 0.5)
+#: What FTS5's ``unicode61`` keeps as one token (letters and digits; ``_`` separates).
+_TOKEN = re.compile(r"[^\W_]+")
+#: Stems kept in memory (a token's stem never changes; cleared when full).
+_STEM_CACHE_MAX = 200_000
+_stems: dict[str, tuple[str, ...]] = {}
+_stems_lock = threading.Lock()
+
+
+def _varints(blob: bytes) -> list[int]:
+    """SQLite's big-endian varints (FTS5 ``averages`` and ``docsize`` records)."""
+    out, v, n = [], 0, 0
+    for byte in blob:
+        n += 1
+        if n == 9:
+            out.append((v << 8) | byte)
+            v, n = 0, 0
+        elif byte & 0x80:
+            v = (v << 7) | (byte & 0x7F)
+        else:
+            out.append((v << 7) | byte)
+            v, n = 0, 0
+    return out
+
+
+def stems(conn: sqlite3.Connection, words: Sequence[str]) -> list[tuple[str, ...]]:
+    """What the index's tokenizer (porter over unicode61) makes of each word (cached)."""
+    missing = [w for w in dict.fromkeys(words) if w not in _stems]
+    if missing:
+        conn.execute(q.STEM_CREATE)
+        conn.execute(q.STEM_VOCAB_CREATE)
+        try:
+            conn.executemany(q.STEM_INSERT, enumerate(missing, 1))
+            found: dict[int, list[tuple[int, str]]] = {}
+            for term, doc, offset in conn.execute(q.STEM_READ):
+                found.setdefault(doc, []).append((offset, term))
+        finally:
+            conn.execute(q.STEM_CLEAR)
+        with _stems_lock:
+            if len(_stems) + len(missing) > _STEM_CACHE_MAX:
+                _stems.clear()
+            for i, w in enumerate(missing, 1):
+                _stems[w] = tuple(t for _o, t in sorted(found.get(i, [])))
+    return [_stems.get(w) or () for w in words]
+
+
+@dataclass(frozen=True)
+class IndexTotals:
+    """The index's row count, average row length and rowid range (for IDF and length)."""
+
+    rows: int
+    avg_len: float
+    low: int
+    high: int
+
+    @classmethod
+    def read(cls, conn: sqlite3.Connection) -> IndexTotals:
+        blob = conn.execute(q.FTS_AVERAGES).fetchone()
+        vals = _varints(blob[0]) if blob and blob[0] else [0]
+        rows = vals[0]
+        avg = sum(vals[1:]) / rows if rows else 1.0
+        low, high = conn.execute(q.FTS_ROWID_RANGE).fetchone()
+        return cls(rows, avg or 1.0, int(low or 0), int(high or 0))
+
+    def idf(self, df: float) -> float:
+        """FTS5's IDF: ``log((N - df + 0.5) / (df + 0.5))``, never below 1e-6."""
+        v = math.log((self.rows - df + 0.5) / (df + 0.5)) if self.rows else 0.0
+        return v if v > 0 else 1e-6
+
+
+@dataclass
+class Probe:
+    """The newest rows holding one phrase (or a conjunction), and what they tell."""
+
+    match: str
+    rowids: list[int]
+    complete: bool  # fewer than asked: every row holding it is listed
+
+    def df(self, totals: IndexTotals) -> float:
+        """Document frequency: exact when complete, else by density over the span read."""
+        if self.complete or not self.rowids:
+            return float(len(self.rowids))
+        span = max(1, totals.high - self.rowids[-1] + 1)
+        whole = max(1, totals.high - totals.low + 1)
+        return min(float(totals.rows), len(self.rowids) * whole / span)
+
+
+def _quote(tokens: Sequence[str]) -> str:
+    return '"' + " ".join(tokens).replace('"', '""') + '"'
+
+
+def probe(conn: sqlite3.Connection, match: str, low: int, limit: int) -> Probe:
+    rows = conn.execute(q.PROBE, (match, low, limit)).fetchall()
+    return Probe(match, [r[0] for r in rows], len(rows) < limit)
+
+
+def gather(
+    conn: sqlite3.Connection,
+    phrases: Sequence[Sequence[str]],
+    totals: IndexTotals,
+    *,
+    low: int,
+    limit: int,
+    pool: int,
+) -> tuple[list[int], list[Probe]]:
+    """The rows worth scoring (bounded by ``pool``) and each phrase's probe."""
+    singles = [probe(conn, _quote(p), low, limit) for p in phrases]
+    order = sorted(range(len(singles)), key=lambda i: singles[i].df(totals))  # rarest first
+    joins: list[Probe] = []
+    present = [i for i in order if singles[i].rowids]
+    if len(present) >= 2:
+        groups = [present] if len(present) == 2 else [present, present[:2]]
+        for g in groups:
+            joins.append(probe(conn, " AND ".join(singles[i].match for i in g), low, limit))
+    picked: dict[int, None] = {}
+    for p in [*joins, *(singles[i] for i in order)]:
+        for r in p.rowids:
+            if len(picked) >= pool:
+                return list(picked), singles
+            picked[r] = None
+    return list(picked), singles
+
+
+def _phrase_count(seq: list[str], phrase: tuple[str, ...]) -> int:
+    n, m = 0, len(phrase)
+    for i in range(len(seq) - m + 1):
+        if seq[i] == phrase[0] and tuple(seq[i : i + m]) == phrase:
+            n += 1
+    return n
+
+
+def _fold(word: str) -> str:
+    """Lower case without accents (``remove_diacritics``), so the prefix test holds."""
+    if word.isascii():
+        return word.lower()
+    return "".join(ch for ch in unicodedata.normalize("NFKD", word.lower())
+                   if not unicodedata.combining(ch))  # fmt: skip
+
+
+class _Matcher:
+    """How often each query phrase occurs in a text, without stemming the whole text.
+
+    A Porter stem, less its last letter, begins the word it came from (``happi`` <
+    happy, ``hope`` < hoping, ``relat`` < relational): one regular expression finds
+    the words that may stem to a query stem, and only those are stemmed (by SQLite,
+    cached) and compared.  A text is split into all its words only for a phrase of
+    several words, and only when it holds the phrase's first one.
+    """
+
+    def __init__(self, conn: sqlite3.Connection, phrases: Sequence[tuple[str, ...]]) -> None:
+        self.conn, self.phrases = conn, phrases
+        heads = {(st[:-1] if len(st) > 2 else st[:1]) for ph in phrases for st in ph if st}
+        alts = "|".join(sorted((re.escape(h) for h in heads), key=len, reverse=True))
+        # Texts are lower-cased first (faster than a case-blind pattern), and a match's
+        # start is checked in Python: a leading look-behind makes the scan ~2x slower.
+        self.pattern = re.compile(rf"(?:{alts})[^\W_]*")
+        self.stem_of: dict[str, tuple[str, ...]] = {}
+
+    def words(self, text: str | None) -> list[str]:
+        """The words of ``text`` that may stem to a query stem."""
+        if not text:
+            return []
+        low = text.lower()
+        return [
+            _fold(m.group())
+            for m in self.pattern.finditer(low)
+            if not m.start() or not low[m.start() - 1].isalnum()
+        ]
+
+    def learn(self, words: Iterable[str]) -> None:
+        """Stem the words not seen yet, all at once (one round trip to SQLite)."""
+        new = list(set(words) - self.stem_of.keys())
+        self.stem_of.update(zip(new, stems(self.conn, new), strict=True))
+
+    def counts(self, text: str | None, words: list[str]) -> list[int]:
+        found: dict[str, int] = {}
+        for w in words:
+            for st in self.stem_of[w]:
+                found[st] = found.get(st, 0) + 1
+        out = []
+        for ph in self.phrases:
+            if len(ph) == 1 or not found.get(ph[0]) or not text:
+                out.append(found.get(ph[0], 0) if ph else 0)
+                continue
+            every = [_fold(w) for w in _TOKEN.findall(text)]
+            self.learn(every)
+            seq = [st for w in every for st in self.stem_of[w]]
+            out.append(_phrase_count(seq, ph))
+        return out
+
+
+def score(
+    conn: sqlite3.Connection,
+    rows: Sequence[tuple[Any, ...]],
+    phrases: Sequence[tuple[str, ...]],
+    idf: Sequence[float],
+    totals: IndexTotals,
+) -> list[tuple[int, float]]:
+    """(rowid, BM25) of each ``(rowid, body, context, docsize)`` row, best first."""
+    match = _Matcher(conn, phrases)
+    found = [(r, match.words(r[1]), match.words(r[2])) for r in rows]
+    match.learn(w for _r, a, b in found for w in (*a, *b))
+    out = []
+    for (rowid, body, context, size), in_body, in_context in found:
+        if not in_body and not in_context:
+            continue
+        freq = [
+            WEIGHTS[0] * a + WEIGHTS[1] * b
+            for a, b in zip(
+                match.counts(body, in_body), match.counts(context, in_context), strict=True
+            )
+        ]
+        if not any(freq):
+            continue
+        length = sum(_varints(size)) if size else 0
+        norm = K1 * (1 - B + B * length / totals.avg_len)
+        s = sum(w * f * (K1 + 1) / (f + norm) for w, f in zip(idf, freq, strict=True) if f)
+        out.append((rowid, s))
+    out.sort(key=lambda p: -p[1])
+    return out
+
+
+def phrase_stems(
+    conn: sqlite3.Connection, phrases: Sequence[Sequence[str]]
+) -> list[tuple[str, ...]]:
+    """Each query phrase as the index's stems (what a row's tokens are compared with)."""
+    return [tuple(s for g in stems(conn, list(p)) for s in g) for p in phrases]
+
+
+def ranking_share(
+    conn: sqlite3.Connection, tenant: str, query: str, event_ids: Sequence[str], k: int
+) -> float:
+    """How much of the best attainable BM25 a wide search's top ``k`` holds (0..1).
+
+    For benchmarks only: it asks FTS5 to rank the *whole* index (the walk the wide
+    search avoids) and compares the exact scores of ``rowids`` (found by the search)
+    with those of the exhaustive top ``k``; 1.0 means the same scores.
+    """
+    match = fts_query(query)
+    if match is None or not event_ids:
+        return float("nan")
+    sql = q.EXISTING_ROWIDS.format(ids=",".join("?" * len(event_ids)))
+    rowids = [r[0] for r in conn.execute(sql, (tenant, *event_ids))]
+    best = conn.execute(q.EXHAUSTIVE, (match, k)).fetchall()
+    sql = q.EXACT_SCORES.format(rowids=",".join("?" * len(rowids)))
+    found = conn.execute(sql, (match, *rowids)).fetchall()
+    top = sum(s for _r, s in best)
+    return sum(s for _r, s in found) / top if top else float("nan")
