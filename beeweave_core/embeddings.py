@@ -36,6 +36,7 @@ import importlib.util
 import os
 import threading
 from collections.abc import Iterable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -83,6 +84,8 @@ __all__ = [
 MODEL_NAME = "all-MiniLM-L6-v2-int8"
 DIMENSION = 384
 MAX_LENGTH = 256
+#: Padded tokens per model run at most (see :func:`length_batches`).
+BATCH_TOKENS = 512
 
 #: Environment overrides (a file, or a directory holding the usual file name).
 ENV_MODEL_PATH = "BEEWEAVE_EMBEDDING_MODEL_PATH"
@@ -158,6 +161,16 @@ def _verified(path: Path, expected: str, what: str) -> str:
     return actual
 
 
+def _cores() -> int:
+    """CPUs this process may run on (its affinity, not the machine's count), at most 4:
+    beyond that, batches of short texts are too few per call to keep more busy."""
+    try:
+        n = len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):  # pragma: no cover - not on Linux
+        n = os.cpu_count() or 1
+    return max(1, min(n, 4))
+
+
 def _default_model_path() -> Path:
     pkg = _package_dir(MODEL_PACKAGE)
     if pkg is not None and (pkg / MODEL_FILE).is_file():
@@ -195,12 +208,17 @@ class MiniLMEmbeddings(Embeddings):
     Args:
         model_path: an explicit ``model.onnx`` (skips the checksum).
         tokenizer_path: an explicit ``tokenizer.json`` (skips the checksum).
-        batch_size: texts per onnxruntime run. Texts are sorted by length
-            before batching so padding stays small; results come back in
-            input order.
-        intra_op_threads: onnxruntime intra-op threads (default 1: on a small
-            machine the rest of the process -- the agent, the stores -- keeps
-            the other cores; pool threads never spin-wait).
+        batch_size: texts per onnxruntime run. Texts are sorted by token
+            count before batching, and a batch is padded only to its longest
+            text; results come back in input order.
+        intra_op_threads: onnxruntime intra-op threads per run (default 1; pool
+            threads never spin-wait).
+        batch_tokens: padded tokens per run at most (a batch's size times its
+            longest text): long texts go in smaller batches.
+        workers: batches run at once, each on one thread, when a call has
+            several (default: the CPUs this process may use, at most 4). Whole
+            batches in parallel scale better than splitting each operator of a
+            small batch; a query (one batch) stays on the calling thread.
         max_length: token limit (default and maximum useful: 256, what the
             model was trained with; longer texts are truncated).
     """
@@ -218,6 +236,8 @@ class MiniLMEmbeddings(Embeddings):
         tokenizer_path: str | os.PathLike[str] | None = None,
         batch_size: int = 32,
         intra_op_threads: int | None = None,
+        workers: int | None = None,
+        batch_tokens: int = BATCH_TOKENS,
         max_length: int = MAX_LENGTH,
     ) -> None:
         if batch_size < 1:
@@ -228,6 +248,8 @@ class MiniLMEmbeddings(Embeddings):
         self._explicit_tokenizer = Path(tokenizer_path) if tokenizer_path is not None else None
         self.batch_size = batch_size
         self.intra_op_threads = max(1, int(intra_op_threads or 1))
+        self.batch_tokens = max(1, batch_tokens)
+        self.workers = max(1, int(workers)) if workers is not None else _cores()
         self.max_length = max_length
         self._lock = threading.Lock()
         self._session: Any = None
@@ -253,7 +275,8 @@ class MiniLMEmbeddings(Embeddings):
     def __repr__(self) -> str:
         return (
             f"MiniLMEmbeddings(model_name={self.model_name!r}, batch_size={self.batch_size}, "
-            f"max_length={self.max_length}, intra_op_threads={self.intra_op_threads})"
+            f"max_length={self.max_length}, intra_op_threads={self.intra_op_threads}, "
+            f"workers={self.workers})"
         )
 
     # -- loading --------------------------------------------------------------
@@ -293,7 +316,7 @@ class MiniLMEmbeddings(Embeddings):
 
             tokenizer = Tokenizer.from_file(str(tok_path))
             tokenizer.enable_truncation(max_length=self.max_length)
-            tokenizer.enable_padding(pad_id=0, pad_token="[PAD]")
+            tokenizer.no_padding()  # the file pads to 128; batches pad themselves
 
             options = ort.SessionOptions()
             options.intra_op_num_threads = self.intra_op_threads
@@ -312,10 +335,15 @@ class MiniLMEmbeddings(Embeddings):
 
     # -- embedding ------------------------------------------------------------
 
-    def _encode_batch(self, texts: Sequence[str]) -> np.ndarray:
-        encodings = self._tokenizer.encode_batch(list(texts))
-        ids = np.asarray([e.ids for e in encodings], dtype=np.int64)
-        mask = np.asarray([e.attention_mask for e in encodings], dtype=np.int64)
+    def _forward(self, encodings: Sequence[Any]) -> np.ndarray:
+        """One model run, padded only to the longest of ``encodings`` (sorted by length,
+        so a batch of short turns costs short turns, not the 256-token limit)."""
+        width = max(len(e.ids) for e in encodings)
+        ids = np.zeros((len(encodings), width), dtype=np.int64)
+        mask = np.zeros_like(ids)
+        for row, e in enumerate(encodings):
+            ids[row, : len(e.ids)] = e.ids
+            mask[row, : len(e.ids)] = 1
         feeds = {"input_ids": ids, "attention_mask": mask}
         if "token_type_ids" in self._input_names:
             feeds["token_type_ids"] = np.zeros_like(ids)
@@ -326,17 +354,31 @@ class MiniLMEmbeddings(Embeddings):
         return (pooled / np.clip(norms, 1e-12, None)).astype(np.float32)
 
     def embed_array(self, texts: Iterable[str]) -> np.ndarray:
-        """Embed texts into a ``(n, 384)`` float32 array of unit vectors."""
+        """Embed texts into a ``(n, 384)`` float32 array of unit vectors (input order).
+
+        Every text is tokenised once; batches are cut from the texts sorted by token
+        count and run concurrently on ``workers`` threads.
+        """
         items = [t if isinstance(t, str) else str(t) for t in texts]
         if not items:
             return np.zeros((0, DIMENSION), dtype=np.float32)
         self._ensure_loaded()
-        # Sort by length so each batch pads little; restore order afterwards.
-        order = sorted(range(len(items)), key=lambda i: len(items[i]))
+        encodings = self._tokenizer.encode_batch(items)
+        lengths = [len(e.ids) for e in encodings]
+        batches = length_batches(lengths, self.batch_size, self.batch_tokens)
         out = np.empty((len(items), DIMENSION), dtype=np.float32)
-        for start in range(0, len(order), self.batch_size):
-            idx = order[start : start + self.batch_size]
-            out[idx] = self._encode_batch([items[i] for i in idx])
+
+        def run(idx: list[int]) -> None:
+            out[idx] = self._forward([encodings[i] for i in idx])
+
+        workers = min(self.workers, len(batches))
+        if workers <= 1:
+            for idx in batches:
+                run(idx)
+        else:
+            with ThreadPoolExecutor(workers, thread_name_prefix="beeweave-embed") as pool:
+                for _ in pool.map(run, batches):
+                    pass
         return out
 
     def embed_documents(self, texts: list[str]) -> list[list[float]]:
@@ -347,6 +389,28 @@ class MiniLMEmbeddings(Embeddings):
 
 
 # ------------------------------------------------------------------- helpers
+
+
+def length_batches(lengths: Sequence[int], max_texts: int, max_tokens: int) -> list[list[int]]:
+    """Indices of ``lengths`` cut into model batches, shortest texts first.
+
+    A batch is padded to its longest text, so texts of similar length go together; it
+    holds at most ``max_texts`` texts and ``max_tokens`` padded tokens (one text at
+    least). Small runs stay in the CPU's caches: on short chat turns, batches of ~500
+    tokens ran about a fifth faster per CPU-second than batches of 32 texts.
+    """
+    order = sorted(range(len(lengths)), key=lengths.__getitem__)
+    batches: list[list[int]] = []
+    current: list[int] = []
+    for i in order:
+        width = max(1, lengths[i])  # the longest so far: the order is ascending
+        if current and (len(current) >= max_texts or (len(current) + 1) * width > max_tokens):
+            batches.append(current)
+            current = []
+        current.append(i)
+    if current:
+        batches.append(current)
+    return batches
 
 
 #: Names the built-in offline models go by (``BEEWEAVE_EMBEDDINGS``), and what each

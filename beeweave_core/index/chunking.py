@@ -119,21 +119,19 @@ def _unit(m: np.ndarray) -> np.ndarray:
     return m / np.clip(np.linalg.norm(m, axis=-1, keepdims=True), 1e-12, None)
 
 
-def _embed_group(embeddings: Any, texts: list[str]) -> np.ndarray:
-    # the default model hands back an array; others answer LangChain's list of lists
-    direct = getattr(embeddings, "embed_array", None)
-    if callable(direct):
-        return np.asarray(direct(texts), dtype=np.float32)
-    return np.asarray(embeddings.embed_documents(texts), dtype=np.float32)
-
-
 def embed_texts(embeddings: Any, texts: Sequence[str], *, group: int = 256) -> np.ndarray:
-    """``embed_documents`` in groups of similar length.
+    """Vectors of ``texts``, in order: the whole list in one call to a built-in model
+    (``embed_array``: it batches by token count and runs batches in parallel itself),
+    else ``embed_documents`` in groups of similar length.
 
     Local models pad a batch to its longest text, so one long tool output in a batch
     of short messages makes every message cost as much as it; grouping by length
     (each group within 2x) keeps short texts cheap.
     """
+    direct = getattr(embeddings, "embed_array", None)
+    if callable(direct):
+        got = np.asarray(direct(list(texts)), dtype=np.float32)
+        return got.reshape(len(texts), -1) if len(texts) else np.zeros((0, 0), np.float32)
     order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
     out: np.ndarray | None = None
     start = 0
@@ -143,7 +141,8 @@ def embed_texts(embeddings: Any, texts: Sequence[str], *, group: int = 256) -> n
         while end < len(order) and end - start < group and len(texts[order[end]]) <= 2 * base + 64:
             end += 1
         idx = order[start:end]
-        got = _embed_group(embeddings, [texts[i] for i in idx]).reshape(len(idx), -1)
+        got = np.asarray(embeddings.embed_documents([texts[i] for i in idx]), dtype=np.float32)
+        got = got.reshape(len(idx), -1)
         if out is None:
             out = np.empty((len(texts), got.shape[1]), dtype=np.float32)
         out[idx] = got
