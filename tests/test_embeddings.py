@@ -20,6 +20,7 @@ from beeweave_core.embeddings import (
     MiniLMEmbeddings,
     default_embeddings,
     embedding_identity,
+    length_batches,
 )
 
 
@@ -127,6 +128,42 @@ def test_batching_equals_single(emb):
     np.testing.assert_allclose(batched, one_by_one, atol=2e-5)
     # order is preserved despite the length sort inside
     np.testing.assert_allclose(np.asarray(emb.embed_documents(texts)), one_by_one, atol=2e-5)
+
+
+def test_length_batches_hold_each_text_once_shortest_first_within_both_limits():
+    lengths = [40, 3, 250, 12, 12, 7, 90, 3, 60, 1]
+    batches = length_batches(lengths, max_texts=3, max_tokens=120)
+    flat = [i for b in batches for i in b]
+    assert sorted(flat) == list(range(len(lengths)))  # every text exactly once
+    assert [lengths[i] for i in flat] == sorted(lengths)  # similar lengths side by side
+    for b in batches:
+        assert len(b) <= 3
+        assert len(b) == 1 or len(b) * max(lengths[i] for i in b) <= 120
+    assert [2] in batches  # a text over the token budget still gets a batch of its own
+    assert length_batches([], 8, 512) == []
+    assert length_batches([5] * 10, 4, 10_000) == [[0, 1, 2, 3], [4, 5, 6, 7], [8, 9]]
+
+
+def test_parallel_token_batches_equal_one_by_one_in_input_order(emb):
+    filler = " ".join(f"clause{i} about the harbour ferry timetable" for i in range(60))
+    texts = [
+        "The kettle in the staff kitchen trips the breaker every morning.",
+        "ok",
+        filler,  # past 256 tokens: truncated, alone in its batch
+        "Rotate the API key for the billing webhook before Friday's audit, please.",
+        "",
+        "ok",  # a duplicate keeps its own row
+        "Wir treffen uns um acht am Bahnhof.",
+        "snow",
+        "Three of the nine greenhouse sensors report humidity above ninety percent.",
+    ]
+    one_by_one = np.asarray([emb.embed_query(t) for t in texts])
+    serial = MiniLMEmbeddings(batch_size=3, batch_tokens=48, workers=1).embed_array(texts)
+    parallel = MiniLMEmbeddings(batch_size=3, batch_tokens=48, workers=3).embed_array(texts)
+    np.testing.assert_allclose(serial, one_by_one, atol=2e-5)
+    np.testing.assert_allclose(parallel, serial, atol=1e-6)
+    assert parallel.dtype == np.float32 and parallel.shape == (len(texts), DIMENSION)
+    assert float(parallel[1] @ parallel[5]) == pytest.approx(1.0, abs=1e-6)
 
 
 def test_empty_inputs(emb):

@@ -15,7 +15,7 @@ from beeweave_core.e5_embeddings import MultilingualE5Embeddings
 from beeweave_core.embeddings import MiniLMEmbeddings, embeddings_named
 from beeweave_core.events import EventType
 from beeweave_core.index.base import Chunk
-from beeweave_core.index.chunking import embed_chunks, embed_query, recipe_key
+from beeweave_core.index.chunking import embed_chunks, embed_query, embed_texts, recipe_key
 from beeweave_core.weave import Weave
 
 T0 = 1_700_000_000.0
@@ -75,8 +75,9 @@ def test_a_backlog_is_embedded_in_few_model_calls_and_becomes_searchable(tmp_pat
     try:
         assert w.indexer.sync(300)
         assert w.indexer.index.count() == 121
-        # one batch of 256 events: a few length groups, not one call per session
-        assert model.calls <= 4, model.calls
+        # one batch of 256 events: one call (the model batches by length itself), not
+        # one call per session
+        assert model.calls == 1, model.calls
         # long enough texts are read once (their context is their neighbour's vector)
         assert model.texts <= 1.3 * 121, model.texts
         hits = w.retrieve("plumbing repair at the apartment", paths=["semantic"], k=1)
@@ -180,3 +181,40 @@ def test_chinese_recall_set_is_well_formed():
         assert len(conv.questions) >= 12
     raw = json.loads(next(recall_zh.ZH_DATA.glob("*.json")).read_text(encoding="utf-8"))
     assert any("\u4e00" <= ch <= "\u9fff" for ch in raw["session_1"][0]["text"])
+
+
+class DocumentsOnly:
+    """A LangChain-shaped embedder with no ``embed_array`` (a hosted model's shape),
+    backed by the real MiniLM; records the size of every call."""
+
+    def __init__(self) -> None:
+        self.model = MiniLMEmbeddings()
+        self.calls: list[int] = []
+
+    def embed_documents(self, texts: list[str]) -> list[list[float]]:
+        self.calls.append(len(texts))
+        return self.model.embed_documents(texts)
+
+    def embed_query(self, text: str) -> list[float]:
+        return self.model.embed_query(text)
+
+
+def test_built_in_models_get_all_texts_at_once_and_others_length_groups_same_vectors():
+    texts = [
+        "Tomatoes need staking.",
+        "The night bus timetable changed in March; the last one now leaves at 00:40 from "
+        "the central square instead of the old stop behind the theatre, as the council "
+        "wrote in the letter that reached every household on the route last week. " * 3,
+        "Tomatoes need staking.",
+        "Paint the fence green.",
+        "",
+    ]
+    built_in = CountingMiniLM()
+    direct = embed_texts(built_in, texts)
+    assert built_in.calls == 1 and built_in.texts == len(texts)
+    foreign = DocumentsOnly()
+    grouped = embed_texts(foreign, texts)
+    assert len(foreign.calls) >= 2 and sum(foreign.calls) == len(texts)  # long one apart
+    np.testing.assert_allclose(grouped, direct, atol=2e-5)  # same vectors, same order
+    np.testing.assert_allclose(direct[0], direct[2], atol=1e-6)
+    assert embed_texts(built_in, []).shape[0] == 0
