@@ -171,7 +171,11 @@ class RetrievalConfig:
     tool result: result → call → message → model call → question; two turns either
     side in the session: an answer often spans a question, its reply and a follow-up)
     and how much of a seed's score it passes on (the graph weight's share to a
-    direct neighbour, halved per further hop).
+    direct neighbour, halved per further causal hop).
+    ``neighbour_decay``: the same per turn of distance for session neighbours: 1.0, so
+    a turn two away from a hit inherits as much as the next one (a question, its
+    reply and a follow-up answer together); chosen with the fusion weights by the
+    bench's cross-validation (0.5 or 1.0: 1.0 in four folds of five and over all five).
     ``time_margin``: days added after a date the query names (people talk about
     things after they happen).
     ``index_wait``: seconds to wait for the vector indexer to catch up first.
@@ -200,6 +204,7 @@ class RetrievalConfig:
     graph_depth: int = 4
     neighbours: int = 2
     hop_decay: float = 0.5
+    neighbour_decay: float = 1.0
     time_margin: float = 14.0
     dedup: bool = True
     index_wait: float = 1.0
@@ -213,6 +218,8 @@ class RetrievalConfig:
             raise ValueError("half_life must be positive (or None for no decay)")
         if not 0.0 <= self.decay_floor <= 1.0:
             raise ValueError("decay_floor must be between 0 and 1")
+        if not 0.0 <= self.neighbour_decay <= 1.0:
+            raise ValueError("neighbour_decay must be between 0 and 1")
         bad = set(self.weights) - set(PATHS)
         if bad:
             raise ValueError(f"weights for unknown path(s) {sorted(bad)}")

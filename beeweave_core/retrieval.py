@@ -274,9 +274,9 @@ def _check_query(query: object) -> None:
         raise TypeError(f"query must be a string, got {type(query).__name__}")
 
 
-#: What the graph path found around one seed: (event, distance) pairs, by
-#: (seed id, causal depth, neighbours either side).
-Near = dict[tuple[str, int, int], list[tuple[Event, int]]]
+#: What the graph path found around one seed: (event, distance, whether it is a session
+#: neighbour rather than a cause or effect), by (seed id, causal depth, neighbours either side).
+Near = dict[tuple[str, int, int], list[tuple[Event, int, bool]]]
 
 
 @dataclass
@@ -711,13 +711,14 @@ class Retriever:
             key = (seed, cfg.graph_depth, cfg.neighbours)
             if key not in near:
                 near[key] = self._around(events[seed], cfg.graph_depth, cfg.neighbours)
-            for ev, dist in near[key]:
+            for ev, dist, beside in near[key]:
                 if ev.id == seed or ev.status != Status.ACTIVE:
                     continue
                 if not c.sc.accepts(ev) or not c.flt.accepts(ev):
                     continue
                 events.setdefault(ev.id, ev)
-                score = fused[seed] * cfg.hop_decay ** (dist - 1)
+                decay = cfg.neighbour_decay if beside else cfg.hop_decay
+                score = fused[seed] * decay ** (dist - 1)
                 old = reached.get(ev.id)
                 if old is None or score > old[0]:
                     reached[ev.id] = (score, [seed] + (old[1] if old else []))
@@ -725,17 +726,17 @@ class Retriever:
                     old[1].append(seed)
         return reached
 
-    def _around(self, ev: Event, depth: int, neighbours: int) -> list[tuple[Event, int]]:
+    def _around(self, ev: Event, depth: int, neighbours: int) -> list[tuple[Event, int, bool]]:
         """Causes and effects of ``ev`` up to ``depth`` hops, and its session neighbours."""
-        out: list[tuple[Event, int]] = []
+        out: list[tuple[Event, int, bool]] = []
         if depth > 0:
             for walk in (self.store.ancestors, self.store.descendants):
-                out += walk(ev.id, depth=depth, edge_types=GRAPH_EDGES)
+                out += [(o, d, False) for o, d in walk(ev.id, depth=depth, edge_types=GRAPH_EDGES)]
         if neighbours > 0 and ev.seq >= 0:
             near = self.store.timeline(
                 ev.session_id, seq_from=max(0, ev.seq - neighbours), seq_to=ev.seq + neighbours
             )
-            out += [(o, abs(o.seq - ev.seq)) for o in near]
+            out += [(o, abs(o.seq - ev.seq), True) for o in near]
         return out
 
 
