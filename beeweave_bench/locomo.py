@@ -494,6 +494,8 @@ CV_GRAPH = (0.0, 0.25, 0.5)
 CV_RRF_K = (3.0, 5.0, 10.0)
 CV_NEIGHBOURS = (1, 2)
 CV_NEIGHBOUR_DECAY = (0.5, 1.0)
+#: How much more the turns of the one speaker a question names weigh (0: not at all).
+CV_AUTHOR_BOOST = (0.0, 1.0, 2.0)
 
 
 def fusion_grid(base: RetrievalConfig) -> dict[str, RetrievalConfig]:
@@ -510,9 +512,11 @@ def fusion_grid(base: RetrievalConfig) -> dict[str, RetrievalConfig]:
         name = f"semantic={sem:g} temporal={temp:g} graph={graph:g} rrf_k={rrf_k:g}"
         name += f" neighbours={near}" if graph else ""
         name += f" neighbour_decay={decay:g}" if graph and near > 1 else ""
-        grid[name] = replace(
-            base, weights=weights, rrf_k=rrf_k, neighbours=near, neighbour_decay=decay
-        )
+        for boost in CV_AUTHOR_BOOST:
+            grid[f"{name} author_boost={boost:g}"] = replace(
+                base, weights=weights, rrf_k=rrf_k, neighbours=near, neighbour_decay=decay,
+                author_boost=boost,
+            )  # fmt: skip
     return grid
 
 
@@ -549,6 +553,7 @@ class CrossValidation:
         same = self.settings == {
             "weights": dict(default.weights), "rrf_k": default.rrf_k,
             "neighbours": default.neighbours, "neighbour_decay": default.neighbour_decay,
+            "author_boost": default.author_boost,
         }  # fmt: skip
         return {
             "folds": [
@@ -602,6 +607,6 @@ def cross_validate(
     chosen = grid[cv.chosen_all]
     cv.settings = {
         "weights": dict(chosen.weights), "rrf_k": chosen.rrf_k, "neighbours": chosen.neighbours,
-        "neighbour_decay": chosen.neighbour_decay,
+        "neighbour_decay": chosen.neighbour_decay, "author_boost": chosen.author_boost,
     }  # fmt: skip
     return cv

@@ -16,7 +16,8 @@ Several *paths* each rank candidates their own way:
 Ranks are fused by weighted reciprocal rank (ranks, unlike raw scores, compare
 across paths); the graph path passes on a share of its seed's fused score, since a
 neighbour is relevant *because* its seed is.  The fused score is then weighted by
-event type and decayed by age (half-life), near-identical texts are merged, and
+event type, raised for what the one author the query names wrote ("what did Ana
+say about the shed?"), and decayed by age (half-life), near-identical texts are merged, and
 only active events of the weave's tenant within the requested scope come back.
 """
 
@@ -42,6 +43,7 @@ from beeweave_core.index.base import IndexFilter
 from beeweave_core.ranking import age_weight, minmax_shares, rrf_shares
 from beeweave_core.store import EventStore
 from beeweave_core.telemetry import traced
+from beeweave_core.text.segment import tokens
 from beeweave_core.text.timehints import TimeWindow, find_windows
 
 if TYPE_CHECKING:
@@ -372,6 +374,23 @@ def _top_hits(
     return hits
 
 
+def _author(ev: Event) -> str | None:
+    """Who wrote ``ev`` when the capture named them (``meta["name"]``: a chat speaker)."""
+    name = ev.meta.get("name")
+    return name if isinstance(name, str) and name.strip() else None
+
+
+def _named_author(query: str, candidates: Iterable[Event]) -> str | None:
+    """The one author among ``candidates`` whom ``query`` names by every word of their
+    name, else ``None`` (no author named, or several: "what do Ana and Li share?")."""
+    words = set(tokens(query))
+    if not words:
+        return None
+    authors = {a for ev in candidates if (a := _author(ev)) is not None}
+    named = {a for a in authors if (parts := tokens(a)) and set(parts) <= words}
+    return named.pop() if len(named) == 1 else None
+
+
 class Retriever:
     """Fused recall over a weave (its store, and its vector index when there is one)."""
 
@@ -495,6 +514,11 @@ class Retriever:
             eid: s * c.cfg.type_weights.get(events[eid].type, 1.0) * _decay(events[eid], c)
             for eid, s in fusion.score.items()
         }
+        named = _named_author(c.query, [events[eid] for eid in final])
+        if named is not None and c.cfg.author_boost:
+            for eid in final:
+                if _author(events[eid]) == named:
+                    final[eid] *= 1.0 + c.cfg.author_boost
         order = sorted(final, key=lambda e: (-final[e], -events[e].ts))
         return _top_hits(c, order, final, fusion, events, k)
 
