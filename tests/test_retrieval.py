@@ -543,3 +543,33 @@ def test_locomo_grid_offers_both_neighbour_decays_only_where_they_differ():
         if n != "default" and not (c.weights["graph"] and c.neighbours > 1)
     ]
     assert moot and all(grid[n].neighbour_decay == locomo.CV_NEIGHBOUR_DECAY[0] for n in moot)
+
+
+def test_a_query_naming_one_speaker_prefers_that_speakers_turns(open_weave):
+    """``author_boost``: "what did Ana say ..." lifts Ana's own turns; naming both speakers,
+    or none, leaves the fused order alone."""
+    w = open_weave()
+    sid = "two-speakers"
+    said = [("Ana", "The shed roof leaks a bit."),
+            ("Tomas", "Ana, the shed! The shed roof is leaking again, the shed needs tar."),
+            ("Mei Lin", "I can lend you a ladder for the shed.")]  # fmt: skip
+    ids = {who: w.emit("user_message", text, session_id=sid, ts=NOW + i, meta={"name": who})
+           for i, (who, text) in enumerate(said)}  # fmt: skip
+    settle(w)
+    base = replace(w.retriever.config, half_life=None, weights={"lexical": 1.0})
+
+    def order(query: str, boost: float) -> list[str]:
+        r = w.retriever.rankings(query, session_id=sid, scope="session", now=NOW + 10,
+                                 paths=["lexical"])  # fmt: skip
+        return [h.event_id for h in w.retriever.fuse(r, 3, replace(base, author_boost=boost))]
+
+    plain = order("what did Ana say about the shed?", 0.0)
+    assert plain[0] == ids["Tomas"]  # more shed words, and he names Ana
+    assert order("what did Ana say about the shed?", 2.0)[0] == ids["Ana"]
+    both = "what do Ana and Tomas think of the shed?"
+    assert order(both, 2.0) == order(both, 0.0)
+    # a name of two words counts only when both are said
+    assert order("the shed, said Mei?", 2.0) == order("the shed, said Mei?", 0.0)
+    assert order("what did Mei Lin offer for the shed?", 2.0)[0] == ids["Mei Lin"]
+    with pytest.raises(ValueError, match="author_boost"):
+        RetrievalConfig(author_boost=-1.0)
