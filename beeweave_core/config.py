@@ -176,13 +176,12 @@ class RetrievalConfig:
     ``neighbour_decay``: the same per turn of distance for session neighbours: 1.0, so
     a turn two away from a hit inherits as much as the next one (a question, its
     reply and a follow-up answer together); chosen with the fusion weights by the
-    bench's cross-validation (0.5 or 1.0: 1.0 in four folds of five and over all five).
+    bench's cross-validation (0.5 or 1.0: 1.0 in every fold).
     ``author_boost``: when the query names exactly one of the candidates' authors
     (``meta["name"]``, a speaker of a multi-party chat) by every word of the name, that
     author's events score ``1 + author_boost`` times as much: "what did Ana say about
     the shed?" prefers Ana's own turns, without dropping what others said of it.
-    Chosen by the bench's cross-validation among 0, 1 and 2 (2 in four folds of five
-    and over all five; the fifth kept the previous defaults, which had none).
+    Chosen by the bench's cross-validation among 0, 1 and 2 (2 in every fold).
     ``time_margin``: days added after a date the query names (people talk about
     things after they happen).
     ``index_wait``: seconds to wait for the vector indexer to catch up first.
