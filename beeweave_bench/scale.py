@@ -14,6 +14,7 @@ to tiny as in real conversation logs.  Queries are drawn from the same source.
 
 from __future__ import annotations
 
+import math
 import os
 import random
 import resource
@@ -349,6 +350,7 @@ class Grower:
             query = self.qtext.query()
             ids = [ev.id for ev, _s in store.search_text(query, k=10)]
             checks.append(ranking_share(store.connection.conn, store.tenant, query, ids, 10))
+        checks = [c for c in checks if not math.isnan(c.share)]  # a query with no match
         return (
             percentile([c.share for c in checks], 50),
             percentile([c.overlap for c in checks], 50),
