@@ -263,3 +263,30 @@ def test_tenants_in_one_directory_have_their_own_cache(tmp_path):
     finally:
         a.close()
         b.close()
+
+
+def test_a_vector_with_a_stale_scope_is_left_out_by_a_scoped_reader(tmp_path):
+    """A vector whose metadata names the wrong scope (an index older than the event's
+    scope) offers a foreign event: the store refuses it and recall leaves it out,
+    keeping the reader's own hits."""
+    w = Weave.open(f"sqlite:///{tmp_path / 'w.db'}", tenant="t", spool_dir=tmp_path / "sp")
+    try:
+        texts = [("support", "The printer on the second floor jams every morning."),
+                 ("billing", "The printer lease invoice is overdue by two months."),
+                 ("support", "Printer toner was replaced but the jams continue.")]  # fmt: skip
+        ids = [w.emit("user_message", t, session_id="s", scope=sc, meta={"user_id": "ola"})
+               for sc, t in texts]  # fmt: skip
+        w.flush()
+        assert w.indexer is not None and w.indexer.sync(60)
+        ev = w.store.get([ids[1]])[0]
+        stale = Chunk.of(ev, ev.content)
+        stale = Chunk(**{**stale.__dict__, "scope": None})  # as if written before scopes
+        w.indexer.index.upsert([stale], embed_chunks(w.indexer.embeddings, [stale],
+                                                     w.indexer.policy.recipe))  # fmt: skip
+        support = w.retriever_for("support")
+        got = [h.event.id for h in support.retrieve("printer problems", user_id="ola",
+                                                    paths=["semantic"], k=10)]  # fmt: skip
+        assert set(got) == {ids[0], ids[2]}
+        assert w.indexer.index.cache_info()["queries"] >= 1
+    finally:
+        w.close()

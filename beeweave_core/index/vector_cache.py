@@ -36,11 +36,12 @@ from typing import Any
 
 import numpy as np
 
-from beeweave_core.index.base import UNSCOPED, IndexFilter
+from beeweave_core.index.base import IndexFilter
 
 #: Default memory for cached vectors (about 43,000 MiniLM vectors of 384 floats).
 MAX_BYTES = 64 * 1024 * 1024
-#: Larger scopes are searched by the vector store's own index.
+#: Larger scopes are searched by the vector store's own index (also the bound on the
+#: joined copies of multi-session scopes kept for the next query).
 MAX_ROWS = 20_000
 
 #: What a fill returns: per chunk its id, metadata and vector.
@@ -70,9 +71,10 @@ class _Packed:
         for i, r in enumerate(rows):
             matrix[i] = r.vector
         ts = np.array([_float(r.meta.get("ts")) for r in rows], dtype=np.float64)
+        # a vector written before scopes has no "scope": a scoped reader skips it, as
+        # Chroma's where does (None is never among the readable values)
         fields = {
-            key: [r.meta.get(key, UNSCOPED if key == "scope" else None) for r in rows]
-            for key in ("user_id", "agent_id", "type", "scope")
+            key: [r.meta.get(key) for r in rows] for key in ("user_id", "agent_id", "type", "scope")
         }
         return cls([str(r.meta["event_id"]) for r in rows], matrix, ts, fields)
 
@@ -307,9 +309,10 @@ class VectorCache:
                 if sess.rows:
                     parts.append(sess.packed)
             joined = _Packed.join(parts, self._dim or 0)
-            self._joined[sids] = (self._gen, joined)
-            while len(self._joined) > 16:
-                del self._joined[next(iter(self._joined))]
+            if len(parts) > 1:  # kept for the next query of the same scope, within bounds
+                self._joined[sids] = (self._gen, joined)
+                while sum(len(p.event_ids) for _, p in self._joined.values()) > self.max_rows:
+                    del self._joined[next(iter(self._joined))]
             return joined
 
     def _fill(self, missing: list[str], gen: int, load: Loader) -> bool:
