@@ -290,3 +290,24 @@ def test_a_vector_with_a_stale_scope_is_left_out_by_a_scoped_reader(tmp_path):
         assert w.indexer.index.cache_info()["queries"] >= 1
     finally:
         w.close()
+
+
+def test_a_reopened_index_does_not_trust_what_it_held_before(tmp_path):
+    """Closing releases the directory to other writers: what was held is dropped."""
+    tenant = "t-reopen"
+    chunks = note_chunks()
+    flt = IndexFilter(session_ids=["ben-2"])
+    first = ChromaVectorIndex(tenant=tenant, identity=IDENT, location=tmp_path / "c")
+    first.upsert(chunks, embed_chunks(default_embeddings(), chunks, "plain"))
+    assert "n7" in {e for e, _ in first.query(q("hiking"), k=5, filters=flt)}
+    first.close()
+    other = ChromaVectorIndex(tenant=tenant, identity=IDENT,
+                              client=make_client(tmp_path / "c"))  # fmt: skip
+    assert other.delete(["n7"]) == 1  # another writer while nobody held the directory
+    other.close()
+    again = ChromaVectorIndex(tenant=tenant, identity=IDENT, location=tmp_path / "c")
+    try:
+        assert {e for e, _ in again.query(q("hiking"), k=5, filters=flt)} == {"n8"}
+        assert again.cache_info()["queries"] >= 1
+    finally:
+        again.close()

@@ -543,6 +543,9 @@ class ChromaVectorIndex:
             self._state_collection = None
 
     def close(self) -> None:
+        if self._cache is not None:  # once the directory lock goes, others may write
+            self._cache.clear()
+            self._cache = None
         if self._temporary:  # an in-memory store's vectors go with it
             for name in (self.collection_name, self.collection_name + "-state"):
                 with contextlib.suppress(Exception):
