@@ -19,6 +19,7 @@ from beeweave_core.events import EventType
 from beeweave_core.index import Chunk, EmbeddingIdentity, IndexFilter
 from beeweave_core.index.chroma import ChromaVectorIndex, make_client
 from beeweave_core.index.chunking import embed_chunks, embed_query
+from beeweave_core.index.vector_cache import VectorCache
 from beeweave_core.weave import Weave
 
 IDENT = EmbeddingIdentity("all-MiniLM-L6-v2-int8", "cache-test", "plain")
@@ -311,3 +312,30 @@ def test_a_reopened_index_does_not_trust_what_it_held_before(tmp_path):
         assert again.cache_info()["queries"] >= 1
     finally:
         again.close()
+
+
+def test_a_fill_overlapping_a_delete_is_not_kept(pair):
+    """The fill reads Chroma, a delete lands before the fill is installed: the rows
+    read are stale, so they are dropped (that query goes to Chroma) and the next
+    search reads again."""
+    _, chroma = pair
+    cache = VectorCache()
+    flt = IndexFilter(session_ids=["ana-2"])
+    text = "refund the customer who paid an invoice twice"
+
+    def rows(session_ids: list[str]) -> list[tuple[str, dict, list[float]]]:
+        got = chroma.collection.get(where={"session_id": {"$in": session_ids}},
+                                    include=["metadatas", "embeddings"])  # fmt: skip
+        return list(zip(got["ids"], got["metadatas"], got["embeddings"], strict=True))
+
+    def stale_load(session_ids: list[str]) -> list[tuple[str, dict, list[float]]]:
+        read = rows(session_ids)  # still holds n2
+        with cache.writing() as w:  # ... when this delete begins and ends
+            cache.remove_now(w, ["n2"])
+            chroma.delete(["n2"])
+        return read
+
+    assert cache.search(q(text), 5, flt, stale_load) is None  # not kept: ask Chroma
+    assert cache.rows == 0
+    got = cache.search(q(text), 5, flt, rows)
+    assert got is not None and "n2" not in {e for e, _ in got} and {e for e, _ in got} == {"n3"}
