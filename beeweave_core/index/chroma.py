@@ -289,6 +289,9 @@ class ChromaVectorIndex:
         self._cache = (
             _shared_cache(self._place, self.collection_name) if self._place is not None else None
         )
+        #: Answer scoped queries from the in-process copy (False: always ask Chroma, as a
+        #: benchmark's baseline does; the copy is still kept current).
+        self.in_process = True
 
     # ------------------------------------------------------------- helpers
     def _name_for(self, identity: EmbeddingIdentity) -> str:
@@ -401,7 +404,7 @@ class ChromaVectorIndex:
         where, possible = _where(filters)
         if not possible:
             return []
-        if self._cache is not None and filters is not None:
+        if self._cache is not None and self.in_process and filters is not None:
             found = self._cache.search(vector, k, filters, self._load_sessions)
             if found is not None:
                 return found
