@@ -339,3 +339,23 @@ def test_a_fill_overlapping_a_delete_is_not_kept(pair):
     assert cache.rows == 0
     got = cache.search(q(text), 5, flt, rows)
     assert got is not None and "n2" not in {e for e, _ in got} and {e for e, _ in got} == {"n3"}
+
+
+def test_a_scope_too_large_to_hold_goes_to_the_store_without_rereading(pair):
+    _, chroma = pair
+    reads: list[list[str]] = []
+
+    def rows(session_ids: list[str]) -> list[tuple[str, dict, list[float]]]:
+        reads.append(session_ids)
+        got = chroma.collection.get(where={"session_id": {"$in": session_ids}},
+                                    include=["metadatas", "embeddings"])  # fmt: skip
+        return list(zip(got["ids"], got["metadatas"], got["embeddings"], strict=True))
+
+    cache = VectorCache(max_rows=4)
+    small = IndexFilter(session_ids=["ana-1", "ana-3"])  # three notes
+    large = IndexFilter(session_ids=["ana-1", "ana-2", "ben-1", "cy-1"])  # nine notes
+    assert {e for e, _ in cache.search(q("coffee"), 5, small, rows) or []} == {"n0", "n1", "n4"}
+    for _ in range(3):
+        assert cache.search(q("coffee"), 5, large, rows) is None
+    assert reads == [["ana-1", "ana-3"], ["ana-2", "ben-1", "cy-1"]]  # each read once
+    assert cache.search(q("coffee"), 5, small, rows) is not None and len(reads) == 2

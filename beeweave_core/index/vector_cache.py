@@ -149,6 +149,8 @@ class VectorCache:
         self._rows = 0
         self._dim: int | None = None
         self._joined: dict[tuple[str, ...], tuple[int, _Packed]] = {}
+        #: Scopes found too large to hold: asked of the store without reading them again.
+        self._too_large: OrderedDict[tuple[str, ...], None] = OrderedDict()
         self.enabled = True
         #: Queries answered here (not by the store).
         self.answered = 0
@@ -189,6 +191,7 @@ class VectorCache:
             self._sessions.clear()
             self._by_event.clear()
             self._joined.clear()
+            self._too_large.clear()
             self._rows = 0
             self._dim = None
 
@@ -291,14 +294,17 @@ class VectorCache:
                 for sid in sids:
                     self._sessions.move_to_end(sid)
                 return hit[1]
+            if sids in self._too_large:
+                return None
             missing = [sid for sid in sids if sid not in self._sessions]
             gen, busy = self._gen, self._writing
-        if missing and (busy or not self._fill(missing, gen, load)):
+        if missing and (busy or not self._fill(sids, missing, gen, load)):
             return None
         with self._lock:
             if any(sid not in self._sessions for sid in sids):
                 return None  # dropped meanwhile (trimmed, or a failed write)
             if sum(len(self._sessions[s].rows) for s in sids) > self.max_rows:
+                self._mark_too_large(sids)
                 return None
             parts = []
             for sid in sids:
@@ -315,11 +321,14 @@ class VectorCache:
                     del self._joined[next(iter(self._joined))]
             return joined
 
-    def _fill(self, missing: list[str], gen: int, load: Loader) -> bool:
+    def _fill(self, sids: tuple[str, ...], missing: list[str], gen: int, load: Loader) -> bool:
         """Read ``missing`` sessions from the store; kept only if no write overlapped."""
         rows = load(missing)
         with self._lock:
             if gen != self._gen or self._writing:
+                return False
+            if len(rows) > self.max_rows:
+                self._mark_too_large(sids)
                 return False
             for sid in missing:
                 self._sessions.setdefault(sid, _Session())
@@ -327,9 +336,19 @@ class VectorCache:
                 sid = str(meta.get("session_id"))
                 if sid in self._sessions:
                     self._put(sid, self._sessions[sid], cid, meta, vector)
+            for sid in sids:  # the scope asked about is the most recent one
+                if sid in self._sessions:
+                    self._sessions.move_to_end(sid)
             self._joined.clear()
             self._trim()
+            if any(sid not in self._sessions for sid in sids):
+                self._mark_too_large(sids)  # it does not fit in max_bytes
             return True
+
+    def _mark_too_large(self, sids: tuple[str, ...]) -> None:
+        self._too_large[sids] = None
+        while len(self._too_large) > 256:
+            self._too_large.popitem(last=False)
 
     @property
     def rows(self) -> int:
