@@ -14,7 +14,13 @@ Three systems run over the same turns in the same process:
 * ``dense``  — all-MiniLM-L6-v2 (BeeWeave's default model), exact cosine, per conversation;
 * ``beeweave`` — ``weave.retrieve(question, user_id=conversation)``: the fused
   retriever over the SQLite store and the Chroma index, with the graph path;
-  ``bw-lexical`` / ``bw-semantic`` are its two main paths alone.
+  ``bw-lexical`` / ``bw-semantic`` are its two main paths alone;
+* ``bw-chroma`` — the same fused retriever with every vector query sent to Chroma
+  (the index's in-process copy of a scope's vectors off): the latency baseline.
+
+Each question is new to ``beeweave`` and ``bw-chroma`` (the query's embedding, one
+model call, is inside their latency); ``bw-semantic`` and ``bw-lexical`` run after
+``beeweave`` and reuse its query vector.  ``dense``'s latency is mostly that model call.
 
 A naive reciprocal-rank fusion of the two baselines is reported too, so the value
 of what BeeWeave adds beyond "BM25 + vectors" is visible.  The generated summaries,
@@ -45,6 +51,7 @@ from beeweave_bench.ingest import purge_bench_data
 from beeweave_bench.report import percentile
 from beeweave_bench.throughput import raw_model_speed, throughput_summary
 from beeweave_core.config import RetrievalConfig
+from beeweave_core.index.indexer import forget_query_vectors
 from beeweave_core.retrieval import Rankings, Retriever
 from beeweave_core.weave import Weave
 
@@ -235,6 +242,25 @@ def _beeweave(weave: Weave, conv: Conversation, kmax: int, **options: Any) -> Ra
     return rank
 
 
+def _via_chroma(weave: Weave, conv: Conversation, kmax: int, **options: Any) -> Ranker:
+    """The fused retriever with a new query vector and Chroma answering vector queries."""
+    fused = _beeweave(weave, conv, kmax, **options)
+    index = weave.indexer.index if weave.indexer is not None else None
+    toggles = hasattr(index, "in_process")  # a Chroma index (Neo4j's has no copy)
+
+    def rank(q: Question) -> list[str]:
+        forget_query_vectors()  # as new to it as to ``beeweave``
+        if toggles:
+            setattr(index, "in_process", False)  # noqa: B010 - not on the VectorIndex protocol
+        try:
+            return fused(q)
+        finally:
+            if toggles:
+                setattr(index, "in_process", True)  # noqa: B010
+
+    return rank
+
+
 # ---------------------------------------------------------------- scoring
 @dataclass
 class Tally:
@@ -270,11 +296,12 @@ def ingest(weave: Weave, conv: Conversation) -> None:
 
 
 #: bm25 / dense: the baselines; rrf: their naive fusion; beeweave: the fused retriever;
-#: bw-lexical / bw-semantic: BeeWeave's own two main paths alone (what fusion adds).
+#: bw-lexical / bw-semantic: BeeWeave's own two main paths alone (what fusion adds);
+#: bw-chroma: the fused retriever with Chroma answering every vector query (latency).
 #: bw-cv: the fused retriever with fusion settings chosen by leave-one-conversation-out
 #: cross-validation, scored on the held-out conversation (``bw-cv-dev``: on the ones
 #: they were chosen on); needs two conversations or more.
-SYSTEMS = ("bm25", "dense", "rrf", "beeweave", "bw-lexical", "bw-semantic", "bw-cv")
+SYSTEMS = ("bm25", "dense", "rrf", "beeweave", "bw-lexical", "bw-semantic", "bw-chroma", "bw-cv")
 
 #: The bench asks about a conversation's whole history, after it ended, so it turns
 #: recency decay off (an agent's working memory keeps the default half-life).
@@ -398,6 +425,8 @@ def _rankers(
     for path in ("lexical", "semantic"):
         if f"bw-{path}" in systems:
             rankers[f"bw-{path}"] = _beeweave(weave, conv, kmax, paths=[path], **BENCH_OPTIONS)
+    if "bw-chroma" in systems:
+        rankers["bw-chroma"] = _via_chroma(weave, conv, kmax, **BENCH_OPTIONS)
     return rankers
 
 

@@ -371,6 +371,9 @@ def test_locomo_bench_runs_every_system(tmp_path):
         assert r["p50 ms"] <= r["p95 ms"]
     fused = {r["category"]: r for r in rows if r["system"] == "beeweave"}
     assert fused["all"]["n"] == 3 and fused["all"]["hit@3"] == 1.0
+    via_chroma = {r["category"]: r for r in rows if r["system"] == "bw-chroma"}
+    for key in ("R@1", "R@3", "hit@1", "hit@3"):  # the in-process copy answers as Chroma
+        assert via_chroma["all"][key] == fused["all"][key]
 
 
 def _tiny_conversation(name: str, facts: list[tuple[str, str, str]]) -> dict[str, Any]:
