@@ -14,7 +14,13 @@ Three systems run over the same turns in the same process:
 * ``dense``  — all-MiniLM-L6-v2 (BeeWeave's default model), exact cosine, per conversation;
 * ``beeweave`` — ``weave.retrieve(question, user_id=conversation)``: the fused
   retriever over the SQLite store and the Chroma index, with the graph path;
-  ``bw-lexical`` / ``bw-semantic`` are its two main paths alone.
+  ``bw-lexical`` / ``bw-semantic`` are its two main paths alone;
+* ``bw-chroma`` — the same fused retriever with every vector query sent to Chroma
+  (the index's in-process copy of a scope's vectors off): the latency baseline.
+
+Each question is new to ``beeweave`` and ``bw-chroma`` (the query's embedding, one
+model call, is inside their latency); ``bw-semantic`` and ``bw-lexical`` run after
+``beeweave`` and reuse its query vector.  ``dense``'s latency is mostly that model call.
 
 A naive reciprocal-rank fusion of the two baselines is reported too, so the value
 of what BeeWeave adds beyond "BM25 + vectors" is visible.  The generated summaries,
@@ -45,6 +51,7 @@ from beeweave_bench.ingest import purge_bench_data
 from beeweave_bench.report import percentile
 from beeweave_bench.throughput import raw_model_speed, throughput_summary
 from beeweave_core.config import RetrievalConfig
+from beeweave_core.index.indexer import forget_query_vectors
 from beeweave_core.retrieval import Rankings, Retriever
 from beeweave_core.weave import Weave
 
@@ -235,6 +242,25 @@ def _beeweave(weave: Weave, conv: Conversation, kmax: int, **options: Any) -> Ra
     return rank
 
 
+def _via_chroma(weave: Weave, conv: Conversation, kmax: int, **options: Any) -> Ranker:
+    """The fused retriever with a new query vector and Chroma answering vector queries."""
+    fused = _beeweave(weave, conv, kmax, **options)
+    index = weave.indexer.index if weave.indexer is not None else None
+    toggles = hasattr(index, "in_process")  # a Chroma index (Neo4j's has no copy)
+
+    def rank(q: Question) -> list[str]:
+        forget_query_vectors()  # as new to it as to ``beeweave``
+        if toggles:
+            setattr(index, "in_process", False)  # noqa: B010 - not on the VectorIndex protocol
+        try:
+            return fused(q)
+        finally:
+            if toggles:
+                setattr(index, "in_process", True)  # noqa: B010
+
+    return rank
+
+
 # ---------------------------------------------------------------- scoring
 @dataclass
 class Tally:
@@ -270,11 +296,12 @@ def ingest(weave: Weave, conv: Conversation) -> None:
 
 
 #: bm25 / dense: the baselines; rrf: their naive fusion; beeweave: the fused retriever;
-#: bw-lexical / bw-semantic: BeeWeave's own two main paths alone (what fusion adds).
+#: bw-lexical / bw-semantic: BeeWeave's own two main paths alone (what fusion adds);
+#: bw-chroma: the fused retriever with Chroma answering every vector query (latency).
 #: bw-cv: the fused retriever with fusion settings chosen by leave-one-conversation-out
 #: cross-validation, scored on the held-out conversation (``bw-cv-dev``: on the ones
 #: they were chosen on); needs two conversations or more.
-SYSTEMS = ("bm25", "dense", "rrf", "beeweave", "bw-lexical", "bw-semantic", "bw-cv")
+SYSTEMS = ("bm25", "dense", "rrf", "beeweave", "bw-lexical", "bw-semantic", "bw-chroma", "bw-cv")
 
 #: The bench asks about a conversation's whole history, after it ended, so it turns
 #: recency decay off (an agent's working memory keeps the default half-life).
@@ -398,6 +425,8 @@ def _rankers(
     for path in ("lexical", "semantic"):
         if f"bw-{path}" in systems:
             rankers[f"bw-{path}"] = _beeweave(weave, conv, kmax, paths=[path], **BENCH_OPTIONS)
+    if "bw-chroma" in systems:
+        rankers["bw-chroma"] = _via_chroma(weave, conv, kmax, **BENCH_OPTIONS)
     return rankers
 
 
@@ -486,27 +515,37 @@ def cv_notes(summary: Mapping[str, Any]) -> list[str]:
 # --------------------------------------------------------- cross-validation
 #: What the cross-validation chooses among: the weights of the semantic, temporal
 #: and graph paths relative to lexical (only ratios matter, so lexical stays 1), the
-#: reciprocal-rank constant, and how many turns either side of a hit the graph path
-#: offers (moot when its weight is 0).
+#: reciprocal-rank constant, how many turns either side of a hit the graph path
+#: offers and how much a turn further away inherits (both moot when its weight is 0).
 CV_SEMANTIC = (0.25, 0.5, 0.75, 1.0)
 CV_TEMPORAL = (1.0, 2.0)
 CV_GRAPH = (0.0, 0.25, 0.5)
 CV_RRF_K = (3.0, 5.0, 10.0)
 CV_NEIGHBOURS = (1, 2)
+CV_NEIGHBOUR_DECAY = (0.5, 1.0)
+#: How much more the turns of the one speaker a question names weigh (0: not at all).
+CV_AUTHOR_BOOST = (0.0, 1.0, 2.0)
 
 
 def fusion_grid(base: RetrievalConfig) -> dict[str, RetrievalConfig]:
     """Candidate fusion settings by name; the shipped default first (ties keep it)."""
     grid = {"default": base}
-    for sem, temp, graph, rrf_k, near in itertools.product(
-        CV_SEMANTIC, CV_TEMPORAL, CV_GRAPH, CV_RRF_K, CV_NEIGHBOURS
+    for sem, temp, graph, rrf_k, near, decay in itertools.product(
+        CV_SEMANTIC, CV_TEMPORAL, CV_GRAPH, CV_RRF_K, CV_NEIGHBOURS, CV_NEIGHBOUR_DECAY
     ):
+        if (graph == 0 or near == 1) and decay != CV_NEIGHBOUR_DECAY[0]:
+            continue  # the same ranking as with the first decay
         if graph == 0 and near != CV_NEIGHBOURS[0]:
             continue  # the same ranking as with the first
         weights = {**base.weights, "semantic": sem, "temporal": temp, "graph": graph}
         name = f"semantic={sem:g} temporal={temp:g} graph={graph:g} rrf_k={rrf_k:g}"
         name += f" neighbours={near}" if graph else ""
-        grid[name] = replace(base, weights=weights, rrf_k=rrf_k, neighbours=near)
+        name += f" neighbour_decay={decay:g}" if graph and near > 1 else ""
+        for boost in CV_AUTHOR_BOOST:
+            grid[f"{name} author_boost={boost:g}"] = replace(
+                base, weights=weights, rrf_k=rrf_k, neighbours=near, neighbour_decay=decay,
+                author_boost=boost,
+            )  # fmt: skip
     return grid
 
 
@@ -542,7 +581,8 @@ class CrossValidation:
         """The folds, and whether the shipped default is what all of them together pick."""
         same = self.settings == {
             "weights": dict(default.weights), "rrf_k": default.rrf_k,
-            "neighbours": default.neighbours,
+            "neighbours": default.neighbours, "neighbour_decay": default.neighbour_decay,
+            "author_boost": default.author_boost,
         }  # fmt: skip
         return {
             "folds": [
@@ -595,6 +635,7 @@ def cross_validate(
     cv.chosen_all = crossval.choose(table, list(asked))
     chosen = grid[cv.chosen_all]
     cv.settings = {
-        "weights": dict(chosen.weights), "rrf_k": chosen.rrf_k, "neighbours": chosen.neighbours
+        "weights": dict(chosen.weights), "rrf_k": chosen.rrf_k, "neighbours": chosen.neighbours,
+        "neighbour_decay": chosen.neighbour_decay, "author_boost": chosen.author_boost,
     }  # fmt: skip
     return cv

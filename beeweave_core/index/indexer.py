@@ -488,6 +488,11 @@ def _query_vector(embeddings: Any, text: str) -> tuple[float, ...]:
     return tuple(embed_query(embeddings, text))
 
 
+def forget_query_vectors() -> None:
+    """Drop the remembered query vectors (a benchmark timing queries as new ones)."""
+    _query_vector.cache_clear()
+
+
 @dataclass
 class _GapBatch:
     """Events the gap check gathered (across sessions) and the marks they move."""
