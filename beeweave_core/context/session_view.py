@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import bisect
 import heapq
+import math
 import threading
 from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
@@ -52,6 +53,40 @@ class _TokenSum:
     mark: int = 0
     total: int = 0
     costs: list[int] = field(default_factory=list)
+
+
+class Overturned(Mapping[str, tuple[str, ...]]):
+    """An immutable map event id -> overturned wording: a ``base`` shared by many
+    snapshots (never changed once made) and a small ``delta`` of later changes (an
+    empty tuple there: the id is gone).  See :meth:`SessionView.overturned`."""
+
+    __slots__ = ("_base", "_delta")
+
+    def __init__(self, base: Mapping[str, tuple[str, ...]], delta: Mapping[str, tuple[str, ...]]):
+        self._base = base
+        self._delta = delta
+
+    def __getitem__(self, key: str) -> tuple[str, ...]:
+        texts = self._delta.get(key)
+        if texts is None:
+            return self._base[key]
+        if not texts:
+            raise KeyError(key)
+        return texts
+
+    def __contains__(self, key: object) -> bool:
+        texts = self._delta.get(key) if isinstance(key, str) else None
+        return bool(texts) if texts is not None else key in self._base
+
+    def __iter__(self) -> Iterator[str]:
+        yield from (k for k in self._base if k not in self._delta)
+        yield from (k for k, v in self._delta.items() if v)
+
+    def __len__(self) -> int:
+        return sum(1 for _k in self)
+
+    def __bool__(self) -> bool:
+        return next(iter(self), None) is not None
 
 
 @dataclass
@@ -92,10 +127,12 @@ class SessionView:
     _line_postings: dict[str, list[tuple[str, int, int]]] = field(default_factory=dict)
     _scanned: int = 0  # units already folded into ``scan``
     _tokens: dict[str, _TokenSum] = field(default_factory=dict)
-    #: event id -> overturned wording (tuples: a snapshot handed out never changes)
-    _ov: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    #: event id -> overturned wording: a base never changed once made and the changes
+    #: since (see :meth:`overturned`)
+    _ov_base: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    _ov_delta: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    _ov_snap: Overturned | None = None
     _ov_by_memory: dict[str, list[tuple[str, str]]] = field(default_factory=dict)
-    _overturned: tuple[int, dict[str, tuple[str, ...]]] | None = None
 
     # ------------------------------------------------------------ reading
     def catch_up(self, store: EventStore) -> int:
@@ -256,25 +293,33 @@ class SessionView:
             return
         self._ov_by_memory[memory.id] = pairs
         for src, text in pairs:
-            self._ov[src] = (*self._ov.get(src, ()), text)
+            self._set_overturned(src, (*self.overturned().get(src, ()), text))
             self.overturn_log.append(src)
 
     def _drop_overturned(self, memory_id: str) -> None:
         for src, text in self._ov_by_memory.pop(memory_id, ()):
-            left = list(self._ov.get(src, ()))
+            left = list(self.overturned().get(src, ()))
             if text in left:
                 left.remove(text)
-            if left:
-                self._ov[src] = tuple(left)
-            else:
-                self._ov.pop(src, None)
+            self._set_overturned(src, tuple(left))
 
-    def overturned(self) -> dict[str, tuple[str, ...]]:
+    def _set_overturned(self, src: str, texts: tuple[str, ...]) -> None:
+        """Change one entry: into the delta, folded into a new base once the delta
+        outgrows the square root of the base (a fold copies the base; a snapshot copies
+        the delta: both stay far below the size of the session's map per call)."""
+        self._ov_delta[src] = texts
+        self._ov_snap = None
+        if len(self._ov_delta) > max(64, math.isqrt(len(self._ov_base))):
+            merged = {**self._ov_base, **self._ov_delta}
+            self._ov_base = {k: v for k, v in merged.items() if v}
+            self._ov_delta = {}
+
+    def overturned(self) -> Overturned:
         """event id -> overturned wording, from the active memories (kept as memories
-        come and go; a copy per version, so a snapshot handed out stays as it was)."""
-        if self._overturned is None or self._overturned[0] != self.version:
-            self._overturned = (self.version, dict(self._ov))
-        return self._overturned[1]
+        come and go; immutable, so a snapshot handed out stays as it was)."""
+        if self._ov_snap is None:
+            self._ov_snap = Overturned(self._ov_base, dict(self._ov_delta))
+        return self._ov_snap
 
     def touched_tops(self) -> list[Event]:
         """Top summaries standing for a turn overturned since the last call (each
