@@ -75,8 +75,10 @@ class Overturned(Mapping[str, tuple[str, ...]]):
         return texts
 
     def __contains__(self, key: object) -> bool:
-        texts = self._delta.get(key) if isinstance(key, str) else None
-        return bool(texts) if texts is not None else key in self._base
+        delta = self._delta
+        if key in delta:
+            return bool(delta[key])  # type: ignore[index]
+        return key in self._base
 
     def __iter__(self) -> Iterator[str]:
         yield from (k for k in self._base if k not in self._delta)
@@ -170,6 +172,10 @@ class SessionView:
             self._add_summary(ev)
         elif ev.type == EventType.WARNING and (ev.payload or {}).get("kind") == "thrash":
             self.thrash += 1
+
+    def holds(self, ids: Iterable[str]) -> bool:
+        """Does this view hold one of the memories or summaries ``ids``?"""
+        return any(i in self.memories or i in self.summaries for i in ids)
 
     def apply_status(self, ids: Iterable[str], status: Status) -> None:
         """An event of this session changed status (told by :class:`WatchedStore`)."""
@@ -293,15 +299,21 @@ class SessionView:
             return
         self._ov_by_memory[memory.id] = pairs
         for src, text in pairs:
-            self._set_overturned(src, (*self.overturned().get(src, ()), text))
-            self.overturn_log.append(src)
+            had = self._overturned_of(src)
+            self._set_overturned(src, (*had, text))
+            if text not in had:  # newly overturned (not carried over from a replaced memory)
+                self.overturn_log.append(src)
 
     def _drop_overturned(self, memory_id: str) -> None:
         for src, text in self._ov_by_memory.pop(memory_id, ()):
-            left = list(self.overturned().get(src, ()))
+            left = list(self._overturned_of(src))
             if text in left:
                 left.remove(text)
             self._set_overturned(src, tuple(left))
+
+    def _overturned_of(self, src: str) -> tuple[str, ...]:
+        texts = self._ov_delta.get(src)
+        return texts if texts is not None else self._ov_base.get(src, ())
 
     def _set_overturned(self, src: str, texts: tuple[str, ...]) -> None:
         """Change one entry: into the delta, folded into a new base once the delta
@@ -413,6 +425,9 @@ class Views:
     def own_change(self, change: Callable[[], int], ids: Sequence[str], status: Status) -> int:
         """Run a status change BeeWeave itself makes and apply it to the views at once."""
         with self.lock:
+            for view in self._views.values():
+                if view.holds(ids):  # what replaces them first (a memory superseding one
+                    view.catch_up(self.store)  # carries on what that one overturned)
             before = _changes(self.store)
             n = change()
             if self._seen_changes == before and _changes(self.store) in (before, before + 1):
