@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import bisect
 import heapq
-import math
 import threading
 from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
@@ -37,6 +36,8 @@ from beeweave_core.tokens import TokenCounter
 _CONVERSATION = frozenset(CONVERSATION_TYPES)
 #: What a branch's message list names (tool calls ride with the answer that made them).
 _MESSAGES = frozenset({EventType.USER_MESSAGE, EventType.ASSISTANT_MESSAGE, EventType.TOOL_RESULT})
+#: The types a view folds in (see :meth:`SessionView._add`).
+_KEPT = (*CONVERSATION_TYPES, EventType.MEMORY, EventType.SUMMARY, EventType.WARNING)
 #: Postings kept per term (newest); a term in more memories than this says little.
 MAX_POSTINGS = 256
 #: What the view counts of its active summaries (the compaction stats).
@@ -138,8 +139,11 @@ class SessionView:
 
     # ------------------------------------------------------------ reading
     def catch_up(self, store: EventStore) -> int:
-        """Fold in the events stored since the cursor; returns how many were read."""
-        events = store.timeline(self.session_id, seq_from=self.cursor + 1, include_inactive=True)
+        """Fold in the events stored since the cursor; returns how many were read (only
+        the types a view keeps: an assembly's audit record, the biggest event a call
+        writes, is never parsed by the next)."""
+        events = store.timeline(self.session_id, seq_from=self.cursor + 1, types=_KEPT,
+                                include_inactive=True)  # fmt: skip
         for ev in events:
             self._add(ev)
         return len(events)
@@ -317,11 +321,11 @@ class SessionView:
 
     def _set_overturned(self, src: str, texts: tuple[str, ...]) -> None:
         """Change one entry: into the delta, folded into a new base once the delta
-        outgrows the square root of the base (a fold copies the base; a snapshot copies
-        the delta: both stay far below the size of the session's map per call)."""
+        outgrows an eighth of the base (a fold copies the base once per that many
+        changes; a snapshot copies only the delta)."""
         self._ov_delta[src] = texts
         self._ov_snap = None
-        if len(self._ov_delta) > max(64, math.isqrt(len(self._ov_base))):
+        if len(self._ov_delta) > max(256, len(self._ov_base) // 8):
             merged = {**self._ov_base, **self._ov_delta}
             self._ov_base = {k: v for k, v in merged.items() if v}
             self._ov_delta = {}
