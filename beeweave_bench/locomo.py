@@ -486,27 +486,37 @@ def cv_notes(summary: Mapping[str, Any]) -> list[str]:
 # --------------------------------------------------------- cross-validation
 #: What the cross-validation chooses among: the weights of the semantic, temporal
 #: and graph paths relative to lexical (only ratios matter, so lexical stays 1), the
-#: reciprocal-rank constant, and how many turns either side of a hit the graph path
-#: offers (moot when its weight is 0).
+#: reciprocal-rank constant, how many turns either side of a hit the graph path
+#: offers and how much a turn further away inherits (both moot when its weight is 0).
 CV_SEMANTIC = (0.25, 0.5, 0.75, 1.0)
 CV_TEMPORAL = (1.0, 2.0)
 CV_GRAPH = (0.0, 0.25, 0.5)
 CV_RRF_K = (3.0, 5.0, 10.0)
 CV_NEIGHBOURS = (1, 2)
+CV_NEIGHBOUR_DECAY = (0.5, 1.0)
+#: How much more the turns of the one speaker a question names weigh (0: not at all).
+CV_AUTHOR_BOOST = (0.0, 1.0, 2.0)
 
 
 def fusion_grid(base: RetrievalConfig) -> dict[str, RetrievalConfig]:
     """Candidate fusion settings by name; the shipped default first (ties keep it)."""
     grid = {"default": base}
-    for sem, temp, graph, rrf_k, near in itertools.product(
-        CV_SEMANTIC, CV_TEMPORAL, CV_GRAPH, CV_RRF_K, CV_NEIGHBOURS
+    for sem, temp, graph, rrf_k, near, decay in itertools.product(
+        CV_SEMANTIC, CV_TEMPORAL, CV_GRAPH, CV_RRF_K, CV_NEIGHBOURS, CV_NEIGHBOUR_DECAY
     ):
+        if (graph == 0 or near == 1) and decay != CV_NEIGHBOUR_DECAY[0]:
+            continue  # the same ranking as with the first decay
         if graph == 0 and near != CV_NEIGHBOURS[0]:
             continue  # the same ranking as with the first
         weights = {**base.weights, "semantic": sem, "temporal": temp, "graph": graph}
         name = f"semantic={sem:g} temporal={temp:g} graph={graph:g} rrf_k={rrf_k:g}"
         name += f" neighbours={near}" if graph else ""
-        grid[name] = replace(base, weights=weights, rrf_k=rrf_k, neighbours=near)
+        name += f" neighbour_decay={decay:g}" if graph and near > 1 else ""
+        for boost in CV_AUTHOR_BOOST:
+            grid[f"{name} author_boost={boost:g}"] = replace(
+                base, weights=weights, rrf_k=rrf_k, neighbours=near, neighbour_decay=decay,
+                author_boost=boost,
+            )  # fmt: skip
     return grid
 
 
@@ -542,7 +552,8 @@ class CrossValidation:
         """The folds, and whether the shipped default is what all of them together pick."""
         same = self.settings == {
             "weights": dict(default.weights), "rrf_k": default.rrf_k,
-            "neighbours": default.neighbours,
+            "neighbours": default.neighbours, "neighbour_decay": default.neighbour_decay,
+            "author_boost": default.author_boost,
         }  # fmt: skip
         return {
             "folds": [
@@ -595,6 +606,7 @@ def cross_validate(
     cv.chosen_all = crossval.choose(table, list(asked))
     chosen = grid[cv.chosen_all]
     cv.settings = {
-        "weights": dict(chosen.weights), "rrf_k": chosen.rrf_k, "neighbours": chosen.neighbours
+        "weights": dict(chosen.weights), "rrf_k": chosen.rrf_k, "neighbours": chosen.neighbours,
+        "neighbour_decay": chosen.neighbour_decay, "author_boost": chosen.author_boost,
     }  # fmt: skip
     return cv

@@ -14,6 +14,7 @@ to tiny as in real conversation logs.  Queries are drawn from the same source.
 
 from __future__ import annotations
 
+import math
 import os
 import random
 import resource
@@ -39,7 +40,8 @@ TARGETS = (
     "which a change in machine load during the run does not move. "
     "bytes_per_event: the SQLite file with its WAL (a Neo4j store is the server's). "
     "tenant_bm25_share (SQLite): median share of the exhaustive BM25 top 10's score "
-    "that the bounded tenant-wide search's top 10 holds (1.0 = as good)"
+    "that the bounded tenant-wide search's top 10 holds (1.0 = as good); "
+    "tenant_top10_overlap: median share of the exhaustive top 10's rows it holds"
 )
 _ROOTS = [
     "account",
@@ -298,9 +300,9 @@ class Grower:
             if base:
                 row[f"{name}_ref_p50_ms"] = percentile(base, 50)
         row.update(self.assemble_row(ref))
-        share = self.ranking_share()
-        if share is not None:
-            row["tenant_bm25_share"] = share
+        check = self.ranking_check()
+        if check is not None:
+            row["tenant_bm25_share"], row["tenant_top10_overlap"] = check
         if self.db_path is not None:
             size = sum(p.stat().st_size for p in self.db_path.parent.glob(self.db_path.name + "*"))
             row["bytes_per_event"] = size / total
@@ -332,9 +334,10 @@ class Grower:
             out["assemble_ref_p50_ms"] = percentile(base, 50)
         return out
 
-    def ranking_share(self, n: int = 5) -> float | None:
+    def ranking_check(self, n: int = 5) -> tuple[float, float] | None:
         """SQLite: the tenant-wide top 10's share of the best attainable BM25 (the
-        exhaustive ranking of the whole index, computed here only to compare)."""
+        exhaustive ranking of the whole index, computed here only to compare) and
+        its overlap with that top 10 (medians over ``n`` queries)."""
         from beeweave_bench.report import percentile
         from beeweave_core.backends.sqlite.events import SQLiteEventStore
         from beeweave_core.backends.sqlite.wide_search import ranking_share
@@ -342,12 +345,16 @@ class Grower:
         store = self.weave.store
         if not isinstance(store, SQLiteEventStore):
             return None
-        shares = []
+        checks = []
         for _ in range(n):
             query = self.qtext.query()
             ids = [ev.id for ev, _s in store.search_text(query, k=10)]
-            shares.append(ranking_share(store.connection.conn, store.tenant, query, ids, 10))
-        return percentile(shares, 50)
+            checks.append(ranking_share(store.connection.conn, store.tenant, query, ids, 10))
+        checks = [c for c in checks if not math.isnan(c.share)]  # a query with no match
+        return (
+            percentile([c.share for c in checks], 50),
+            percentile([c.overlap for c in checks], 50),
+        )
 
 
 def _paired(

@@ -147,9 +147,10 @@ class RetrievalConfig:
     position, not content; ``metadata`` least, since filters alone say nothing about
     the query.  The semantic and temporal weights, the graph weight, ``rrf_k`` and
     ``neighbours`` are what ``beeweave bench locomo`` chooses by leave-one-conversation-out
-    cross-validation over its five development conversations (semantic 0.75, temporal
-    2, graph 0.25, ``rrf_k`` 3, neighbours 2: the pick over all five folds; each fold's
-    pick, made without the conversation it is scored on, is in the bench's output).
+    cross-validation over its five development conversations (semantic 0.5, temporal
+    2, graph 0.25, ``rrf_k`` 3, neighbours 2: the pick over all five folds, with
+    ``neighbour_decay`` and ``author_boost``; each fold's pick, made without the
+    conversation it is scored on, is in the bench's output).
     The graph weight was measured on chat only (no tool calls): a trace's causal edges
     may deserve more.
     ``fusion``: ``"rrf"`` (weighted reciprocal rank) or ``"score"`` (weighted sum of
@@ -171,7 +172,16 @@ class RetrievalConfig:
     tool result: result → call → message → model call → question; two turns either
     side in the session: an answer often spans a question, its reply and a follow-up)
     and how much of a seed's score it passes on (the graph weight's share to a
-    direct neighbour, halved per further hop).
+    direct neighbour, halved per further causal hop).
+    ``neighbour_decay``: the same per turn of distance for session neighbours: 1.0, so
+    a turn two away from a hit inherits as much as the next one (a question, its
+    reply and a follow-up answer together); chosen with the fusion weights by the
+    bench's cross-validation (0.5 or 1.0: 1.0 in every fold).
+    ``author_boost``: when the query names exactly one of the candidates' authors
+    (``meta["name"]``, a speaker of a multi-party chat) by every word of the name, that
+    author's events score ``1 + author_boost`` times as much: "what did Ana say about
+    the shed?" prefers Ana's own turns, without dropping what others said of it.
+    Chosen by the bench's cross-validation among 0, 1 and 2 (2 in every fold).
     ``time_margin``: days added after a date the query names (people talk about
     things after they happen).
     ``index_wait``: seconds to wait for the vector indexer to catch up first.
@@ -179,7 +189,7 @@ class RetrievalConfig:
 
     weights: Mapping[str, float] = field(
         default_factory=lambda: {
-            "semantic": 0.75,
+            "semantic": 0.5,
             "lexical": 1.0,
             "temporal": 2.0,
             "recent": 0.5,
@@ -200,6 +210,8 @@ class RetrievalConfig:
     graph_depth: int = 4
     neighbours: int = 2
     hop_decay: float = 0.5
+    neighbour_decay: float = 1.0
+    author_boost: float = 2.0
     time_margin: float = 14.0
     dedup: bool = True
     index_wait: float = 1.0
@@ -213,6 +225,10 @@ class RetrievalConfig:
             raise ValueError("half_life must be positive (or None for no decay)")
         if not 0.0 <= self.decay_floor <= 1.0:
             raise ValueError("decay_floor must be between 0 and 1")
+        if not 0.0 <= self.neighbour_decay <= 1.0:
+            raise ValueError("neighbour_decay must be between 0 and 1")
+        if self.author_boost < 0:
+            raise ValueError("author_boost must not be negative")
         bad = set(self.weights) - set(PATHS)
         if bad:
             raise ValueError(f"weights for unknown path(s) {sorted(bad)}")

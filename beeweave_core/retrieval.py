@@ -16,7 +16,8 @@ Several *paths* each rank candidates their own way:
 Ranks are fused by weighted reciprocal rank (ranks, unlike raw scores, compare
 across paths); the graph path passes on a share of its seed's fused score, since a
 neighbour is relevant *because* its seed is.  The fused score is then weighted by
-event type and decayed by age (half-life), near-identical texts are merged, and
+event type, raised for what the one author the query names wrote ("what did Ana
+say about the shed?"), and decayed by age (half-life), near-identical texts are merged, and
 only active events of the weave's tenant within the requested scope come back.
 """
 
@@ -42,6 +43,7 @@ from beeweave_core.index.base import IndexFilter
 from beeweave_core.ranking import age_weight, minmax_shares, rrf_shares
 from beeweave_core.store import EventStore
 from beeweave_core.telemetry import traced
+from beeweave_core.text.segment import tokens
 from beeweave_core.text.timehints import TimeWindow, find_windows
 
 if TYPE_CHECKING:
@@ -274,9 +276,9 @@ def _check_query(query: object) -> None:
         raise TypeError(f"query must be a string, got {type(query).__name__}")
 
 
-#: What the graph path found around one seed: (event, distance) pairs, by
-#: (seed id, causal depth, neighbours either side).
-Near = dict[tuple[str, int, int], list[tuple[Event, int]]]
+#: What the graph path found around one seed: (event, distance, whether it is a session
+#: neighbour rather than a cause or effect), by (seed id, causal depth, neighbours either side).
+Near = dict[tuple[str, int, int], list[tuple[Event, int, bool]]]
 
 
 @dataclass
@@ -370,6 +372,23 @@ def _top_hits(
         if h.event.id in merged:
             h.provenance = replace(h.provenance, duplicates=tuple(merged[h.event.id]))
     return hits
+
+
+def _author(ev: Event) -> str | None:
+    """Who wrote ``ev`` when the capture named them (``meta["name"]``: a chat speaker)."""
+    name = ev.meta.get("name")
+    return name if isinstance(name, str) and name.strip() else None
+
+
+def _named_author(query: str, candidates: Iterable[Event]) -> str | None:
+    """The one author among ``candidates`` whom ``query`` names by every word of their
+    name, else ``None`` (no author named, or several: "what do Ana and Li share?")."""
+    words = set(tokens(query))
+    if not words:
+        return None
+    authors = {a for ev in candidates if (a := _author(ev)) is not None}
+    named = {a for a in authors if (parts := tokens(a)) and set(parts) <= words}
+    return named.pop() if len(named) == 1 else None
 
 
 class Retriever:
@@ -495,6 +514,11 @@ class Retriever:
             eid: s * c.cfg.type_weights.get(events[eid].type, 1.0) * _decay(events[eid], c)
             for eid, s in fusion.score.items()
         }
+        named = _named_author(c.query, [events[eid] for eid in final])
+        if named is not None and c.cfg.author_boost:
+            for eid in final:
+                if _author(events[eid]) == named:
+                    final[eid] *= 1.0 + c.cfg.author_boost
         order = sorted(final, key=lambda e: (-final[e], -events[e].ts))
         return _top_hits(c, order, final, fusion, events, k)
 
@@ -711,13 +735,14 @@ class Retriever:
             key = (seed, cfg.graph_depth, cfg.neighbours)
             if key not in near:
                 near[key] = self._around(events[seed], cfg.graph_depth, cfg.neighbours)
-            for ev, dist in near[key]:
+            for ev, dist, beside in near[key]:
                 if ev.id == seed or ev.status != Status.ACTIVE:
                     continue
                 if not c.sc.accepts(ev) or not c.flt.accepts(ev):
                     continue
                 events.setdefault(ev.id, ev)
-                score = fused[seed] * cfg.hop_decay ** (dist - 1)
+                decay = cfg.neighbour_decay if beside else cfg.hop_decay
+                score = fused[seed] * decay ** (dist - 1)
                 old = reached.get(ev.id)
                 if old is None or score > old[0]:
                     reached[ev.id] = (score, [seed] + (old[1] if old else []))
@@ -725,17 +750,17 @@ class Retriever:
                     old[1].append(seed)
         return reached
 
-    def _around(self, ev: Event, depth: int, neighbours: int) -> list[tuple[Event, int]]:
+    def _around(self, ev: Event, depth: int, neighbours: int) -> list[tuple[Event, int, bool]]:
         """Causes and effects of ``ev`` up to ``depth`` hops, and its session neighbours."""
-        out: list[tuple[Event, int]] = []
+        out: list[tuple[Event, int, bool]] = []
         if depth > 0:
             for walk in (self.store.ancestors, self.store.descendants):
-                out += walk(ev.id, depth=depth, edge_types=GRAPH_EDGES)
+                out += [(o, d, False) for o, d in walk(ev.id, depth=depth, edge_types=GRAPH_EDGES)]
         if neighbours > 0 and ev.seq >= 0:
             near = self.store.timeline(
                 ev.session_id, seq_from=max(0, ev.seq - neighbours), seq_to=ev.seq + neighbours
             )
-            out += [(o, abs(o.seq - ev.seq)) for o in near]
+            out += [(o, abs(o.seq - ev.seq), True) for o in near]
         return out
 
 

@@ -486,3 +486,58 @@ def test_in_memory_stores_keep_their_vectors_apart(tmp_path):
     finally:
         a.close()
         b.close()
+
+
+def test_chroma_reads_metadata_only_for_the_nearest_events(tmp_path, monkeypatch):
+    """Same answer as reading every fetched chunk's metadata (events of several chunks,
+    a chunk of another model version written straight into the collection, a filter
+    that turns some events away), while reading far fewer of them."""
+    idx = ChromaVectorIndex(tenant="t", identity=IDENT, location=tmp_path / "c")
+    lines = [
+        "The ferry to the island leaves at half past seven.", "Our quarterly audit found two "
+        "missing receipts.", "She repotted the fern and moved it near the window.", "The "
+        "build failed because a header file was renamed.", "He practised the cello scales "
+        "before dinner.", "Tickets for the harbour concert sold out in an hour.", "The "
+        "thermostat schedule drops to sixteen degrees at night.", "Please rotate the API key "
+        "before Friday's release.", "The bakery on the corner closes early on Sundays.",
+        "Snow closed the mountain pass for two days.",
+    ]  # fmt: skip
+    chunks = []
+    for i, text in enumerate(lines):
+        ev = Event(id=f"ev#{i}", session_id=f"s{i % 3}", content=text, ts=T0 + i, seq=i,
+                   type=EventType.USER_MESSAGE if i % 2 else EventType.TOOL_RESULT)  # fmt: skip
+        words = text.split()
+        for part in range(1 + i % 3):  # one to three chunks per event
+            chunks.append(Chunk.of(ev, " ".join(words[part * 3 :]) or text, part=part))
+    vectors = embed_chunks(default_embeddings(), chunks, "plain")
+    idx.upsert(chunks, vectors)
+    coll = idx.collection
+    other = dict(coll.get(ids=[chunks[0].id], include=["metadatas"])["metadatas"][0])
+    other.update(embedding_version="another", event_id="ev-foreign")
+    coll.upsert(ids=["ev-foreign#0"], embeddings=[vectors[0]], metadatas=[other])
+
+    def every_metadata(vec: list[float], k: int, flt: IndexFilter | None) -> list:
+        got = coll.query(query_embeddings=[vec], n_results=k * 3 + 10,
+                         include=["metadatas", "distances"])  # fmt: skip
+        best: dict[str, float] = {}
+        for meta, dist in zip(got["metadatas"][0], got["distances"][0], strict=True):
+            if meta["embedding_version"] != IDENT.version or (flt and not flt.accepts(meta)):
+                continue
+            best[meta["event_id"]] = max(best.get(meta["event_id"], -2.0), 1.0 - dist)
+        return sorted(best.items(), key=lambda p: -p[1])[:k]
+
+    read: list[int] = []
+    real_get = coll.get
+    monkeypatch.setattr(coll, "get", lambda ids=None, **kw: read.append(len(ids)) or real_get(
+        ids=ids, **kw))  # fmt: skip
+    only_messages = IndexFilter(types=[EventType.USER_MESSAGE])
+    for query in ("when does the boat depart?", "a failing compile", "winter road closure"):
+        vec = qvec(query)
+        for k in (1, 3, 6):
+            for flt in (None, only_messages):
+                read.clear()
+                assert idx.query(vec, k=k, filters=flt) == every_metadata(vec, k, flt)
+                # the nearest events' chunks only, not all it fetched (k * 3 + 10, <= 20)
+                assert 0 < sum(read) <= 2 * k + 3 < min(k * 3 + 10, len(chunks) + 1)
+    assert "ev-foreign" not in {e for e, _ in idx.query(qvec("ferry island"), k=10)}
+    idx.close()

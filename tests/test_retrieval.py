@@ -488,3 +488,88 @@ def test_a_repeated_query_is_embedded_once(tmp_path):
         assert emb.queries[-1] == "and the greenhouse humidity?"
     finally:
         w.close()
+
+
+def test_session_neighbours_inherit_by_neighbour_decay_and_causes_by_hop_decay(open_weave):
+    """A hit's session neighbours get the graph share by ``neighbour_decay`` per turn of
+    distance, its causes by ``hop_decay`` per hop: the two are set apart."""
+    w = open_weave()
+    sid = "neighbour-decay"
+    turns = ["We should paint the canoe before spring.", "Which colour were you thinking of?",
+             "Something bright, maybe the orange from the old buoy.",
+             "The marina closes the slipway on Mondays.", "Good to know, thanks."]  # fmt: skip
+    ids = [w.emit("user_message", t, session_id=sid, ts=NOW + i) for i, t in enumerate(turns)]
+    first = w.emit("user_message", "Please remind me about the boat chores.", session_id="other",
+                   ts=NOW - 100)  # fmt: skip
+    then = w.emit("assistant_message", "I will keep a list.", session_id="other",
+                  parents=[first], ts=NOW - 99)  # fmt: skip
+    w.emit("assistant_message", "Noted: the kayak trailer needs new tyres.", session_id="other",
+           parents=[then], ts=NOW - 98)  # fmt: skip
+    settle(w)
+    base = replace(w.retriever.config, half_life=None, neighbours=2, graph_depth=2)
+
+    def graph_scores(query: str, sid: str, **cfg: float) -> dict[str, float]:
+        r = w.retriever.rankings(query, session_id=sid, scope="session", now=NOW + 10,
+                                 paths=["lexical", "graph"])  # fmt: skip
+        hits = w.retriever.fuse(r, 10, replace(base, **cfg))
+        return {h.event_id: h.paths["graph"] for h in hits if "graph" in h.paths}
+
+    query = "slipway marina"  # only the fourth turn says it
+    flat = graph_scores(query, sid, neighbour_decay=1.0)
+    halved = graph_scores(query, sid, neighbour_decay=0.5)
+    near, far = ids[2], ids[1]  # one and two turns before the hit
+    assert flat[far] == pytest.approx(flat[near]) and halved[far] == pytest.approx(halved[near] / 2)
+    assert halved[near] == pytest.approx(flat[near])  # a direct neighbour is never decayed
+    # causes are not session neighbours: hop_decay halves the one two hops back,
+    # whatever neighbour_decay says
+    causal = {"neighbours": 0, "hop_decay": 0.5, "neighbour_decay": 1.0}
+    hops = graph_scores("kayak trailer tyres", "other", **causal)
+    assert set(hops) == {first, then} and hops[first] == pytest.approx(hops[then] / 2)
+    with pytest.raises(ValueError, match="neighbour_decay"):
+        RetrievalConfig(neighbour_decay=1.5)
+
+
+def test_locomo_grid_offers_both_neighbour_decays_only_where_they_differ():
+    from beeweave_bench import locomo
+
+    grid = locomo.fusion_grid(RetrievalConfig())
+    decays = {
+        (c.weights["graph"] > 0 and c.neighbours > 1, c.neighbour_decay) for c in grid.values()
+    }
+    assert {(True, 0.5), (True, 1.0)} <= decays
+    moot = [
+        n
+        for n, c in grid.items()
+        if n != "default" and not (c.weights["graph"] and c.neighbours > 1)
+    ]
+    assert moot and all(grid[n].neighbour_decay == locomo.CV_NEIGHBOUR_DECAY[0] for n in moot)
+
+
+def test_a_query_naming_one_speaker_prefers_that_speakers_turns(open_weave):
+    """``author_boost``: "what did Ana say ..." lifts Ana's own turns; naming both speakers,
+    or none, leaves the fused order alone."""
+    w = open_weave()
+    sid = "two-speakers"
+    said = [("Ana", "The shed roof leaks a bit."),
+            ("Tomas", "Ana, the shed! The shed roof is leaking again, the shed needs tar."),
+            ("Mei Lin", "I can lend you a ladder for the shed.")]  # fmt: skip
+    ids = {who: w.emit("user_message", text, session_id=sid, ts=NOW + i, meta={"name": who})
+           for i, (who, text) in enumerate(said)}  # fmt: skip
+    settle(w)
+    base = replace(w.retriever.config, half_life=None, weights={"lexical": 1.0})
+
+    def order(query: str, boost: float) -> list[str]:
+        r = w.retriever.rankings(query, session_id=sid, scope="session", now=NOW + 10,
+                                 paths=["lexical"])  # fmt: skip
+        return [h.event_id for h in w.retriever.fuse(r, 3, replace(base, author_boost=boost))]
+
+    plain = order("what did Ana say about the shed?", 0.0)
+    assert plain[0] == ids["Tomas"]  # more shed words, and he names Ana
+    assert order("what did Ana say about the shed?", 2.0)[0] == ids["Ana"]
+    both = "what do Ana and Tomas think of the shed?"
+    assert order(both, 2.0) == order(both, 0.0)
+    # a name of two words counts only when both are said
+    assert order("the shed, said Mei?", 2.0) == order("the shed, said Mei?", 0.0)
+    assert order("what did Mei Lin offer for the shed?", 2.0)[0] == ids["Mei Lin"]
+    with pytest.raises(ValueError, match="author_boost"):
+        RetrievalConfig(author_boost=-1.0)

@@ -157,6 +157,11 @@ def _make_client(location: str | os.PathLike[str] | None) -> Any:
     return client
 
 
+def _event_key(chunk_id: str) -> str:
+    """The event part of a chunk id (``<event id>#<part>``; the whole id otherwise)."""
+    return chunk_id.rpartition("#")[0] or chunk_id
+
+
 def _where(filters: IndexFilter | None) -> tuple[dict[str, Any] | None, bool]:
     """Chroma ``where`` for ``filters``; the bool is False when nothing can match."""
     if filters is None:
@@ -344,22 +349,54 @@ class ChromaVectorIndex:
         fetch = k * 3 + 10  # Chroma returns fewer when fewer match (no count() round trip)
         got = self._collection.query(
             query_embeddings=[list(map(float, vector))], n_results=fetch, where=where,
-            include=["metadatas", "distances"],
+            include=["distances"],
         )  # fmt: skip
+        return self._nearest_events(got["ids"][0], got["distances"][0], k, filters)
+
+    def _nearest_events(
+        self, ids: list[str], distances: list[float], k: int, filters: IndexFilter | None
+    ) -> list[tuple[str, float]]:
+        """The ``k`` nearest events of a query's chunks (``ids``, nearest first).
+
+        Chroma reads metadata row by row, ~0.07 ms a chunk (11 ms of a tenant-wide
+        query's 12 went to the 160 chunks it over-fetches), so it is read here only for
+        the chunks of events not placed yet, enough for the events still missing, nearest
+        first.  A chunk id begins with its event's (``index.base``): that only chooses
+        what to read; the metadata decides, as before.
+        """
         best: dict[str, float] = {}
-        for meta, distance in zip(got["metadatas"][0], got["distances"][0], strict=True):
-            if (meta.get(META_VERSION), meta.get(META_RECIPE, "")) != (
-                self.identity.version,
-                self.identity.recipe,
-            ):
-                continue  # never mix versions, even if someone wrote into our collection
-            if filters is not None and not filters.accepts(meta):
-                continue
-            eid = meta["event_id"]
-            sim = 1.0 - float(distance)
-            if sim > best.get(eid, -2.0):
-                best[eid] = sim
+        placed: set[str] = set()  # chunk-id prefixes of events already in ``best``
+        i = 0
+        while i < len(ids) and len(best) < k:
+            page: list[int] = []
+            keys: set[str] = set()
+            while i < len(ids) and (len(keys) < k - len(best) or _event_key(ids[i]) in keys):
+                key = _event_key(ids[i])
+                if key not in placed:
+                    keys.add(key)
+                    page.append(i)
+                i += 1
+            if not page:
+                break
+            got = self._collection.get(ids=[ids[j] for j in page], include=["metadatas"])
+            metas = dict(zip(got["ids"], got["metadatas"], strict=True))
+            for j in page:
+                meta = metas.get(ids[j])
+                if meta is None or not self._accepts(meta, filters):
+                    continue  # deleted meanwhile, another version, or out of the filter
+                eid, sim = meta["event_id"], 1.0 - float(distances[j])
+                if sim > best.get(eid, -2.0):
+                    best[eid] = sim
+                placed.add(_event_key(ids[j]))
         return sorted(best.items(), key=lambda p: -p[1])[:k]
+
+    def _accepts(self, meta: dict[str, Any], filters: IndexFilter | None) -> bool:
+        if (meta.get(META_VERSION), meta.get(META_RECIPE, "")) != (
+            self.identity.version,
+            self.identity.recipe,
+        ):
+            return False  # never mix versions, even if someone wrote into our collection
+        return filters is None or filters.accepts(meta)
 
     def ids(self, event_ids: Sequence[str] | None = None) -> set[str]:
         out: set[str] = set()

@@ -270,22 +270,36 @@ def phrase_stems(
     return [tuple(s for g in stems(conn, list(p)) for s in g) for p in phrases]
 
 
+@dataclass(frozen=True)
+class RankingCheck:
+    """A wide search's top ``k`` against FTS5's exhaustive top ``k`` (benchmarks only)."""
+
+    share: float  # of the exhaustive top k's BM25 the found rows hold (1.0: as good)
+    overlap: float  # of the exhaustive top k's rows found (1.0: the same rows)
+
+
 def ranking_share(
     conn: sqlite3.Connection, tenant: str, query: str, event_ids: Sequence[str], k: int
-) -> float:
-    """How much of the best attainable BM25 a wide search's top ``k`` holds (0..1).
+) -> RankingCheck:
+    """How much of the best attainable BM25 a wide search's top ``k`` holds, and how
+    many of the exhaustive top ``k``'s rows it holds (both 0..1; NaN without a match).
 
     For benchmarks only: it asks FTS5 to rank the *whole* index (the walk the wide
     search avoids) and compares the exact scores of ``rowids`` (found by the search)
-    with those of the exhaustive top ``k``; 1.0 means the same scores.
+    with those of the exhaustive top ``k``.  Rows of equal score can make the overlap
+    lower than the share (another row of the same score is just as good).
     """
+    nan = RankingCheck(float("nan"), float("nan"))
     match = fts_query(query)
     if match is None or not event_ids:
-        return float("nan")
+        return nan
     sql = q.EXISTING_ROWIDS.format(ids=",".join("?" * len(event_ids)))
     rowids = [r[0] for r in conn.execute(sql, (tenant, *event_ids))]
     best = conn.execute(q.EXHAUSTIVE, (match, k)).fetchall()
     sql = q.EXACT_SCORES.format(rowids=",".join("?" * len(rowids)))
     found = conn.execute(sql, (match, *rowids)).fetchall()
     top = sum(s for _r, s in best)
-    return sum(s for _r, s in found) / top if top else float("nan")
+    if not top:
+        return nan
+    same = len({r for r, _s in best} & set(rowids)) / len(best)
+    return RankingCheck(sum(s for _r, s in found) / top, same)
