@@ -300,18 +300,13 @@ def _text_tokens(c: TokenCounter, text: str) -> int:
     return n
 
 
-_UNIT_TOKENS: dict[tuple[Any, ...], int] = {}
-
-
 def _unit_cost(counter: TokenCounter, unit: Unit) -> int:
-    """Tokens of a unit's messages (cached: the same stored turns recur every call)."""
-    size = sum(len(m.get("content") or "") + len(m.get("tool_calls") or ()) for m in unit.messages)
-    key = (counter.encoding_name, *unit.ids, len(unit.messages), size)
-    n = _UNIT_TOKENS.get(key)
+    """Tokens of a unit's messages, kept on the unit (the same stored turns, edited
+    once by the edit cache, recur every call and several times within one)."""
+    key = counter.encoding_name
+    n = unit.memo.get(key)
     if n is None:
-        if len(_UNIT_TOKENS) > 200_000:
-            _UNIT_TOKENS.clear()
-        n = _UNIT_TOKENS[key] = sum(counter.count_message(m) for m in unit.messages)
+        n = unit.memo[key] = sum(counter.count_message(m) for m in unit.messages)
     return n
 
 

@@ -452,25 +452,29 @@ class Compactor:
         if allsum is None:
             allsum = self.summaries(session_id, include_inactive=True)
         pools = self._pools(allsum)
-        n = self.policy.merge_after
-        while True:
-            full = [(lv, run) for lv in sorted(pools)
-                    if len(run := self._longest_run(pools[lv])) >= n]  # fmt: skip
-            if not full:
-                return merged
-            level, children = full[0][0], full[0][1][:n]
-            taken = {c.id for c in children}
-            pools[level] = [s for s in pools[level] if s.id not in taken]
-            ev = self._merge(session_id, children, level + 1, counter)
-            merged.append(ev.id)
-            got = self.store.get([ev.id], include_inactive=True)
-            if got and got[0].status.value == "active" and level + 1 < self.policy.max_merge_level:
-                pools.setdefault(level + 1, []).append(got[0])
+        while pools:  # lowest level first: its merges join the level above
+            level = min(pools)
+            pool = pools.pop(level)
+            while chunks := self._full_chunks(pool):
+                taken: set[str] = set()
+                for children in chunks:
+                    ev = self._merge(session_id, children, level + 1, counter)
+                    merged.append(ev.id)
+                    taken.update(c.id for c in children)
+                    got = self.store.get([ev.id], include_inactive=True)
+                    active = got and got[0].status.value == "active"
+                    if active and level + 1 < self.policy.max_merge_level:
+                        pools.setdefault(level + 1, []).append(got[0])
+                pool = [s for s in pool if s.id not in taken]  # left-overs may join up
+        return merged
 
-    @staticmethod
-    def _longest_run(pool: Sequence[Event]) -> list[Event]:
-        """The longest run of one scope: a merge never mixes two business lines."""
-        return max(runs(pool, lambda s: (s.scope,)), key=len, default=[])
+    def _full_chunks(self, pool: Sequence[Event]) -> list[list[Event]]:
+        """Consecutive groups of ``merge_after`` summaries of one scope (a merge never
+        mixes two business lines), oldest first: one pass over the pool for all of
+        them, so a long catch-up does not rescan the pool per merge."""
+        n = self.policy.merge_after
+        return [run[i : i + n] for run in runs(pool, lambda s: (s.scope,))
+                for i in range(0, len(run) - n + 1, n)]  # fmt: skip
 
     def _pools(self, allsum: Sequence[Event]) -> dict[int, list[Event]]:
         """Per level below the cap: active summaries no merge holds yet, oldest first

@@ -38,6 +38,9 @@ class Unit:
     messages: list[dict[str, Any]]
     #: tool_call_id → event id of the tool_result (for editing the result text)
     results: dict[str, str] = field(default_factory=dict)
+    #: what was worked out about this unit, by key (its token cost per encoding): a
+    #: unit handed out is never changed (the builder hands out copies), so it holds
+    memo: dict[str, int] = field(default_factory=dict, compare=False, repr=False)
 
     @property
     def seq_from(self) -> int:

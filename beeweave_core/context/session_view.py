@@ -36,6 +36,8 @@ from beeweave_core.tokens import TokenCounter
 _CONVERSATION = frozenset(CONVERSATION_TYPES)
 #: What a branch's message list names (tool calls ride with the answer that made them).
 _MESSAGES = frozenset({EventType.USER_MESSAGE, EventType.ASSISTANT_MESSAGE, EventType.TOOL_RESULT})
+#: The types a view folds in (see :meth:`SessionView._add`).
+_KEPT = (*CONVERSATION_TYPES, EventType.MEMORY, EventType.SUMMARY, EventType.WARNING)
 #: Postings kept per term (newest); a term in more memories than this says little.
 MAX_POSTINGS = 256
 #: What the view counts of its active summaries (the compaction stats).
@@ -52,6 +54,42 @@ class _TokenSum:
     mark: int = 0
     total: int = 0
     costs: list[int] = field(default_factory=list)
+
+
+class Overturned(Mapping[str, tuple[str, ...]]):
+    """An immutable map event id -> overturned wording: a ``base`` shared by many
+    snapshots (never changed once made) and a small ``delta`` of later changes (an
+    empty tuple there: the id is gone).  See :meth:`SessionView.overturned`."""
+
+    __slots__ = ("_base", "_delta")
+
+    def __init__(self, base: Mapping[str, tuple[str, ...]], delta: Mapping[str, tuple[str, ...]]):
+        self._base = base
+        self._delta = delta
+
+    def __getitem__(self, key: str) -> tuple[str, ...]:
+        texts = self._delta.get(key)
+        if texts is None:
+            return self._base[key]
+        if not texts:
+            raise KeyError(key)
+        return texts
+
+    def __contains__(self, key: object) -> bool:
+        delta = self._delta
+        if key in delta:
+            return bool(delta[key])  # type: ignore[index]
+        return key in self._base
+
+    def __iter__(self) -> Iterator[str]:
+        yield from (k for k in self._base if k not in self._delta)
+        yield from (k for k, v in self._delta.items() if v)
+
+    def __len__(self) -> int:
+        return sum(1 for _k in self)
+
+    def __bool__(self) -> bool:
+        return next(iter(self), None) is not None
 
 
 @dataclass
@@ -92,15 +130,20 @@ class SessionView:
     _line_postings: dict[str, list[tuple[str, int, int]]] = field(default_factory=dict)
     _scanned: int = 0  # units already folded into ``scan``
     _tokens: dict[str, _TokenSum] = field(default_factory=dict)
-    #: event id -> overturned wording (tuples: a snapshot handed out never changes)
-    _ov: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    #: event id -> overturned wording: a base never changed once made and the changes
+    #: since (see :meth:`overturned`)
+    _ov_base: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    _ov_delta: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    _ov_snap: Overturned | None = None
     _ov_by_memory: dict[str, list[tuple[str, str]]] = field(default_factory=dict)
-    _overturned: tuple[int, dict[str, tuple[str, ...]]] | None = None
 
     # ------------------------------------------------------------ reading
     def catch_up(self, store: EventStore) -> int:
-        """Fold in the events stored since the cursor; returns how many were read."""
-        events = store.timeline(self.session_id, seq_from=self.cursor + 1, include_inactive=True)
+        """Fold in the events stored since the cursor; returns how many were read (only
+        the types a view keeps: an assembly's audit record, the biggest event a call
+        writes, is never parsed by the next)."""
+        events = store.timeline(self.session_id, seq_from=self.cursor + 1, types=_KEPT,
+                                include_inactive=True)  # fmt: skip
         for ev in events:
             self._add(ev)
         return len(events)
@@ -133,6 +176,10 @@ class SessionView:
             self._add_summary(ev)
         elif ev.type == EventType.WARNING and (ev.payload or {}).get("kind") == "thrash":
             self.thrash += 1
+
+    def holds(self, ids: Iterable[str]) -> bool:
+        """Does this view hold one of the memories or summaries ``ids``?"""
+        return any(i in self.memories or i in self.summaries for i in ids)
 
     def apply_status(self, ids: Iterable[str], status: Status) -> None:
         """An event of this session changed status (told by :class:`WatchedStore`)."""
@@ -256,25 +303,39 @@ class SessionView:
             return
         self._ov_by_memory[memory.id] = pairs
         for src, text in pairs:
-            self._ov[src] = (*self._ov.get(src, ()), text)
-            self.overturn_log.append(src)
+            had = self._overturned_of(src)
+            self._set_overturned(src, (*had, text))
+            if text not in had:  # newly overturned (not carried over from a replaced memory)
+                self.overturn_log.append(src)
 
     def _drop_overturned(self, memory_id: str) -> None:
         for src, text in self._ov_by_memory.pop(memory_id, ()):
-            left = list(self._ov.get(src, ()))
+            left = list(self._overturned_of(src))
             if text in left:
                 left.remove(text)
-            if left:
-                self._ov[src] = tuple(left)
-            else:
-                self._ov.pop(src, None)
+            self._set_overturned(src, tuple(left))
 
-    def overturned(self) -> dict[str, tuple[str, ...]]:
+    def _overturned_of(self, src: str) -> tuple[str, ...]:
+        texts = self._ov_delta.get(src)
+        return texts if texts is not None else self._ov_base.get(src, ())
+
+    def _set_overturned(self, src: str, texts: tuple[str, ...]) -> None:
+        """Change one entry: into the delta, folded into a new base once the delta
+        outgrows an eighth of the base (a fold copies the base once per that many
+        changes; a snapshot copies only the delta)."""
+        self._ov_delta[src] = texts
+        self._ov_snap = None
+        if len(self._ov_delta) > max(256, len(self._ov_base) // 8):
+            merged = {**self._ov_base, **self._ov_delta}
+            self._ov_base = {k: v for k, v in merged.items() if v}
+            self._ov_delta = {}
+
+    def overturned(self) -> Overturned:
         """event id -> overturned wording, from the active memories (kept as memories
-        come and go; a copy per version, so a snapshot handed out stays as it was)."""
-        if self._overturned is None or self._overturned[0] != self.version:
-            self._overturned = (self.version, dict(self._ov))
-        return self._overturned[1]
+        come and go; immutable, so a snapshot handed out stays as it was)."""
+        if self._ov_snap is None:
+            self._ov_snap = Overturned(self._ov_base, dict(self._ov_delta))
+        return self._ov_snap
 
     def touched_tops(self) -> list[Event]:
         """Top summaries standing for a turn overturned since the last call (each
@@ -368,6 +429,9 @@ class Views:
     def own_change(self, change: Callable[[], int], ids: Sequence[str], status: Status) -> int:
         """Run a status change BeeWeave itself makes and apply it to the views at once."""
         with self.lock:
+            for view in self._views.values():
+                if view.holds(ids):  # what replaces them first (a memory superseding one
+                    view.catch_up(self.store)  # carries on what that one overturned)
             before = _changes(self.store)
             n = change()
             if self._seen_changes == before and _changes(self.store) in (before, before + 1):

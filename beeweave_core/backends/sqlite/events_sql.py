@@ -7,7 +7,7 @@ take parameters; no user data is ever formatted into SQL text.
 
 #: Row of ``beeweave_meta`` holding this schema's version (see ``sqlite_db``).
 SCHEMA_KEY = "schema_version"
-SCHEMA_VERSION = 4
+SCHEMA_VERSION = 5
 
 #: (version, statements) applied in order by ``setup()``; never edit a released one.
 MIGRATIONS: list[tuple[int, list[str]]] = [
@@ -86,6 +86,14 @@ MIGRATIONS: list[tuple[int, list[str]]] = [
             "CREATE INDEX IF NOT EXISTS events_scope ON events (tenant, scope, ts)",
         ],
     ),
+    (
+        5,
+        [
+            # the scopes one session holds, read per assembly (SCOPES_OF_SESSION): a
+            # seek per distinct scope instead of a pass over the session's rows
+            "CREATE INDEX IF NOT EXISTS events_session_scope ON events (tenant, session_id, scope)",
+        ],
+    ),
 ]
 
 #: Python function that segments text for the FTS index (``lexical.fts_text``).
@@ -139,10 +147,25 @@ MAX_SEQ = "SELECT COALESCE(MAX(seq), -1) FROM events WHERE tenant = ? AND sessio
 IN_SCOPES = " AND (scope IS NULL OR scope IN ({scopes}))"
 #: The scope of stored events, whatever the view may read (to refuse, not to show).
 SCOPES_OF_IDS = "SELECT id, scope FROM events WHERE tenant = ? AND id IN ({ids})"
-SCOPES_OF_SESSION = (
-    "SELECT DISTINCT scope FROM events INDEXED BY events_session_seq "
-    "WHERE tenant = ? AND session_id = ?"
+#: The distinct scopes of one session (``?1`` tenant, ``?2`` session): a loose index
+#: scan, one seek per scope past the one before, then whether any row is unscoped; the
+#: cost follows the number of scopes, not of events.
+SCOPES_OF_SESSION = """
+WITH RECURSIVE named(scope) AS (
+    SELECT (SELECT scope FROM events INDEXED BY events_session_scope
+            WHERE tenant = ?1 AND session_id = ?2 AND scope IS NOT NULL
+            ORDER BY scope LIMIT 1)
+    UNION ALL
+    SELECT (SELECT e.scope FROM events e INDEXED BY events_session_scope
+            WHERE e.tenant = ?1 AND e.session_id = ?2 AND e.scope > named.scope
+            ORDER BY e.scope LIMIT 1)
+    FROM named WHERE named.scope IS NOT NULL
 )
+SELECT scope FROM named WHERE scope IS NOT NULL
+UNION ALL
+SELECT NULL WHERE EXISTS (SELECT 1 FROM events INDEXED BY events_session_scope
+                          WHERE tenant = ?1 AND session_id = ?2 AND scope IS NULL)
+"""
 
 #: ``{ids}`` is replaced by a run of ``?`` placeholders, never by data.
 EXISTING_IDS = "SELECT id FROM events WHERE tenant = ? AND id IN ({ids})"
