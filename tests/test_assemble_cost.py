@@ -39,14 +39,18 @@ def _turns(start: int, n: int) -> list[dict[str, Any]]:
         out.append({"role": "user", "content": f"For the {plant} in the {room}, the {trait} "
                     f"should be {3 + i % 41}."})  # fmt: skip
         if i % 5 == 4:
-            cid = f"k{i}"
-            out.append({"role": "assistant", "content": "", "tool_calls": [
-                {"id": cid, "type": "function", "function": {
-                    "name": "sensor", "arguments": json.dumps({"shelf": i})}}]})  # fmt: skip
-            out.append({"role": "tool", "tool_call_id": cid,
-                        "content": json.dumps({"shelf": i, "moisture": 20 + i % 7})})  # fmt: skip
+            out += _sensor_reading(i)
         out.append({"role": "assistant", "content": f"Logged under care sheet {500 + i}."})
     return out
+
+
+def _sensor_reading(i: int) -> list[dict[str, Any]]:
+    """An assistant tool call and its result, so a unit holds more than one message."""
+    call = {"id": f"k{i}", "type": "function",
+            "function": {"name": "sensor", "arguments": json.dumps({"shelf": i})}}  # fmt: skip
+    result = json.dumps({"shelf": i, "moisture": 20 + i % 7})
+    return [{"role": "assistant", "content": "", "tool_calls": [call]},
+            {"role": "tool", "tool_call_id": call["id"], "content": result}]  # fmt: skip
 
 
 def _read_steps(weave: Weave, session_id: str, turns: int) -> tuple[int, int]:
