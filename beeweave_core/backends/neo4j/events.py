@@ -333,10 +333,8 @@ class Neo4jEventStore(BaseEventStore):
         t = self.tenant
         sids = sorted({p.event.session_id for p in prepared})
         ids = [p.event.id for p in prepared]
-        begin = tx.run(
-            q.CYPHER_BEGIN_APPEND, tenant=t, session_ids=sids, ids=ids,
-            context_chars=CONTEXT_CHARS,
-        ).single()  # fmt: skip
+        begin = tx.run(q.CYPHER_BEGIN_APPEND, tenant=t, session_ids=sids, ids=ids,
+                       context_chars=CONTEXT_CHARS).single()  # fmt: skip
         last = {x["sid"]: x["last_seq"] for x in begin["sessions"]}
         prev = {x["sid"]: x["tail"] for x in begin["sessions"]}
         text_before = {x["sid"]: x["before"] for x in begin["sessions"]}
@@ -344,7 +342,7 @@ class Neo4jEventStore(BaseEventStore):
         artifacts: dict[str, dict[str, Any]] = {}
         new_rows: list[dict[str, Any]] = []
         placeholder_rows: list[dict[str, Any]] = []
-        ordered: list[dict[str, Any]] = []  # both, in session order
+        ordered: list[dict[str, Any]] = []  # both, in order (for their terms)
         result = AppendResult()
         for p in prepared:
             for sha, body in p.artifacts.items():
