@@ -185,6 +185,55 @@ def test_state_round_trip_and_reset(vindex):
     assert vindex.count() == 0 and vindex.load_state().sessions == {}
 
 
+def test_scores_are_inner_products_whatever_the_vector_length(index_kind, request, tmp_path):
+    """A context-recipe vector is the sum of two unit vectors; every index scores it
+    by its dot product with the query (the sum of the two cosines), so a long vector
+    half along the query outranks a unit vector mostly along it, on every backend."""
+    import numpy as np
+
+    idx = make_index(index_kind, request, tmp_path, f"t-{uuid.uuid4().hex[:10]}",
+                     EmbeddingIdentity("all-MiniLM-L6-v2-int8", "test", "context/2"))  # fmt: skip
+    try:
+        rng = np.random.default_rng(7)  # dense directions, like a model's vectors
+        q, other, third = np.linalg.qr(rng.standard_normal((384, 3)))[0].T  # orthonormal
+        both = q + other  # |v| = sqrt(2): cosine 0.71, dot product 1.0
+        mostly = 0.9 * q + np.sqrt(1 - 0.81) * third  # |v| = 1: cosine = dot = 0.9
+        chunks = [Chunk.of(event("etl"), "both"), Chunk.of(event("pets"), "mostly")]
+        idx.upsert(chunks, [both.tolist(), mostly.tolist()])
+        hits = idx.query(q.tolist(), k=2)
+        assert [e for e, _ in hits] == ["ev-etl", "ev-pets"]
+        assert [round(s, 2) for _, s in hits] == [1.0, 0.9]
+    finally:
+        idx.close()
+
+
+def test_neo4j_vectors_of_the_older_layout_are_dropped_for_re_embedding(request, tmp_path):
+    """Vectors an older BeeWeave stored normalised (``beeweave_vec_*``) rank in another
+    order: opening the index drops that index and the tenant's vectors and state, so
+    the indexer's gap check embeds every event again; the new layout is kept after."""
+    from beeweave_core.backends.neo4j.vectors import Neo4jVectorIndex
+
+    ident = EmbeddingIdentity("all-MiniLM-L6-v2-int8", f"layout-{uuid.uuid4().hex[:8]}", "plain")
+    idx = make_index("neo4j", request, tmp_path, f"t-{uuid.uuid4().hex[:10]}", ident)
+    chunks, vectors = chunks_and_vectors()
+    idx.upsert(chunks, vectors)
+    idx.save_state(IndexState(sessions={"s1": 1}))
+    old = f"beeweave_vec_{ident.digest}"
+    run = lambda q, **p: idx.driver.execute_query(q, p).records  # noqa: E731
+    run(
+        f"CREATE VECTOR INDEX {old} IF NOT EXISTS FOR (c:BeeweaveChunk) ON c.v_{ident.digest} "
+        "OPTIONS {indexConfig: {`vector.dimensions`: 384, `vector.similarity_function`: 'cosine'}}"
+    )
+    run("MATCH (s:BeeweaveIndexState {tenant: $t}) REMOVE s.layout", t=idx.tenant)  # as before
+    again = Neo4jVectorIndex(idx.driver, tenant=idx.tenant, identity=ident)
+    assert again.count() == 0 and again.load_state().sessions == {}
+    assert not run("SHOW INDEXES YIELD name WHERE name = $n RETURN name", n=old)
+    again.upsert(chunks, vectors)
+    again.save_state(IndexState(sessions={"s1": 1}))
+    kept = Neo4jVectorIndex(idx.driver, tenant=idx.tenant, identity=ident)
+    assert kept.count() == len(chunks) and kept.load_state().sessions == {"s1": 1}
+
+
 def test_identities_never_mix(index_kind, vindex, request, tmp_path):
     other_ident = EmbeddingIdentity("all-MiniLM-L6-v2-int8", "test-v2", "plain")
     other = make_index(index_kind, request, tmp_path, vindex.tenant, other_ident)

@@ -21,11 +21,15 @@ from beeweave_core.backends.neo4j.events import Neo4jEventStore
 from .test_store_conformance import ev
 
 SCRIPT = Path(__file__).resolve().parents[1] / "scripts" / "neo4j-test-server"
-#: The full-text index as BeeWeave created it before it became eventually consistent.
-OLD_TEXT_INDEX = (
-    f"CREATE FULLTEXT INDEX {q.FULLTEXT_INDEX} IF NOT EXISTS FOR (e:Event) "
+#: The full-text indexes as older BeeWeave versions created them (Lucene analysing
+#: ``content``; the first one synchronous), before events had ``terms``.
+OLD_TEXT_INDEXES = (
+    "CREATE FULLTEXT INDEX beeweave_event_text IF NOT EXISTS FOR (e:Event) "
     "ON EACH [e.content, e.tenant, e.session_id] OPTIONS {indexConfig: "
-    "{`fulltext.analyzer`: 'cjk', `fulltext.eventually_consistent`: false}}"
+    "{`fulltext.analyzer`: 'cjk', `fulltext.eventually_consistent`: false}}",
+    "CREATE FULLTEXT INDEX beeweave_event_text_en IF NOT EXISTS FOR (e:Event) "
+    "ON EACH [e.content, e.session_id, e.tenant] OPTIONS {indexConfig: "
+    "{`fulltext.analyzer`: 'english', `fulltext.eventually_consistent`: true}}",
 )
 
 
@@ -43,35 +47,46 @@ def private_uri(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
         subprocess.run([str(SCRIPT), "stop"], env=env, check=False, stdout=subprocess.DEVNULL)
 
 
-def _text_index(driver: neo4j.Driver) -> dict[str, object]:
+def _text_indexes(driver: neo4j.Driver) -> dict[str, dict[str, object]]:
     records, _, _ = driver.execute_query(
-        "SHOW FULLTEXT INDEXES YIELD name, id, options WHERE name = $name "
-        "RETURN id, options.indexConfig AS config",
-        name=q.FULLTEXT_INDEX,
+        "SHOW FULLTEXT INDEXES YIELD name, id, properties, options "
+        "RETURN name, id, properties, options.indexConfig AS config"
     )
-    (row,) = records
-    return {"id": row["id"], **row["config"]}
+    return {r["name"]: {"id": r["id"], "properties": r["properties"], **r["config"]}
+            for r in records}  # fmt: skip
 
 
-def test_an_old_synchronous_text_index_is_rebuilt_once_and_keeps_finding_old_events(
-    private_uri: str,
-) -> None:
+def test_an_older_database_gets_terms_and_the_new_text_index_once(private_uri: str) -> None:
     driver = neo4j.GraphDatabase.driver(private_uri, auth=None)
     try:
-        driver.execute_query(OLD_TEXT_INDEX)
+        for statement in OLD_TEXT_INDEXES:
+            driver.execute_query(statement)
         old = Neo4jEventStore(driver=driver, tenant="upgrade", setup=False)
-        old.append([ev(f"old-{i}", content=f"heron ledger entry {i}") for i in range(30)])
-        assert _text_index(driver)["fulltext.eventually_consistent"] is False
+        old.append([ev("q", "walk", content="Which trail did you walk with your sister?"),
+                    ev("a", "walk", content="The ridge one above the lake, in May."),
+                    *[ev(f"old-{i}", f"log-{i % 4}", content=f"heron ledger entry {i}")
+                      for i in range(30)]])  # fmt: skip
+        driver.execute_query(
+            "MATCH (e:Event {tenant: 'upgrade'}) REMOVE e.terms"
+        )  # as stored before
+        assert set(_text_indexes(driver)) == {"beeweave_event_text", "beeweave_event_text_en"}
 
         store = Neo4jEventStore(driver=driver, tenant="upgrade")  # setup() upgrades
-        rebuilt = _text_index(driver)
-        assert rebuilt["fulltext.eventually_consistent"] is True
-        assert rebuilt["fulltext.analyzer"] == "cjk"
-        assert len(store.search_text("heron ledger", k=50)) == 30  # repopulated
+        indexes = _text_indexes(driver)
+        assert set(indexes) == {q.FULLTEXT_INDEX}  # the old ones dropped
+        assert indexes[q.FULLTEXT_INDEX]["properties"] == list(q.FULLTEXT_PROPERTIES)
+        assert indexes[q.FULLTEXT_INDEX]["fulltext.eventually_consistent"] is True
+        records, _, _ = driver.execute_query(
+            "MATCH (e:Event {tenant: 'upgrade'}) WHERE e.terms IS NULL RETURN count(e) AS n"
+        )
+        assert records[0]["n"] == 0  # every old event got its terms
+        assert len(store.search_text("heron ledgers", k=50)) == 30  # stemmed, repopulated
+        # the reply is found by its question's words (its previous turn), below the question
+        assert [e.id for e, _ in store.search_text("sister trails")] == ["q", "a"]
 
-        store.append([ev("new-1", content="heron ledger entry new")])
+        store.append([ev("new-1", "log-0", content="heron ledger entry new")])
         assert "new-1" in {e.id for e, _ in store.search_text("heron ledger", k=50)}
         Neo4jEventStore(driver=driver, tenant="upgrade")  # current index: left alone
-        assert _text_index(driver)["id"] == rebuilt["id"]
+        assert _text_indexes(driver)[q.FULLTEXT_INDEX]["id"] == indexes[q.FULLTEXT_INDEX]["id"]
     finally:
         driver.close()

@@ -76,8 +76,10 @@ def test_schema_objects_exist_with_the_chosen_analyzer(neo4j_store):
     assert indexes["beeweave_event_user"]["properties"] == ["tenant", "user_id"]
     ft = indexes[q.FULLTEXT_INDEX]
     assert ft["type"] == "FULLTEXT" and ft["state"] == "ONLINE"
-    assert ft["properties"] == ["content", "tenant", "session_id"]
-    assert ft["options"]["indexConfig"]["fulltext.analyzer"] == "cjk"
+    assert ft["properties"] == ["terms", "tenant", "session_id"]
+    # the terms come analysed already (the SQLite store's tokens): split on spaces only
+    assert ft["options"]["indexConfig"]["fulltext.analyzer"] == "whitespace"
+    assert not set(q.OBSOLETE_INDEXES) & set(indexes)
     # Lucene work leaves the commit; searches wait for it (test below)
     assert ft["options"]["indexConfig"]["fulltext.eventually_consistent"] is True
     assert all(i["state"] == "ONLINE" for n, i in indexes.items() if n.startswith("beeweave_"))
@@ -135,7 +137,8 @@ def test_full_text_finds_chinese_phrases_and_english_words(neo4j_store):
     assert ids(neo4j_store.search_text("warehouse")) == ["en1"]
     assert ids(neo4j_store.search_text("JOB-7731"))[0] == "en2"
     assert all(s > 0 for _, s in neo4j_store.search_text("job"))
-    assert neo4j_store.search_text("the of and") == []  # only stop words: nothing
+    # only stop words: those are the query (as on SQLite), never an error
+    assert set(ids(neo4j_store.search_text("the of and"))) == {"en1", "en2"}
     assert neo4j_store.search_text("") == [] and neo4j_store.search_text("x", k=0) == []
 
 
@@ -153,6 +156,75 @@ def test_full_text_stems_english_and_counts_the_previous_turn(neo4j_store):
     assert hits[0][1] > hits[1][1] > 0
     assert [e.id for e, _ in neo4j_store.search_text("hiking paths")] == ["h"]
     assert [e.id for e, _ in neo4j_store.search_text("lake", k=5)] == ["a", "x"]
+
+
+#: A small made-up corpus for the rank comparison with SQLite: stems, numbers with
+#: separators, codes, a reply answering its question, an empty marker in between.
+PARITY_TURNS = {
+    "camp": [
+        "Are you still planning the canoe trip to the glacier lakes?",
+        "Yes! We paddled there twice last autumn and loved it.",
+        "",
+        "The permit for lake camping costs 1,250 crowns per group.",
+    ],
+    "ops": [
+        "Ticket OPS-4417: the backup job stalls at 97% every night.",
+        "Restarting the backup agent fixed OPS-4417 for now.",
+        "Paddling club newsletter: autumn schedule attached.",
+    ],
+    "misc": ["Glacier photos from the trip are in the shared album.", "Lovely photos!"],
+}
+PARITY_QUERIES = ("canoe trip glacier", "how much does lake camping cost", "1250",
+                  "OPS-4417 backup", "paddling in autumn", "who loved the photos",
+                  "planned trips")  # fmt: skip
+
+
+def test_full_text_ranks_like_the_sqlite_store(make, tmp_path):
+    """The same events and questions find the same events on both stores, the same
+    best one when SQLite's is clear: the index holds SQLite's tokens (stems, numbers,
+    codes) with the previous turn, and the query is SQLite's terms.  (Scores differ
+    in detail: Lucene's IDF is the whole database's, and its BM25 sees the
+    previous turn's half weight as a doubled own text.)"""
+    from beeweave_core.weave import open_store
+
+    neo, lite = make(), open_store(f"sqlite:///{tmp_path / 'p.db'}")
+    events = [
+        ev(f"{sid}-{i}", sid, content=text, ts=T0 + i)
+        for sid, texts in PARITY_TURNS.items() for i, text in enumerate(texts)
+    ]  # fmt: skip
+    neo.append(events)
+    lite.append(events)
+    try:
+        for query in PARITY_QUERIES:
+            mine = lite.search_text(query, k=5)
+            assert mine, query  # every question finds something on SQLite
+            found = neo.search_text(query, k=5)
+            assert {e.id for e, _ in found} == {e.id for e, _ in mine}, query  # same matches
+            if mine[0][1] >= 1.25 * (mine[1][1] if len(mine) > 1 else 0.0):  # a clear best
+                assert found[0][0].id == mine[0][0].id, query
+    finally:
+        lite.close()
+
+
+def test_purging_a_turn_takes_its_words_out_of_the_next_ones_text(neo4j_store):
+    neo4j_store.append([
+        ev("p1", "chat", content="My locker code is marmoset 5531", ts=T0),
+        ev("p2", "chat", content="Noted, I will remember that.", ts=T0 + 1),
+    ])  # fmt: skip
+    assert [e.id for e, _ in neo4j_store.search_text("marmoset")] == ["p1", "p2"]
+    neo4j_store.purge(ids=["p1"])
+    assert neo4j_store.search_text("marmoset") == []  # p2 no longer holds p1's words
+    rows = cypher(neo4j_store, "MATCH (e:Event {tenant: $t}) RETURN e.terms AS terms",
+                  t=neo4j_store.tenant)  # fmt: skip
+    assert all("marmoset" not in r["terms"] for r in rows)
+
+
+def test_an_imported_session_is_found_with_its_previous_turns(make):
+    src, dst = make(), make()
+    src.append([ev("i1", "trip", content="Which fjord did you sail through?", ts=T0),
+                ev("i2", "trip", content="Geirangerfjord, in heavy rain.", ts=T0 + 1)])  # fmt: skip
+    dst.import_session(src.export_session("trip"))
+    assert [e.id for e, _ in dst.search_text("sail")] == ["i1", "i2"]
 
 
 def test_full_text_filters_scope_and_hostile_queries(make):
@@ -378,7 +450,7 @@ def test_a_search_right_after_a_write_finds_every_event_of_it(neo4j_store):
     """The full-text index is updated after the commit; a search still sees every
     write made before it (it waits for the index), round after round."""
     for round_ in range(15):
-        word = f"quokka{round_}marble"
+        word = f"quokka{'abcdefghijklmnopqrstuvwxyz'[round_] * 2}marble"  # one token
         batch = [
             ev(f"rw-{round_}-{i}", f"rw-s{i % 3}", content=f"note {i}: the {word} shelf")
             for i in range(40)

@@ -15,7 +15,11 @@ from __future__ import annotations
 
 from beeweave_core.text.segment import STOPWORDS, bare_numbers, segment, unit_tokens
 
-__all__ = ["fts_query", "fts_text", "query_terms"]
+__all__ = ["CONTEXT_CHARS", "fts_query", "fts_text", "query_terms"]
+
+#: How much of the previous turn an event's full-text entry holds (its context):
+#: ``substr(p.content, 1, 2000)`` in the SQLite store's ``FTS_CATCH_UP``.
+CONTEXT_CHARS = 2000
 
 
 def fts_text(text: str) -> str:

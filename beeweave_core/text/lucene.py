@@ -6,13 +6,29 @@ agent relays ("tenant:other", "a AND NOT b", "/regex/") must neither change the
 query's structure nor name another field, so every syntax character is
 backslash-escaped and the operator words are lower-cased (Lucene's analyzers
 lower-case terms anyway, so matching is unchanged).
+
+The Neo4j store's full-text index does not analyse text itself: it holds, and is
+asked, the tokens of the SQLite store's FTS5 index (:mod:`~beeweave_core.text.stems`),
+so the two stores rank the same words: :func:`session_terms` writes them,
+:func:`match_query` asks for them.
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 
-__all__ = ["escape", "phrase"]
+from beeweave_core.text.lexical import CONTEXT_CHARS, fts_text, query_terms
+from beeweave_core.text.stems import stem_texts
+
+__all__ = ["BODY_REPEAT", "escape", "match_query", "phrase", "session_terms"]
+
+#: An event's own tokens are written this many times into its indexed text, its
+#: previous turn's once: the SQLite store weights the previous turn half
+#: (``bm25(events_fts, 1.0, 0.5)``), and FTS5 adds the weighted counts of both
+#: columns into one term frequency over one length, which is what one Lucene field
+#: holding both texts computes (scaled by 2; a field has no weight per word).
+BODY_REPEAT = 2
 
 _SPECIAL = re.compile(r'([+\-!(){}\[\]^"~*?:\\/&|])')
 _OPERATOR = re.compile(r"\b(AND|OR|NOT|TO)\b")
@@ -26,3 +42,37 @@ def escape(text: str) -> str:
 def phrase(value: str) -> str:
     """``value`` as one quoted Lucene phrase (an exact field value: a tenant, a session id)."""
     return '"' + value.replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+
+def session_terms(contents: Sequence[str], before: str = "") -> list[str]:
+    """The indexed text of consecutive events of one session, in order.
+
+    Each is its own tokens (:data:`BODY_REPEAT` times) and those of the first
+    :data:`~beeweave_core.text.lexical.CONTEXT_CHARS` characters of the last event
+    before it with any content (``before`` for the first), as the SQLite store's
+    ``events_fts`` row holds them: what a reply answers is part of its text.
+    """
+    texts = [before[:CONTEXT_CHARS], *contents]
+    long = [i for i, t in enumerate(texts) if len(t) > CONTEXT_CHARS]
+    stems = stem_texts(
+        [fts_text(t) for t in texts] + [fts_text(texts[i][:CONTEXT_CHARS]) for i in long]
+    )
+    full, head = stems[: len(texts)], list(stems[: len(texts)])
+    for j, i in enumerate(long):
+        head[i] = stems[len(texts) + j]
+    out, context = [], head[0]
+    for i in range(1, len(texts)):
+        out.append(" ".join([*full[i] * BODY_REPEAT, *context]))
+        if texts[i]:
+            context = head[i]
+    return out
+
+
+def match_query(query: str, *, max_terms: int = 64) -> str | None:
+    """``query`` as Lucene clauses over :func:`session_terms` text: one quoted phrase
+    per query term (a written unit such as ``JOB-7731`` is one phrase), stemmed and
+    filtered like the SQLite store's FTS query; ``None`` when nothing is searchable."""
+    groups = query_terms(query)[:max_terms]
+    stemmed = stem_texts([" ".join(g) for g in groups])
+    phrases = dict.fromkeys(" ".join(s) for s in stemmed if s)
+    return " ".join(phrase(p) for p in phrases) or None

@@ -31,6 +31,7 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 from beeweave_core.backends.neo4j import events_cypher as q
+from beeweave_core.backends.neo4j import terms as event_terms
 from beeweave_core.backends.neo4j import tx as neo4j_tx
 from beeweave_core.backends.neo4j.auth import AuthSpec, driver_auth
 from beeweave_core.backends.sqlite.events import TokenCount, default_token_count
@@ -49,7 +50,7 @@ from beeweave_core.payloads import dumps
 from beeweave_core.scopes import Readable, narrow
 from beeweave_core.store import BaseEventStore, Prepared, StoreError
 from beeweave_core.text import lucene
-from beeweave_core.text.segment import has_cjk
+from beeweave_core.text.lexical import CONTEXT_CHARS
 
 #: Events per write transaction; a bigger ``append`` is split (each chunk atomic).
 DEFAULT_WRITE_BATCH = 2_000
@@ -256,7 +257,11 @@ class Neo4jEventStore(BaseEventStore):
             )
         import neo4j.exceptions as nx
 
-        self._drop_outdated_text_index()
+        if not self._drop_outdated_text_index():
+            # events an older version stored have no terms: give them theirs before
+            # the index is built, so it holds every event from the start
+            with neo4j_tx.session(self.driver, self.database) as session:
+                event_terms.backfill(session)
         for statement in q.SCHEMA_STATEMENTS:
             try:
                 self.driver.execute_query(statement, database_=self.database)
@@ -268,16 +273,23 @@ class Neo4jEventStore(BaseEventStore):
                 q.CYPHER_AWAIT_INDEX, {"name": name, "seconds": 300}, database_=self.database
             )
 
-    def _drop_outdated_text_index(self) -> None:
-        """Drop a full-text index made with other settings (an older BeeWeave's
-        synchronous one, another analyzer); setup then builds it anew, once.
+    def _drop_outdated_text_index(self) -> bool:
+        """Drop an older BeeWeave's full-text indexes and one made with other settings
+        (a synchronous one, another analyzer); setup then builds it anew, once.
+        Whether the current index is there (and kept).
 
         ``CREATE … IF NOT EXISTS`` alone would keep the old index whatever its
         options: a database created before would never get the new settings.
         """
+        for name in q.OBSOLETE_INDEXES:
+            if self._read(q.CYPHER_GET_FULLTEXT_INDEX, name=name):
+                statement = q.CYPHER_DROP_INDEX.format(name=name)
+                self.driver.execute_query(statement, database_=self.database)
+        kept = True
         for name, props, analyzer in q.FULLTEXT_INDEXES:
             rows = self._read(q.CYPHER_GET_FULLTEXT_INDEX, name=name)
             if not rows:
+                kept = False
                 continue
             config = rows[0]["config"] or {}
             same = (
@@ -288,6 +300,8 @@ class Neo4jEventStore(BaseEventStore):
             if not same:
                 statement = q.CYPHER_DROP_INDEX.format(name=name)
                 self.driver.execute_query(statement, database_=self.database)
+                kept = False
+        return kept
 
     # --------------------------------------------------------------- writes
     def _append(self, prepared: list[Prepared], *, keep_seq: bool = False) -> AppendResult:
@@ -319,13 +333,16 @@ class Neo4jEventStore(BaseEventStore):
         t = self.tenant
         sids = sorted({p.event.session_id for p in prepared})
         ids = [p.event.id for p in prepared]
-        begin = tx.run(q.CYPHER_BEGIN_APPEND, tenant=t, session_ids=sids, ids=ids).single()
+        begin = tx.run(q.CYPHER_BEGIN_APPEND, tenant=t, session_ids=sids, ids=ids,
+                       context_chars=CONTEXT_CHARS).single()  # fmt: skip
         last = {x["sid"]: x["last_seq"] for x in begin["sessions"]}
         prev = {x["sid"]: x["tail"] for x in begin["sessions"]}
+        text_before = {x["sid"]: x["before"] for x in begin["sessions"]}
         found = {x["id"]: x["stored"] for x in begin["found"]}
         artifacts: dict[str, dict[str, Any]] = {}
         new_rows: list[dict[str, Any]] = []
         placeholder_rows: list[dict[str, Any]] = []
+        ordered: list[dict[str, Any]] = []  # both, in order (for their terms)
         result = AppendResult()
         for p in prepared:
             for sha, body in p.artifacts.items():
@@ -343,11 +360,14 @@ class Neo4jEventStore(BaseEventStore):
                 before, prev[sid] = prev[sid], ev.id
             row = self._row(p, seq, before)
             (placeholder_rows if ev.id in found else new_rows).append(row)
+            ordered.append(row)
             result.ids.append(ev.id)
         if artifacts:
             tx.run(q.CYPHER_MERGE_ARTIFACTS, tenant=t, artifacts=list(artifacts.values()))
         if not result.ids:
             return result
+        if not keep_seq:  # an import's order is known once it is stored (below)
+            event_terms.fill(ordered, text_before)
         sessions = [{"id": s, "last_seq": n} for s, n in last.items()]
         # new events first: a placeholder's predecessor may be one of them (and a
         # new event's predecessor or edge target that is a placeholder exists already)
@@ -366,6 +386,7 @@ class Neo4jEventStore(BaseEventStore):
             tx.run(q.CYPHER_LINK_ARTIFACTS, tenant=t, rows=refs).consume()
         if keep_seq:
             tx.run(q.CYPHER_CREATE_NEXT, tenant=t, ids=result.ids).consume()
+            event_terms.refresh(tx, [(t, sid) for sid in sids])
         result.inserted = len(result.ids)
         return result
 
@@ -477,6 +498,8 @@ class Neo4jEventStore(BaseEventStore):
                 q.CYPHER_DELETE_ORPHAN_PLACEHOLDERS, tenant=t, ids=sorted(placeholders)
             ).consume()
             tx.run(q.CYPHER_RESET_SESSIONS, tenant=t, session_ids=sids).consume()
+            if session_id is None:  # a purged turn leaves the terms of the one after it
+                event_terms.refresh(tx, [(t, sid) for sid in sids])
             return n
 
         return self._write(work)
@@ -640,11 +663,12 @@ class Neo4jEventStore(BaseEventStore):
         """Active events matching ``query``'s words (Chinese too), best BM25 first.
 
         ``user_id`` means the sessions that user took part in (as ``sessions()``).
-        Any text is safe: it is escaped for Lucene and sent as a parameter.  A query
-        without Chinese/Japanese is matched with English stemming; an event's score
-        includes half its previous turn's (as the SQLite store ranks).
+        Any text is safe: it becomes quoted Lucene phrases and is sent as a
+        parameter.  The index holds, and is asked, the SQLite store's tokens (its
+        segmentation, stemming and stop words; an event's previous turn at half
+        weight), so both stores rank alike (see ``text.lucene``).
         """
-        words = lucene.escape(query or "").strip()
+        words = lucene.match_query(query)
         if not words or k <= 0:
             return []
         type_values = None if types is None else [EventType(t).value for t in types]
@@ -660,11 +684,10 @@ class Neo4jEventStore(BaseEventStore):
             # the index narrows to the scope's sessions (Lucene intersects postings)
             either = " OR ".join(lucene.phrase(sid) for sid in session_ids)
             search += f"+session_id:({either})^0 "
-        search += f"+content:({words})"
-        index = q.FULLTEXT_INDEX if has_cjk(query) else q.FULLTEXT_INDEX_EN
+        search += f"+terms:({words})"
         params = {
-            "index": index, "search": search, "k": int(k), "session_ids": session_ids,
-            "types": type_values, "since": since, "until": until, "context": q.CONTEXT_WEIGHT,
+            "index": q.FULLTEXT_INDEX, "search": search, "k": int(k), "session_ids": session_ids,
+            "types": type_values, "since": since, "until": until,
         }  # fmt: skip
         limit = max(4 * int(k), 50)
         while True:

@@ -35,32 +35,23 @@ from __future__ import annotations
 
 from beeweave_core.events import EdgeType
 
-#: Full-text analyzer: Lucene's CJKAnalyzer indexes Chinese/Japanese/Korean as
-#: overlapping bigrams (``数据管道`` → 数据 据管 管道, so ``管道`` does not hit
-#: ``管理道路``) and other scripts like the standard analyzer (lower-cased words;
-#: English stop words are dropped).  ``standard-no-stop-words`` splits Chinese into
-#: single characters, which ranks ``管理道路`` above ``数据管道`` for ``管道``.
-FULLTEXT_ANALYZER = "cjk"
-FULLTEXT_INDEX = "beeweave_event_text"
-#: The same text under Lucene's EnglishAnalyzer (possessives, stop words, Porter
-#: stemming: ``hiking`` finds ``hiked``), as SQLite's FTS index stems: searched for
-#: a query with no Chinese/Japanese, where it ranks like the SQLite store.
-FULLTEXT_INDEX_EN = "beeweave_event_text_en"
-FULLTEXT_ANALYZER_EN = "english"
-#: Weight of the previous turn's words in an event's full-text score (what a reply
-#: answers), the same as SQLite's ``context`` column (``bm25(fts, 1.0, 0.5)``).
-CONTEXT_WEIGHT = 0.5
-#: Properties in the full-text index: content is searched; tenant and session_id
-#: are there only so a query can be narrowed inside Lucene (see SEARCH_TEXT).
-FULLTEXT_PROPERTIES = ("content", "tenant", "session_id")
-#: The same properties in another order: Neo4j takes a second index over the same
-#: label and property list for the first one (``IF NOT EXISTS`` would skip it).
-FULLTEXT_PROPERTIES_EN = ("content", "session_id", "tenant")
+#: The full-text index ranks the tokens the SQLite store's FTS5 index holds (see
+#: :mod:`beeweave_core.text.lucene`): each event's ``terms`` property is its own
+#: tokens, twice, and its previous turn's, once, already segmented (jieba for
+#: Chinese), lower-cased and stemmed by BeeWeave, so Lucene only splits on spaces.
+#: Searched with the same stemmed query terms, an event ranks as on SQLite.
+FULLTEXT_INDEX = "beeweave_event_terms"
+FULLTEXT_ANALYZER = "whitespace"
+#: Properties in the full-text index: terms are searched; tenant and session_id are
+#: there only so a query can be narrowed inside Lucene (see CYPHER_SEARCH_TEXT).
+FULLTEXT_PROPERTIES = ("terms", "tenant", "session_id")
 #: Every full-text index on events: (name, properties, analyzer).
 FULLTEXT_INDEXES: tuple[tuple[str, tuple[str, ...], str], ...] = (
     (FULLTEXT_INDEX, FULLTEXT_PROPERTIES, FULLTEXT_ANALYZER),
-    (FULLTEXT_INDEX_EN, FULLTEXT_PROPERTIES_EN, FULLTEXT_ANALYZER_EN),
 )
+#: Full-text indexes of older BeeWeave versions (Lucene's CJK and English analyzers
+#: over ``content``): ``setup()`` drops them, as nothing searches them any more.
+OBSOLETE_INDEXES = ("beeweave_event_text", "beeweave_event_text_en")
 
 
 def fulltext_config(analyzer: str) -> dict[str, str | bool]:
@@ -124,7 +115,7 @@ RETURN labelsOrTypes AS labels, properties, options.indexConfig AS config
 CYPHER_DROP_INDEX = "DROP INDEX {name} IF EXISTS"
 #: Indexes that populate in the background after creation; ``setup()`` waits for
 #: these (and only these: another component's index may take its time).
-AWAITED_INDEXES = ("beeweave_event_ts", "beeweave_event_user", FULLTEXT_INDEX, FULLTEXT_INDEX_EN)
+AWAITED_INDEXES = ("beeweave_event_ts", "beeweave_event_user", FULLTEXT_INDEX)
 CYPHER_AWAIT_INDEX = "CALL db.awaitIndex($name, $seconds)"
 
 # ------------------------------------------------------------------ projections
@@ -143,8 +134,9 @@ _VISIBLE = f"e.seq IS NOT NULL AND ($all OR e.status = 'active') AND {_IN_SCOPES
 #: Start of every append (one round trip): lock each session the batch writes to
 #: (sorted ids, so writers never deadlock), creating it on first use, and read
 #: ``last_seq`` and the id of the event there (the new events' NEXT predecessor)
-#: only once the lock is held; then, still under the lock, which of the batch's
-#: ids exist: stored events (redeliveries) or placeholders (to fill in).
+#: only once the lock is held, with the start of the last content there (the first
+#: new event's previous turn, see ``terms``); then, still under the lock, which of
+#: the batch's ids exist: stored events (redeliveries) or placeholders (to fill in).
 CYPHER_BEGIN_APPEND = """
 CALL () {
   UNWIND $session_ids AS sid
@@ -154,7 +146,12 @@ CALL () {
   REMOVE s._lock
   WITH sid, s
   OPTIONAL MATCH (t:Event {tenant: $tenant, session_id: sid, seq: s.last_seq})
-  RETURN collect({sid: sid, last_seq: s.last_seq, tail: t.id}) AS sessions
+  CALL (sid, s) {
+    OPTIONAL MATCH (p:Event {tenant: $tenant, session_id: sid})
+    WHERE p.seq <= s.last_seq AND p.content <> ''
+    RETURN left(p.content, $context_chars) AS before ORDER BY p.seq DESC LIMIT 1
+  }
+  RETURN collect({sid: sid, last_seq: s.last_seq, tail: t.id, before: before}) AS sessions
 }
 CALL () {
   UNWIND $ids AS id
@@ -477,36 +474,44 @@ RETURN a.body AS body
 
 #: BM25 hits from the full-text index, filtered exactly in Cypher.  ``$search``
 #: narrows to the tenant inside Lucene (zero-weight clause) and field-qualifies the
-#: escaped user words to ``content``; ``raw`` (hits before filtering) tells the
-#: store whether a larger ``$limit`` could find more.  A score of 0 means only the
-#: zero-weight clauses matched (all words were stop words).  Each hit also lends
-#: ``$context`` of its score to the event after it in its session (and past one
-#: empty marker, to the next): the previous turn is part of a reply's text, as in
-#: the SQLite index.
-#: The first line waits until the (eventually consistent) index holds every write
-#: committed before.
+#: stemmed query terms to ``terms``; ``raw`` (hits before filtering) tells the
+#: store whether a larger ``$limit`` could find more.  The first line waits until
+#: the (eventually consistent) index holds every write committed before.
 CYPHER_SEARCH_TEXT = f"""
 CALL db.index.fulltext.awaitEventuallyConsistentIndexRefresh()
 CALL db.index.fulltext.queryNodes($index, $search, {{limit: $limit}}) YIELD node, score
 WITH collect({{e: node, s: score}}) AS hits
 WITH size(hits) AS raw, [h IN hits WHERE h.s > 0 AND h.e.tenant = $tenant
-     AND h.e.seq IS NOT NULL] AS hits
-UNWIND (CASE WHEN size(hits) = 0 THEN [null] ELSE hits END) AS h
-WITH raw, h.e AS he, h.s AS hs
-OPTIONAL MATCH (he)-[:NEXT]->(n1:Event)
-OPTIONAL MATCH (n1)-[:NEXT]->(n2:Event) WHERE n1.content = ''
-WITH raw, [{{e: he, s: hs}}, {{e: n1, s: hs * $context}}, {{e: n2, s: hs * $context}}] AS parts
-UNWIND parts AS p
-WITH raw, p.e AS e, sum(p.s) AS score
-WITH raw, collect(CASE WHEN e IS NOT NULL AND e.status = 'active' AND e.content <> ''
-     AND ($scopes IS NULL OR e.scope IS NULL OR e.scope IN $scopes)
-     AND ($session_ids IS NULL OR e.session_id IN $session_ids)
-     AND ($types IS NULL OR e.type IN $types)
-     AND ($since IS NULL OR e.ts >= $since)
-     AND ($until IS NULL OR e.ts <= $until) THEN {{e: e, s: score}} END) AS kept
+     AND h.e.seq IS NOT NULL AND h.e.status = 'active'
+     AND ($scopes IS NULL OR h.e.scope IS NULL OR h.e.scope IN $scopes)
+     AND ($session_ids IS NULL OR h.e.session_id IN $session_ids)
+     AND ($types IS NULL OR h.e.type IN $types)
+     AND ($since IS NULL OR h.e.ts >= $since)
+     AND ($until IS NULL OR h.e.ts <= $until)] AS kept
 UNWIND (CASE WHEN size(kept) = 0 THEN [null] ELSE kept END) AS h
 WITH raw, h.e AS e, h.s AS score ORDER BY score DESC LIMIT $k
 RETURN raw, {EVENT_MAP} AS event, score
+"""
+#: The content of every stored event of some sessions, in order (``terms`` of a
+#: whole session: after an import, a purge of single events, an upgrade).
+CYPHER_GET_SESSION_TEXTS = """
+UNWIND $sessions AS s
+MATCH (e:Event {tenant: s.tenant, session_id: s.id})
+WHERE e.seq IS NOT NULL
+RETURN s.tenant AS tenant, s.id AS sid, e.id AS id, e.content AS content
+ORDER BY tenant, sid, e.seq
+"""
+CYPHER_SET_TERMS = """
+UNWIND $rows AS r
+MATCH (e:Event {tenant: r.tenant, id: r.id})
+SET e.terms = r.terms
+"""
+#: Sessions (of any tenant) with events an older BeeWeave stored without ``terms``;
+#: read once, when ``setup()`` creates the full-text index.
+CYPHER_GET_SESSIONS_WITHOUT_TERMS = """
+MATCH (e:Event)
+WHERE e.seq IS NOT NULL AND e.terms IS NULL
+RETURN DISTINCT e.tenant AS tenant, e.session_id AS id
 """
 
 

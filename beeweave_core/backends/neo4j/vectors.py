@@ -8,9 +8,14 @@ version and recipe.  Each embedding identity has its own vector property and ind
 two models' vectors must never meet), shared by all tenants of the database;
 queries over-fetch and keep the tenant's nodes, widening until they have ``k``.
 
-Neo4j's cosine index scores ``(1 + cos) / 2``; results are converted back to the
-cosine, and the context recipe's summed vector is stored normalised (Neo4j has no
-inner-product index), so scores stay comparable within one identity.
+Scores are inner products, as in the Chroma index (``ip`` space): the context
+recipe's vector is a sum of two unit vectors, and its dot product with a unit query
+is the sum of the two cosines.  Neo4j has only cosine and Euclidean indexes, so a
+vector ``v`` (``|v| <= NORM_BOUND``) is stored as the unit vector
+``[v / B, sqrt(1 - |v|² / B²)]`` and the query as ``[q, 0]``: their cosine is
+``q·v / B``, in the same order as ``q·v`` whatever each vector's length (normalising
+``v`` instead would rank by ``q·v / |v|``, another order than SQLite + Chroma's).
+Neo4j's cosine index scores ``(1 + cos) / 2``; results are turned back into ``q·v``.
 """
 
 from __future__ import annotations
@@ -37,6 +42,11 @@ if TYPE_CHECKING:
     from beeweave_core.backends.neo4j.events import Neo4jEventStore
 
 LABEL = "BeeweaveChunk"
+#: The longest vector stored: the context recipe's sum of two unit vectors.
+NORM_BOUND = 2.0
+#: How vectors are laid out in the index (recorded on the tenant's index state): a
+#: tenant whose vectors were stored otherwise is emptied and re-embedded on open.
+LAYOUT = "ip-lift/1"
 
 SCHEMA: tuple[str, ...] = (
     f"CREATE CONSTRAINT beeweave_chunk_id IF NOT EXISTS "
@@ -46,11 +56,13 @@ SCHEMA: tuple[str, ...] = (
     "FOR (s:BeeweaveIndexState) REQUIRE (s.tenant, s.identity) IS UNIQUE",
 )
 
-#: ``{index}``/``{prop}`` are filled only with ``beeweave_vec_<hex>`` / ``v_<hex>``.
+#: Full float vectors, as Chroma keeps them: int8 quantization clips each vector's
+#: largest components, and the lifted one (see the module doc) is always among them.
+#: ``{index}``/``{prop}`` are filled only with ``beeweave_vip_<hex>`` / ``u_<hex>``.
 CYPHER_CREATE_VECTOR_INDEX = (
     "CREATE VECTOR INDEX {index} IF NOT EXISTS FOR (c:" + LABEL + ") ON c.{prop} "
     "OPTIONS {{indexConfig: {{`vector.dimensions`: $dim, "
-    "`vector.similarity_function`: 'cosine'}}}}"
+    "`vector.similarity_function`: 'cosine', `vector.quantization.enabled`: false}}}}"
 )
 CYPHER_AWAIT_INDEX = "CALL db.awaitIndex($name, $seconds)"
 CYPHER_INDEX_DIMENSION = (
@@ -109,8 +121,15 @@ CYPHER_LOAD_STATE = (
     "MATCH (s:BeeweaveIndexState {tenant: $tenant, identity: $identity}) RETURN s.state AS state"
 )
 CYPHER_SAVE_STATE = (
-    "MERGE (s:BeeweaveIndexState {tenant: $tenant, identity: $identity}) SET s.state = $state"
+    "MERGE (s:BeeweaveIndexState {tenant: $tenant, identity: $identity}) "
+    "SET s.state = $state, s.layout = $layout"
 )
+#: The layout of a tenant's stored vectors: no row, nothing stored yet.
+CYPHER_LOAD_LAYOUT = (
+    "MATCH (s:BeeweaveIndexState {tenant: $tenant, identity: $identity}) RETURN s.layout AS layout"
+)
+#: An index of the earlier layout (``beeweave_vec_<digest>``, normalised vectors).
+CYPHER_INDEX_EXISTS = "SHOW VECTOR INDEXES YIELD name WHERE name = $name RETURN name"
 CYPHER_PURGE_TENANT = (
     f"MATCH (c:{LABEL} {{tenant: $tenant}}) CALL (c) {{ DETACH DELETE c }} "
     "IN TRANSACTIONS OF 5000 ROWS",
@@ -118,13 +137,24 @@ CYPHER_PURGE_TENANT = (
 )
 
 _HEX = re.compile(r"[0-9a-f]{12}")
+#: ``{name}`` is filled only with ``beeweave_vec_<hex>``.
+CYPHER_DROP_INDEX = "DROP INDEX {name} IF EXISTS"
+
+
+def lift(mat: np.ndarray) -> np.ndarray:
+    """Vectors (rows, ``|v| <= NORM_BOUND``) as unit vectors one dimension longer whose
+    cosine with ``[q, 0]`` is ``q·v / NORM_BOUND`` (see the module doc)."""
+    norms = np.linalg.norm(mat, axis=1, keepdims=True)
+    scaled = mat / np.maximum(norms, NORM_BOUND)  # a longer one (not made here) is capped
+    rest = np.sqrt(np.clip(1.0 - np.sum(scaled * scaled, axis=1, keepdims=True), 0.0, None))
+    return np.hstack([scaled, rest])
 
 
 class Neo4jVectorIndex(neo4j_tx.TenantNodes):
     """A tenant's vectors for one embedding identity, in Neo4j's own vector index."""
 
-    #: Scores are one cosine of the stored (normalised) vector, -1..1 (see the module doc).
-    normalised_scores = True
+    #: Scores are inner products, as Chroma's (see the module doc): not one cosine.
+    normalised_scores = False
 
     schema = SCHEMA
     purge = CYPHER_PURGE_TENANT
@@ -142,10 +172,23 @@ class Neo4jVectorIndex(neo4j_tx.TenantNodes):
         digest = identity.digest
         if not _HEX.fullmatch(digest):  # pragma: no cover - sha1 hex by construction
             raise ValueError(f"bad identity digest {digest!r}")
-        self.index_name = f"beeweave_vec_{digest}"
-        self.property = f"v_{digest}"
+        self.index_name = f"beeweave_vip_{digest}"
+        self.property = f"u_{digest}"
+        self._old_index = f"beeweave_vec_{digest}"
         self._dimension: int | None = None
         super().__init__(driver, tenant=tenant, database=database, owns_driver=owns_driver)
+        self._upgrade_layout()
+
+    def _upgrade_layout(self) -> None:
+        """Vectors an older BeeWeave stored (normalised, in ``beeweave_vec_*``) rank
+        in another order: drop that index and this tenant's vectors, which the
+        indexer then embeds anew (its gap check finds every event without one)."""
+        if self._run(CYPHER_INDEX_EXISTS, read=True, name=self._old_index):
+            stmt = CYPHER_DROP_INDEX.format(name=self._old_index)
+            self.driver.execute_query(stmt, database_=self.database)
+        rows = self._run(CYPHER_LOAD_LAYOUT, read=True, **self._p())
+        if rows and rows[0]["layout"] != LAYOUT:
+            self.reset()
 
     @classmethod
     def for_store(cls, store: Neo4jEventStore, *, identity: EmbeddingIdentity) -> Neo4jVectorIndex:
@@ -158,10 +201,11 @@ class Neo4jVectorIndex(neo4j_tx.TenantNodes):
     # ----------------------------------------------------------- dimension
     @property
     def dimension(self) -> int | None:
+        """The model's dimension (the index holds one more: see the module doc)."""
         if self._dimension is None:
             rows = self._run(CYPHER_INDEX_DIMENSION, read=True, name=self.index_name)
             if rows and rows[0]["dim"] is not None:
-                self._dimension = int(rows[0]["dim"])
+                self._dimension = int(rows[0]["dim"]) - 1
         return self._dimension
 
     def _ensure_index(self, dim: int) -> None:
@@ -174,7 +218,7 @@ class Neo4jVectorIndex(neo4j_tx.TenantNodes):
                 )
             return
         stmt = CYPHER_CREATE_VECTOR_INDEX.format(index=self.index_name, prop=self.property)
-        self.driver.execute_query(stmt, {"dim": int(dim)}, database_=self.database)
+        self.driver.execute_query(stmt, {"dim": int(dim) + 1}, database_=self.database)
         self.driver.execute_query(
             CYPHER_AWAIT_INDEX, {"name": self.index_name, "seconds": 300}, database_=self.database
         )
@@ -190,8 +234,7 @@ class Neo4jVectorIndex(neo4j_tx.TenantNodes):
         if mat.ndim != 2:
             raise ValueError("vectors must all have the same dimension")
         self._ensure_index(mat.shape[1])
-        # cosine index: store the direction (the context recipe's sum, normalised)
-        mat = mat / np.clip(np.linalg.norm(mat, axis=1, keepdims=True), 1e-12, None)
+        mat = lift(mat)
         rows = [
             {
                 "id": c.id,
@@ -225,7 +268,7 @@ class Neo4jVectorIndex(neo4j_tx.TenantNodes):
             return []
         params = self._p(
             index=self.index_name,
-            vector=[float(x) for x in vector],
+            vector=[*(float(x) for x in vector), 0.0],
             session_ids=list(f.session_ids) if f.session_ids is not None else None,
             user_id=f.user_id,
             agent_id=f.agent_id,
@@ -243,9 +286,9 @@ class Neo4jVectorIndex(neo4j_tx.TenantNodes):
             for r in rows:
                 if r["event_id"] is None:
                     continue
-                cos = 2.0 * float(r["score"]) - 1.0
-                if cos > best.get(r["event_id"], -2.0):
-                    best[r["event_id"]] = cos
+                dot = (2.0 * float(r["score"]) - 1.0) * NORM_BOUND
+                if dot > best.get(r["event_id"], -NORM_BOUND):
+                    best[r["event_id"]] = dot
             raw = rows[0]["raw"] if rows else 0
             if len(best) >= k or raw < fetch or fetch >= 100_000:
                 return sorted(best.items(), key=lambda p: -p[1])[:k]
@@ -279,7 +322,7 @@ class Neo4jVectorIndex(neo4j_tx.TenantNodes):
         return IndexState.from_json(json.loads(rows[0]["state"]) if rows else None)
 
     def save_state(self, state: IndexState) -> None:
-        self._run(CYPHER_SAVE_STATE, **self._p(state=json.dumps(state.to_json())))
+        self._run(CYPHER_SAVE_STATE, **self._p(state=json.dumps(state.to_json()), layout=LAYOUT))
 
     def reset(self) -> None:
         with neo4j_tx.session(self.driver, self.database) as s:

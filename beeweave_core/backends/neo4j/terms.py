@@ -1,0 +1,68 @@
+"""Each event's ``terms``: the text the Neo4j full-text index ranks.
+
+An event's terms hold its own tokens and its previous turn's (what a reply
+answers), as the SQLite store's ``events_fts`` row does (see
+:func:`beeweave_core.text.lucene.session_terms`).  Appends compute them from the
+batch and the session's last content before it; this module recomputes them for
+whole sessions when the order they depend on changed (an import filling seqs in,
+a purge of single events) or when an older database has none (``setup()``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from itertools import groupby
+from typing import Any
+
+from beeweave_core.backends.neo4j import events_cypher as q
+from beeweave_core.text.lucene import session_terms
+
+#: Sessions whose terms are recomputed per write transaction during an upgrade.
+SESSIONS_PER_TX = 200
+
+
+def fill(rows: Sequence[dict[str, Any]], before: dict[str, str | None]) -> None:
+    """Set ``props.terms`` of new event rows (``_row`` maps, in session order).
+
+    ``before``: per session, the start of the last content stored before the batch.
+    """
+    by_session: dict[str, list[dict[str, Any]]] = {}
+    for r in rows:
+        by_session.setdefault(r["props"]["session_id"], []).append(r)
+    for sid, mine in by_session.items():
+        contents = [r["props"]["content"] or "" for r in mine]
+        for r, terms in zip(mine, session_terms(contents, before.get(sid) or ""), strict=True):
+            r["props"]["terms"] = terms
+
+
+def refresh(tx: Any, sessions: Sequence[tuple[str, str]]) -> int:
+    """Recompute the terms of every stored event of ``sessions`` ((tenant, id) pairs)."""
+    if not sessions:
+        return 0
+    params = [{"tenant": t, "id": s} for t, s in sessions]
+    found = list(tx.run(q.CYPHER_GET_SESSION_TEXTS, sessions=params))
+    rows: list[dict[str, Any]] = []
+    for (tenant, _sid), group in groupby(found, key=lambda r: (r["tenant"], r["sid"])):
+        events = list(group)
+        terms = session_terms([r["content"] or "" for r in events])
+        rows += [
+            {"tenant": tenant, "id": r["id"], "terms": t}
+            for r, t in zip(events, terms, strict=True)
+        ]
+    tx.run(q.CYPHER_SET_TERMS, rows=rows).consume()
+    return len(rows)
+
+
+def backfill(session: Any) -> int:
+    """Give terms to the events an older BeeWeave stored (every tenant), a few
+    sessions per transaction, so an interrupted upgrade resumes where it stopped."""
+    pending = [
+        (r["tenant"], r["id"])
+        for r in session.run(q.CYPHER_GET_SESSIONS_WITHOUT_TERMS)
+        if r["tenant"] is not None and r["id"] is not None
+    ]
+    done = 0
+    for i in range(0, len(pending), SESSIONS_PER_TX):
+        part = pending[i : i + SESSIONS_PER_TX]
+        done += session.execute_write(refresh, part)
+    return done

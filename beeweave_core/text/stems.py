@@ -1,0 +1,51 @@
+"""The SQLite store's full-text tokenizer as a function, for indexes that are not SQLite.
+
+The Neo4j store ranks the very tokens the SQLite FTS5 index holds, so both stores
+find and rank the same events: Lucene's English analyzer splits, stems and drops
+stop words its own way (``hiking`` and ``hike``, numbers, codes).  Rather than
+imitate FTS5's tokenizer, this asks it: an in-memory FTS5 table with the same
+tokenizer, read back in order through ``fts5vocab``.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import threading
+from collections.abc import Sequence
+
+__all__ = ["TOKENIZER", "stem_texts"]
+
+#: The tokenizer of the SQLite store's ``events_fts`` table.
+TOKENIZER = "porter unicode61 remove_diacritics 2"
+
+_lock = threading.Lock()
+_conn: sqlite3.Connection | None = None
+
+
+def _connection() -> sqlite3.Connection:
+    global _conn
+    if _conn is None:
+        conn = sqlite3.connect(":memory:", check_same_thread=False)
+        # contentless: only the index is kept, and ``delete-all`` empties it at once
+        conn.execute(
+            f"CREATE VIRTUAL TABLE t USING fts5(w, content = '', tokenize = '{TOKENIZER}')"
+        )
+        conn.execute("CREATE VIRTUAL TABLE v USING fts5vocab(t, instance)")
+        _conn = conn
+    return _conn
+
+
+def stem_texts(texts: Sequence[str]) -> list[list[str]]:
+    """Each text's tokens as the FTS5 index stores them (lower-cased, stemmed), in order."""
+    if not texts:
+        return []
+    found: list[list[tuple[int, str]]] = [[] for _ in texts]
+    with _lock:
+        conn = _connection()
+        try:
+            conn.executemany("INSERT INTO t (rowid, w) VALUES (?, ?)", enumerate(texts, 1))
+            for term, doc, offset in conn.execute("SELECT term, doc, offset FROM v"):
+                found[doc - 1].append((offset, term))
+        finally:
+            conn.execute("INSERT INTO t (t) VALUES ('delete-all')")
+    return [[t for _o, t in sorted(row)] for row in found]
