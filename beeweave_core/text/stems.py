@@ -18,8 +18,12 @@ __all__ = ["TOKENIZER", "stem_texts"]
 #: The tokenizer of the SQLite store's ``events_fts`` table.
 TOKENIZER = "porter unicode61 remove_diacritics 2"
 
+#: Distinct words whose tokens are remembered (then forgotten all at once).
+WORDS_KEPT = 200_000
+
 _lock = threading.Lock()
 _conn: sqlite3.Connection | None = None
+_words: dict[str, tuple[str, ...]] = {}
 
 
 def _connection() -> sqlite3.Connection:
@@ -36,16 +40,35 @@ def _connection() -> sqlite3.Connection:
 
 
 def stem_texts(texts: Sequence[str]) -> list[list[str]]:
-    """Each text's tokens as the FTS5 index stores them (lower-cased, stemmed), in order."""
+    """Each text's tokens as the FTS5 index stores them (lower-cased, stemmed), in order.
+
+    FTS5's tokens never span white space, so each distinct word is tokenised once
+    (and remembered, up to :data:`WORDS_KEPT` words) and a text is its words' tokens:
+    the same result as tokenising the text whole, at a dictionary lookup per word
+    (Neo4j appends compute every event's terms on the write path).
+    """
     if not texts:
         return []
-    found: list[list[tuple[int, str]]] = [[] for _ in texts]
+    split = [t.split() for t in texts]
     with _lock:
-        conn = _connection()
-        try:
-            conn.executemany("INSERT INTO t (rowid, w) VALUES (?, ?)", enumerate(texts, 1))
-            for term, doc, offset in conn.execute("SELECT term, doc, offset FROM v"):
-                found[doc - 1].append((offset, term))
-        finally:
-            conn.execute("INSERT INTO t (t) VALUES ('delete-all')")
-    return [[t for _o, t in sorted(row)] for row in found]
+        distinct = {w for words in split for w in words}
+        missing = [w for w in distinct if w not in _words]
+        if len(_words) + len(missing) > WORDS_KEPT:
+            _words.clear()  # a bounded memory: the words of purged text go too
+            missing = list(distinct)
+        if missing:
+            _words.update(zip(missing, _tokenise(missing), strict=True))
+        return [[tok for w in words for tok in _words[w]] for words in split]
+
+
+def _tokenise(texts: Sequence[str]) -> list[tuple[str, ...]]:
+    """Each text's tokens in order, read back from an in-memory FTS5 index."""
+    found: list[list[tuple[int, str]]] = [[] for _ in texts]
+    conn = _connection()
+    try:
+        conn.executemany("INSERT INTO t (rowid, w) VALUES (?, ?)", enumerate(texts, 1))
+        for term, doc, offset in conn.execute("SELECT term, doc, offset FROM v"):
+            found[doc - 1].append((offset, term))
+    finally:
+        conn.execute("INSERT INTO t (t) VALUES ('delete-all')")
+    return [tuple(t for _o, t in sorted(row)) for row in found]
