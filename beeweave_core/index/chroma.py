@@ -458,12 +458,13 @@ class ChromaVectorIndex:
         return sorted(best.items(), key=lambda p: -p[1])[:k]
 
     def _accepts(self, meta: dict[str, Any], filters: IndexFilter | None) -> bool:
-        if (meta.get(META_VERSION), meta.get(META_RECIPE, "")) != (
-            self.identity.version,
-            self.identity.recipe,
-        ):
-            return False  # never mix versions, even if someone wrote into our collection
-        return filters is None or filters.accepts(meta)
+        return self._ours(meta) and (filters is None or filters.accepts(meta))
+
+    def _ours(self, meta: dict[str, Any]) -> bool:
+        """Whether a chunk was made by this identity: never mix versions, even if
+        someone wrote into our collection."""
+        got = (meta.get(META_VERSION), meta.get(META_RECIPE, ""))
+        return got == (self.identity.version, self.identity.recipe)
 
     def _load_sessions(self, session_ids: list[str]) -> Rows:
         """Every vector of these sessions (this identity's), to fill the in-process copy."""
@@ -475,9 +476,7 @@ class ChromaVectorIndex:
             got = self._collection.get(where=where, limit=_PAGE, offset=offset,
                                        include=["metadatas", "embeddings"])  # fmt: skip
             for cid, meta, emb in zip(got["ids"], got["metadatas"], got["embeddings"], strict=True):
-                if (meta.get(META_VERSION), meta.get(META_RECIPE, "")) == (
-                    self.identity.version, self.identity.recipe,
-                ):  # fmt: skip
+                if self._ours(meta):
                     rows.append((cid, meta, emb))
             if len(got["ids"]) < _PAGE:
                 return rows
