@@ -513,8 +513,8 @@ class Retriever:
             eid: s * c.cfg.type_weights.get(events[eid].type, 1.0) * _decay(events[eid], c)
             for eid, s in fusion.score.items()
         }
-        named = _named_author(c.query, [events[eid] for eid in final])
-        if named is not None and c.cfg.author_boost:
+        named = _named_author(c.query, [events[e] for e in final]) if c.cfg.author_boost else None
+        if named is not None:
             for eid in final:
                 if _author(events[eid]) == named:
                     final[eid] *= 1.0 + c.cfg.author_boost
