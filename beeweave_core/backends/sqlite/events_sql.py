@@ -281,9 +281,11 @@ SELECT {EVENT_COLUMNS}, -bm25(scope_fts, 1.0, 0.5) AS score
 FROM temp.scope_fts JOIN events ON events.rowid = scope_fts.rowid
 WHERE scope_fts MATCH ? ORDER BY bm25(scope_fts, 1.0, 0.5) LIMIT ?
 """
-#: Wide search: rows read per query phrase (newest first), rows scored at most, and
-#: phrases looked at (the first ones of a long query).
+#: Wide search: rows read per query phrase (newest first, for its frequency), rows read
+#: from conjunctions of the rarest phrases (with their lengths, to pick the pool), rows
+#: scored at most, and phrases looked at (the first ones of a long query).
 WIDE_PROBE = 400
+WIDE_READ = 6_000
 WIDE_POOL = 500
 WIDE_MAX_TERMS = 12
 #: Wide (tenant) search, bounded by the query (see ``wide_search``).  FTS5 keeps the
@@ -294,12 +296,12 @@ FTS_AVERAGES = "SELECT block FROM events_fts_data WHERE id = 1"
 FTS_ROWID_RANGE = (
     "SELECT (SELECT MIN(id) FROM events_fts_docsize), (SELECT MAX(id) FROM events_fts_docsize)"
 )
-#: The newest ``?`` rows holding a phrase (or a conjunction) above a rowid: a walk of
-#: that term's doclist from its end, no ranking (``bm25()`` would first count every
-#: row holding each term).
+#: The newest ``?`` rows holding a phrase (or a conjunction) above a rowid, with their
+#: token counts: a walk of the terms' doclists from their end and one primary-key
+#: step per row, no ranking (``bm25()`` would first count every row holding each term).
 PROBE = """
-SELECT rowid FROM events_fts WHERE events_fts MATCH ? AND rowid >= ?
-ORDER BY rowid DESC LIMIT ?
+SELECT f.rowid, d.sz FROM events_fts AS f JOIN events_fts_docsize AS d ON d.id = f.rowid
+WHERE events_fts MATCH ? AND f.rowid >= ? ORDER BY f.rowid DESC LIMIT ?
 """
 #: The pooled rows that are in scope, with the indexed text and token counts.
 #: ``NOT INDEXED``: by rowid only (with a long rowid list the planner would rather

@@ -27,6 +27,7 @@ text is read, through the events primary key.
 
 from __future__ import annotations
 
+import heapq
 import math
 import re
 import sqlite3
@@ -64,6 +65,14 @@ def _varints(blob: bytes) -> list[int]:
             out.append((v << 7) | byte)
             v, n = 0, 0
     return out
+
+
+def _length(size: bytes | None) -> int:
+    """A row's length in tokens from its ``docsize`` record (two varints: body, context);
+    two bytes are two one-byte varints, the usual case, read without decoding."""
+    if not size:
+        return 0
+    return size[0] + size[1] if len(size) == 2 else sum(_varints(size))
 
 
 def stems(conn: sqlite3.Connection, words: Sequence[str]) -> list[tuple[str, ...]]:
@@ -117,6 +126,7 @@ class Probe:
 
     match: str
     rowids: list[int]
+    sizes: list[int]  # each row's length in tokens (all columns, as BM25 counts it)
     complete: bool  # fewer than asked: every row holding it is listed
 
     def df(self, totals: IndexTotals) -> float:
@@ -134,7 +144,35 @@ def _quote(tokens: Sequence[str]) -> str:
 
 def probe(conn: sqlite3.Connection, match: str, low: int, limit: int) -> Probe:
     rows = conn.execute(q.PROBE, (match, low, limit)).fetchall()
-    return Probe(match, [r[0] for r in rows], len(rows) < limit)
+    sizes = [_length(sz) for _r, sz in rows]
+    return Probe(match, [r[0] for r in rows], sizes, len(rows) < limit)
+
+
+@dataclass
+class Candidates:
+    """Rows met by the probes: the phrases each is known to hold (a bit mask) and its
+    length, enough for an estimate of its BM25 that orders the pool (see ``best``)."""
+
+    idf: list[float]
+    avg_len: float
+    known: dict[int, tuple[int, int]]
+
+    def add(self, p: Probe, mask: int) -> None:
+        for r, n in zip(p.rowids, p.sizes, strict=True):
+            self.known[r] = (self.known.get(r, (0, n))[0] | mask, n)
+
+    def best(self, pool: int) -> list[int]:
+        """The ``pool`` rows of highest BM25 if each known phrase occurs once in them:
+        the rarer the phrases held and the shorter the row, the higher (a row's other
+        occurrences only add to its score)."""
+        held: dict[int, float] = {}
+        for mask, _n in self.known.values():
+            if mask not in held:
+                held[mask] = sum(w for i, w in enumerate(self.idf) if mask >> i & 1)
+        # held * (K1 + 1) / (1 + K1 * (1 - B + B * n / avg)), less its constant factors
+        base = (1 + K1 * (1 - B)) / (K1 * B) * self.avg_len
+        keyed = [(held[m] / (base + n), r) for r, (m, n) in self.known.items()]
+        return [r for _k, r in heapq.nlargest(pool, keyed)]
 
 
 def gather(
@@ -144,24 +182,34 @@ def gather(
     *,
     low: int,
     limit: int,
+    read: int,
     pool: int,
 ) -> tuple[list[int], list[Probe]]:
-    """The rows worth scoring (bounded by ``pool``) and each phrase's probe."""
+    """The rows worth scoring (at most ``pool``) and each phrase's probe.
+
+    BM25 is dominated by the rarest phrases, so rows holding all of them come first:
+    the conjunction of every phrase, then of all but the most common one, and so on
+    down to the rarest alone, each read newest first within what is left of ``read``
+    rows.  A small conjunction is thus read whole (every row holding those phrases,
+    however old); only where even the rarest phrases are common does recency decide
+    which of their rows are read.  Among all rows met, the best ``pool`` by their
+    estimated BM25 (phrases known held, length) are scored exactly.
+    """
     singles = [probe(conn, _quote(p), low, limit) for p in phrases]
-    order = sorted(range(len(singles)), key=lambda i: singles[i].df(totals))  # rarest first
-    joins: list[Probe] = []
-    present = [i for i in order if singles[i].rowids]
-    if len(present) >= 2:
-        groups = [present] if len(present) == 2 else [present, present[:2]]
-        for g in groups:
-            joins.append(probe(conn, " AND ".join(singles[i].match for i in g), low, limit))
-    picked: dict[int, None] = {}
-    for p in [*joins, *(singles[i] for i in order)]:
-        for r in p.rowids:
-            if len(picked) >= pool:
-                return list(picked), singles
-            picked[r] = None
-    return list(picked), singles
+    idf = [totals.idf(s.df(totals)) if s.rowids else 0.0 for s in singles]
+    found = Candidates(idf, totals.avg_len, {})
+    for i, s in enumerate(singles):
+        found.add(s, 1 << i)
+    order = sorted((i for i, s in enumerate(singles) if s.rowids), key=lambda i: -idf[i])
+    left = read
+    for n in range(len(order), 0, -1):
+        group = order[:n]
+        if left <= 0 or (n == 1 and singles[group[0]].complete):
+            break
+        p = probe(conn, " AND ".join(singles[i].match for i in group), low, left)
+        found.add(p, sum(1 << i for i in group))
+        left -= len(p.rowids)
+    return found.best(pool), singles
 
 
 def _phrase_count(seq: list[str], phrase: tuple[str, ...]) -> int:
@@ -255,7 +303,7 @@ def score(
         ]
         if not any(freq):
             continue
-        length = sum(_varints(size)) if size else 0
+        length = _length(size)
         norm = K1 * (1 - B + B * length / totals.avg_len)
         s = sum(w * f * (K1 + 1) / (f + norm) for w, f in zip(idf, freq, strict=True) if f)
         out.append((rowid, s))
