@@ -554,24 +554,21 @@ class SQLiteEventStore(SideTables, BaseEventStore):
         had more rows than were read (another tenant's rows, an old time window).
         """
         phrases = query_terms(query)[: q.WIDE_MAX_TERMS]
-        limit, read, pool = q.WIDE_PROBE, q.WIDE_READ, q.WIDE_POOL
+        bounds = ws.Bounds.default()
         with self._lock:
             c = self._conn
             totals = ws.IndexTotals.read(c)
             while True:
-                rowids, probes = ws.gather(
-                    c, phrases, totals, low=low, limit=limit, read=read, pool=pool
-                )
+                rowids, probes = ws.gather(c, phrases, totals, low, bounds, k)
                 rows = []
                 for i in range(0, len(rowids), 500):
                     chunk = rowids[i : i + 500]
                     sql = q.POOL_TEXT.format(rowids=_marks(len(chunk)), where=where)
                     rows += c.execute(sql, (*chunk, self.tenant, *params)).fetchall()
-                more = any(not p.complete for p in probes) and limit < q.LEXICAL_WINDOW
+                more = any(not p.complete for p in probes) and bounds.probe < q.LEXICAL_WINDOW
                 if len(rows) >= k or not more:
                     break
-                limit, read = limit * 4, read * 4
-                pool = min(pool * 4, 4 * q.WIDE_POOL)
+                bounds = bounds.grown()
             idf = [totals.idf(p.df(totals)) for p in probes]
             ranked = ws.score(c, rows, ws.phrase_stems(c, phrases), idf, totals)[:k]
             if not ranked:

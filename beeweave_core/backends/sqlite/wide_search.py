@@ -34,7 +34,7 @@ import sqlite3
 import threading
 import unicodedata
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from beeweave_core.backends.sqlite import events_sql as q
@@ -43,6 +43,7 @@ from beeweave_core.text.lexical import fts_query
 #: BM25 parameters and column weights, as ``SEARCH_TEXT`` gives FTS5's ``bm25()``.
 K1, B = 1.2, 0.75
 WEIGHTS = (1.0, 0.5)
+BODY = "body : ("
 #: What FTS5's ``unicode61`` keeps as one token (letters and digits; ``_`` separates).
 _TOKEN = re.compile(r"[^\W_]+")
 #: Stems kept in memory (a token's stem never changes; cleared when full).
@@ -151,65 +152,116 @@ def probe(conn: sqlite3.Connection, match: str, low: int, limit: int) -> Probe:
 @dataclass
 class Candidates:
     """Rows met by the probes: the phrases each is known to hold (a bit mask) and its
-    length, enough for an estimate of its BM25 that orders the pool (see ``best``)."""
+    length, enough for an estimate of its BM25 that orders the pool (see ``estimate``)."""
 
     idf: list[float]
     avg_len: float
-    known: dict[int, tuple[int, int]]
+    known: dict[int, tuple[int, int]] = field(default_factory=dict)
+    shortest: int = 1 << 30  # the shortest row met (for ``ceiling``)
 
     def add(self, p: Probe, mask: int) -> None:
         for r, n in zip(p.rowids, p.sizes, strict=True):
             self.known[r] = (self.known.get(r, (0, n))[0] | mask, n)
+        self.shortest = min(self.shortest, *p.sizes) if p.sizes else self.shortest
 
-    def best(self, pool: int) -> list[int]:
-        """The ``pool`` rows of highest BM25 if each known phrase occurs once in them:
-        the rarer the phrases held and the shorter the row, the higher (a row's other
-        occurrences only add to its score)."""
+    def held(self, mask: int) -> float:
+        return sum(w for i, w in enumerate(self.idf) if mask >> i & 1)
+
+    def estimate(self, held: float, length: int) -> float:
+        """BM25 of a row of ``length`` tokens holding phrases of total IDF ``held`` once
+        each: the rarer the phrases and the shorter the row, the higher (more
+        occurrences only add to it)."""
+        return held * (K1 + 1) / (1 + K1 * (1 - B + B * length / self.avg_len))
+
+    def ceiling(self, mask: int) -> float:
+        """The estimate of a row holding ``mask``'s phrases, as short as any met."""
+        return self.estimate(self.held(mask), self.shortest)
+
+    def ranked(self, n: int) -> list[tuple[float, int]]:
+        """The ``n`` best (estimate, rowid), best first."""
         held: dict[int, float] = {}
         for mask, _n in self.known.values():
             if mask not in held:
-                held[mask] = sum(w for i, w in enumerate(self.idf) if mask >> i & 1)
-        # held * (K1 + 1) / (1 + K1 * (1 - B + B * n / avg)), less its constant factors
-        base = (1 + K1 * (1 - B)) / (K1 * B) * self.avg_len
-        keyed = [(held[m] / (base + n), r) for r, (m, n) in self.known.items()]
-        return [r for _k, r in heapq.nlargest(pool, keyed)]
+                held[mask] = self.held(mask)
+        est = self.estimate
+        return heapq.nlargest(n, ((est(held[m], ln), r) for r, (m, ln) in self.known.items()))
+
+
+@dataclass(frozen=True)
+class Bounds:
+    """What one wide search may read: rows per phrase (``probe``), rows of the rarest
+    phrases' conjunctions (``read``), rows of a conjunction's rarest phrase it may walk
+    past (``walk``: common phrases are joined among their newest rows only), and rows
+    scored (``pool``)."""
+
+    probe: int
+    read: int
+    walk: int
+    pool: int
+
+    @classmethod
+    def default(cls) -> Bounds:
+        return cls(q.WIDE_PROBE, q.WIDE_READ, q.WIDE_WALK, q.WIDE_POOL)
+
+    def grown(self) -> Bounds:
+        """Four times as much (for a scope that keeps few of the rows read)."""
+        return Bounds(self.probe * 4, self.read * 4, self.walk * 4,
+                      min(self.pool * 4, 4 * q.WIDE_POOL))  # fmt: skip
+
+
+def _floor(p: Probe, totals: IndexTotals, low: int, walk: int) -> int:
+    """The lowest rowid at which a conjunction led by ``p``'s phrase is looked for: all
+    of them when ``p`` listed every row holding it, else the span holding about
+    ``walk`` of its rows (the cost of joining common phrases follows their rows)."""
+    if p.complete:
+        return low
+    whole = max(1, totals.high - totals.low + 1)
+    return max(low, totals.high - int(walk * whole / max(p.df(totals), 1.0)))
 
 
 def gather(
     conn: sqlite3.Connection,
     phrases: Sequence[Sequence[str]],
     totals: IndexTotals,
-    *,
     low: int,
-    limit: int,
-    read: int,
-    pool: int,
+    bounds: Bounds,
+    k: int,
 ) -> tuple[list[int], list[Probe]]:
-    """The rows worth scoring (at most ``pool``) and each phrase's probe.
+    """The rows worth scoring (at most ``bounds.pool``) and each phrase's probe.
 
     BM25 is dominated by the rarest phrases, so rows holding all of them come first:
     the conjunction of every phrase, then of all but the most common one, and so on
-    down to the rarest alone, each read newest first within what is left of ``read``
-    rows.  A small conjunction is thus read whole (every row holding those phrases,
-    however old); only where even the rarest phrases are common does recency decide
-    which of their rows are read.  Among all rows met, the best ``pool`` by their
-    estimated BM25 (phrases known held, length) are scored exactly.
+    down to the rarest alone, each in the body (a word of the context counts half)
+    and read newest first within what is left of ``bounds.read`` rows.  A small
+    conjunction is thus read whole (every row holding those phrases, however old);
+    only where even the rarest phrases are common does recency decide which of their
+    rows are read.  Among all rows met, the best ``pool`` by their estimated BM25
+    (phrases known held, length) are scored exactly.
     """
-    singles = [probe(conn, _quote(p), low, limit) for p in phrases]
+    singles = [probe(conn, _quote(p), low, bounds.probe) for p in phrases]
     idf = [totals.idf(s.df(totals)) if s.rowids else 0.0 for s in singles]
-    found = Candidates(idf, totals.avg_len, {})
+    found = Candidates(idf, totals.avg_len)
     for i, s in enumerate(singles):
         found.add(s, 1 << i)
     order = sorted((i for i, s in enumerate(singles) if s.rowids), key=lambda i: -idf[i])
-    left = read
+    left = bounds.read
     for n in range(len(order), 0, -1):
-        group = order[:n]
-        if left <= 0 or (n == 1 and singles[group[0]].complete):
+        group, lead = order[:n], singles[order[0]]
+        mask = sum(1 << i for i in group)
+        if left <= 0 or (n == 1 and lead.complete) or _enough(found, mask, k):
             break
-        p = probe(conn, " AND ".join(singles[i].match for i in group), low, left)
-        found.add(p, sum(1 << i for i in group))
+        match = BODY + " AND ".join(singles[i].match for i in group) + ")"
+        p = probe(conn, match, _floor(lead, totals, low, bounds.walk), left)
+        found.add(p, mask)
         left -= len(p.rowids)
-    return found.best(pool), singles
+    return [r for _e, r in found.ranked(bounds.pool)], singles
+
+
+def _enough(found: Candidates, mask: int, k: int) -> bool:
+    """Whether ``k`` rows met already beat any row holding only ``mask``'s phrases once
+    (then rows holding fewer of them are not worth reading)."""
+    ranked = found.ranked(k)
+    return len(ranked) >= k and ranked[-1][0] >= found.ceiling(mask)
 
 
 def _phrase_count(seq: list[str], phrase: tuple[str, ...]) -> int:
