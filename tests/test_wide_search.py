@@ -110,6 +110,44 @@ def test_rare_term_found_beyond_the_newest_rows_of_a_common_one(
         store.close()
 
 
+def test_old_short_rows_holding_both_words_outrank_many_newer_ones(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The rows BM25 ranks first are old: terse notes holding both query words, written
+    before many times more (than one probe reads) long rows holding both, and rows
+    holding one.  The wide search must find those old rows (FTS5's exhaustive top 10)
+    while reading and scoring a bounded number of rows."""
+    store = _store(tmp_path)
+    read: list[int] = []
+    real = ws.probe
+
+    def counting(conn, match, low, limit):  # type: ignore[no-untyped-def]
+        found = real(conn, match, low, limit)
+        read.append(len(found.rowids))
+        return found
+
+    monkeypatch.setattr(ws, "probe", counting)
+    rng = random.Random(11)
+    filler = ["pewter", "lagoon", "bramble", "cinder", "mosaic", "drizzle", "juniper", "tallow"]
+    try:
+        old = [f"quokka basalt {' '.join(rng.choices(filler, k=i % 4))}" for i in range(24)]
+        newer = []
+        for i in range(4 * q.WIDE_PROBE):
+            words = rng.choices(filler, k=18)
+            words[i % 18], words[(i * 7 + 3) % 18] = "quokka", "basalt"
+            newer.append(" ".join(words))
+            newer.append(f"quokka {' '.join(rng.choices(filler, k=6))}")
+            newer.append(f"basalt {' '.join(rng.choices(filler, k=6))}")
+        _fill(store, old + newer)
+        got = store.search_text("quokka basalt", k=10)
+        want = _exhaustive(store, "quokka basalt", 10)
+        assert {ev.id for ev, _ in got} <= {f"e{i}" for i in range(len(old))}
+        assert [s for _, s in got] == pytest.approx([s for _, s in want], rel=1e-6)
+        assert sum(read) <= q.WIDE_READ + 2 * q.WIDE_PROBE
+    finally:
+        store.close()
+
+
 def test_wide_search_keeps_to_tenant_type_and_time(tmp_path: Path) -> None:
     store = _store(tmp_path, "t1")
     other = store.for_tenant("t2")
