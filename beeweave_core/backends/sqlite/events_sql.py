@@ -286,7 +286,7 @@ WHERE scope_fts MATCH ? ORDER BY bm25(scope_fts, 1.0, 0.5) LIMIT ?
 #: scored at most, and phrases looked at (the first ones of a long query).
 WIDE_PROBE = 400
 WIDE_READ = 6_000
-WIDE_WALK = 200_000
+WIDE_WALK = 500_000
 WIDE_POOL = 500
 WIDE_MAX_TERMS = 12
 #: Wide (tenant) search, bounded by the query (see ``wide_search``).  FTS5 keeps the

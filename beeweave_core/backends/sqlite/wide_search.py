@@ -151,17 +151,23 @@ def probe(conn: sqlite3.Connection, match: str, low: int, limit: int) -> Probe:
 
 @dataclass
 class Candidates:
-    """Rows met by the probes: the phrases each is known to hold (a bit mask) and its
-    length, enough for an estimate of its BM25 that orders the pool (see ``estimate``)."""
+    """Rows met by the probes: the phrases each is known to hold (a bit mask) and the
+    estimate of its BM25 that orders the pool (see ``estimate``)."""
 
     idf: list[float]
     avg_len: float
     known: dict[int, tuple[int, int]] = field(default_factory=dict)
+    score: dict[int, float] = field(default_factory=dict)
     shortest: int = 1 << 30  # the shortest row met (for ``ceiling``)
 
     def add(self, p: Probe, mask: int) -> None:
+        held: dict[int, float] = {}
         for r, n in zip(p.rowids, p.sizes, strict=True):
-            self.known[r] = (self.known.get(r, (0, n))[0] | mask, n)
+            m = self.known.get(r, (0, n))[0] | mask
+            if m not in held:
+                held[m] = self.held(m)
+            self.known[r] = (m, n)
+            self.score[r] = self.estimate(held[m], n)
         self.shortest = min(self.shortest, *p.sizes) if p.sizes else self.shortest
 
     def held(self, mask: int) -> float:
@@ -177,14 +183,13 @@ class Candidates:
         """The estimate of a row holding ``mask``'s phrases, as short as any met."""
         return self.estimate(self.held(mask), self.shortest)
 
-    def ranked(self, n: int) -> list[tuple[float, int]]:
-        """The ``n`` best (estimate, rowid), best first."""
-        held: dict[int, float] = {}
-        for mask, _n in self.known.values():
-            if mask not in held:
-                held[mask] = self.held(mask)
-        est = self.estimate
-        return heapq.nlargest(n, ((est(held[m], ln), r) for r, (m, ln) in self.known.items()))
+    def kth(self, k: int) -> float:
+        """The ``k``-th best estimate (0 with fewer rows)."""
+        top = heapq.nlargest(k, self.score.values())
+        return top[-1] if len(top) >= k else 0.0
+
+    def best(self, n: int) -> list[int]:
+        return heapq.nlargest(n, self.score, key=self.score.__getitem__)
 
 
 @dataclass(frozen=True)
@@ -209,14 +214,18 @@ class Bounds:
                       min(self.pool * 4, 4 * q.WIDE_POOL))  # fmt: skip
 
 
-def _floor(p: Probe, totals: IndexTotals, low: int, walk: int) -> int:
-    """The lowest rowid at which a conjunction led by ``p``'s phrase is looked for: all
-    of them when ``p`` listed every row holding it, else the span holding about
-    ``walk`` of its rows (the cost of joining common phrases follows their rows)."""
-    if p.complete:
+def _floor(group: Sequence[Probe], totals: IndexTotals, low: int, walk: int) -> int:
+    """The lowest rowid at which a conjunction of ``group``'s phrases is looked for.
+
+    FTS5 joins phrases by walking their row lists, so the cost follows how many rows
+    hold each phrase, not how many hold them all: the span is the newest part of the
+    index in which they hold about ``walk`` rows together (all of it when one of them
+    is listed whole: the join then steps along its few rows)."""
+    if any(p.complete for p in group):
         return low
     whole = max(1, totals.high - totals.low + 1)
-    return max(low, totals.high - int(walk * whole / max(p.df(totals), 1.0)))
+    held = sum(p.df(totals) for p in group)
+    return max(low, totals.high - int(walk * whole / max(held, 1.0)))
 
 
 def gather(
@@ -232,36 +241,41 @@ def gather(
     BM25 is dominated by the rarest phrases, so rows holding all of them come first:
     the conjunction of every phrase, then of all but the most common one, and so on
     down to the rarest alone, each in the body (a word of the context counts half)
-    and read newest first within what is left of ``bounds.read`` rows.  A small
+    and read newest first within what is left of ``bounds.read`` rows, until ``k``
+    rows met beat any row holding fewer phrases (see ``_enough``).  A small
     conjunction is thus read whole (every row holding those phrases, however old);
-    only where even the rarest phrases are common does recency decide which of their
-    rows are read.  Among all rows met, the best ``pool`` by their estimated BM25
-    (phrases known held, length) are scored exactly.
+    where the phrases are common, their newest rows only (``_floor``).  Among all
+    rows met, the best ``pool`` by their estimated BM25 (phrases known held, length)
+    are scored exactly.
     """
     singles = [probe(conn, _quote(p), low, bounds.probe) for p in phrases]
     idf = [totals.idf(s.df(totals)) if s.rowids else 0.0 for s in singles]
     found = Candidates(idf, totals.avg_len)
     for i, s in enumerate(singles):
         found.add(s, 1 << i)
-    order = sorted((i for i, s in enumerate(singles) if s.rowids), key=lambda i: -idf[i])
+    # one entry per distinct phrase (a query may name a word twice, or two of its forms)
+    same: dict[tuple[str, ...], list[int]] = {}
+    for i, key in enumerate(phrase_stems(conn, phrases)):
+        if singles[i].rowids:
+            same.setdefault(key, []).append(i)
+    order = sorted(same.values(), key=lambda ix: -idf[ix[0]])
     left = bounds.read
     for n in range(len(order), 0, -1):
-        group, lead = order[:n], singles[order[0]]
-        mask = sum(1 << i for i in group)
-        if left <= 0 or (n == 1 and lead.complete) or _enough(found, mask, k):
+        group = [singles[ix[0]] for ix in order[:n]]
+        mask = sum(1 << i for ix in order[:n] for i in ix)
+        if left <= 0 or (n == 1 and group[0].complete) or _enough(found, mask, k):
             break
-        match = BODY + " AND ".join(singles[i].match for i in group) + ")"
-        p = probe(conn, match, _floor(lead, totals, low, bounds.walk), left)
+        match = BODY + " AND ".join(p.match for p in group) + ")"
+        p = probe(conn, match, _floor(group, totals, low, bounds.walk), left)
         found.add(p, mask)
         left -= len(p.rowids)
-    return [r for _e, r in found.ranked(bounds.pool)], singles
+    return found.best(bounds.pool), singles
 
 
 def _enough(found: Candidates, mask: int, k: int) -> bool:
     """Whether ``k`` rows met already beat any row holding only ``mask``'s phrases once
     (then rows holding fewer of them are not worth reading)."""
-    ranked = found.ranked(k)
-    return len(ranked) >= k and ranked[-1][0] >= found.ceiling(mask)
+    return found.kth(k) >= found.ceiling(mask) > 0
 
 
 def _phrase_count(seq: list[str], phrase: tuple[str, ...]) -> int:
