@@ -501,8 +501,8 @@ class SQLiteEventStore(SideTables, BaseEventStore):
         The cost follows the scope, not the store: a small scope (a session, a
         user) is read through its index and ranked on its own; a large one (the
         tenant) is ranked by ``wide_search``: BM25 with the whole index's statistics
-        over a pool of rows that hold the query's rarest terms and conjunctions,
-        gathered newest first and bounded by the query, not by the store.
+        over a pool of rows holding the query's rarest terms together (however old)
+        and short, bounded by the query, not by the store.
         """
         match = fts_query(query)
         if match is None or k <= 0:
@@ -549,8 +549,8 @@ class SQLiteEventStore(SideTables, BaseEventStore):
     ) -> list[tuple[Event, float]]:
         """BM25 over a bounded pool of rows above ``low`` (see ``wide_search``), in scope.
 
-        The probes grow (x4, up to ``LEXICAL_WINDOW`` rows per term; the pool to 4 x
-        ``WIDE_POOL``) only while the scope filter leaves fewer than ``k`` and some term
+        The reads grow (x4, up to ``LEXICAL_WINDOW`` rows per term; the pool to 4 x
+        ``WIDE_POOL``; see ``Bounds.grown``) only while the scope filter leaves fewer than ``k`` and some term
         had more rows than were read (another tenant's rows, an old time window).
         """
         phrases = query_terms(query)[: q.WIDE_MAX_TERMS]

@@ -304,6 +304,8 @@ PROBE = """
 SELECT f.rowid, d.sz FROM events_fts AS f JOIN events_fts_docsize AS d ON d.id = f.rowid
 WHERE events_fts MATCH ? AND f.rowid >= ? ORDER BY f.rowid DESC LIMIT ?
 """
+#: An FTS5 match of ``{}`` in the event's own text only (column ``body``, not ``context``).
+IN_BODY = "body : ({})"
 #: The pooled rows that are in scope, with the indexed text and token counts.
 #: ``NOT INDEXED``: by rowid only (with a long rowid list the planner would rather
 #: walk the tenant's ts index).

@@ -6,16 +6,19 @@ the index, so a tenant-wide search at 1M events cost ~0.2 s and grew with the st
 This module ranks with the same formula (``bm25(1.0, 0.5)``: body weight 1, context
 0.5, k1 = 1.2, b = 0.75) from bounded reads only:
 
-* **probes** — for each query phrase, the newest ``limit`` rows that hold it, read
-  from the index in rowid order (no ranking, so no IDF walk); a probe that comes back
-  short lists *every* row holding the phrase (its document frequency, exactly), a full
-  one gives its frequency by density (rows found / rowid span read).  Conjunctions of
-  the phrases (all of them; the two rarest) are probed the same way, because a row
-  holding several terms is what BM25 ranks first;
-* **pool** — rows of the conjunctions first, then of the rarest phrases (rarest first:
-  a rare term weighs most in BM25), up to ``pool`` rows; rows holding only common
-  words beyond their newest ``limit`` are the ones left out (their score is small, and
-  recall decays age anyway);
+* **probes** — for each query phrase, the newest ``probe`` rows that hold it, read
+  from the index in rowid order (no ranking, so no IDF walk), each with its length
+  (``docsize``); a probe that comes back short lists *every* row holding the phrase
+  (its document frequency, exactly), a full one gives its frequency by density (rows
+  found / rowid span read);
+* **conjunctions** — BM25 is dominated by the rarest phrases, and a short row holding
+  them outranks a long one: the rows holding, in their body, all the phrases, then all
+  but the most common, and so on, are read with their lengths (``read`` rows at most;
+  a conjunction of common phrases among their newest rows only, ``walk``), so an old
+  row holding the rare words is found however many newer rows hold the common ones;
+  it stops once ``k`` rows met beat any row holding fewer of the phrases;
+* **pool** — of all rows met, the ``pool`` best by an estimate of their BM25 (the
+  phrases each is known to hold, once, and its length);
 * **score** — each pooled row's text (the index's own stored copy) is split into the
   tokens FTS5 indexed, each token stemmed by SQLite's own tokenizer (cached), and its
   BM25 computed with the index's row count and average length (FTS5's ``averages``
@@ -43,7 +46,6 @@ from beeweave_core.text.lexical import fts_query
 #: BM25 parameters and column weights, as ``SEARCH_TEXT`` gives FTS5's ``bm25()``.
 K1, B = 1.2, 0.75
 WEIGHTS = (1.0, 0.5)
-BODY = "body : ("
 #: What FTS5's ``unicode61`` keeps as one token (letters and digits; ``_`` separates).
 _TOKEN = re.compile(r"[^\W_]+")
 #: Stems kept in memory (a token's stem never changes; cleared when full).
@@ -265,7 +267,7 @@ def gather(
         mask = sum(1 << i for ix in order[:n] for i in ix)
         if left <= 0 or (n == 1 and group[0].complete) or _enough(found, mask, k):
             break
-        match = BODY + " AND ".join(p.match for p in group) + ")"
+        match = q.IN_BODY.format(" AND ".join(p.match for p in group))
         p = probe(conn, match, _floor(group, totals, low, bounds.walk), left)
         found.add(p, mask)
         left -= len(p.rowids)
