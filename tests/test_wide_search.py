@@ -148,6 +148,28 @@ def test_old_short_rows_holding_both_words_outrank_many_newer_ones(
         store.close()
 
 
+def test_pool_estimate_prefers_rare_words_and_short_rows() -> None:
+    """The pool's order: rows known to hold rarer phrases first, and among rows holding
+    the same, the shorter; rows met again in a conjunction gain its phrases."""
+    totals = ws.IndexTotals(rows=10_000, avg_len=40.0, low=1, high=10_000)
+    rare, common = totals.idf(20), totals.idf(2_000)
+    found = ws.Candidates([rare, common], totals.avg_len)
+    found.add(ws.Probe("c", [9_000, 8_000, 7_000], [10, 80, 12], complete=False), 0b10)
+    found.add(ws.Probe("r", [500, 400], [90, 30], complete=True), 0b01)
+    found.add(ws.Probe("r AND c", [7_000], [12], complete=True), 0b11)
+    assert found.best(5) == [7_000, 400, 500, 9_000, 8_000]
+    assert found.kth(2) > found.ceiling(0b10) > 0  # no common-only row can catch up
+
+
+def test_conjunction_of_common_words_is_looked_for_among_their_newest_rows() -> None:
+    totals = ws.IndexTotals(rows=1_000, avg_len=40.0, low=1, high=1_000)
+    listed = ws.Probe("a", [900, 10], [5, 5], complete=True)
+    dense = ws.Probe("b", list(range(1_000, 900, -1)), [5] * 100, complete=False)  # ~all rows
+    assert ws._floor([listed, dense], totals, 0, walk=100) == 0  # joined along a's 2 rows
+    floor = ws._floor([dense, dense], totals, 0, walk=100)
+    assert 900 < floor < 1_000  # b's rows twice: 100 of them in the newest ~50 rowids
+
+
 def test_wide_search_keeps_to_tenant_type_and_time(tmp_path: Path) -> None:
     store = _store(tmp_path, "t1")
     other = store.for_tenant("t2")
