@@ -147,7 +147,8 @@ def _quote(tokens: Sequence[str]) -> str:
 
 def probe(conn: sqlite3.Connection, match: str, low: int, limit: int) -> Probe:
     rows = conn.execute(q.PROBE, (match, low, limit)).fetchall()
-    sizes = [_length(sz) for _r, sz in rows]
+    # two bytes: two one-byte varints (the usual case), summed without a call
+    sizes = [sz[0] + sz[1] if sz and len(sz) == 2 else _length(sz) for _r, sz in rows]
     return Probe(match, [r[0] for r in rows], sizes, len(rows) < limit)
 
 
@@ -158,18 +159,20 @@ class Candidates:
 
     idf: list[float]
     avg_len: float
-    known: dict[int, tuple[int, int]] = field(default_factory=dict)
+    known: dict[int, int] = field(default_factory=dict)
     score: dict[int, float] = field(default_factory=dict)
     shortest: int = 1 << 30  # the shortest row met (for ``ceiling``)
 
     def add(self, p: Probe, mask: int) -> None:
-        held: dict[int, float] = {}
+        # ``estimate`` spelt out (a call per row would be most of the cost)
+        known, score, held = self.known, self.score, {mask: self.held(mask)}
+        base, per = 1 + K1 * (1 - B), K1 * B / self.avg_len
         for r, n in zip(p.rowids, p.sizes, strict=True):
-            m = self.known.get(r, (0, n))[0] | mask
+            m = known.get(r, 0) | mask
             if m not in held:
                 held[m] = self.held(m)
-            self.known[r] = (m, n)
-            self.score[r] = self.estimate(held[m], n)
+            known[r] = m
+            score[r] = held[m] * (K1 + 1) / (base + per * n)
         self.shortest = min(self.shortest, *p.sizes) if p.sizes else self.shortest
 
     def held(self, mask: int) -> float:
