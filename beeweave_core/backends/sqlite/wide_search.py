@@ -200,9 +200,9 @@ class Candidates:
 @dataclass(frozen=True)
 class Bounds:
     """What one wide search may read: rows per phrase (``probe``), rows of the rarest
-    phrases' conjunctions (``read``), rows of a conjunction's rarest phrase it may walk
-    past (``walk``: common phrases are joined among their newest rows only), and rows
-    scored (``pool``)."""
+    phrases' conjunctions (``read``), rows of its phrases together a conjunction may
+    walk (``walk``: common phrases are joined among their newest rows only, see
+    ``_floor``), and rows scored (``pool``)."""
 
     probe: int
     read: int
@@ -262,7 +262,7 @@ def gather(
     same: dict[tuple[str, ...], list[int]] = {}
     for i, key in enumerate(phrase_stems(conn, phrases)):
         if singles[i].rowids:
-            same.setdefault(key, []).append(i)
+            same.setdefault(key or (singles[i].match,), []).append(i)
     order = sorted(same.values(), key=lambda ix: -idf[ix[0]])
     left = bounds.read
     for n in range(len(order), 0, -1):
