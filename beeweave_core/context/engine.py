@@ -144,6 +144,7 @@ class ContextEngine:
         self._catching_up: set[str] = set()  # guarded by _bg_lock (never held long)
         self._bg_lock = threading.Lock()
         self._answered: dict[str, threading.Event] = {}  # catch-ups waiting for a call
+        self._closing = threading.Event()  # background catch-ups stop between chunks
         self._emit = emit
         self._retrieve = retrieve
         self._flush_fn = flush
@@ -159,6 +160,14 @@ class ContextEngine:
         self.dormancy = DormancyPolicy()
         #: Check early facts right after each compaction, rolling back what lost them.
         self.amnesia_guard = True
+
+    def close(self) -> None:
+        """Stop background catch-ups at their next chunk (the weave closes its store)."""
+        self._closing.set()
+        with self._bg_lock:
+            waiting = list(self._answered.values())
+        for answered in waiting:
+            answered.set()
 
     def on_batch(self, events: list[Event]) -> None:
         """A stored batch: extract the memories its rules find (quick, no model)."""
@@ -320,10 +329,11 @@ class ContextEngine:
         def run() -> None:
             try:
                 answered.wait(DEFER_AT_MOST)
-                self.views.build(session_id, last)
+                self.views.build(session_id, last, stop=self._closing.is_set)
                 self._catch_up(session_id, c, window, last)
             except Exception:
-                log.exception("beeweave: background catch-up failed")
+                if not self._closing.is_set():  # (a closed store: expected)
+                    log.exception("beeweave: background catch-up failed")
             finally:
                 with self._bg_lock:
                     self._catching_up.discard(session_id)
@@ -336,11 +346,12 @@ class ContextEngine:
         callers wait); the amnesia check runs once, at the end, on every summary the
         passes wrote (not once per pass over the whole session)."""
         cursor = self.memory.cursor(session_id)
-        while cursor < last:
+        while cursor < last and not self._closing.is_set():
             self.memory.process(session_id, upto=min(cursor + MEMORY_CHUNK, last))
             cursor = self.memory.cursor(session_id)
         done = CompactionReport(session_id)
-        while window:  # one pass compacts down to the keep size; repeat past merges
+        # one pass compacts down to the keep size; repeat past merges
+        while window and not self._closing.is_set():
             report = self.compact(session_id, window_tokens=window, counter=c, flush=False,
                                   guard=False)  # fmt: skip
             if not report.triggered:
@@ -348,6 +359,8 @@ class ContextEngine:
             done.summaries += report.summaries
             done.merged += report.merged
             done.rolled_back += report.rolled_back
+        if self._closing.is_set():
+            return
         with self.views.lock:  # what later passes replaced is not the check's business
             view = self.views.get(session_id)[0]
             done.summaries = [i for i in done.summaries if view.is_active(i)]
@@ -362,10 +375,14 @@ class ContextEngine:
             return session_id in self._catching_up
 
     def _prepare(
-        self, session_id: str, c: TokenCounter, compact: bool, window: int, budget: int
-    ) -> tuple[SessionView | None, CompactionReport | None]:
+        self, session_id: str, c: TokenCounter, compact: bool, window: int, budget: int,
+        dry_run: bool,
+    ) -> tuple[SessionView | None, CompactionReport | None]:  # fmt: skip
         """What an assembly writes first (memories, compaction); or, while the session
-        catches up in the background, the view of its tail to answer from."""
+        catches up in the background, the view of its tail to answer from (a dry run
+        writes nothing and reads the whole view)."""
+        if dry_run:
+            return None, None
         tail = self._tail(session_id, c, compact, window, budget)
         if tail is None:
             report = self._upkeep(session_id, c, compact, window)
@@ -436,8 +453,7 @@ class ContextEngine:
         of the conversation events on the branch being resumed (a LangGraph
         checkpoint's messages): turns of other branches, and what was derived only
         from them, are left out.  ``agent_id``: that agent's turns and the user's only,
-        never another agent's turns or tool results (tool-written memories are shared).
-        """
+        never another agent's turns or tool results (tool-written memories are shared)."""
         _check_budget(budget_tokens)
         if phase is not None and phase not in self.presets:
             raise ValueError(f"unknown phase {phase!r}; known: {', '.join(self.presets)}")
@@ -445,13 +461,11 @@ class ContextEngine:
         if flush:
             self._flush()
         window = window_tokens or budget_tokens
-        tail, report = (None, None) if dry_run else self._prepare(session_id, c, compact,
-                                                                  window, budget_tokens)  # fmt: skip
+        tail, report = self._prepare(session_id, c, compact, window, budget_tokens, dry_run)
         snap = self._asleep(self._snapshot(session_id, lineage, agent_id, tail), query)
         uid = user_id or snap.user_id
-        write = not dry_run and tail is None  # (other sessions' memories: not caught up now)
         plan = self._plan(snap, query, budget_tokens, c, phase, include_query, single_system,
-                          self._recall(snap, query, uid, use_retriever, write))  # fmt: skip
+                          self._recall(snap, query, uid, use_retriever, not dry_run))  # fmt: skip
         messages, layers, overhead = assemble(plan)
         ctx = AssembledContext(
             session_id=session_id, query=query, messages=messages, layers=layers,
@@ -550,7 +564,10 @@ class ContextEngine:
         self, snap: Snapshot, query: str | None, uid: str | None, use_retriever: bool | None,
         write: bool,
     ) -> Callable[[int, Sequence[Item]], list[Recallable]]:  # fmt: skip
-        """The recalled layer's candidates, given the immediate window and working items."""
+        """The recalled layer's candidates, given the immediate window and working items
+        (``write``: other sessions' memories are caught up first; not from a tail's call,
+        which must not wait on the memory writer a background catch-up holds)."""
+        write = write and not snap.private
         editor = Editor(self.edit_policy, snap.overturned, self.store.get_artifact)
         recall_query = query or _last_user_text(snap.units)
         memories = snap.recall_memories(recall_query)

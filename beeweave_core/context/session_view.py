@@ -429,12 +429,19 @@ class Views:
         with self.lock:
             return session_id in self._views and _changes(self.store) == self._seen_changes
 
-    def build(self, session_id: str, last: int, chunk: int = 5_000) -> None:
+    def build(
+        self,
+        session_id: str,
+        last: int,
+        chunk: int = 5_000,
+        stop: Callable[[], bool] = lambda: False,
+    ) -> None:
         """Make the view of ``session_id`` up to seq ``last`` (a stored seq) without
         holding the lock: in reads of ``chunk`` seqs, so calls for this and other
         sessions go on meanwhile.  A status change while it reads (seen by the store's
         counter or made by :meth:`own_change`) makes it read again; after three tries
-        the view is read under the lock, as :meth:`get` does."""
+        the view is read under the lock, as :meth:`get` does.  ``stop`` true: it gives
+        up between chunks (the engine closes)."""
         for _try in range(3):
             with self.lock:
                 if self.has(session_id):
@@ -442,6 +449,8 @@ class Views:
                 mark = (self._own_changes, _changes(self.store))
             view = SessionView(session_id)
             while view.cursor < last:
+                if stop():
+                    return
                 view.catch_up(self.store, upto=min(view.cursor + chunk, last))
             with self.lock:
                 if self.has(session_id):

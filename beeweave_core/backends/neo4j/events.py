@@ -321,7 +321,7 @@ class Neo4jEventStore(BaseEventStore):
             chunk = prepared[i : i + step]
             for attempt in range(3):
                 try:
-                    part = self._write(self._append_tx, chunk, keep_seq)
+                    part = self._write(self._append_noted, chunk, keep_seq)
                     break
                 except nx.ConstraintError as exc:
                     # import: a stored seq is taken.  append: another session's
@@ -336,6 +336,14 @@ class Neo4jEventStore(BaseEventStore):
             result.ids += part.ids
         return result
 
+    def _append_noted(self, tx: Any, prepared: list[Prepared], keep_seq: bool) -> AppendResult:
+        """:meth:`_append_tx`, then the sessions' scopes in the same transaction."""
+        result = self._append_tx(tx, prepared, keep_seq)
+        stored = set(result.ids)
+        session_scopes.note(tx, self.tenant, [p.event for p in prepared if p.event.id in stored],
+                            recount=keep_seq)  # fmt: skip
+        return result
+
     def _append_tx(self, tx: Any, prepared: list[Prepared], keep_seq: bool) -> AppendResult:
         t = self.tenant
         sids = sorted({p.event.session_id for p in prepared})
@@ -343,7 +351,6 @@ class Neo4jEventStore(BaseEventStore):
         begin = tx.run(q.CYPHER_BEGIN_APPEND, tenant=t, session_ids=sids, ids=ids,
                        context_chars=CONTEXT_CHARS).single()  # fmt: skip
         last = {x["sid"]: x["last_seq"] for x in begin["sessions"]}
-        began = dict(last)  # (for the sessions' scopes, see session_scopes.py)
         prev = {x["sid"]: x["tail"] for x in begin["sessions"]}
         text_before = {x["sid"]: x["before"] for x in begin["sessions"]}
         found = {x["id"]: x["stored"] for x in begin["found"]}
@@ -392,7 +399,6 @@ class Neo4jEventStore(BaseEventStore):
         ]
         if refs:
             tx.run(q.CYPHER_LINK_ARTIFACTS, tenant=t, rows=refs).consume()
-        session_scopes.note(tx, t, ordered, began, last)
         if keep_seq:
             tx.run(q.CYPHER_CREATE_NEXT, tenant=t, ids=result.ids).consume()
             event_terms.refresh(tx, [(t, sid) for sid in sids])

@@ -22,19 +22,23 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from beeweave_core.events import Event
+
 #: Sessions whose scopes are computed per write transaction during an upgrade.
 SESSIONS_PER_TX = 200
 
-#: Extend each session's scopes by a batch's (``x.before``: its ``last_seq`` when the
-#: batch began; scopes computed for another seq are not extended but cleared).
+#: Extend each session's scopes by a batch's (appended under the session's lock, its
+#: ``x.count`` events took the seqs just below ``last_seq``; scopes computed for
+#: another seq than the one before them are not extended but cleared).
 CYPHER_NOTE = """
 UNWIND $sessions AS x
 MATCH (s:Session {tenant: $tenant, id: x.id})
-WITH s, x, x.before = -1 OR s.scopes_seq = x.before AS valid
+WITH s, x, s.last_seq - x.count AS before
+WITH s, x, before = -1 OR s.scopes_seq = before AS valid
 SET s.scopes = CASE WHEN valid THEN reduce(acc = coalesce(s.scopes, []), v IN x.scopes |
                  CASE WHEN v IN acc THEN acc ELSE acc + v END) END,
     s.unscoped = CASE WHEN valid THEN coalesce(s.unscoped, false) OR x.unscoped END,
-    s.scopes_seq = CASE WHEN valid THEN x.after END
+    s.scopes_seq = CASE WHEN valid THEN s.last_seq END
 """
 #: Compute them from the events (a purge, an upgrade); the session is locked first.
 CYPHER_COMPUTE = """
@@ -71,26 +75,27 @@ RETURN s.tenant AS tenant, s.id AS id
 """
 
 
-def note(
-    tx: Any,
-    tenant: str,
-    rows: Sequence[Mapping[str, Any]],
-    before: Mapping[str, int],
-    after: Mapping[str, int],
-) -> None:
-    """Extend the scopes of the sessions an append wrote ``rows`` (``_row`` maps) to."""
+def note(tx: Any, tenant: str, events: Sequence[Event], *, recount: bool = False) -> None:
+    """Extend the scopes of the sessions ``events`` were just appended to (``recount``:
+    an import, whose seqs fill in anywhere, computes them from the events instead)."""
     named: dict[str, set[str]] = {}
     unscoped: dict[str, bool] = {}
-    for r in rows:
-        sid, scope = r["props"]["session_id"], r["props"]["scope"]
+    count: dict[str, int] = {}
+    for ev in events:
+        sid = ev.session_id
+        count[sid] = count.get(sid, 0) + 1
         named.setdefault(sid, set())
-        if scope is None:
+        if ev.scope is None:
             unscoped[sid] = True
         else:
-            named[sid].add(scope)
+            named[sid].add(ev.scope)
+    if recount:
+        compute(tx, [(tenant, sid) for sid in sorted(named)])
+        return
     sessions = [{"id": sid, "scopes": sorted(found), "unscoped": unscoped.get(sid, False),
-                 "before": before[sid], "after": after[sid]} for sid, found in named.items()]  # fmt: skip
-    tx.run(CYPHER_NOTE, tenant=tenant, sessions=sessions).consume()
+                 "count": count[sid]} for sid, found in named.items()]  # fmt: skip
+    if sessions:
+        tx.run(CYPHER_NOTE, tenant=tenant, sessions=sessions).consume()
 
 
 def compute(tx: Any, sessions: Sequence[tuple[str, str]]) -> None:
