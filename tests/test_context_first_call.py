@@ -40,16 +40,20 @@ def _log(start: int, n: int) -> list[dict[str, Any]]:
     return out
 
 
-#: The newest turns: one setting changed with another value (said plainly, no cue), and
-#: a look-alike setting that stays.
+#: The newest turns: a setting changed with another value (said plainly, no cue; in
+#: English and in Chinese), and look-alike settings that stay.
 ENDING = [
     {"role": "user", "content": "The glaze kiln firing temperature is 1180 degrees."},
     {"role": "assistant", "content": "Recorded on inventory card 77."},
     {"role": "user", "content": "The bisque kiln firing temperature is 950 degrees."},
     {"role": "assistant", "content": "Recorded on inventory card 78."},
     *_log(5_000, 3),
+    {"role": "user", "content": "釉烧窑的保温时间是20分钟。"},
+    {"role": "user", "content": "素烧窑的保温时间是15分钟。"},
+    *_log(6_000, 2),
     {"role": "user", "content": "Set the glaze kiln firing temperature to 1240 degrees."},
     {"role": "assistant", "content": "Recorded on inventory card 79."},
+    {"role": "user", "content": "釉烧窑的保温时间改成35分钟吧。"},
     {"role": "user", "content": "What should I load next?"},
 ]
 
@@ -83,10 +87,14 @@ def long_after(monkeypatch):
     monkeypatch.setattr(engine_module, "BACKGROUND_EVENTS", LONG)
 
 
-def _check_current(text: str) -> None:
-    assert "1240 degrees" in text
-    assert "1180" not in text  # the overturned value never reaches the model
-    assert "950 degrees" in text  # the look-alike setting stays
+def _check_current(text: str, *, siblings: bool = True) -> None:
+    """The newest values, no overturned one, and (in a tail's answer, which holds those
+    turns whole) the look-alike settings; a later answer leaves out what its layers'
+    shares of the budget leave out."""
+    assert "1240 degrees" in text and "35分钟" in text
+    assert "1180" not in text and "20分钟" not in text  # overturned: never shown
+    if siblings:
+        assert "950 degrees" in text and "15分钟" in text
 
 
 def test_a_first_call_reads_the_tail_and_holds_no_overturned_value(weave_factory, long_after):
@@ -110,7 +118,7 @@ def test_a_first_call_reads_the_tail_and_holds_no_overturned_value(weave_factory
     _wait(weave, sid)
     later = weave.assemble(sid, budget_tokens=1_200, model="gpt-4", record=False)
     assert not later.catching_up
-    _check_current(later.text())
+    _check_current(later.text(), siblings=False)
 
 
 def test_the_worker_builds_the_view_and_catches_memory_up(weave_factory, long_after):
@@ -148,9 +156,10 @@ def test_a_later_call_equals_the_answer_of_a_caller_who_waited(weave_factory, lo
 def test_the_tail_answer_on_each_backend(weave_factory, long_after, backend):
     weave = weave_factory(backend, index=False)
     sid = _session(weave, turns=160)
-    ctx = weave.assemble(sid, budget_tokens=300, model="gpt-4", record=False)
+    ctx = weave.assemble(sid, budget_tokens=400, model="gpt-4", record=False)
     assert ctx.catching_up
     _check_current(ctx.text())
     assert _first_turn(ctx.messages)["role"] == "user"
     _wait(weave, sid)
-    _check_current(weave.assemble(sid, budget_tokens=1_200, model="gpt-4", record=False).text())
+    later = weave.assemble(sid, budget_tokens=1_200, model="gpt-4", record=False)
+    _check_current(later.text(), siblings=False)
