@@ -5,6 +5,8 @@ its memory writer to the capture bus (rules only, so capture stays fast), and be
 assembly it catches up: memories from events not seen yet, summaries rebuilt where the
 user overturned something they hold, compaction when the uncovered turns passed the
 trigger.  Then it fills the layers and records the assembly as a ``retrieval`` event.
+A long backlog (a long session never read by this process, an import) is caught up by a
+background thread instead, while calls answer from the session's tail (``tail.py``).
 """
 
 from __future__ import annotations
@@ -275,8 +277,8 @@ class ContextEngine:
 
         A long backlog (a session imported or written without the engine: memories
         far behind, or many uncompacted turns) is caught up once by a background
-        thread, in chunks; calls meanwhile assemble from what is there, so no caller
-        waits for the catch-up."""
+        thread, in chunks; calls meanwhile answer from the session's tail (see
+        :meth:`_prepare`), so no caller waits for the catch-up."""
         if self.catching_up(session_id):
             return None
         with self.views.lock:
@@ -506,7 +508,7 @@ class ContextEngine:
         """The session as this call reads it: from the view (or the ``tail`` view), cut
         to the branch (and to one agent's part of it)."""
         with nullcontext() if tail is not None else self.views.lock:
-            view = tail or self.views.get(session_id)[0]
+            view = tail if tail is not None else self.views.get(session_id)[0]
             snap = snapshot(view, lineage, working_items=WORKING_PER_SECTION,
                             recent_memories=RECALL_RECENT, agent_id=agent_id)  # fmt: skip
         return replace(snap, private=tail is not None)
