@@ -304,8 +304,8 @@ class ContextEngine:
     def _hand_over(self, session_id: str, c: TokenCounter, window: int, last: int) -> bool:
         """A long backlog: to the background thread (True), or, when the config says
         callers wait for a complete answer, caught up here and now (False)."""
-        if self.config.catch_up_in_background:
-            self._catch_up_in_background(session_id, c, window, last)
+        if self.config.catch_up_in_background:  # (once this call has answered)
+            self._catch_up_in_background(session_id, c, window, last, defer=True)
             return True
         self._catch_up(session_id, c, window, last)
         return False
