@@ -10,6 +10,7 @@ is checked by what it wrote.
 
 from __future__ import annotations
 
+import logging
 import re
 import sqlite3
 import time
@@ -163,3 +164,15 @@ def test_the_tail_answer_on_each_backend(weave_factory, long_after, backend):
     _wait(weave, sid)
     later = weave.assemble(sid, budget_tokens=1_200, model="gpt-4", record=False)
     _check_current(later.text(), siblings=False)
+
+
+def test_closing_the_weave_stops_a_catch_up_quietly(weave_factory, long_after, caplog):
+    weave = weave_factory(index=False)
+    sid = _session(weave, turns=600)
+    assert weave.assemble(sid, budget_tokens=400, model="gpt-4", record=False).catching_up
+    weave.close()  # the store closes under the running catch-up
+    deadline = time.monotonic() + 120
+    while weave.context.catching_up(sid) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not weave.context.catching_up(sid)
+    assert not [r for r in caplog.records if r.levelno >= logging.ERROR], caplog.text
