@@ -321,7 +321,7 @@ class Neo4jEventStore(BaseEventStore):
             chunk = prepared[i : i + step]
             for attempt in range(3):
                 try:
-                    part = self._write(self._append_noted, chunk, keep_seq)
+                    part = self._write(self._append_tx, chunk, keep_seq)
                     break
                 except nx.ConstraintError as exc:
                     # import: a stored seq is taken.  append: another session's
@@ -334,14 +334,6 @@ class Neo4jEventStore(BaseEventStore):
             result.inserted += part.inserted
             result.duplicates += part.duplicates
             result.ids += part.ids
-        return result
-
-    def _append_noted(self, tx: Any, prepared: list[Prepared], keep_seq: bool) -> AppendResult:
-        """:meth:`_append_tx`, then the sessions' scopes in the same transaction."""
-        result = self._append_tx(tx, prepared, keep_seq)
-        stored = set(result.ids)
-        session_scopes.note(tx, self.tenant, [p.event for p in prepared if p.event.id in stored],
-                            recount=keep_seq)  # fmt: skip
         return result
 
     def _append_tx(self, tx: Any, prepared: list[Prepared], keep_seq: bool) -> AppendResult:
@@ -383,7 +375,7 @@ class Neo4jEventStore(BaseEventStore):
             return result
         if not keep_seq:  # an import's order is known once it is stored (below)
             event_terms.fill(ordered, text_before)
-        sessions = [{"id": s, "last_seq": n} for s, n in last.items()]
+        sessions = session_scopes.sessions_param(last, ordered)  # (with their scopes)
         # new events first: a placeholder's predecessor may be one of them (and a
         # new event's predecessor or edge target that is a placeholder exists already)
         if new_rows:

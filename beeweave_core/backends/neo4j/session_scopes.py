@@ -3,18 +3,19 @@
 ``scopes_in(session)`` runs on every assembly (the audit record names the scopes it
 read).  Asked of the events, it reads every node of the session; the SQLite store
 answers from an index (a loose scan of ``(tenant, session_id, scope)``).  Here the
-``Session`` node, which every append locks anyway, keeps the answer:
+``Session`` node, which every append locks and updates anyway, keeps the answer:
 
 * ``scopes``: the named scopes (a list of strings), ``unscoped``: whether any event
   has none;
 * ``scopes_seq``: the session's ``last_seq`` they were computed for.
 
 They hold only while ``scopes_seq = last_seq``: an append of this BeeWeave extends
-them in its transaction, a purge recomputes them; a writer that does not know them
-(an older BeeWeave on the same database) moves ``last_seq`` alone, and the read then
-falls back to the events until :func:`backfill` (run by ``setup()``, a few sessions
-per transaction, so an interrupted upgrade resumes where it stopped) or a later
-purge computes them again.
+them in the statement that moves ``last_seq`` (:data:`EXTEND`, no extra round trip), a
+purge recomputes them; a writer that does not know them (an older BeeWeave on the same
+database) moves ``last_seq`` alone, and the read then falls back to the events until
+:func:`backfill` (run once per database by ``setup()``, a few sessions per
+transaction, so an interrupted upgrade resumes where it stopped) or a later purge
+computes them again.
 """
 
 from __future__ import annotations
@@ -22,23 +23,20 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from beeweave_core.events import Event
-
 #: Sessions whose scopes are computed per write transaction during an upgrade.
 SESSIONS_PER_TX = 200
 
-#: Extend each session's scopes by a batch's (appended under the session's lock, its
-#: ``x.count`` events took the seqs just below ``last_seq``; scopes computed for
-#: another seq than the one before them are not extended but cleared).
-CYPHER_NOTE = """
-UNWIND $sessions AS x
-MATCH (s:Session {tenant: $tenant, id: x.id})
-WITH s, x, s.last_seq - x.count AS before
-WITH s, x, before = -1 OR s.scopes_seq = before AS valid
-SET s.scopes = CASE WHEN valid THEN reduce(acc = coalesce(s.scopes, []), v IN x.scopes |
-                 CASE WHEN v IN acc THEN acc ELSE acc + v END) END,
-    s.unscoped = CASE WHEN valid THEN coalesce(s.unscoped, false) OR x.unscoped END,
-    s.scopes_seq = CASE WHEN valid THEN s.last_seq END
+#: Part of the append's ``last_seq`` update (``x``: one of its sessions, with the
+#: batch's ``scopes`` and ``unscoped``; ``s.last_seq`` still the one before the batch):
+#: extends the scopes by the batch's when they held (or the session is new), clears
+#: them when they did not (a union with a partial answer would look whole).
+EXTEND = """
+WITH s, x, s.last_seq = -1 OR s.scopes_seq = s.last_seq AS held
+SET s.scopes = CASE WHEN held THEN reduce(acc = coalesce(s.scopes, []),
+                 v IN coalesce(x.scopes, []) | CASE WHEN v IN acc THEN acc ELSE acc + v END) END,
+    s.unscoped = CASE WHEN held THEN coalesce(s.unscoped, false) OR coalesce(x.unscoped, false) END,
+    s.scopes_seq = CASE WHEN held THEN x.last_seq END
+WITH s, x
 """
 #: Compute them from the events (a purge, an upgrade); the session is locked first.
 CYPHER_COMPUTE = """
@@ -75,27 +73,21 @@ RETURN s.tenant AS tenant, s.id AS id
 """
 
 
-def note(tx: Any, tenant: str, events: Sequence[Event], *, recount: bool = False) -> None:
-    """Extend the scopes of the sessions ``events`` were just appended to (``recount``:
-    an import, whose seqs fill in anywhere, computes them from the events instead)."""
-    named: dict[str, set[str]] = {}
-    unscoped: dict[str, bool] = {}
-    count: dict[str, int] = {}
-    for ev in events:
-        sid = ev.session_id
-        count[sid] = count.get(sid, 0) + 1
-        named.setdefault(sid, set())
-        if ev.scope is None:
-            unscoped[sid] = True
+def sessions_param(
+    last: Mapping[str, int], rows: Sequence[Mapping[str, Any]]
+) -> list[dict[str, Any]]:
+    """The append's ``$sessions``: each session's new ``last_seq`` and the scopes of the
+    events the batch stores there (``rows``: its ``_row`` maps)."""
+    named: dict[str, set[str]] = {sid: set() for sid in last}
+    unscoped: set[str] = set()
+    for r in rows:
+        sid, scope = r["props"]["session_id"], r["props"]["scope"]
+        if scope is None:
+            unscoped.add(sid)
         else:
-            named[sid].add(ev.scope)
-    if recount:
-        compute(tx, [(tenant, sid) for sid in sorted(named)])
-        return
-    sessions = [{"id": sid, "scopes": sorted(found), "unscoped": unscoped.get(sid, False),
-                 "count": count[sid]} for sid, found in named.items()]  # fmt: skip
-    if sessions:
-        tx.run(CYPHER_NOTE, tenant=tenant, sessions=sessions).consume()
+            named[sid].add(scope)
+    return [{"id": sid, "last_seq": n, "scopes": sorted(named[sid]), "unscoped": sid in unscoped}
+            for sid, n in last.items()]  # fmt: skip
 
 
 def compute(tx: Any, sessions: Sequence[tuple[str, str]]) -> None:
