@@ -115,9 +115,7 @@ def test_put_writes_keeps_regular_and_replaces_special(ckstore: Neo4jCheckpointS
     _fill(ckstore, "t", "", 2)
 
     def write(idx: int, value: bytes) -> None:
-        ckstore.put_writes(
-            "t", "", "c0001", [WriteRow("task-a", "", idx, "out", ("json", value))]
-        )
+        ckstore.put_writes("t", "", "c0001", [WriteRow("task-a", "", idx, "out", ("json", value))])
 
     write(0, b"1")
     write(0, b"2")  # a replayed regular write: the first one stays
