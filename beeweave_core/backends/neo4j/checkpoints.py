@@ -140,9 +140,8 @@ class Neo4jCheckpointStore(neo4j_tx.TenantNodes, BranchOps):
     ) -> None:
         if not writes:
             return
-        special = any(w.idx < 0 for w in writes)
         self._run(
-            q.CYPHER_PUT_WRITES_REPLACING if special else q.CYPHER_PUT_WRITES,
+            q.CYPHER_PUT_WRITES,
             thread_id=thread_id,
             checkpoint_ns=checkpoint_ns,
             checkpoint_id=checkpoint_id,

@@ -81,17 +81,8 @@ CALL (c) {
 RETURN c.checkpoint_id AS checkpoint_id
 """
 
-#: Regular writes (idx >= 0) are kept once per (task, idx): the first one stays.
+#: Regular writes are kept once per (task, idx); special ones (idx < 0) are replaced.
 CYPHER_PUT_WRITES = """
-UNWIND $writes AS w
-MERGE (x:LgCheckpointWrite {tenant: $tenant, thread_id: $thread_id, checkpoint_ns: $checkpoint_ns,
-                          checkpoint_id: $checkpoint_id, task_id: w.task_id, idx: w.idx})
-ON CREATE SET x.task_path = w.task_path, x.channel = w.channel, x.type = w.type, x.value = w.value
-"""
-#: The same when a special write (idx < 0: error, interrupt …) is among them: those
-#: replace what their (task, idx) held.  Kept apart because the CASE on every row
-#: makes the common call (regular writes only) slower.
-CYPHER_PUT_WRITES_REPLACING = """
 UNWIND $writes AS w
 MERGE (x:LgCheckpointWrite {tenant: $tenant, thread_id: $thread_id, checkpoint_ns: $checkpoint_ns,
                           checkpoint_id: $checkpoint_id, task_id: w.task_id, idx: w.idx})
