@@ -33,6 +33,7 @@ stored (yet): its target is a *placeholder* ``(:Event {tenant, id})`` without
 
 from __future__ import annotations
 
+from beeweave_core.backends.neo4j import session_scopes
 from beeweave_core.events import EdgeType
 
 #: The full-text index ranks the tokens the SQLite store's FTS5 index holds (see
@@ -160,9 +161,10 @@ CALL () {
 }
 RETURN sessions, found
 """
-_SET_LAST_SEQ = """
+_SET_LAST_SEQ = f"""
 UNWIND $sessions AS x
-MATCH (s:Session {tenant: $tenant, id: x.id})
+MATCH (s:Session {{tenant: $tenant, id: x.id}})
+{session_scopes.EXTEND}
 SET s.last_seq = x.last_seq
 """
 CYPHER_SET_LAST_SEQ = _SET_LAST_SEQ
