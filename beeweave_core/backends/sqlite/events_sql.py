@@ -286,9 +286,9 @@ WHERE scope_fts MATCH ? ORDER BY bm25(scope_fts, 1.0, 0.5) LIMIT ?
 #: of its phrases together a conjunction may walk (the newest ones; see ``_floor``),
 #: rows scored at most, and phrases looked at (the first ones of a long query).
 WIDE_PROBE = 400
-WIDE_READ = 6_000
-WIDE_WALK = 500_000
-WIDE_POOL = 500
+WIDE_READ = 3_000
+WIDE_WALK = 300_000
+WIDE_POOL = 300
 WIDE_MAX_TERMS = 12
 #: Wide (tenant) search, bounded by the query (see ``wide_search``).  FTS5 keeps the
 #: index's row count and token totals per column in its ``averages`` record (id 1),
