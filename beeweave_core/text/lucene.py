@@ -18,10 +18,10 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
-from beeweave_core.text.lexical import CONTEXT_CHARS, fts_text, query_terms
+from beeweave_core.text.lexical import CONTEXT_CHARS, fts_tokens, query_terms
 from beeweave_core.text.stems import stem_texts
 
-__all__ = ["BODY_REPEAT", "escape", "match_query", "phrase", "session_terms"]
+__all__ = ["BODY_REPEAT", "context_terms", "escape", "match_query", "phrase", "session_terms"]
 
 #: An event's own tokens are written this many times into its indexed text, its
 #: previous turn's once: the SQLite store weights the previous turn half
@@ -44,28 +44,33 @@ def phrase(value: str) -> str:
     return '"' + value.replace("\\", "\\\\").replace('"', '\\"') + '"'
 
 
-def session_terms(contents: Sequence[str], before: str = "") -> list[str]:
-    """The indexed text of consecutive events of one session, in order.
+def context_terms(text: str) -> str:
+    """The tokens of ``text`` that stand for it as the next event's previous turn
+    (its first :data:`~beeweave_core.text.lexical.CONTEXT_CHARS` characters), as text."""
+    return " ".join(fts_tokens([text[:CONTEXT_CHARS]])[0])
+
+
+def session_terms(contents: Sequence[str], context: str = "") -> tuple[list[str], str]:
+    """The indexed text of consecutive events of one session, in order, and the
+    context the event after them gets.
 
     Each is its own tokens (:data:`BODY_REPEAT` times) and those of the first
     :data:`~beeweave_core.text.lexical.CONTEXT_CHARS` characters of the last event
-    before it with any content (``before`` for the first), as the SQLite store's
-    ``events_fts`` row holds them: what a reply answers is part of its text.
+    before it with any content (``context`` for the first, :func:`context_terms`
+    of that event), as the SQLite store's ``events_fts`` row holds them: what a
+    reply answers is part of its text.
     """
-    texts = [before[:CONTEXT_CHARS], *contents]
+    texts = list(contents)
     long = [i for i, t in enumerate(texts) if len(t) > CONTEXT_CHARS]
-    stems = stem_texts(
-        [fts_text(t) for t in texts] + [fts_text(texts[i][:CONTEXT_CHARS]) for i in long]
-    )
-    full, head = stems[: len(texts)], list(stems[: len(texts)])
-    for j, i in enumerate(long):
-        head[i] = stems[len(texts) + j]
-    out, context = [], head[0]
-    for i in range(1, len(texts)):
-        out.append(" ".join([*full[i] * BODY_REPEAT, *context]))
-        if texts[i]:
-            context = head[i]
-    return out
+    tokens = fts_tokens(texts + [texts[i][:CONTEXT_CHARS] for i in long])
+    heads = {i: " ".join(tokens[len(texts) + j]) for j, i in enumerate(long)}
+    out = []
+    for i, text in enumerate(texts):
+        own = " ".join(tokens[i])
+        out.append(" ".join(filter(None, [own] * BODY_REPEAT + [context])))
+        if text:
+            context = heads.get(i, own)
+    return out, context
 
 
 def match_query(query: str, *, max_terms: int = 64) -> str | None:

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import sqlite3
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 __all__ = ["TOKENIZER", "stem_texts"]
 
@@ -20,10 +20,13 @@ TOKENIZER = "porter unicode61 remove_diacritics 2"
 
 #: Distinct words whose tokens are remembered (then forgotten all at once).
 WORDS_KEPT = 200_000
+#: Longer words (a Chinese sentence has no spaces) are tokenised every time.
+WORD_CHARS_KEPT = 64
 
 _lock = threading.Lock()
 _conn: sqlite3.Connection | None = None
-_words: dict[str, tuple[str, ...]] = {}
+#: Per ``prepare`` function (None: the word as it is), each word's tokens.
+_words: dict[Callable[[str], str] | None, dict[str, tuple[str, ...]]] = {}
 
 
 def _connection() -> sqlite3.Connection:
@@ -39,26 +42,35 @@ def _connection() -> sqlite3.Connection:
     return _conn
 
 
-def stem_texts(texts: Sequence[str]) -> list[list[str]]:
+def stem_texts(
+    texts: Sequence[str], *, prepare: Callable[[str], str] | None = None
+) -> list[list[str]]:
     """Each text's tokens as the FTS5 index stores them (lower-cased, stemmed), in order.
 
     FTS5's tokens never span white space, so each distinct word is tokenised once
     (and remembered, up to :data:`WORDS_KEPT` words) and a text is its words' tokens:
     the same result as tokenising the text whole, at a dictionary lookup per word
-    (Neo4j appends compute every event's terms on the write path).
+    (Neo4j appends compute every event's terms on the write path).  ``prepare``
+    rewrites each word before it is tokenised (segmentation); it must act on a
+    word as it acts on the word inside any text, which a function that never
+    looks across white space does.
     """
     if not texts:
         return []
     split = [t.split() for t in texts]
     with _lock:
-        distinct = {w for words in split for w in words}
-        missing = [w for w in distinct if w not in _words]
-        if len(_words) + len(missing) > WORDS_KEPT:
-            _words.clear()  # a bounded memory: the words of purged text go too
+        words = _words.setdefault(prepare, {})
+        distinct = {w for ws in split for w in ws}
+        missing = [w for w in distinct if w not in words]
+        if len(words) + len(missing) > WORDS_KEPT:
+            words.clear()  # a bounded memory: the words of purged text go too
             missing = list(distinct)
-        if missing:
-            _words.update(zip(missing, _tokenise(missing), strict=True))
-        return [[tok for w in words for tok in _words[w]] for words in split]
+        if not missing:
+            return [[tok for w in ws for tok in words[w]] for ws in split]
+        prepared = [prepare(w) for w in missing] if prepare else missing
+        made = dict(zip(missing, _tokenise(prepared), strict=True))
+        words.update((w, t) for w, t in made.items() if len(w) <= WORD_CHARS_KEPT)
+        return [[tok for w in ws for tok in (made[w] if w in made else words[w])] for ws in split]
 
 
 def _tokenise(texts: Sequence[str]) -> list[tuple[str, ...]]:

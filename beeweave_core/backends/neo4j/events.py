@@ -337,7 +337,7 @@ class Neo4jEventStore(BaseEventStore):
                        context_chars=CONTEXT_CHARS).single()  # fmt: skip
         last = {x["sid"]: x["last_seq"] for x in begin["sessions"]}
         prev = {x["sid"]: x["tail"] for x in begin["sessions"]}
-        text_before = {x["sid"]: x["before"] for x in begin["sessions"]}
+        context = event_terms.contexts(begin["sessions"])
         found = {x["id"]: x["stored"] for x in begin["found"]}
         artifacts: dict[str, dict[str, Any]] = {}
         new_rows: list[dict[str, Any]] = []
@@ -366,9 +366,9 @@ class Neo4jEventStore(BaseEventStore):
             tx.run(q.CYPHER_MERGE_ARTIFACTS, tenant=t, artifacts=list(artifacts.values()))
         if not result.ids:
             return result
-        if not keep_seq:  # an import's order is known once it is stored (below)
-            event_terms.fill(ordered, text_before)
-        sessions = [{"id": s, "last_seq": n} for s, n in last.items()]
+        # an import's order is known once it is stored (below)
+        context = {} if keep_seq else event_terms.fill(ordered, context)
+        sessions = [{"id": s, "last_seq": n, "context": context.get(s)} for s, n in last.items()]
         # new events first: a placeholder's predecessor may be one of them (and a
         # new event's predecessor or edge target that is a placeholder exists already)
         if new_rows:

@@ -3,9 +3,10 @@
 An event's terms hold its own tokens and its previous turn's (what a reply
 answers), as the SQLite store's ``events_fts`` row does (see
 :func:`beeweave_core.text.lucene.session_terms`).  Appends compute them from the
-batch and the session's last content before it; this module recomputes them for
-whole sessions when the order they depend on changed (an import filling seqs in,
-a purge of single events) or when an older database has none (``setup()``).
+batch and the session's ``context_terms`` (the tokens of its last content, kept on
+the session node, so no append reads stored text); this module recomputes both
+for whole sessions when the order they depend on changed (an import filling seqs
+in, a purge of single events) or when an older database has none (``setup()``).
 """
 
 from __future__ import annotations
@@ -15,41 +16,58 @@ from itertools import groupby
 from typing import Any
 
 from beeweave_core.backends.neo4j import events_cypher as q
-from beeweave_core.text.lucene import session_terms
+from beeweave_core.text.lucene import context_terms, session_terms
 
 #: Sessions whose terms are recomputed per write transaction during an upgrade.
 SESSIONS_PER_TX = 200
 
 
-def fill(rows: Sequence[dict[str, Any]], before: dict[str, str | None]) -> None:
+def contexts(sessions: Sequence[dict[str, Any]]) -> dict[str, str]:
+    """Each session's ``context_terms`` from CYPHER_BEGIN_APPEND's rows; a session
+    an older BeeWeave wrote has none yet, but the start of its last content."""
+    return {
+        x["sid"]: x["context"] if x["context"] is not None else context_terms(x["before"] or "")
+        for x in sessions
+    }
+
+
+def fill(rows: Sequence[dict[str, Any]], context: dict[str, str]) -> dict[str, str]:
     """Set ``props.terms`` of new event rows (``_row`` maps, in session order).
 
-    ``before``: per session, the start of the last content stored before the batch.
+    ``context``: per session, its ``context_terms`` before the batch; returns them
+    after it (for the sessions of ``rows``).
     """
     by_session: dict[str, list[dict[str, Any]]] = {}
     for r in rows:
         by_session.setdefault(r["props"]["session_id"], []).append(r)
+    after = {}
     for sid, mine in by_session.items():
         contents = [r["props"]["content"] or "" for r in mine]
-        for r, terms in zip(mine, session_terms(contents, before.get(sid) or ""), strict=True):
-            r["props"]["terms"] = terms
+        terms, after[sid] = session_terms(contents, context.get(sid, ""))
+        for r, t in zip(mine, terms, strict=True):
+            r["props"]["terms"] = t
+    return after
 
 
 def refresh(tx: Any, sessions: Sequence[tuple[str, str]]) -> int:
-    """Recompute the terms of every stored event of ``sessions`` ((tenant, id) pairs)."""
+    """Recompute the terms of every stored event of ``sessions`` ((tenant, id) pairs)
+    and their ``context_terms``."""
     if not sessions:
         return 0
     params = [{"tenant": t, "id": s} for t, s in sessions]
     found = list(tx.run(q.CYPHER_GET_SESSION_TEXTS, sessions=params))
     rows: list[dict[str, Any]] = []
-    for (tenant, _sid), group in groupby(found, key=lambda r: (r["tenant"], r["sid"])):
+    contexts = {(t, s): "" for t, s in sessions}
+    for (tenant, sid), group in groupby(found, key=lambda r: (r["tenant"], r["sid"])):
         events = list(group)
-        terms = session_terms([r["content"] or "" for r in events])
+        terms, contexts[tenant, sid] = session_terms([r["content"] or "" for r in events])
         rows += [
             {"tenant": tenant, "id": r["id"], "terms": t}
             for r, t in zip(events, terms, strict=True)
         ]
     tx.run(q.CYPHER_SET_TERMS, rows=rows).consume()
+    done = [{"tenant": t, "id": s, "context": c} for (t, s), c in contexts.items()]
+    tx.run(q.CYPHER_SET_CONTEXT_TERMS, sessions=done).consume()
     return len(rows)
 
 
