@@ -51,3 +51,18 @@ def test_a_small_word_memory_still_gives_every_token(monkeypatch: pytest.MonkeyP
     for i in range(0, len(texts), 40):  # each call overflows the memory
         assert stems.stem_texts(texts[i : i + 40]) == fts5_tokens(texts[i : i + 40])
     assert stems.stem_texts(["the crossings crossed"]) == [["the", "cross", "cross"]]
+
+
+def test_fts_tokens_are_the_tokens_of_the_fts_text() -> None:
+    """Per word segmentation (Chinese, kana, digits glued to letters) and the bare
+    form of grouped numbers (also across a space) give what whole texts give."""
+    from beeweave_core.text.lexical import fts_text, fts_tokens
+
+    texts = TEXTS + mixed_texts(300, seed=17) + [
+        "我们决定把批次大小改成两千行 then 30s later v2 of カタカナ語",
+        "paid 1 250 000 and 2,000 then 18.400.000 — and 000 555 x9y",
+        "x" * 90 + " 仓库温度保持在四度以下并记录" * 8,
+    ]  # fmt: skip
+    want = stems.stem_texts([fts_text(t) for t in texts])
+    assert fts_tokens(texts) == want
+    assert fts_tokens(texts) == want  # second time from memory
