@@ -21,7 +21,16 @@ from collections.abc import Sequence
 from beeweave_core.text.lexical import CONTEXT_CHARS, fts_tokens, query_terms
 from beeweave_core.text.stems import stem_texts
 
-__all__ = ["BODY_REPEAT", "context_terms", "escape", "match_query", "phrase", "session_terms"]
+__all__ = [
+    "BODY_REPEAT",
+    "Turn",
+    "context_terms",
+    "escape",
+    "match_query",
+    "phrase",
+    "session_terms",
+    "turn_tokens",
+]
 
 #: An event's own tokens are written this many times into its indexed text, its
 #: previous turn's once: the SQLite store weights the previous turn half
@@ -44,15 +53,33 @@ def phrase(value: str) -> str:
     return '"' + value.replace("\\", "\\\\").replace('"', '\\"') + '"'
 
 
+#: One event's tokens as text: its own, and those that stand for it as the next
+#: event's previous turn (``None`` for an empty content, which passes the turn on).
+Turn = tuple[str, str | None]
+
+
+def turn_tokens(contents: Sequence[str]) -> list[Turn]:
+    """Each content's :data:`Turn`: its own tokens and those of its first
+    :data:`~beeweave_core.text.lexical.CONTEXT_CHARS` characters."""
+    texts = list(contents)
+    long = [i for i, t in enumerate(texts) if len(t) > CONTEXT_CHARS]
+    tokens = fts_tokens(texts + [texts[i][:CONTEXT_CHARS] for i in long])
+    heads = {i: " ".join(tokens[len(texts) + j]) for j, i in enumerate(long)}
+    turns: list[Turn] = []
+    for i, text in enumerate(texts):
+        own = " ".join(tokens[i])
+        turns.append((own, heads.get(i, own) if text else None))
+    return turns
+
+
 def context_terms(text: str) -> str:
-    """The tokens of ``text`` that stand for it as the next event's previous turn
-    (its first :data:`~beeweave_core.text.lexical.CONTEXT_CHARS` characters), as text."""
-    return " ".join(fts_tokens([text[:CONTEXT_CHARS]])[0])
+    """The tokens that stand for ``text`` as the next event's previous turn."""
+    return turn_tokens([text])[0][1] or ""
 
 
-def session_terms(contents: Sequence[str], context: str = "") -> tuple[list[str], str]:
-    """The indexed text of consecutive events of one session, in order, and the
-    context the event after them gets.
+def session_terms(turns: Sequence[Turn], context: str = "") -> tuple[list[str], str]:
+    """The indexed text of consecutive events of one session (their
+    :func:`turn_tokens`), in order, and the context the event after them gets.
 
     Each is its own tokens (:data:`BODY_REPEAT` times) and those of the first
     :data:`~beeweave_core.text.lexical.CONTEXT_CHARS` characters of the last event
@@ -60,16 +87,11 @@ def session_terms(contents: Sequence[str], context: str = "") -> tuple[list[str]
     of that event), as the SQLite store's ``events_fts`` row holds them: what a
     reply answers is part of its text.
     """
-    texts = list(contents)
-    long = [i for i, t in enumerate(texts) if len(t) > CONTEXT_CHARS]
-    tokens = fts_tokens(texts + [texts[i][:CONTEXT_CHARS] for i in long])
-    heads = {i: " ".join(tokens[len(texts) + j]) for j, i in enumerate(long)}
     out = []
-    for i, text in enumerate(texts):
-        own = " ".join(tokens[i])
+    for own, head in turns:
         out.append(" ".join(filter(None, [own] * BODY_REPEAT + [context])))
-        if text:
-            context = heads.get(i, own)
+        if head is not None:
+            context = head
     return out, context
 
 

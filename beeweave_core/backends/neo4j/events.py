@@ -333,8 +333,14 @@ class Neo4jEventStore(BaseEventStore):
         t = self.tenant
         sids = sorted({p.event.session_id for p in prepared})
         ids = [p.event.id for p in prepared]
-        begin = tx.run(q.CYPHER_BEGIN_APPEND, tenant=t, session_ids=sids, ids=ids,
-                       context_chars=CONTEXT_CHARS).single()  # fmt: skip
+        pending = tx.run(q.CYPHER_BEGIN_APPEND, tenant=t, session_ids=sids, ids=ids,
+                         context_chars=CONTEXT_CHARS)  # fmt: skip
+        # what does not depend on the stored graph is made while the server takes the
+        # session locks: the rows (but seq and predecessor) and the words of the texts
+        rows = [self._row(p) for p in prepared]
+        turns = {} if keep_seq else dict(zip(ids, lucene.turn_tokens(
+            [r["props"]["content"] or "" for r in rows]), strict=True))  # fmt: skip
+        begin = pending.single()
         last = {x["sid"]: x["last_seq"] for x in begin["sessions"]}
         prev = {x["sid"]: x["tail"] for x in begin["sessions"]}
         context = event_terms.contexts(begin["sessions"])
@@ -344,7 +350,7 @@ class Neo4jEventStore(BaseEventStore):
         placeholder_rows: list[dict[str, Any]] = []
         ordered: list[dict[str, Any]] = []  # both, in order (for their terms)
         result = AppendResult()
-        for p in prepared:
+        for p, row in zip(prepared, rows, strict=True):
             for sha, body in p.artifacts.items():
                 artifacts.setdefault(sha, {"sha256": sha, "chars": len(body), "body": body})
             ev = p.event
@@ -358,7 +364,7 @@ class Neo4jEventStore(BaseEventStore):
             else:
                 seq = last[sid] = last[sid] + 1
                 before, prev[sid] = prev[sid], ev.id
-            row = self._row(p, seq, before)
+            row["props"]["seq"], row["prev"] = seq, before
             (placeholder_rows if ev.id in found else new_rows).append(row)
             ordered.append(row)
             result.ids.append(ev.id)
@@ -367,8 +373,23 @@ class Neo4jEventStore(BaseEventStore):
         if not result.ids:
             return result
         # an import's order is known once it is stored (below)
-        context = {} if keep_seq else event_terms.fill(ordered, context)
+        context = {} if keep_seq else event_terms.fill(ordered, context, turns)
         sessions = [{"id": s, "last_seq": n, "context": context.get(s)} for s, n in last.items()]
+        self._write_rows(tx, new_rows, placeholder_rows, sessions)
+        if keep_seq:
+            tx.run(q.CYPHER_CREATE_NEXT, tenant=t, ids=result.ids).consume()
+            event_terms.refresh(tx, [(t, sid) for sid in sids])
+        result.inserted = len(result.ids)
+        return result
+
+    def _write_rows(
+        self,
+        tx: Any,
+        new_rows: list[dict[str, Any]],
+        placeholder_rows: list[dict[str, Any]],
+        sessions: list[dict[str, Any]],
+    ) -> None:
+        t = self.tenant
         # new events first: a placeholder's predecessor may be one of them (and a
         # new event's predecessor or edge target that is a placeholder exists already)
         if new_rows:
@@ -384,13 +405,10 @@ class Neo4jEventStore(BaseEventStore):
         ]
         if refs:
             tx.run(q.CYPHER_LINK_ARTIFACTS, tenant=t, rows=refs).consume()
-        if keep_seq:
-            tx.run(q.CYPHER_CREATE_NEXT, tenant=t, ids=result.ids).consume()
-            event_terms.refresh(tx, [(t, sid) for sid in sids])
-        result.inserted = len(result.ids)
-        return result
 
-    def _row(self, p: Prepared, seq: int, prev: str | None) -> dict[str, Any]:
+    def _row(self, p: Prepared) -> dict[str, Any]:
+        """An event as CYPHER_CREATE_EVENTS takes it, but its ``seq`` and ``prev``
+        (its NEXT predecessor): those are known once its session is locked."""
         ev = p.event
         links = {k.value: list(v) for k, v in ev.links.items()}
         targets: dict[str, dict[str, None]] = {}
@@ -398,14 +416,14 @@ class Neo4jEventStore(BaseEventStore):
             targets.setdefault(e.type.value, {})[e.dst] = None
         return {
             "label": TYPE_LABELS[ev.type],
-            "prev": prev,
+            "prev": None,
             "edges": {k: list(v) for k, v in targets.items()},
             "artifacts": _artifact_refs(ev.payload),
             "props": {
                 "tenant": self.tenant,
                 "id": ev.id,
                 "session_id": ev.session_id,
-                "seq": seq,
+                "seq": None,
                 "type": ev.type.value,
                 "role": ev.role,
                 "content": ev.content,

@@ -16,7 +16,7 @@ from itertools import groupby
 from typing import Any
 
 from beeweave_core.backends.neo4j import events_cypher as q
-from beeweave_core.text.lucene import context_terms, session_terms
+from beeweave_core.text.lucene import Turn, context_terms, session_terms, turn_tokens
 
 #: Sessions whose terms are recomputed per write transaction during an upgrade.
 SESSIONS_PER_TX = 200
@@ -31,19 +31,22 @@ def contexts(sessions: Sequence[dict[str, Any]]) -> dict[str, str]:
     }
 
 
-def fill(rows: Sequence[dict[str, Any]], context: dict[str, str]) -> dict[str, str]:
+def fill(
+    rows: Sequence[dict[str, Any]], context: dict[str, str], turns: dict[str, Turn]
+) -> dict[str, str]:
     """Set ``props.terms`` of new event rows (``_row`` maps, in session order).
 
-    ``context``: per session, its ``context_terms`` before the batch; returns them
-    after it (for the sessions of ``rows``).
+    ``context``: per session, its ``context_terms`` before the batch; ``turns``: per
+    event id, its :func:`~beeweave_core.text.lucene.turn_tokens`.  Returns the
+    sessions' ``context_terms`` after the batch (for the sessions of ``rows``).
     """
     by_session: dict[str, list[dict[str, Any]]] = {}
     for r in rows:
         by_session.setdefault(r["props"]["session_id"], []).append(r)
     after = {}
     for sid, mine in by_session.items():
-        contents = [r["props"]["content"] or "" for r in mine]
-        terms, after[sid] = session_terms(contents, context.get(sid, ""))
+        mine_turns = [turns[r["props"]["id"]] for r in mine]
+        terms, after[sid] = session_terms(mine_turns, context.get(sid, ""))
         for r, t in zip(mine, terms, strict=True):
             r["props"]["terms"] = t
     return after
@@ -60,7 +63,8 @@ def refresh(tx: Any, sessions: Sequence[tuple[str, str]]) -> int:
     contexts = {(t, s): "" for t, s in sessions}
     for (tenant, sid), group in groupby(found, key=lambda r: (r["tenant"], r["sid"])):
         events = list(group)
-        terms, contexts[tenant, sid] = session_terms([r["content"] or "" for r in events])
+        turns = turn_tokens([r["content"] or "" for r in events])
+        terms, contexts[tenant, sid] = session_terms(turns)
         rows += [
             {"tenant": tenant, "id": r["id"], "terms": t}
             for r, t in zip(events, terms, strict=True)
