@@ -66,3 +66,17 @@ def test_fts_tokens_are_the_tokens_of_the_fts_text() -> None:
     want = stems.stem_texts([fts_text(t) for t in texts])
     assert fts_tokens(texts) == want
     assert fts_tokens(texts) == want  # second time from memory
+
+
+def test_bare_numbers_are_every_match_of_a_whole_text_scan() -> None:
+    """``bare_numbers`` tries its pattern only near grouped digits: what it finds is
+    what scanning every position finds (runs of digits, separators, spaces)."""
+    from beeweave_core.text import segment
+
+    rng = random.Random(23)
+    texts = ["".join(rng.choice("0123456789,.' x\n") for _ in range(rng.randint(0, 40)))
+             for _ in range(3000)] + ["1 250 000 and 2,000.5 then 18.400.000 x9 12'345"]  # fmt: skip
+    for text in texts:
+        scan = [segment._THOUSANDS_SEP.sub("", m.group())
+                for m in segment._SEP_NUMBER.finditer(text)]  # fmt: skip
+        assert segment.bare_numbers(text) == scan, text

@@ -18,7 +18,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
-from beeweave_core.text.lexical import CONTEXT_CHARS, fts_tokens, query_terms
+from beeweave_core.text.lexical import CONTEXT_CHARS, fts_token_text, query_terms
 from beeweave_core.text.stems import stem_texts
 
 __all__ = [
@@ -63,13 +63,12 @@ def turn_tokens(contents: Sequence[str]) -> list[Turn]:
     :data:`~beeweave_core.text.lexical.CONTEXT_CHARS` characters."""
     texts = list(contents)
     long = [i for i, t in enumerate(texts) if len(t) > CONTEXT_CHARS]
-    tokens = fts_tokens(texts + [texts[i][:CONTEXT_CHARS] for i in long])
-    heads = {i: " ".join(tokens[len(texts) + j]) for j, i in enumerate(long)}
-    turns: list[Turn] = []
-    for i, text in enumerate(texts):
-        own = " ".join(tokens[i])
-        turns.append((own, heads.get(i, own) if text else None))
-    return turns
+    tokens = fts_token_text(texts + [texts[i][:CONTEXT_CHARS] for i in long])
+    heads = {i: tokens[len(texts) + j] for j, i in enumerate(long)}
+    return [
+        (own, heads.get(i, own) if text else None)
+        for i, (own, text) in enumerate(zip(tokens, texts, strict=False))
+    ]
 
 
 def context_terms(text: str) -> str:

@@ -13,7 +13,7 @@ import sqlite3
 import threading
 from collections.abc import Callable, Sequence
 
-__all__ = ["TOKENIZER", "stem_texts"]
+__all__ = ["TOKENIZER", "stem_strings", "stem_texts"]
 
 #: The tokenizer of the SQLite store's ``events_fts`` table.
 TOKENIZER = "porter unicode61 remove_diacritics 2"
@@ -25,8 +25,8 @@ WORD_CHARS_KEPT = 64
 
 _lock = threading.Lock()
 _conn: sqlite3.Connection | None = None
-#: Per ``prepare`` function (None: the word as it is), each word's tokens.
-_words: dict[Callable[[str], str] | None, dict[str, tuple[str, ...]]] = {}
+#: Per ``prepare`` function (None: the word as it is), each word's tokens as text.
+_words: dict[Callable[[str], str] | None, dict[str, str]] = {}
 
 
 def _connection() -> sqlite3.Connection:
@@ -47,6 +47,14 @@ def stem_texts(
 ) -> list[list[str]]:
     """Each text's tokens as the FTS5 index stores them (lower-cased, stemmed), in order.
 
+    ``prepare`` rewrites each word before it is tokenised (see :func:`stem_strings`).
+    """
+    return [s.split() for s in stem_strings(texts, prepare=prepare)]
+
+
+def stem_strings(texts: Sequence[str], *, prepare: Callable[[str], str] | None = None) -> list[str]:
+    """Each text's tokens (as :func:`stem_texts`) joined by single spaces.
+
     FTS5's tokens never span white space, so each distinct word is tokenised once
     (and remembered, up to :data:`WORDS_KEPT` words) and a text is its words' tokens:
     the same result as tokenising the text whole, at a dictionary lookup per word
@@ -60,17 +68,19 @@ def stem_texts(
     split = [t.split() for t in texts]
     with _lock:
         words = _words.setdefault(prepare, {})
-        distinct = {w for ws in split for w in ws}
-        missing = [w for w in distinct if w not in words]
+        missing = [w for w in set().union(*split) if w not in words]
         if len(words) + len(missing) > WORDS_KEPT:
             words.clear()  # a bounded memory: the words of purged text go too
-            missing = list(distinct)
-        if not missing:
-            return [[tok for w in ws for tok in words[w]] for ws in split]
-        prepared = [prepare(w) for w in missing] if prepare else missing
-        made = dict(zip(missing, _tokenise(prepared), strict=True))
-        words.update((w, t) for w, t in made.items() if len(w) <= WORD_CHARS_KEPT)
-        return [[tok for w in ws for tok in (made[w] if w in made else words[w])] for ws in split]
+            missing = list(set().union(*split))
+        if missing:
+            prepared = [prepare(w) for w in missing] if prepare else missing
+            words.update(zip(missing, map(" ".join, _tokenise(prepared)), strict=True))
+        look = words.__getitem__
+        out = [" ".join(filter(None, map(look, ws))) for ws in split]
+        for w in missing:
+            if len(w) > WORD_CHARS_KEPT:
+                del words[w]
+        return out
 
 
 def _tokenise(texts: Sequence[str]) -> list[tuple[str, ...]]:
