@@ -238,6 +238,34 @@ def test_a_reply_in_a_later_append_holds_the_turn_before_it(neo4j_store):
     assert found("pier") == []
 
 
+def test_a_big_append_indexes_the_same_text_as_small_ones(make):
+    """A big append tokenises on a worker thread and sets the terms after creating
+    the events; its events and sessions get what appends of one turn each give."""
+    from beeweave_core.backends.neo4j import terms
+
+    words = ["otter", "canal", "lantern", "barge", "lock", "keeper", "moss", "tide"]
+    events = [
+        ev(f"b{i}", f"s{i % 3}", content="" if i % 11 == 5 else
+           " ".join(words[(i * k) % len(words)] for k in range(1, 4 + i % 4)), ts=T0 + i)
+        for i in range(terms.OVERLAP_EVENTS + 40)
+    ]  # fmt: skip
+    big, small = make(), make()
+    big.append(events[:30])
+    big.append(events[30:])  # at least OVERLAP_EVENTS: the worker-thread path
+    for e in events:
+        small.append([e])
+
+    def stored(store: Neo4jEventStore) -> tuple[dict[str, str], dict[str, str]]:
+        t = store.tenant
+        ev_rows = cypher(store, "MATCH (e:Event {tenant: $t}) RETURN e.id AS k, e.terms AS v", t=t)
+        s_rows = cypher(store, "MATCH (s:Session {tenant: $t}) RETURN s.id AS k, "
+                        "s.context_terms AS v", t=t)  # fmt: skip
+        return {r["k"]: r["v"] for r in ev_rows}, {r["k"]: r["v"] for r in s_rows}
+
+    assert stored(big) == stored(small)
+    assert all(stored(big)[0].values()) and len(stored(big)[0]) == len(events)
+
+
 def test_an_imported_session_is_found_with_its_previous_turns(make):
     src, dst = make(), make()
     src.append([ev("i1", "trip", content="Which fjord did you sail through?", ts=T0),

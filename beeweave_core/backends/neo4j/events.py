@@ -333,13 +333,17 @@ class Neo4jEventStore(BaseEventStore):
         t = self.tenant
         sids = sorted({p.event.session_id for p in prepared})
         ids = [p.event.id for p in prepared]
+        contents = [p.event.content or "" for p in prepared]
+        # a big append tokenises its texts while the server works (event_terms.start);
+        # a small one while the server takes the session locks (BEGIN in flight), as
+        # it makes the rows (but seq and predecessor), which need no stored data either
+        later = None if keep_seq or len(prepared) < event_terms.OVERLAP_EVENTS else (
+            event_terms.start(contents))  # fmt: skip
         pending = tx.run(q.CYPHER_BEGIN_APPEND, tenant=t, session_ids=sids, ids=ids,
                          context_chars=CONTEXT_CHARS)  # fmt: skip
-        # what does not depend on the stored graph is made while the server takes the
-        # session locks: the rows (but seq and predecessor) and the words of the texts
         rows = [self._row(p) for p in prepared]
-        turns = {} if keep_seq else dict(zip(ids, lucene.turn_tokens(
-            [r["props"]["content"] or "" for r in rows]), strict=True))  # fmt: skip
+        inline = not keep_seq and later is None
+        turns = dict(zip(ids, lucene.turn_tokens(contents), strict=True)) if inline else {}
         begin = pending.single()
         last = {x["sid"]: x["last_seq"] for x in begin["sessions"]}
         prev = {x["sid"]: x["tail"] for x in begin["sessions"]}
@@ -373,9 +377,12 @@ class Neo4jEventStore(BaseEventStore):
         if not result.ids:
             return result
         # an import's order is known once it is stored (below)
-        context = {} if keep_seq else event_terms.fill(ordered, context, turns)
-        sessions = [{"id": s, "last_seq": n, "context": context.get(s)} for s, n in last.items()]
+        after = event_terms.fill(ordered, context, turns) if inline else {}
+        sessions = [{"id": s, "last_seq": n, "context": after.get(s)} for s, n in last.items()]
         self._write_rows(tx, new_rows, placeholder_rows, sessions)
+        if later is not None:
+            turns = dict(zip(ids, later.result(), strict=True))
+            event_terms.set_later(tx, t, ordered, context, turns)
         if keep_seq:
             tx.run(q.CYPHER_CREATE_NEXT, tenant=t, ids=result.ids).consume()
             event_terms.refresh(tx, [(t, sid) for sid in sids])

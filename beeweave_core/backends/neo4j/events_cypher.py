@@ -509,15 +509,18 @@ WHERE e.seq IS NOT NULL
 RETURN s.tenant AS tenant, s.id AS sid, e.id AS id, e.content AS content
 ORDER BY tenant, sid, e.seq
 """
+#: Events' ``terms`` and their sessions' ``context_terms`` (rows of any tenant).
 CYPHER_SET_TERMS = """
-UNWIND $rows AS r
-MATCH (e:Event {tenant: r.tenant, id: r.id})
-SET e.terms = r.terms
-"""
-CYPHER_SET_CONTEXT_TERMS = """
-UNWIND $sessions AS x
-MATCH (s:Session {tenant: x.tenant, id: x.id})
-SET s.context_terms = x.context
+CALL () {
+  UNWIND $rows AS r
+  MATCH (e:Event {tenant: r.tenant, id: r.id})
+  SET e.terms = r.terms
+}
+CALL () {
+  UNWIND $sessions AS x
+  MATCH (s:Session {tenant: x.tenant, id: x.id})
+  SET s.context_terms = x.context
+}
 """
 #: Sessions (of any tenant) with events an older BeeWeave stored without ``terms``;
 #: read once, when ``setup()`` creates the full-text index.

@@ -12,6 +12,7 @@ in, a purge of single events) or when an older database has none (``setup()``).
 from __future__ import annotations
 
 from collections.abc import Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from itertools import groupby
 from typing import Any
 
@@ -20,6 +21,18 @@ from beeweave_core.text.lucene import Turn, context_terms, session_terms, turn_t
 
 #: Sessions whose terms are recomputed per write transaction during an upgrade.
 SESSIONS_PER_TX = 200
+#: An append of at least this many events has its texts tokenised on a worker
+#: thread while the server creates the events (the driver waits on the socket,
+#: without the GIL) and sets the terms in a last statement; a smaller one (a single
+#: turn) writes them with its events, one statement less.
+OVERLAP_EVENTS = 64
+
+_worker = ThreadPoolExecutor(max_workers=1, thread_name_prefix="beeweave-terms")
+
+
+def start(contents: Sequence[str]) -> Future[list[Turn]]:
+    """:func:`~beeweave_core.text.lucene.turn_tokens` of ``contents``, on the worker."""
+    return _worker.submit(turn_tokens, list(contents))
 
 
 def contexts(sessions: Sequence[dict[str, Any]]) -> dict[str, str]:
@@ -52,6 +65,20 @@ def fill(
     return after
 
 
+def set_later(
+    tx: Any, tenant: str, rows: Sequence[dict[str, Any]], context: dict[str, str],
+    turns: dict[str, Turn],
+) -> None:  # fmt: skip
+    """:func:`fill` for events created already (in this transaction), and store it."""
+    after = fill(rows, context, turns)
+    tx.run(
+        q.CYPHER_SET_TERMS,
+        rows=[{"tenant": tenant, "id": r["props"]["id"], "terms": r["props"]["terms"]}
+              for r in rows],
+        sessions=[{"tenant": tenant, "id": s, "context": c} for s, c in after.items()],
+    ).consume()  # fmt: skip
+
+
 def refresh(tx: Any, sessions: Sequence[tuple[str, str]]) -> int:
     """Recompute the terms of every stored event of ``sessions`` ((tenant, id) pairs)
     and their ``context_terms``."""
@@ -60,18 +87,17 @@ def refresh(tx: Any, sessions: Sequence[tuple[str, str]]) -> int:
     params = [{"tenant": t, "id": s} for t, s in sessions]
     found = list(tx.run(q.CYPHER_GET_SESSION_TEXTS, sessions=params))
     rows: list[dict[str, Any]] = []
-    contexts = {(t, s): "" for t, s in sessions}
+    after = {(t, s): "" for t, s in sessions}
     for (tenant, sid), group in groupby(found, key=lambda r: (r["tenant"], r["sid"])):
         events = list(group)
         turns = turn_tokens([r["content"] or "" for r in events])
-        terms, contexts[tenant, sid] = session_terms(turns)
+        terms, after[tenant, sid] = session_terms(turns)
         rows += [
             {"tenant": tenant, "id": r["id"], "terms": t}
             for r, t in zip(events, terms, strict=True)
         ]
-    tx.run(q.CYPHER_SET_TERMS, rows=rows).consume()
-    done = [{"tenant": t, "id": s, "context": c} for (t, s), c in contexts.items()]
-    tx.run(q.CYPHER_SET_CONTEXT_TERMS, sessions=done).consume()
+    done = [{"tenant": t, "id": s, "context": c} for (t, s), c in after.items()]
+    tx.run(q.CYPHER_SET_TERMS, rows=rows, sessions=done).consume()
     return len(rows)
 
 
