@@ -11,8 +11,9 @@ in, a purge of single events) or when an older database has none (``setup()``).
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Sequence
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import Future
 from itertools import groupby
 from typing import Any
 
@@ -27,12 +28,21 @@ SESSIONS_PER_TX = 200
 #: turn) writes them with its events, one statement less.
 OVERLAP_EVENTS = 64
 
-_worker = ThreadPoolExecutor(max_workers=1, thread_name_prefix="beeweave-terms")
-
 
 def start(contents: Sequence[str]) -> Future[list[Turn]]:
-    """:func:`~beeweave_core.text.lucene.turn_tokens` of ``contents``, on the worker."""
-    return _worker.submit(turn_tokens, list(contents))
+    """:func:`~beeweave_core.text.lucene.turn_tokens` of ``contents`` on a thread of
+    its own (one per big append: no pool to outlive a fork of the process)."""
+    texts = list(contents)
+    done: Future[list[Turn]] = Future()
+
+    def work() -> None:
+        try:
+            done.set_result(turn_tokens(texts))
+        except BaseException as exc:  # handed to the append, which raises it
+            done.set_exception(exc)
+
+    threading.Thread(target=work, name="beeweave-terms", daemon=True).start()
+    return done
 
 
 def contexts(sessions: Sequence[dict[str, Any]]) -> dict[str, str]:
