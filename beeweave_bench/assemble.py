@@ -2,8 +2,9 @@
 
 A session of N stored events (users stating settings with values, answers, a tool call
 with its result every fourth turn) is written straight to the store.  The first
-``assemble`` catches up (memories; compaction of a long uncompacted session goes to a
-background thread, whose time is reported apart).  Then each measured call follows a
+``assemble`` of a long session answers from its tail while a background thread builds
+the view, the memories and the compaction (its time is reported apart); a short one
+catches up in the call.  Then each measured call follows a
 new user turn, as in an agent loop.  Baseline, same run, after the measured calls: a
 plain buffer over the same store (read the timeline, build the messages, count the
 tokens), which is what assembling from the whole timeline costs at the least.

@@ -244,7 +244,10 @@ class ContextConfig:
     ``str -> str``; a shortcut for ``summarizer=LLMSummarizer(llm)``.  ``policy``: when and how to compact.
     ``edit_policy``: what the immediate layer drops or cuts.  ``memory_llm``: a chat
     model that extracts memories the rules miss (optional).  ``presets``: layer
-    shares per phase, over the built-in ones.
+    shares per phase, over the built-in ones.  ``catch_up_in_background``: a long backlog (a
+    first call on a long session this process never read, an import) is read by a
+    background thread while calls answer from the session's newest turns (True, the
+    default: no call waits); False makes the call that meets it wait for the complete answer.
     """
 
     summarizer: Summarizer | None = None
@@ -253,6 +256,7 @@ class ContextConfig:
     edit_policy: EditPolicy | None = None
     memory_llm: TextLLM | Callable[[str], str] | None = None
     presets: Mapping[str, LayerShares] = field(default_factory=dict)
+    catch_up_in_background: bool = True
 
 
 @dataclass(frozen=True)

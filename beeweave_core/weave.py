@@ -379,6 +379,7 @@ class Weave:
             )  # fmt: skip
             self.bus.subscribe(engine.on_batch)
             self.on_close(lambda: self.bus.unsubscribe(engine.on_batch))
+            self.on_close(engine.close)
             self._contexts[readable] = engine
         return self._contexts[readable]
 

@@ -127,6 +127,10 @@ class AssembledContext:
     overhead_tokens: int = 0
     retrieval_event_id: str | None = None
     compaction: dict[str, Any] | None = None
+    #: answered from the session's newest turns while its full view is built in the
+    #: background (no memories, summaries or recall of older turns yet; see
+    #: context/tail.py); ``full_history_tokens`` then counts the turns read
+    catching_up: bool = False
 
     @property
     def provenance(self) -> list[Piece]:

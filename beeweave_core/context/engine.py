@@ -5,6 +5,8 @@ its memory writer to the capture bus (rules only, so capture stays fast), and be
 assembly it catches up: memories from events not seen yet, summaries rebuilt where the
 user overturned something they hold, compaction when the uncovered turns passed the
 trigger.  Then it fills the layers and records the assembly as a ``retrieval`` event.
+A long backlog (a long session never read by this process, an import) is caught up by a
+background thread instead, while calls answer from the session's tail (``tail.py``).
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ import logging
 import threading
 import time
 from collections.abc import Callable, Collection, Sequence
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any, TypedDict
 
@@ -39,6 +42,7 @@ from beeweave_core.context.memory import MemoryWriter
 from beeweave_core.context.messages import Unit
 from beeweave_core.context.recall import SUMMARY_LINES, Recallable, RecallInputs, gather
 from beeweave_core.context.session_view import (
+    SessionView,
     Snapshot,
     Views,
     WatchedStore,
@@ -46,6 +50,7 @@ from beeweave_core.context.session_view import (
     snapshot,
 )
 from beeweave_core.context.summarizers import ExtractiveSummarizer, LLMSummarizer, Summarizer
+from beeweave_core.context.tail import Tail, read_tail, tail_view
 from beeweave_core.context.working_state import Item, WorkingState, put_to_sleep
 from beeweave_core.events import Event, EventType
 from beeweave_core.governance.dormancy import (
@@ -79,6 +84,8 @@ BACKGROUND_UNITS = 400
 BACKGROUND_EVENTS = 2_000
 #: Events the background catch-up reads per step.
 MEMORY_CHUNK = 500
+#: Seconds a deferred catch-up waits at most for the call that started it to answer.
+DEFER_AT_MOST = 5.0
 
 
 class AssembleOptions(TypedDict, total=False):
@@ -136,7 +143,10 @@ class ContextEngine:
         self.views = Views(store)
         self.store = WatchedStore(store, self.views)
         self.edits = EditCache()
-        self._catching_up: set[str] = set()
+        self._catching_up: set[str] = set()  # guarded by _bg_lock (never held long)
+        self._bg_lock = threading.Lock()
+        self._answered: dict[str, threading.Event] = {}  # catch-ups waiting for a call
+        self._closing = threading.Event()  # background catch-ups stop between chunks
         self._emit = emit
         self._retrieve = retrieve
         self._flush_fn = flush
@@ -152,6 +162,14 @@ class ContextEngine:
         self.dormancy = DormancyPolicy()
         #: Check early facts right after each compaction, rolling back what lost them.
         self.amnesia_guard = True
+
+    def close(self) -> None:
+        """Stop background catch-ups at their next chunk (the weave closes its store)."""
+        self._closing.set()
+        with self._bg_lock:
+            waiting = list(self._answered.values())
+        for answered in waiting:
+            answered.set()
 
     def on_batch(self, events: list[Event]) -> None:
         """A stored batch: extract the memories its rules find (quick, no model)."""
@@ -259,21 +277,23 @@ class ContextEngine:
 
         A long backlog (a session imported or written without the engine: memories
         far behind, or many uncompacted turns) is caught up once by a background
-        thread, in chunks; calls meanwhile assemble from what is there, so no caller
-        waits for the catch-up."""
+        thread, in chunks; calls meanwhile answer from the session's tail (see
+        :meth:`_prepare`), so no caller waits for the catch-up."""
+        if self.catching_up(session_id):
+            return None
         with self.views.lock:
-            if session_id in self._catching_up:
-                return None
-            last = self.views.get(session_id)[0].cursor
-        if last - self.memory.cursor(session_id) > BACKGROUND_EVENTS:
-            self._catch_up_in_background(session_id, c, window if compact else 0, last)
+            view = self.views.get(session_id)[0]
+            last, turn = view.cursor, view.last_turn
+        # (the backlog in turns: the memories written since are no backlog)
+        behind = turn - self.memory.cursor(session_id) > BACKGROUND_EVENTS
+        if behind and self._hand_over(session_id, c, window if compact else 0, last):
             return None
         self.memory.process(session_id)
         if not compact:
             return None
         inputs = self._compactor_inputs(session_id)
-        if len(inputs.units) - _covered_units(inputs) > BACKGROUND_UNITS:
-            self._catch_up_in_background(session_id, c, window, last)
+        piled = len(inputs.units) - _covered_units(inputs) > BACKGROUND_UNITS
+        if piled and self._hand_over(session_id, c, window, last):
             return None
         try:
             return self.compact(session_id, window_tokens=window, counter=c, flush=False)
@@ -281,37 +301,59 @@ class ContextEngine:
             log.exception("beeweave: compaction failed; assembling without it")
             return None
 
+    def _hand_over(self, session_id: str, c: TokenCounter, window: int, last: int) -> bool:
+        """A long backlog: to the background thread (True), or, when the config says
+        callers wait for a complete answer, caught up here and now (False)."""
+        if self.config.catch_up_in_background:  # (once this call has answered)
+            self._catch_up_in_background(session_id, c, window, last, defer=True)
+            return True
+        self._catch_up(session_id, c, window, last)
+        return False
+
     def _catch_up_in_background(
-        self, session_id: str, c: TokenCounter, window: int, last: int
+        self, session_id: str, c: TokenCounter, window: int, last: int, *, defer: bool = False
     ) -> None:
-        """Memories in chunks of :data:`MEMORY_CHUNK` events (the writer's lock is let
-        go between chunks), then compaction passes until none triggers (``window`` 0:
-        no compaction)."""
-        with self.views.lock:
+        """The view (read in chunks, see :meth:`Views.build`), memories in chunks of
+        :data:`MEMORY_CHUNK` events (the writer's lock is let go between chunks), then
+        compaction passes until none triggers (``window`` 0: no compaction).  With
+        ``defer`` it starts once the calling assembly has answered (:meth:`_answered_now`;
+        the thread would slow it down), or after :data:`DEFER_AT_MOST` seconds."""
+        answered = threading.Event()
+        with self._bg_lock:
             if session_id in self._catching_up:
                 return
             self._catching_up.add(session_id)
+            if defer:
+                self._answered[session_id] = answered
+            else:
+                answered.set()
 
         def run() -> None:
             try:
+                answered.wait(DEFER_AT_MOST)
+                self.views.build(session_id, last, stop=self._closing.is_set)
                 self._catch_up(session_id, c, window, last)
             except Exception:
-                log.exception("beeweave: background catch-up failed")
+                if not self._closing.is_set():  # (a closed store: expected)
+                    log.exception("beeweave: background catch-up failed")
             finally:
-                with self.views.lock:
+                with self._bg_lock:
                     self._catching_up.discard(session_id)
+                    self._answered.pop(session_id, None)
 
         threading.Thread(target=run, name=f"beeweave-catch-up-{session_id}", daemon=True).start()
 
     def _catch_up(self, session_id: str, c: TokenCounter, window: int, last: int) -> None:
-        """The background catch-up itself; the amnesia check runs once, at the end, on
-        every summary the passes wrote (not once per pass over the whole session)."""
+        """The catch-up itself (in the background, or in the call when the config says
+        callers wait); the amnesia check runs once, at the end, on every summary the
+        passes wrote (not once per pass over the whole session)."""
         cursor = self.memory.cursor(session_id)
-        while cursor < last:
+        while cursor < last and not self._closing.is_set():
             self.memory.process(session_id, upto=min(cursor + MEMORY_CHUNK, last))
             cursor = self.memory.cursor(session_id)
         done = CompactionReport(session_id)
-        while window:  # one pass compacts down to the keep size; repeat past merges
+        # one pass compacts down to the keep size; repeat past merges
+        while window and not self._closing.is_set():
             report = self.compact(session_id, window_tokens=window, counter=c, flush=False,
                                   guard=False)  # fmt: skip
             if not report.triggered:
@@ -319,6 +361,8 @@ class ContextEngine:
             done.summaries += report.summaries
             done.merged += report.merged
             done.rolled_back += report.rolled_back
+        if self._closing.is_set():
+            return
         with self.views.lock:  # what later passes replaced is not the check's business
             view = self.views.get(session_id)[0]
             done.summaries = [i for i in done.summaries if view.is_active(i)]
@@ -327,9 +371,53 @@ class ContextEngine:
             self._guard(session_id, done, window, c)
 
     def catching_up(self, session_id: str) -> bool:
-        """True while a background catch-up of ``session_id`` is running."""
-        with self.views.lock:
+        """True while a background catch-up of ``session_id`` is running (calls then
+        answer from the session's newest turns, see :mod:`.tail`)."""
+        with self._bg_lock:
             return session_id in self._catching_up
+
+    def _prepare(
+        self, session_id: str, c: TokenCounter, compact: bool, window: int, budget: int,
+        dry_run: bool,
+    ) -> tuple[SessionView | None, CompactionReport | None]:  # fmt: skip
+        """What an assembly writes first (memories, compaction); or, while the session
+        catches up in the background, the view of its tail to answer from (a dry run
+        writes nothing and reads the whole view)."""
+        if dry_run:
+            return None, None
+        tail = self._tail(session_id, c, compact, window, budget)
+        if tail is None:
+            report = self._upkeep(session_id, c, compact, window)
+            if not self.catching_up(session_id):
+                return None, report
+            tail = read_tail(self.store, session_id, budget, c)  # the upkeep handed it over
+        return tail_view(self.store, tail), None
+
+    def _tail(
+        self, session_id: str, c: TokenCounter, compact: bool, window: int, budget: int
+    ) -> Tail | None:
+        """The session's tail while it catches up in the background.  A first call on
+        a long session the engine has no view of starts that catch-up (unless the config
+        says callers wait): reading the whole session first would make it wait."""
+        if not self.config.catch_up_in_background:
+            return None
+        if self.catching_up(session_id):
+            return read_tail(self.store, session_id, budget, c)
+        if self.views.has(session_id):
+            return None
+        tail = read_tail(self.store, session_id, budget, c)
+        if tail.complete or tail.first_seq <= BACKGROUND_EVENTS:
+            return None  # short enough to read now
+        self._catch_up_in_background(session_id, c, window if compact else 0, tail.last_seq,
+                                     defer=True)  # fmt: skip
+        return tail
+
+    def _answered_now(self, session_id: str) -> None:
+        """The call that started a deferred catch-up has its answer: the catch-up starts."""
+        with self._bg_lock:
+            answered = self._answered.pop(session_id, None)
+        if answered is not None:
+            answered.set()
 
     # ------------------------------------------------------------ assembly
     @traced("assemble", session_pos=1)
@@ -367,8 +455,7 @@ class ContextEngine:
         of the conversation events on the branch being resumed (a LangGraph
         checkpoint's messages): turns of other branches, and what was derived only
         from them, are left out.  ``agent_id``: that agent's turns and the user's only,
-        never another agent's turns or tool results (tool-written memories are shared).
-        """
+        never another agent's turns or tool results (tool-written memories are shared)."""
         _check_budget(budget_tokens)
         if phase is not None and phase not in self.presets:
             raise ValueError(f"unknown phase {phase!r}; known: {', '.join(self.presets)}")
@@ -376,8 +463,8 @@ class ContextEngine:
         if flush:
             self._flush()
         window = window_tokens or budget_tokens
-        report = None if dry_run else self._upkeep(session_id, c, compact, window)
-        snap = self._asleep(self._snapshot(session_id, lineage, agent_id), query)
+        tail, report = self._prepare(session_id, c, compact, window, budget_tokens, dry_run)
+        snap = self._asleep(self._snapshot(session_id, lineage, agent_id, tail), query)
         uid = user_id or snap.user_id
         plan = self._plan(snap, query, budget_tokens, c, phase, include_query, single_system,
                           self._recall(snap, query, uid, use_retriever, not dry_run))  # fmt: skip
@@ -388,10 +475,11 @@ class ContextEngine:
             encoding=c.encoding_name, phase=plan.phase, working_state=snap.working,
             full_history_tokens=snap.history_tokens(c), overhead_tokens=overhead,
             compaction=_report_dict(report, self._stats(snap))
-            if compact and not dry_run else None,
+            if compact and not dry_run else None, catching_up=tail is not None,
         )  # fmt: skip
         if record and not dry_run and (snap.units or snap.systems):
             ctx.retrieval_event_id = self._record(ctx, uid)
+        self._answered_now(session_id)
         return ctx
 
     async def aassemble(
@@ -402,24 +490,34 @@ class ContextEngine:
 
     def _stats(self, snap: Snapshot) -> dict[str, Any]:
         """Compaction stats of the session, from the counts its view keeps."""
-        with self.views.lock:
+        with self._lock_for(snap):
             return stats_row(snap.view.tally, len(snap.view.rolled), snap.level)
 
+    def _lock_for(self, snap: Snapshot) -> AbstractContextManager[object]:
+        """The views' lock, for a snapshot of a shared view (a tail's is the call's own:
+        no wait on a background catch-up holding the lock)."""
+        return nullcontext() if snap.private else self.views.lock
+
     def _snapshot(
-        self, session_id: str, lineage: Collection[str] | None, agent_id: str | None = None
+        self,
+        session_id: str,
+        lineage: Collection[str] | None,
+        agent_id: str | None = None,
+        tail: SessionView | None = None,
     ) -> Snapshot:
-        """The session as this call reads it: from the view, cut to the branch (and to
-        one agent's part of it)."""
-        with self.views.lock:
-            view, _n = self.views.get(session_id)
-            return snapshot(view, lineage, working_items=WORKING_PER_SECTION,
+        """The session as this call reads it: from the view (or the ``tail`` view), cut
+        to the branch (and to one agent's part of it)."""
+        with nullcontext() if tail is not None else self.views.lock:
+            view = tail if tail is not None else self.views.get(session_id)[0]
+            snap = snapshot(view, lineage, working_items=WORKING_PER_SECTION,
                             recent_memories=RECALL_RECENT, agent_id=agent_id)  # fmt: skip
+        return replace(snap, private=tail is not None)
 
     def _asleep(self, snap: Snapshot, query: str | None) -> Snapshot:
         """Dormant memories leave the working state and recall; those the query matches
         are listed as needing confirmation, with their age (governance/dormancy.py)."""
         cutoff = self.dormancy.clock() - self.dormancy.after_days * DAY
-        with self.views.lock:
+        with self._lock_for(snap):
             memories = snap.view.memories_before(cutoff)
             terms = index_terms(query or _last_user_text(snap.units))
             matching = snap.view.memories_matching(terms)
@@ -468,7 +566,10 @@ class ContextEngine:
         self, snap: Snapshot, query: str | None, uid: str | None, use_retriever: bool | None,
         write: bool,
     ) -> Callable[[int, Sequence[Item]], list[Recallable]]:  # fmt: skip
-        """The recalled layer's candidates, given the immediate window and working items."""
+        """The recalled layer's candidates, given the immediate window and working items
+        (``write``: other sessions' memories are caught up first; not from a tail's call,
+        which must not wait on the memory writer a background catch-up holds)."""
+        write = write and not snap.private
         editor = Editor(self.edit_policy, snap.overturned, self.store.get_artifact)
         recall_query = query or _last_user_text(snap.units)
         memories = snap.recall_memories(recall_query)
@@ -496,7 +597,7 @@ class ContextEngine:
             return None
 
         def find(terms: frozenset[str], among: set[str]) -> list[tuple[Event, int]]:
-            with self.views.lock:
+            with self._lock_for(snap):
                 return snap.view.lines_matching(terms, among, SUMMARY_LINES)
 
         return find

@@ -86,6 +86,18 @@ def _too_short(sentence: str) -> bool:
     return len(sentence.split()) < 3
 
 
+def statement_sentences(text: str, role: str) -> list[str]:
+    """The sentences of a turn that may be remembered: a user's statements (their
+    acknowledgements, questions and commands are not facts), an answer's statements
+    that carry a number or a quoted value."""
+    if role == "user":
+        if not text.strip() or L.is_ack(text) or L.is_transient(text):
+            return []
+        return [s for s in L.sentences(text) if is_statement(s) and not _too_short(s)]
+    return [s for s in L.sentences(text)
+            if (L.numbers(s) or L.quoted(s)) and is_statement(s) and not _too_short(s)]  # fmt: skip
+
+
 @dataclass
 class Candidate:
     kind: str
@@ -235,11 +247,8 @@ class MemoryWriter:
         if ev.type == EventType.USER_MESSAGE:
             return self._from_user(ev, use_llm=use_llm)
         if ev.type == EventType.ASSISTANT_MESSAGE:
-            cands = [
-                Candidate(classify(s, "assistant"), s, "assistant")
-                for s in L.sentences(ev.content)
-                if (L.numbers(s) or L.quoted(s)) and is_statement(s) and not _too_short(s)
-            ]
+            cands = [Candidate(classify(s, "assistant"), s, "assistant")
+                     for s in statement_sentences(ev.content, "assistant")]  # fmt: skip
             return [i for c in cands if (i := self._store(ev, c))]
         if ev.type == EventType.TOOL_RESULT:
             inv = next((invocations[p] for p in ev.parents if p in invocations), None)
@@ -261,11 +270,9 @@ class MemoryWriter:
         text = ev.content or ""
         if not text.strip() or L.is_ack(text) or L.is_transient(text):
             return []
-        cands: list[Candidate] = []
-        for s in L.sentences(text):
-            if not is_statement(s) or _too_short(s):
-                continue  # acknowledgements, questions and commands for now are not facts
-            cands.append(Candidate(classify(s, "user"), s, "user"))
+        cands = [
+            Candidate(classify(s, "user"), s, "user") for s in statement_sentences(text, "user")
+        ]
         if use_llm and self.llm is not None:
             cands += self._llm_candidates(self.llm, text)
         written: list[str] = []

@@ -98,6 +98,7 @@ class SessionView:
 
     session_id: str
     cursor: int = -1
+    last_turn: int = -1  # seq of the newest conversation event folded in
     builder: UnitBuilder = field(default_factory=UnitBuilder)
     conversation_ids: set[str] = field(default_factory=set)  # user/assistant/tool results
     memories: dict[str, Event] = field(default_factory=dict)  # active, oldest first
@@ -138,21 +139,37 @@ class SessionView:
     _ov_by_memory: dict[str, list[tuple[str, str]]] = field(default_factory=dict)
 
     # ------------------------------------------------------------ reading
-    def catch_up(self, store: EventStore) -> int:
-        """Fold in the events stored since the cursor; returns how many were read (only
-        the types a view keeps: an assembly's audit record, the biggest event a call
-        writes, is never parsed by the next)."""
-        events = store.timeline(self.session_id, seq_from=self.cursor + 1, types=_KEPT,
-                                include_inactive=True)  # fmt: skip
+    def catch_up(self, store: EventStore, upto: int | None = None) -> int:
+        """Fold in the events stored since the cursor (up to seq ``upto``, a seq known to
+        be stored); returns how many were read (only the types a view keeps: an
+        assembly's audit record, the biggest event a call writes, is never parsed by the
+        next)."""
+        events = store.timeline(self.session_id, seq_from=self.cursor + 1, seq_to=upto,
+                                types=_KEPT, include_inactive=True)  # fmt: skip
+        self.fold(events)
+        if upto is not None:
+            self.cursor = max(self.cursor, upto)
+        return len(events)
+
+    def fold(self, events: Iterable[Event]) -> None:
+        """Fold in events already read, oldest first (all of them past the cursor)."""
         for ev in events:
             self._add(ev)
-        return len(events)
+
+    def overturn(self, pairs: Iterable[tuple[str, str]]) -> None:
+        """Mark wording of events as overturned without a memory saying so: (event id,
+        wording) pairs found by a caller (a tail read, :mod:`.tail`)."""
+        for src, text in pairs:
+            had = self._overturned_of(src)
+            if text not in had:
+                self._set_overturned(src, (*had, text))
 
     def _add(self, ev: Event) -> None:
         self.cursor = max(self.cursor, ev.seq)
         if ev.status != Status.ACTIVE and ev.type != EventType.SUMMARY:
             return
         if ev.type in _CONVERSATION:
+            self.last_turn = max(self.last_turn, ev.seq)
             self.builder.add(ev)
             if ev.type in _MESSAGES:
                 self.conversation_ids.add(ev.id)
@@ -405,6 +422,45 @@ class Views:
         self.max_sessions = max_sessions
         self._views: dict[str, SessionView] = {}
         self._seen_changes = _changes(store)
+        self._own_changes = 0  # status changes applied by :meth:`own_change`
+
+    def has(self, session_id: str) -> bool:
+        """Is there a view of ``session_id`` (a read of it costs only what is new)?"""
+        with self.lock:
+            return session_id in self._views and _changes(self.store) == self._seen_changes
+
+    def build(
+        self,
+        session_id: str,
+        last: int,
+        chunk: int = 5_000,
+        stop: Callable[[], bool] = lambda: False,
+    ) -> None:
+        """Make the view of ``session_id`` up to seq ``last`` (a stored seq) without
+        holding the lock: in reads of ``chunk`` seqs, so calls for this and other
+        sessions go on meanwhile.  A status change while it reads (seen by the store's
+        counter or made by :meth:`own_change`) makes it read again; after three tries
+        the view is read under the lock, as :meth:`get` does.  ``stop`` true: it gives
+        up between chunks (the engine closes)."""
+        for _try in range(3):
+            with self.lock:
+                if self.has(session_id):
+                    return
+                mark = (self._own_changes, _changes(self.store))
+            view = SessionView(session_id)
+            while view.cursor < last:
+                if stop():
+                    return
+                view.catch_up(self.store, upto=min(view.cursor + chunk, last))
+            with self.lock:
+                if self.has(session_id):
+                    return
+                if mark == (self._own_changes, _changes(self.store)):
+                    if _changes(self.store) != self._seen_changes:
+                        self.drop()
+                    self._views[session_id] = view
+                    return
+        self.get(session_id)
 
     def get(self, session_id: str) -> tuple[SessionView, int]:
         """The caught-up view of ``session_id`` and how many events it just read."""
@@ -433,6 +489,7 @@ class Views:
                 if view.holds(ids):  # what replaces them first (a memory superseding one
                     view.catch_up(self.store)  # carries on what that one overturned)
             before = _changes(self.store)
+            self._own_changes += 1
             n = change()
             if self._seen_changes == before and _changes(self.store) in (before, before + 1):
                 self._seen_changes = _changes(self.store)
@@ -512,6 +569,8 @@ class Snapshot:
     recent_memories: int = 200
     #: Dormant memories (see governance/dormancy.py): recall does not offer them.
     asleep: frozenset[str] = frozenset()
+    #: ``view`` is the call's own (a tail's, see tail.py), read without the views' lock
+    private: bool = False
 
     @property
     def last_seq(self) -> int:

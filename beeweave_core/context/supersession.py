@@ -68,10 +68,17 @@ class SlotIndex:
 
     # ------------------------------------------------------------ updating
     def observe(
-        self, event_id: str, text: str, seq: int = -1, *, supersede: bool = True
+        self,
+        event_id: str,
+        text: str,
+        seq: int = -1,
+        *,
+        supersede: bool = True,
+        found: tuple[Setting, ...] | None = None,
     ) -> list[str]:
-        """Add a statement; return the ids of the statements it supersedes (now removed)."""
-        found = parse(text)
+        """Add a statement (``found``: its settings, when already parsed); return the ids
+        of the statements it supersedes (now removed)."""
+        found = parse(text) if found is None else found
         gone = self.superseded_by(text, found) if supersede else []
         for i in gone:
             self.forget(i)

@@ -201,6 +201,8 @@ class Neo4jCheckpointStore(neo4j_tx.TenantNodes, BranchOps):
     ) -> Iterator[CheckpointRow]:
         """Newest first, a page per round trip; metadata filters run inside Neo4j."""
         must, null_keys = filter_pairs(filter or {})
+        if thread_id is not None and checkpoint_ns is not None and checkpoint_id is None:
+            return self._list_namespace(thread_id, checkpoint_ns, before, must, null_keys, limit)
         query = q.CYPHER_LIST_THREAD if thread_id is not None else q.CYPHER_LIST_ALL
         params: dict[str, Any] = {
             "thread_id": thread_id, "checkpoint_ns": checkpoint_ns,
@@ -216,6 +218,27 @@ class Neo4jCheckpointStore(neo4j_tx.TenantNodes, BranchOps):
                     after_ns=after.checkpoint_ns,
                 )
             return [self._row(r["row"]) for r in self._run(query, read=True, limit=page, **params)]
+
+        return paged(fetch, limit)
+
+    def _list_namespace(
+        self,
+        thread_id: str,
+        checkpoint_ns: str,
+        before: str | None,
+        must: list[str],
+        null_keys: list[str],
+        limit: int | None,
+    ) -> Iterator[CheckpointRow]:
+        """One thread and namespace: pages read in index order, each below the last."""
+        params = {"thread_id": thread_id, "checkpoint_ns": checkpoint_ns,
+                  "must": must, "null_keys": null_keys}  # fmt: skip
+
+        def fetch(page: int, after: CheckpointRow | None) -> list[CheckpointRow]:
+            below = after.checkpoint_id if after is not None else before  # after < before
+            query = q.CYPHER_LIST_NAMESPACE if below is None else q.CYPHER_LIST_NAMESPACE_BELOW
+            recs = self._run(query, read=True, limit=page, below=below, **params)
+            return [self._row(r["row"]) for r in recs]
 
         return paged(fetch, limit)
 

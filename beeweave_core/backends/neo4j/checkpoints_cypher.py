@@ -135,7 +135,8 @@ CALL (h) {{
                                    checkpoint_ns: $checkpoint_ns}})
         USING INDEX n:LgCheckpoint(tenant, thread_id, checkpoint_ns, checkpoint_id)
         WHERE h IS NULL AND n.checkpoint_id IS NOT NULL
-    WITH n ORDER BY n.checkpoint_id DESC LIMIT 1
+    WITH n ORDER BY n.tenant DESC, n.thread_id DESC, n.checkpoint_ns DESC,
+                    n.checkpoint_id DESC LIMIT 1
     RETURN n AS newest
 }}
 WITH coalesce(h, newest) AS c
@@ -144,19 +145,26 @@ RETURN {CHECKPOINT_MAP} AS row
 """
 
 #: ``list`` filters: metadata pairs that must be present, keys that must be absent or
-#: null, an optional ``before`` id, and keyset paging over the full order.
-_LIST_WHERE = """
-WHERE ($checkpoint_ns IS NULL OR c.checkpoint_ns = $checkpoint_ns)
-  AND ($checkpoint_id IS NULL OR c.checkpoint_id = $checkpoint_id)
-  AND ($before IS NULL OR c.checkpoint_id < $before)
+#: null.
+_META_FILTER = """
   AND all(p IN $must WHERE p IN c.md_pairs)
   AND all(k IN $null_keys WHERE (k + 'null') IN c.md_pairs
                                 OR none(p IN c.md_pairs WHERE p STARTS WITH k))
-  AND ($after_id IS NULL OR c.checkpoint_id < $after_id
+"""
+#: Across threads or namespaces: an optional ``before`` id and keyset paging over the
+#: full order.
+_LIST_WHERE = (
+    """
+WHERE ($checkpoint_ns IS NULL OR c.checkpoint_ns = $checkpoint_ns)
+  AND ($checkpoint_id IS NULL OR c.checkpoint_id = $checkpoint_id)
+  AND ($before IS NULL OR c.checkpoint_id < $before)"""
+    + _META_FILTER
+    + """  AND ($after_id IS NULL OR c.checkpoint_id < $after_id
        OR (c.checkpoint_id = $after_id AND (c.thread_id < $after_thread
            OR (c.thread_id = $after_thread AND c.checkpoint_ns < $after_ns))))
 WITH c ORDER BY c.checkpoint_id DESC, c.thread_id DESC, c.checkpoint_ns DESC LIMIT $limit
 """
+)
 CYPHER_LIST_THREAD = (
     "MATCH (c:LgCheckpoint {tenant: $tenant, thread_id: $thread_id})"
     + _LIST_WHERE
@@ -165,6 +173,31 @@ CYPHER_LIST_THREAD = (
 CYPHER_LIST_ALL = (
     "MATCH (c:LgCheckpoint {tenant: $tenant})" + _LIST_WHERE + f"RETURN {CHECKPOINT_MAP} AS row"
 )
+
+
+def _list_namespace(bound: str) -> str:
+    """``list`` inside one thread and namespace (what LangGraph asks for), newest first.
+
+    The unique index hands the checkpoints over in id order, so a page reads its own
+    rows (and the ones the metadata filter skips), not the whole thread.  Neo4j only
+    takes an index's order when ORDER BY names every indexed property, hence the
+    constant ones.  ``bound`` is ``IS NOT NULL`` or ``< $below`` (``before`` and the
+    previous page's last id, whichever is lower), so each page seeks to its start.
+    """
+    return (
+        "MATCH (c:LgCheckpoint {tenant: $tenant, thread_id: $thread_id, "
+        "checkpoint_ns: $checkpoint_ns})\n"
+        "USING INDEX c:LgCheckpoint(tenant, thread_id, checkpoint_ns, checkpoint_id)\n"
+        f"WHERE c.checkpoint_id {bound}"
+        + _META_FILTER
+        + "WITH c ORDER BY c.tenant DESC, c.thread_id DESC, c.checkpoint_ns DESC,\n"
+        "                 c.checkpoint_id DESC LIMIT $limit\n"
+        f"RETURN {CHECKPOINT_MAP} AS row"
+    )
+
+
+CYPHER_LIST_NAMESPACE = _list_namespace("IS NOT NULL")
+CYPHER_LIST_NAMESPACE_BELOW = _list_namespace("< $below")
 
 # ----------------------------------------------------------- housekeeping
 CYPHER_DELETE_THREAD = """

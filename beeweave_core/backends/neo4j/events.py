@@ -31,6 +31,7 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 from beeweave_core.backends.neo4j import events_cypher as q
+from beeweave_core.backends.neo4j import session_scopes
 from beeweave_core.backends.neo4j import terms as event_terms
 from beeweave_core.backends.neo4j import tx as neo4j_tx
 from beeweave_core.backends.neo4j.auth import AuthSpec, driver_auth
@@ -224,6 +225,10 @@ class Neo4jEventStore(BaseEventStore):
         return {r["id"]: r["scope"] for r in rows}
 
     def _session_scopes(self, session_id: str) -> set[str | None]:
+        # kept on the Session node (see session_scopes.py); from the events otherwise
+        found = session_scopes.kept(self._read(session_scopes.CYPHER_READ, session_id=session_id))
+        if found is not None:
+            return found
         rows = self._read(q.CYPHER_GET_SCOPES_OF_SESSION, session_id=session_id)
         return {r["scope"] for r in rows}
 
@@ -262,6 +267,8 @@ class Neo4jEventStore(BaseEventStore):
             # the index is built, so it holds every event from the start
             with neo4j_tx.session(self.driver, self.database) as session:
                 event_terms.backfill(session)
+        with neo4j_tx.session(self.driver, self.database) as session:
+            session_scopes.backfill(session)  # sessions an older BeeWeave wrote
         for statement in q.SCHEMA_STATEMENTS:
             try:
                 self.driver.execute_query(statement, database_=self.database)
@@ -378,7 +385,8 @@ class Neo4jEventStore(BaseEventStore):
             return result
         # an import's order is known once it is stored (below)
         after = event_terms.fill(ordered, context, turns) if inline else {}
-        sessions = [{"id": s, "last_seq": n, "context": after.get(s)} for s, n in last.items()]
+        sessions = [{**x, "context": after.get(x["id"])}  # with their scopes
+                    for x in session_scopes.sessions_param(last, ordered)]  # fmt: skip
         self._write_rows(tx, new_rows, placeholder_rows, sessions)
         if later is not None:
             turns = dict(zip(ids, later.result(), strict=True))
@@ -523,6 +531,7 @@ class Neo4jEventStore(BaseEventStore):
                 q.CYPHER_DELETE_ORPHAN_PLACEHOLDERS, tenant=t, ids=sorted(placeholders)
             ).consume()
             tx.run(q.CYPHER_RESET_SESSIONS, tenant=t, session_ids=sids).consume()
+            session_scopes.compute(tx, [(t, sid) for sid in sids])
             if session_id is None:  # a purged turn leaves the terms of the one after it
                 event_terms.refresh(tx, [(t, sid) for sid in sids])
             return n

@@ -34,6 +34,7 @@ stored (yet): its target is a *placeholder* ``(:Event {tenant, id})`` without
 
 from __future__ import annotations
 
+from beeweave_core.backends.neo4j import session_scopes
 from beeweave_core.events import EdgeType
 
 #: The full-text index ranks the tokens the SQLite store's FTS5 index holds (see
@@ -166,11 +167,12 @@ CALL () {
 }
 RETURN sessions, found
 """
-#: A session's new ``last_seq`` and, after an append (not an import: ``terms``
-#: recomputes its sessions), its ``context_terms``.
-_SET_LAST_SEQ = """
+#: A session's new ``last_seq``, its scopes (see ``session_scopes``) and, after an
+#: append (not an import: ``terms`` recomputes its sessions), its ``context_terms``.
+_SET_LAST_SEQ = f"""
 UNWIND $sessions AS x
-MATCH (s:Session {tenant: $tenant, id: x.id})
+MATCH (s:Session {{tenant: $tenant, id: x.id}})
+{session_scopes.EXTEND}
 SET s.last_seq = x.last_seq, s.context_terms = coalesce(x.context, s.context_terms)
 """
 CYPHER_SET_LAST_SEQ = _SET_LAST_SEQ
