@@ -86,6 +86,17 @@ def test_an_older_database_gets_terms_and_the_new_text_index_once(private_uri: s
 
         store.append([ev("new-1", "log-0", content="heron ledger entry new")])
         assert "new-1" in {e.id for e, _ in store.search_text("heron ledger", k=50)}
+        # sessions stored before they kept their last content's tokens: the next append
+        # reads that content once, and the session keeps its tokens from then on
+        driver.execute_query("MATCH (s:Session {tenant: 'upgrade'}) REMOVE s.context_terms")
+        store.append([ev("a2", "walk", content="It took us four hours.")])
+        store.append([ev("a3", "walk", content="We camped by the tarn.")])
+        assert [e.id for e, _ in store.search_text("four hours")] == ["a2", "a3"]
+        assert [e.id for e, _ in store.search_text("ridge lake")] == ["a", "a2"]
+        records, _, _ = driver.execute_query(
+            "MATCH (s:Session {tenant: 'upgrade', id: 'walk'}) RETURN s.context_terms AS c"
+        )
+        assert records[0]["c"].split() == ["we", "camp", "by", "the", "tarn"]
         Neo4jEventStore(driver=driver, tenant="upgrade")  # current index: left alone
         assert _text_indexes(driver)[q.FULLTEXT_INDEX]["id"] == indexes[q.FULLTEXT_INDEX]["id"]
     finally:

@@ -219,12 +219,61 @@ def test_purging_a_turn_takes_its_words_out_of_the_next_ones_text(neo4j_store):
     assert all("marmoset" not in r["terms"] for r in rows)
 
 
+def test_a_reply_in_a_later_append_holds_the_turn_before_it(neo4j_store):
+    """The session node carries its last content's tokens from one append to the
+    next (an empty turn in between passes them on; a purge of the last turn moves
+    them back to the turn before it)."""
+    neo4j_store.append([ev("c1", "talk", content="Which kayak rental did you pick?", ts=T0)])
+    neo4j_store.append([ev("c2", "talk", EventType.MODEL_CALL, content="", ts=T0 + 1)])
+    neo4j_store.append([ev("c3", "talk", content="The blue shed by the pier.", ts=T0 + 2)])
+    found = lambda q: [e.id for e, _ in neo4j_store.search_text(q)]  # noqa: E731
+    assert found("kayak rentals")[0] == "c1"
+    assert set(found("kayak rentals")) == {"c1", "c2", "c3"}  # c2's text: its context only
+    neo4j_store.purge(ids=["c3"])
+    neo4j_store.append([ev("c4", "talk", content="Paddles were included.", ts=T0 + 3)])
+    assert set(found("kayak")) == {"c1", "c2", "c4"}
+    neo4j_store.append([ev("c5", "talk", content="Sunset is at nine.", ts=T0 + 4)])
+    assert found("paddle") == ["c4", "c5"]
+    assert set(found("kayak")) == {"c1", "c2", "c4"}
+    assert found("pier") == []
+
+
+def test_a_big_append_indexes_the_same_text_as_small_ones(make):
+    """A big append tokenises on a worker thread and sets the terms after creating
+    the events; its events and sessions get what appends of one turn each give."""
+    from beeweave_core.backends.neo4j import terms
+
+    words = ["otter", "canal", "lantern", "barge", "lock", "keeper", "moss", "tide"]
+    events = [
+        ev(f"b{i}", f"s{i % 3}", content="" if i % 11 == 5 else
+           " ".join(words[(i * k) % len(words)] for k in range(1, 4 + i % 4)), ts=T0 + i)
+        for i in range(terms.OVERLAP_EVENTS + 40)
+    ]  # fmt: skip
+    big, small = make(), make()
+    big.append(events[:30])
+    big.append(events[30:])  # at least OVERLAP_EVENTS: the worker-thread path
+    for e in events:
+        small.append([e])
+
+    def stored(store: Neo4jEventStore) -> tuple[dict[str, str], dict[str, str]]:
+        t = store.tenant
+        ev_rows = cypher(store, "MATCH (e:Event {tenant: $t}) RETURN e.id AS k, e.terms AS v", t=t)
+        s_rows = cypher(store, "MATCH (s:Session {tenant: $t}) RETURN s.id AS k, "
+                        "s.context_terms AS v", t=t)  # fmt: skip
+        return {r["k"]: r["v"] for r in ev_rows}, {r["k"]: r["v"] for r in s_rows}
+
+    assert stored(big) == stored(small)
+    assert all(stored(big)[0].values()) and len(stored(big)[0]) == len(events)
+
+
 def test_an_imported_session_is_found_with_its_previous_turns(make):
     src, dst = make(), make()
     src.append([ev("i1", "trip", content="Which fjord did you sail through?", ts=T0),
                 ev("i2", "trip", content="Geirangerfjord, in heavy rain.", ts=T0 + 1)])  # fmt: skip
     dst.import_session(src.export_session("trip"))
     assert [e.id for e, _ in dst.search_text("sail")] == ["i1", "i2"]
+    dst.append([ev("i3", "trip", content="Then a ferry back to Hellesylt.", ts=T0 + 2)])
+    assert [e.id for e, _ in dst.search_text("geirangerfjord")] == ["i2", "i3"]
 
 
 def test_full_text_filters_scope_and_hostile_queries(make):

@@ -51,3 +51,32 @@ def test_a_small_word_memory_still_gives_every_token(monkeypatch: pytest.MonkeyP
     for i in range(0, len(texts), 40):  # each call overflows the memory
         assert stems.stem_texts(texts[i : i + 40]) == fts5_tokens(texts[i : i + 40])
     assert stems.stem_texts(["the crossings crossed"]) == [["the", "cross", "cross"]]
+
+
+def test_fts_tokens_are_the_tokens_of_the_fts_text() -> None:
+    """Per word segmentation (Chinese, kana, digits glued to letters) and the bare
+    form of grouped numbers (also across a space) give what whole texts give."""
+    from beeweave_core.text.lexical import fts_text, fts_tokens
+
+    texts = TEXTS + mixed_texts(300, seed=17) + [
+        "我们决定把批次大小改成两千行 then 30s later v2 of カタカナ語",
+        "paid 1 250 000 and 2,000 then 18.400.000 — and 000 555 x9y",
+        "x" * 90 + " 仓库温度保持在四度以下并记录" * 8,
+    ]  # fmt: skip
+    want = stems.stem_texts([fts_text(t) for t in texts])
+    assert fts_tokens(texts) == want
+    assert fts_tokens(texts) == want  # second time from memory
+
+
+def test_bare_numbers_are_every_match_of_a_whole_text_scan() -> None:
+    """``bare_numbers`` tries its pattern only near grouped digits: what it finds is
+    what scanning every position finds (runs of digits, separators, spaces)."""
+    from beeweave_core.text import segment
+
+    rng = random.Random(23)
+    texts = ["".join(rng.choice("0123456789,.' x\n") for _ in range(rng.randint(0, 40)))
+             for _ in range(3000)] + ["1 250 000 and 2,000.5 then 18.400.000 x9 12'345"]  # fmt: skip
+    for text in texts:
+        scan = [segment._THOUSANDS_SEP.sub("", m.group())
+                for m in segment._SEP_NUMBER.finditer(text)]  # fmt: skip
+        assert segment.bare_numbers(text) == scan, text

@@ -13,9 +13,19 @@ same terms for Lucene.
 
 from __future__ import annotations
 
-from beeweave_core.text.segment import STOPWORDS, bare_numbers, segment, unit_tokens
+from collections.abc import Sequence
 
-__all__ = ["CONTEXT_CHARS", "fts_query", "fts_text", "query_terms"]
+from beeweave_core.text.segment import STOPWORDS, bare_numbers, segment, unit_tokens
+from beeweave_core.text.stems import stem_strings
+
+__all__ = [
+    "CONTEXT_CHARS",
+    "fts_query",
+    "fts_text",
+    "fts_token_text",
+    "fts_tokens",
+    "query_terms",
+]
 
 #: How much of the previous turn an event's full-text entry holds (its context):
 #: ``substr(p.content, 1, 2000)`` in the SQLite store's ``FTS_CATCH_UP``.
@@ -36,6 +46,36 @@ def fts_text(text: str) -> str:
         return body + (" \n " + " ".join(extra) if extra else "")
     except Exception:  # pragma: no cover - defensive: the index must take every event
         return text if isinstance(text, str) else ""
+
+
+def _segment_word(word: str) -> str:
+    return segment(word, for_index=True)
+
+
+def fts_tokens(texts: Sequence[str]) -> list[list[str]]:
+    """The tokens the SQLite FTS index holds for each text (see :func:`fts_token_text`)."""
+    return [t.split() for t in fts_token_text(texts)]
+
+
+def fts_token_text(texts: Sequence[str]) -> list[str]:
+    """The tokens the SQLite FTS index holds for each text, joined by spaces: its
+    tokenizer's output for :func:`fts_text`, at about a dictionary lookup per word.
+
+    Segmentation never looks across white space (jieba cuts a run of Han
+    characters, the digit/letter split needs both), so each distinct word is
+    segmented and tokenised once and remembered (:func:`stem_strings`); only the
+    bare numbers are found in the whole text.  Neo4j appends need this per event.
+    """
+    texts = [t if isinstance(t, str) else "" if t is None else str(t) for t in texts]
+    try:
+        body = stem_strings(texts, prepare=_segment_word)
+        extra = [bare_numbers(t) for t in texts]
+    except Exception:  # pragma: no cover - defensive, as fts_text: never refuse an event
+        return stem_strings(texts)
+    if not any(extra):
+        return body
+    more = stem_strings([" ".join(e) for e in extra])
+    return [f"{b} {m}" if b and m else b or m for b, m in zip(body, more, strict=True)]
 
 
 def query_terms(query: str) -> list[list[str]]:

@@ -18,10 +18,19 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
-from beeweave_core.text.lexical import CONTEXT_CHARS, fts_text, query_terms
+from beeweave_core.text.lexical import CONTEXT_CHARS, fts_token_text, query_terms
 from beeweave_core.text.stems import stem_texts
 
-__all__ = ["BODY_REPEAT", "escape", "match_query", "phrase", "session_terms"]
+__all__ = [
+    "BODY_REPEAT",
+    "Turn",
+    "context_terms",
+    "escape",
+    "match_query",
+    "phrase",
+    "session_terms",
+    "turn_tokens",
+]
 
 #: An event's own tokens are written this many times into its indexed text, its
 #: previous turn's once: the SQLite store weights the previous turn half
@@ -44,28 +53,45 @@ def phrase(value: str) -> str:
     return '"' + value.replace("\\", "\\\\").replace('"', '\\"') + '"'
 
 
-def session_terms(contents: Sequence[str], before: str = "") -> list[str]:
-    """The indexed text of consecutive events of one session, in order.
+#: One event's tokens as text: its own, and those that stand for it as the next
+#: event's previous turn (``None`` for an empty content, which passes the turn on).
+Turn = tuple[str, str | None]
+
+
+def turn_tokens(contents: Sequence[str]) -> list[Turn]:
+    """Each content's :data:`Turn`: its own tokens and those of its first
+    :data:`~beeweave_core.text.lexical.CONTEXT_CHARS` characters."""
+    texts = list(contents)
+    long = [i for i, t in enumerate(texts) if len(t) > CONTEXT_CHARS]
+    tokens = fts_token_text(texts + [texts[i][:CONTEXT_CHARS] for i in long])
+    heads = {i: tokens[len(texts) + j] for j, i in enumerate(long)}
+    return [
+        (own, heads.get(i, own) if text else None)
+        for i, (own, text) in enumerate(zip(tokens, texts, strict=False))
+    ]
+
+
+def context_terms(text: str) -> str:
+    """The tokens that stand for ``text`` as the next event's previous turn."""
+    return turn_tokens([text])[0][1] or ""
+
+
+def session_terms(turns: Sequence[Turn], context: str = "") -> tuple[list[str], str]:
+    """The indexed text of consecutive events of one session (their
+    :func:`turn_tokens`), in order, and the context the event after them gets.
 
     Each is its own tokens (:data:`BODY_REPEAT` times) and those of the first
     :data:`~beeweave_core.text.lexical.CONTEXT_CHARS` characters of the last event
-    before it with any content (``before`` for the first), as the SQLite store's
-    ``events_fts`` row holds them: what a reply answers is part of its text.
+    before it with any content (``context`` for the first, :func:`context_terms`
+    of that event), as the SQLite store's ``events_fts`` row holds them: what a
+    reply answers is part of its text.
     """
-    texts = [before[:CONTEXT_CHARS], *contents]
-    long = [i for i, t in enumerate(texts) if len(t) > CONTEXT_CHARS]
-    stems = stem_texts(
-        [fts_text(t) for t in texts] + [fts_text(texts[i][:CONTEXT_CHARS]) for i in long]
-    )
-    full, head = stems[: len(texts)], list(stems[: len(texts)])
-    for j, i in enumerate(long):
-        head[i] = stems[len(texts) + j]
-    out, context = [], head[0]
-    for i in range(1, len(texts)):
-        out.append(" ".join([*full[i] * BODY_REPEAT, *context]))
-        if texts[i]:
-            context = head[i]
-    return out
+    out = []
+    for own, head in turns:
+        out.append(" ".join(filter(None, [own] * BODY_REPEAT + [context])))
+        if head is not None:
+            context = head
+    return out, context
 
 
 def match_query(query: str, *, max_terms: int = 64) -> str | None:

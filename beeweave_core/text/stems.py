@@ -11,19 +11,22 @@ from __future__ import annotations
 
 import sqlite3
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
-__all__ = ["TOKENIZER", "stem_texts"]
+__all__ = ["TOKENIZER", "stem_strings", "stem_texts"]
 
 #: The tokenizer of the SQLite store's ``events_fts`` table.
 TOKENIZER = "porter unicode61 remove_diacritics 2"
 
 #: Distinct words whose tokens are remembered (then forgotten all at once).
 WORDS_KEPT = 200_000
+#: Longer words (a Chinese sentence has no spaces) are tokenised every time.
+WORD_CHARS_KEPT = 64
 
 _lock = threading.Lock()
 _conn: sqlite3.Connection | None = None
-_words: dict[str, tuple[str, ...]] = {}
+#: Per ``prepare`` function (None: the word as it is), each word's tokens as text.
+_words: dict[Callable[[str], str] | None, dict[str, str]] = {}
 
 
 def _connection() -> sqlite3.Connection:
@@ -39,26 +42,45 @@ def _connection() -> sqlite3.Connection:
     return _conn
 
 
-def stem_texts(texts: Sequence[str]) -> list[list[str]]:
+def stem_texts(
+    texts: Sequence[str], *, prepare: Callable[[str], str] | None = None
+) -> list[list[str]]:
     """Each text's tokens as the FTS5 index stores them (lower-cased, stemmed), in order.
+
+    ``prepare`` rewrites each word before it is tokenised (see :func:`stem_strings`).
+    """
+    return [s.split() for s in stem_strings(texts, prepare=prepare)]
+
+
+def stem_strings(texts: Sequence[str], *, prepare: Callable[[str], str] | None = None) -> list[str]:
+    """Each text's tokens (as :func:`stem_texts`) joined by single spaces.
 
     FTS5's tokens never span white space, so each distinct word is tokenised once
     (and remembered, up to :data:`WORDS_KEPT` words) and a text is its words' tokens:
     the same result as tokenising the text whole, at a dictionary lookup per word
-    (Neo4j appends compute every event's terms on the write path).
+    (Neo4j appends compute every event's terms on the write path).  ``prepare``
+    rewrites each word before it is tokenised (segmentation); it must act on a
+    word as it acts on the word inside any text, which a function that never
+    looks across white space does.
     """
     if not texts:
         return []
     split = [t.split() for t in texts]
     with _lock:
-        distinct = {w for words in split for w in words}
-        missing = [w for w in distinct if w not in _words]
-        if len(_words) + len(missing) > WORDS_KEPT:
-            _words.clear()  # a bounded memory: the words of purged text go too
-            missing = list(distinct)
+        words = _words.setdefault(prepare, {})
+        missing = [w for w in set().union(*split) if w not in words]
+        if len(words) + len(missing) > WORDS_KEPT:
+            words.clear()  # a bounded memory: the words of purged text go too
+            missing = list(set().union(*split))
         if missing:
-            _words.update(zip(missing, _tokenise(missing), strict=True))
-        return [[tok for w in words for tok in _words[w]] for words in split]
+            prepared = [prepare(w) for w in missing] if prepare else missing
+            words.update(zip(missing, map(" ".join, _tokenise(prepared)), strict=True))
+        look = words.__getitem__
+        out = [" ".join(filter(None, map(look, ws))) for ws in split]
+        for w in missing:
+            if len(w) > WORD_CHARS_KEPT:
+                del words[w]
+        return out
 
 
 def _tokenise(texts: Sequence[str]) -> list[tuple[str, ...]]:

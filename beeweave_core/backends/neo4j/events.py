@@ -340,18 +340,28 @@ class Neo4jEventStore(BaseEventStore):
         t = self.tenant
         sids = sorted({p.event.session_id for p in prepared})
         ids = [p.event.id for p in prepared]
-        begin = tx.run(q.CYPHER_BEGIN_APPEND, tenant=t, session_ids=sids, ids=ids,
-                       context_chars=CONTEXT_CHARS).single()  # fmt: skip
+        contents = [p.event.content or "" for p in prepared]
+        # a big append tokenises its texts while the server works (event_terms.start);
+        # a small one while the server takes the session locks (BEGIN in flight), as
+        # it makes the rows (but seq and predecessor), which need no stored data either
+        later = None if keep_seq or len(prepared) < event_terms.OVERLAP_EVENTS else (
+            event_terms.start(contents))  # fmt: skip
+        pending = tx.run(q.CYPHER_BEGIN_APPEND, tenant=t, session_ids=sids, ids=ids,
+                         context_chars=CONTEXT_CHARS)  # fmt: skip
+        rows = [self._row(p) for p in prepared]
+        inline = not keep_seq and later is None
+        turns = dict(zip(ids, lucene.turn_tokens(contents), strict=True)) if inline else {}
+        begin = pending.single()
         last = {x["sid"]: x["last_seq"] for x in begin["sessions"]}
         prev = {x["sid"]: x["tail"] for x in begin["sessions"]}
-        text_before = {x["sid"]: x["before"] for x in begin["sessions"]}
+        context = event_terms.contexts(begin["sessions"])
         found = {x["id"]: x["stored"] for x in begin["found"]}
         artifacts: dict[str, dict[str, Any]] = {}
         new_rows: list[dict[str, Any]] = []
         placeholder_rows: list[dict[str, Any]] = []
         ordered: list[dict[str, Any]] = []  # both, in order (for their terms)
         result = AppendResult()
-        for p in prepared:
+        for p, row in zip(prepared, rows, strict=True):
             for sha, body in p.artifacts.items():
                 artifacts.setdefault(sha, {"sha256": sha, "chars": len(body), "body": body})
             ev = p.event
@@ -365,7 +375,7 @@ class Neo4jEventStore(BaseEventStore):
             else:
                 seq = last[sid] = last[sid] + 1
                 before, prev[sid] = prev[sid], ev.id
-            row = self._row(p, seq, before)
+            row["props"]["seq"], row["prev"] = seq, before
             (placeholder_rows if ev.id in found else new_rows).append(row)
             ordered.append(row)
             result.ids.append(ev.id)
@@ -373,9 +383,28 @@ class Neo4jEventStore(BaseEventStore):
             tx.run(q.CYPHER_MERGE_ARTIFACTS, tenant=t, artifacts=list(artifacts.values()))
         if not result.ids:
             return result
-        if not keep_seq:  # an import's order is known once it is stored (below)
-            event_terms.fill(ordered, text_before)
-        sessions = session_scopes.sessions_param(last, ordered)  # (with their scopes)
+        # an import's order is known once it is stored (below)
+        after = event_terms.fill(ordered, context, turns) if inline else {}
+        sessions = [{**x, "context": after.get(x["id"])}  # with their scopes
+                    for x in session_scopes.sessions_param(last, ordered)]  # fmt: skip
+        self._write_rows(tx, new_rows, placeholder_rows, sessions)
+        if later is not None:
+            turns = dict(zip(ids, later.result(), strict=True))
+            event_terms.set_later(tx, t, ordered, context, turns)
+        if keep_seq:
+            tx.run(q.CYPHER_CREATE_NEXT, tenant=t, ids=result.ids).consume()
+            event_terms.refresh(tx, [(t, sid) for sid in sids])
+        result.inserted = len(result.ids)
+        return result
+
+    def _write_rows(
+        self,
+        tx: Any,
+        new_rows: list[dict[str, Any]],
+        placeholder_rows: list[dict[str, Any]],
+        sessions: list[dict[str, Any]],
+    ) -> None:
+        t = self.tenant
         # new events first: a placeholder's predecessor may be one of them (and a
         # new event's predecessor or edge target that is a placeholder exists already)
         if new_rows:
@@ -391,13 +420,10 @@ class Neo4jEventStore(BaseEventStore):
         ]
         if refs:
             tx.run(q.CYPHER_LINK_ARTIFACTS, tenant=t, rows=refs).consume()
-        if keep_seq:
-            tx.run(q.CYPHER_CREATE_NEXT, tenant=t, ids=result.ids).consume()
-            event_terms.refresh(tx, [(t, sid) for sid in sids])
-        result.inserted = len(result.ids)
-        return result
 
-    def _row(self, p: Prepared, seq: int, prev: str | None) -> dict[str, Any]:
+    def _row(self, p: Prepared) -> dict[str, Any]:
+        """An event as CYPHER_CREATE_EVENTS takes it, but its ``seq`` and ``prev``
+        (its NEXT predecessor): those are known once its session is locked."""
         ev = p.event
         links = {k.value: list(v) for k, v in ev.links.items()}
         targets: dict[str, dict[str, None]] = {}
@@ -405,14 +431,14 @@ class Neo4jEventStore(BaseEventStore):
             targets.setdefault(e.type.value, {})[e.dst] = None
         return {
             "label": TYPE_LABELS[ev.type],
-            "prev": prev,
+            "prev": None,
             "edges": {k: list(v) for k, v in targets.items()},
             "artifacts": _artifact_refs(ev.payload),
             "props": {
                 "tenant": self.tenant,
                 "id": ev.id,
                 "session_id": ev.session_id,
-                "seq": seq,
+                "seq": None,
                 "type": ev.type.value,
                 "role": ev.role,
                 "content": ev.content,

@@ -23,7 +23,8 @@ Graph model (Neo4j 5.26 LTS or newer, community edition is enough)::
     (:Event)-[:NEXT]->(:Event)              session order, materialised at write
     (:Event)-[:CAUSED_BY|REFERS_TO|SUMMARIZES|DERIVED_FROM|SUPERSEDES {meta}]->(:Event)
     (:Event)-[:HAS_ARTIFACT]->(:Artifact {tenant, sha256, chars, body})
-    (:Session {tenant, id, last_seq})       seq allocator, locked by each writer
+    (:Session {tenant, id, last_seq, context_terms})  seq allocator, locked by each
+                                            writer; tokens of its last content
 
 ``payload``, ``meta``, ``source``, ``parents`` and ``links`` hold canonical JSON
 text (Neo4j properties cannot be maps).  An edge may point at an event that is not
@@ -134,25 +135,30 @@ _VISIBLE = f"e.seq IS NOT NULL AND ($all OR e.status = 'active') AND {_IN_SCOPES
 # ------------------------------------------------------------------ writes
 #: Start of every append (one round trip): lock each session the batch writes to
 #: (sorted ids, so writers never deadlock), creating it on first use, and read
-#: ``last_seq`` and the id of the event there (the new events' NEXT predecessor)
-#: only once the lock is held, with the start of the last content there (the first
-#: new event's previous turn, see ``terms``); then, still under the lock, which of
-#: the batch's ids exist: stored events (redeliveries) or placeholders (to fill in).
+#: ``last_seq``, the id of the event there (the new events' NEXT predecessor) and
+#: ``context_terms`` (the first new event's previous turn, see ``terms``) only once
+#: the lock is held; then, still under the lock, which of the batch's ids exist:
+#: stored events (redeliveries) or placeholders (to fill in).  A session an older
+#: BeeWeave wrote has no ``context_terms`` yet: the start of its last content is
+#: looked up instead (once: this append stores the session's context).
 CYPHER_BEGIN_APPEND = """
 CALL () {
   UNWIND $session_ids AS sid
   MERGE (s:Session {tenant: $tenant, id: sid})
-  ON CREATE SET s.last_seq = -1
+  ON CREATE SET s.last_seq = -1, s.context_terms = ''
   SET s._lock = true
   REMOVE s._lock
   WITH sid, s
   OPTIONAL MATCH (t:Event {tenant: $tenant, session_id: sid, seq: s.last_seq})
-  CALL (sid, s) {
-    OPTIONAL MATCH (p:Event {tenant: $tenant, session_id: sid})
-    WHERE p.seq <= s.last_seq AND p.content <> ''
+  OPTIONAL CALL (sid, s) {
+    // an empty seq range unless needed (a filter on s alone is applied after the seek)
+    WITH sid, CASE WHEN s.context_terms IS NULL THEN s.last_seq ELSE -1 END AS upto
+    MATCH (p:Event {tenant: $tenant, session_id: sid})
+    WHERE p.seq <= upto AND p.content <> ''
     RETURN left(p.content, $context_chars) AS before ORDER BY p.seq DESC LIMIT 1
   }
-  RETURN collect({sid: sid, last_seq: s.last_seq, tail: t.id, before: before}) AS sessions
+  RETURN collect({sid: sid, last_seq: s.last_seq, tail: t.id, context: s.context_terms,
+                  before: before}) AS sessions
 }
 CALL () {
   UNWIND $ids AS id
@@ -161,11 +167,13 @@ CALL () {
 }
 RETURN sessions, found
 """
+#: A session's new ``last_seq``, its scopes (see ``session_scopes``) and, after an
+#: append (not an import: ``terms`` recomputes its sessions), its ``context_terms``.
 _SET_LAST_SEQ = f"""
 UNWIND $sessions AS x
 MATCH (s:Session {{tenant: $tenant, id: x.id}})
 {session_scopes.EXTEND}
-SET s.last_seq = x.last_seq
+SET s.last_seq = x.last_seq, s.context_terms = coalesce(x.context, s.context_terms)
 """
 CYPHER_SET_LAST_SEQ = _SET_LAST_SEQ
 CYPHER_MERGE_ARTIFACTS = """
@@ -503,10 +511,18 @@ WHERE e.seq IS NOT NULL
 RETURN s.tenant AS tenant, s.id AS sid, e.id AS id, e.content AS content
 ORDER BY tenant, sid, e.seq
 """
+#: Events' ``terms`` and their sessions' ``context_terms`` (rows of any tenant).
 CYPHER_SET_TERMS = """
-UNWIND $rows AS r
-MATCH (e:Event {tenant: r.tenant, id: r.id})
-SET e.terms = r.terms
+CALL () {
+  UNWIND $rows AS r
+  MATCH (e:Event {tenant: r.tenant, id: r.id})
+  SET e.terms = r.terms
+}
+CALL () {
+  UNWIND $sessions AS x
+  MATCH (s:Session {tenant: x.tenant, id: x.id})
+  SET s.context_terms = x.context
+}
 """
 #: Sessions (of any tenant) with events an older BeeWeave stored without ``terms``;
 #: read once, when ``setup()`` creates the full-text index.

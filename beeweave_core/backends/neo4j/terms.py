@@ -3,53 +3,111 @@
 An event's terms hold its own tokens and its previous turn's (what a reply
 answers), as the SQLite store's ``events_fts`` row does (see
 :func:`beeweave_core.text.lucene.session_terms`).  Appends compute them from the
-batch and the session's last content before it; this module recomputes them for
-whole sessions when the order they depend on changed (an import filling seqs in,
-a purge of single events) or when an older database has none (``setup()``).
+batch and the session's ``context_terms`` (the tokens of its last content, kept on
+the session node, so no append reads stored text); this module recomputes both
+for whole sessions when the order they depend on changed (an import filling seqs
+in, a purge of single events) or when an older database has none (``setup()``).
 """
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Sequence
+from concurrent.futures import Future
 from itertools import groupby
 from typing import Any
 
 from beeweave_core.backends.neo4j import events_cypher as q
-from beeweave_core.text.lucene import session_terms
+from beeweave_core.text.lucene import Turn, context_terms, session_terms, turn_tokens
 
 #: Sessions whose terms are recomputed per write transaction during an upgrade.
 SESSIONS_PER_TX = 200
+#: An append of at least this many events has its texts tokenised on a worker
+#: thread while the server creates the events (the driver waits on the socket,
+#: without the GIL) and sets the terms in a last statement; a smaller one (a single
+#: turn) writes them with its events, one statement less.
+OVERLAP_EVENTS = 64
 
 
-def fill(rows: Sequence[dict[str, Any]], before: dict[str, str | None]) -> None:
+def start(contents: Sequence[str]) -> Future[list[Turn]]:
+    """:func:`~beeweave_core.text.lucene.turn_tokens` of ``contents`` on a thread of
+    its own (one per big append: no pool to outlive a fork of the process)."""
+    texts = list(contents)
+    done: Future[list[Turn]] = Future()
+
+    def work() -> None:
+        try:
+            done.set_result(turn_tokens(texts))
+        except BaseException as exc:  # handed to the append, which raises it
+            done.set_exception(exc)
+
+    threading.Thread(target=work, name="beeweave-terms", daemon=True).start()
+    return done
+
+
+def contexts(sessions: Sequence[dict[str, Any]]) -> dict[str, str]:
+    """Each session's ``context_terms`` from CYPHER_BEGIN_APPEND's rows; a session
+    an older BeeWeave wrote has none yet, but the start of its last content."""
+    return {
+        x["sid"]: x["context"] if x["context"] is not None else context_terms(x["before"] or "")
+        for x in sessions
+    }
+
+
+def fill(
+    rows: Sequence[dict[str, Any]], context: dict[str, str], turns: dict[str, Turn]
+) -> dict[str, str]:
     """Set ``props.terms`` of new event rows (``_row`` maps, in session order).
 
-    ``before``: per session, the start of the last content stored before the batch.
+    ``context``: per session, its ``context_terms`` before the batch; ``turns``: per
+    event id, its :func:`~beeweave_core.text.lucene.turn_tokens`.  Returns the
+    sessions' ``context_terms`` after the batch (for the sessions of ``rows``).
     """
     by_session: dict[str, list[dict[str, Any]]] = {}
     for r in rows:
         by_session.setdefault(r["props"]["session_id"], []).append(r)
+    after = {}
     for sid, mine in by_session.items():
-        contents = [r["props"]["content"] or "" for r in mine]
-        for r, terms in zip(mine, session_terms(contents, before.get(sid) or ""), strict=True):
-            r["props"]["terms"] = terms
+        mine_turns = [turns[r["props"]["id"]] for r in mine]
+        terms, after[sid] = session_terms(mine_turns, context.get(sid, ""))
+        for r, t in zip(mine, terms, strict=True):
+            r["props"]["terms"] = t
+    return after
+
+
+def set_later(
+    tx: Any, tenant: str, rows: Sequence[dict[str, Any]], context: dict[str, str],
+    turns: dict[str, Turn],
+) -> None:  # fmt: skip
+    """:func:`fill` for events created already (in this transaction), and store it."""
+    after = fill(rows, context, turns)
+    tx.run(
+        q.CYPHER_SET_TERMS,
+        rows=[{"tenant": tenant, "id": r["props"]["id"], "terms": r["props"]["terms"]}
+              for r in rows],
+        sessions=[{"tenant": tenant, "id": s, "context": c} for s, c in after.items()],
+    ).consume()  # fmt: skip
 
 
 def refresh(tx: Any, sessions: Sequence[tuple[str, str]]) -> int:
-    """Recompute the terms of every stored event of ``sessions`` ((tenant, id) pairs)."""
+    """Recompute the terms of every stored event of ``sessions`` ((tenant, id) pairs)
+    and their ``context_terms``."""
     if not sessions:
         return 0
     params = [{"tenant": t, "id": s} for t, s in sessions]
     found = list(tx.run(q.CYPHER_GET_SESSION_TEXTS, sessions=params))
     rows: list[dict[str, Any]] = []
-    for (tenant, _sid), group in groupby(found, key=lambda r: (r["tenant"], r["sid"])):
+    after = {(t, s): "" for t, s in sessions}
+    for (tenant, sid), group in groupby(found, key=lambda r: (r["tenant"], r["sid"])):
         events = list(group)
-        terms = session_terms([r["content"] or "" for r in events])
+        turns = turn_tokens([r["content"] or "" for r in events])
+        terms, after[tenant, sid] = session_terms(turns)
         rows += [
             {"tenant": tenant, "id": r["id"], "terms": t}
             for r, t in zip(events, terms, strict=True)
         ]
-    tx.run(q.CYPHER_SET_TERMS, rows=rows).consume()
+    done = [{"tenant": t, "id": s, "context": c} for (t, s), c in after.items()]
+    tx.run(q.CYPHER_SET_TERMS, rows=rows, sessions=done).consume()
     return len(rows)
 
 
