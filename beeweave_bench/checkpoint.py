@@ -143,6 +143,8 @@ def _savers(tmp: Path, neo4j_uri: str | None, auth: Any, tenant: str) -> dict[st
     }
     if neo4j_uri:
         savers["BeeWeave neo4j"] = beeweave(neo4j_uri)
+        # what the recording of messages (a background append beside each call) costs
+        savers["BeeWeave neo4j, checkpoints only"] = beeweave(neo4j_uri, record_messages=False)
         savers["Neo4jSaver (langchain-neo4j)"] = _neo4j_saver(neo4j_uri, auth)
     return savers
 
