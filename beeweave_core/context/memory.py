@@ -91,11 +91,18 @@ def statement_sentences(text: str, role: str) -> list[str]:
     acknowledgements, questions and commands are not facts), an answer's statements
     that carry a number or a quoted value."""
     if role == "user":
-        if not text.strip() or L.is_ack(text) or L.is_transient(text):
-            return []
-        return [s for s in L.sentences(text) if is_statement(s) and not _too_short(s)]
+        return [] if _not_a_fact(text) else _user_statements(text)
     return [s for s in L.sentences(text)
             if (L.numbers(s) or L.quoted(s)) and is_statement(s) and not _too_short(s)]  # fmt: skip
+
+
+def _not_a_fact(text: str) -> bool:
+    """A user turn that is empty, an acknowledgement or a passing command as a whole."""
+    return not text.strip() or L.is_ack(text) or L.is_transient(text)
+
+
+def _user_statements(text: str) -> list[str]:
+    return [s for s in L.sentences(text) if is_statement(s) and not _too_short(s)]
 
 
 @dataclass
@@ -268,11 +275,9 @@ class MemoryWriter:
 
     def _from_user(self, ev: Event, *, use_llm: bool) -> list[str]:
         text = ev.content or ""
-        if not text.strip() or L.is_ack(text) or L.is_transient(text):
+        if _not_a_fact(text):  # (the LLM is not asked either)
             return []
-        cands = [
-            Candidate(classify(s, "user"), s, "user") for s in statement_sentences(text, "user")
-        ]
+        cands = [Candidate(classify(s, "user"), s, "user") for s in _user_statements(text)]
         if use_llm and self.llm is not None:
             cands += self._llm_candidates(self.llm, text)
         written: list[str] = []
