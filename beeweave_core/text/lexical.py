@@ -23,7 +23,6 @@ __all__ = [
     "fts_query",
     "fts_text",
     "fts_token_text",
-    "fts_tokens",
     "query_terms",
 ]
 
@@ -50,11 +49,6 @@ def fts_text(text: str) -> str:
 
 def _segment_word(word: str) -> str:
     return segment(word, for_index=True)
-
-
-def fts_tokens(texts: Sequence[str]) -> list[list[str]]:
-    """The tokens the SQLite FTS index holds for each text (see :func:`fts_token_text`)."""
-    return [t.split() for t in fts_token_text(texts)]
 
 
 def fts_token_text(texts: Sequence[str]) -> list[str]:
