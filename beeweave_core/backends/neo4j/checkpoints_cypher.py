@@ -62,7 +62,7 @@ WITH c
 CALL (c) {
     MATCH (p:LgCheckpoint {tenant: $tenant, thread_id: $thread_id, checkpoint_ns: $checkpoint_ns,
                          checkpoint_id: $parent_checkpoint_id})
-    USING INDEX p:LgCheckpoint(tenant, thread_id, checkpoint_ns, checkpoint_id)
+    USING INDEX SEEK p:LgCheckpoint(tenant, thread_id, checkpoint_ns, checkpoint_id)
     MERGE (c)-[:PREVIOUS]->(p)
 }
 CALL (c) {
@@ -74,7 +74,7 @@ CALL (c) {
 CALL (c) {
     MATCH (br:LgCheckpointBranch {tenant: $tenant, thread_id: $thread_id,
                                 checkpoint_ns: $checkpoint_ns, active: true})
-    USING INDEX br:LgCheckpointBranch(tenant, thread_id, checkpoint_ns, name)
+    USING INDEX SEEK br:LgCheckpointBranch(tenant, thread_id, checkpoint_ns, name)
     WHERE br.name IS NOT NULL
     SET br.head = c.checkpoint_id
 }
@@ -100,14 +100,14 @@ CHECKPOINT_MAP = """c {
     values: COLLECT {
         MATCH (b:LgCheckpointBlob {tenant: c.tenant, thread_id: c.thread_id,
                                  checkpoint_ns: c.checkpoint_ns})
-        USING INDEX b:LgCheckpointBlob(tenant, thread_id, checkpoint_ns, key)
+        USING INDEX SEEK b:LgCheckpointBlob(tenant, thread_id, checkpoint_ns, key)
         WHERE b.key IN c.cv_keys AND b.type <> 'empty'
         RETURN b {.channel, .type, .blob}
     },
     writes: COLLECT {
         MATCH (w:LgCheckpointWrite {tenant: c.tenant, thread_id: c.thread_id,
                                   checkpoint_ns: c.checkpoint_ns, checkpoint_id: c.checkpoint_id})
-        USING INDEX w:LgCheckpointWrite(tenant, thread_id, checkpoint_ns, checkpoint_id, task_id, idx)
+        USING INDEX SEEK w:LgCheckpointWrite(tenant, thread_id, checkpoint_ns, checkpoint_id, task_id, idx)
         WHERE w.task_id IS NOT NULL AND w.idx IS NOT NULL
         RETURN w {.task_id, .task_path, .idx, .channel, .type, .value}
     }
@@ -116,7 +116,7 @@ CHECKPOINT_MAP = """c {
 CYPHER_GET_CHECKPOINT = f"""
 MATCH (c:LgCheckpoint {{tenant: $tenant, thread_id: $thread_id, checkpoint_ns: $checkpoint_ns,
                       checkpoint_id: $checkpoint_id}})
-USING INDEX c:LgCheckpoint(tenant, thread_id, checkpoint_ns, checkpoint_id)
+USING INDEX SEEK c:LgCheckpoint(tenant, thread_id, checkpoint_ns, checkpoint_id)
 RETURN {CHECKPOINT_MAP} AS row
 """
 
@@ -125,15 +125,15 @@ RETURN {CHECKPOINT_MAP} AS row
 CYPHER_GET_LATEST_CHECKPOINT = f"""
 OPTIONAL MATCH (br:LgCheckpointBranch {{tenant: $tenant, thread_id: $thread_id,
                                       checkpoint_ns: $checkpoint_ns, active: true}})
-    USING INDEX br:LgCheckpointBranch(tenant, thread_id, checkpoint_ns, name)
+    USING INDEX SEEK br:LgCheckpointBranch(tenant, thread_id, checkpoint_ns, name)
     WHERE br.name IS NOT NULL
 OPTIONAL MATCH (h:LgCheckpoint {{tenant: $tenant, thread_id: $thread_id,
                                checkpoint_ns: $checkpoint_ns, checkpoint_id: br.head}})
-    USING INDEX h:LgCheckpoint(tenant, thread_id, checkpoint_ns, checkpoint_id)
+    USING INDEX SEEK h:LgCheckpoint(tenant, thread_id, checkpoint_ns, checkpoint_id)
 CALL (h) {{
     OPTIONAL MATCH (n:LgCheckpoint {{tenant: $tenant, thread_id: $thread_id,
                                    checkpoint_ns: $checkpoint_ns}})
-        USING INDEX n:LgCheckpoint(tenant, thread_id, checkpoint_ns, checkpoint_id)
+        USING INDEX SEEK n:LgCheckpoint(tenant, thread_id, checkpoint_ns, checkpoint_id)
         WHERE h IS NULL AND n.checkpoint_id IS NOT NULL
     WITH n ORDER BY n.tenant DESC, n.thread_id DESC, n.checkpoint_ns DESC,
                     n.checkpoint_id DESC LIMIT 1
@@ -187,7 +187,7 @@ def _list_namespace(bound: str) -> str:
     return (
         "MATCH (c:LgCheckpoint {tenant: $tenant, thread_id: $thread_id, "
         "checkpoint_ns: $checkpoint_ns})\n"
-        "USING INDEX c:LgCheckpoint(tenant, thread_id, checkpoint_ns, checkpoint_id)\n"
+        "USING INDEX SEEK c:LgCheckpoint(tenant, thread_id, checkpoint_ns, checkpoint_id)\n"
         f"WHERE c.checkpoint_id {bound}"
         + _META_FILTER
         + "WITH c ORDER BY c.tenant DESC, c.thread_id DESC, c.checkpoint_ns DESC,\n"
