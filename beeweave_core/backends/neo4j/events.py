@@ -99,6 +99,22 @@ def _artifact_refs(payload: dict[str, Any]) -> list[str]:
     return [r["sha256"] for r in refs if isinstance(r, dict) and "sha256" in r]
 
 
+def _refer_within(rows: list[dict[str, Any]]) -> None:
+    """Point the new rows' predecessors and edge targets that are rows of the same
+    batch at their positions (CYPHER_CREATE_EVENTS reaches those without a seek)."""
+    at = {r["props"]["id"]: i for i, r in enumerate(rows)}
+    for r in rows:
+        if r["prev"] in at:
+            r["prev_at"], r["prev"] = at[r["prev"]], None
+        near: dict[str, list[int]] = {}
+        for etype, targets in r["edges"].items():
+            inside = [at[d] for d in targets if d in at]
+            if inside:
+                near[etype] = inside
+                r["edges"][etype] = [d for d in targets if d not in at]
+        r["near"] = near
+
+
 def _edge_types(types: Iterable[EdgeType | str]) -> list[str]:
     """Relationship types as fixed enum values (never user text)."""
     return [EdgeType(t).value for t in types]
@@ -408,6 +424,7 @@ class Neo4jEventStore(BaseEventStore):
         # new events first: a placeholder's predecessor may be one of them (and a
         # new event's predecessor or edge target that is a placeholder exists already)
         if new_rows:
+            _refer_within(new_rows)
             tx.run(q.CYPHER_CREATE_EVENTS, tenant=t, rows=new_rows, sessions=sessions).consume()
         else:
             tx.run(q.CYPHER_SET_LAST_SEQ, tenant=t, sessions=sessions).consume()
@@ -432,6 +449,8 @@ class Neo4jEventStore(BaseEventStore):
         return {
             "label": TYPE_LABELS[ev.type],
             "prev": None,
+            "prev_at": None,
+            "near": {},
             "edges": {k: list(v) for k, v in targets.items()},
             "artifacts": _artifact_refs(ev.payload),
             "props": {
@@ -718,7 +737,9 @@ class Neo4jEventStore(BaseEventStore):
             # the index narrows to the scope's sessions (Lucene intersects postings)
             either = " OR ".join(lucene.phrase(sid) for sid in session_ids)
             search += f"+session_id:({either})^0 "
-        search += f"+terms:({words})"
+        # a match in the event's own text weighs BODY_BOOST times one in its previous turn's
+        search += (f"+({q.BODY_TERMS}:({words})^{lucene.BODY_BOOST} "
+                   f"{q.CONTEXT_TERMS}:({words}))")  # fmt: skip
         params = {
             "index": q.FULLTEXT_INDEX, "search": search, "k": int(k), "session_ids": session_ids,
             "types": type_values, "since": since, "until": until,

@@ -19,7 +19,7 @@ Graph model (Neo4j 5.26 LTS or newer, community edition is enough)::
 
     (:Event:<TypeLabel> {tenant, id, session_id, seq, type, role, content, payload,
                          ts, parents, links, meta, source, user_id, agent_id, scope,
-                         tokens, status, status_reason})
+                         tokens, status, status_reason, body_terms, context_terms})
     (:Event)-[:NEXT]->(:Event)              session order, materialised at write
     (:Event)-[:CAUSED_BY|REFERS_TO|SUMMARIZES|DERIVED_FROM|SUPERSEDES {meta}]->(:Event)
     (:Event)-[:HAS_ARTIFACT]->(:Artifact {tenant, sha256, chars, body})
@@ -38,15 +38,17 @@ from beeweave_core.backends.neo4j import session_scopes
 from beeweave_core.events import EdgeType
 
 #: The full-text index ranks the tokens the SQLite store's FTS5 index holds (see
-#: :mod:`beeweave_core.text.lucene`): each event's ``terms`` property is its own
-#: tokens, twice, and its previous turn's, once, already segmented (jieba for
+#: :mod:`beeweave_core.text.lucene`): each event's ``body_terms`` property is its own
+#: tokens and ``context_terms`` its previous turn's, already segmented (jieba for
 #: Chinese), lower-cased and stemmed by BeeWeave, so Lucene only splits on spaces.
-#: Searched with the same stemmed query terms, an event ranks as on SQLite.
+#: Searched with the same stemmed query terms (a body match weighing
+#: ``lucene.BODY_BOOST`` times a context one), an event ranks as on SQLite.
 FULLTEXT_INDEX = "beeweave_event_terms"
 FULLTEXT_ANALYZER = "whitespace"
-#: Properties in the full-text index: terms are searched; tenant and session_id are
-#: there only so a query can be narrowed inside Lucene (see CYPHER_SEARCH_TEXT).
-FULLTEXT_PROPERTIES = ("terms", "tenant", "session_id")
+BODY_TERMS, CONTEXT_TERMS = "body_terms", "context_terms"
+#: Properties in the full-text index: the terms are searched; tenant and session_id
+#: are there only so a query can be narrowed inside Lucene (see CYPHER_SEARCH_TEXT).
+FULLTEXT_PROPERTIES = (BODY_TERMS, CONTEXT_TERMS, "tenant", "session_id")
 #: Every full-text index on events: (name, properties, analyzer).
 FULLTEXT_INDEXES: tuple[tuple[str, tuple[str, ...], str], ...] = (
     (FULLTEXT_INDEX, FULLTEXT_PROPERTIES, FULLTEXT_ANALYZER),
@@ -195,23 +197,39 @@ def _edge_foreach(verb: str) -> str:
     )
 
 
+def _near_foreach() -> str:
+    """One FOREACH per edge type to events created by the same statement: ``r.near``
+    maps type → their positions in ``made`` (no index seek, no lock)."""
+    return "\n".join(
+        f"FOREACH (b IN [i IN coalesce(r.near.{t.value}, []) | made[i]] | "
+        f"CREATE (e)-[:{t.value}]->(b))"
+        for t in EdgeType
+        if t is not EdgeType.NEXT
+    )
+
+
 #: New events (``r.props`` holds tenant and id too) with their type label, their
-#: typed edges, the NEXT edge from their predecessor ``r.prev`` (the session's
-#: tail or the previous row), and the sessions' new ``last_seq`` — one round trip.
-#: ``CREATE``, not ``MERGE``: the store checked under the session lock that the ids
-#: are new (the (tenant, id) constraint refuses a concurrent writer of the same id
-#: in another session), and a new node has no edges yet.  The ``collect`` makes
-#: every node exist before any edge is drawn, so an edge to an event later in the
-#: same batch finds it instead of making a placeholder.
+#: typed edges, the NEXT edge from their predecessor, and the sessions' new
+#: ``last_seq`` — one round trip.  ``CREATE``, not ``MERGE``: the store checked under
+#: the session lock that the ids are new (the (tenant, id) constraint refuses a
+#: concurrent writer of the same id in another session), and a new node has no
+#: edges yet.  ``made`` holds every new node before any edge is drawn; an edge or a
+#: predecessor within the batch is reached by its position there (``r.near``,
+#: ``r.prev_at``: most of a batch's edges, and no index seek or lock for them), one
+#: elsewhere by id (``r.edges``, ``r.prev``: a stored event, or a placeholder made
+#: for a target not stored yet).
 CYPHER_CREATE_EVENTS = f"""
 CALL () {{
 UNWIND $rows AS r
 CREATE (e:Event)
 SET e = r.props, e:$(r.label)
-WITH collect({{e: e, r: r}}) AS made
-UNWIND made AS m
-WITH m.e AS e, m.r AS r
+WITH collect(e) AS made, collect(r) AS rows
+UNWIND range(0, size(made) - 1) AS at
+WITH made, made[at] AS e, rows[at] AS r
+{_near_foreach()}
 {_edge_foreach("CREATE")}
+FOREACH (p IN CASE WHEN r.prev_at IS NULL THEN [] ELSE [made[r.prev_at]] END |
+  CREATE (p)-[:NEXT]->(e))
 WITH e, r WHERE r.prev IS NOT NULL
 MATCH (p:Event {{tenant: $tenant, id: r.prev}})
 CREATE (p)-[:NEXT]->(e)
@@ -484,7 +502,7 @@ RETURN a.body AS body
 
 #: BM25 hits from the full-text index, filtered exactly in Cypher.  ``$search``
 #: narrows to the tenant inside Lucene (zero-weight clause) and field-qualifies the
-#: stemmed query terms to ``terms``; ``raw`` (hits before filtering) tells the
+#: stemmed query terms to the terms fields; ``raw`` (hits before filtering) tells the
 #: store whether a larger ``$limit`` could find more.  The first line waits until
 #: the (eventually consistent) index holds every write committed before.
 CYPHER_SEARCH_TEXT = f"""
@@ -511,12 +529,12 @@ WHERE e.seq IS NOT NULL
 RETURN s.tenant AS tenant, s.id AS sid, e.id AS id, e.content AS content
 ORDER BY tenant, sid, e.seq
 """
-#: Events' ``terms`` and their sessions' ``context_terms`` (rows of any tenant).
-CYPHER_SET_TERMS = """
+_SET_TERMS = """
 CALL () {
   UNWIND $rows AS r
   MATCH (e:Event {tenant: r.tenant, id: r.id})
-  SET e.terms = r.terms
+  SET e.body_terms = r.body, e.context_terms = r.context
+  {DROP}
 }
 CALL () {
   UNWIND $sessions AS x
@@ -524,11 +542,16 @@ CALL () {
   SET s.context_terms = x.context
 }
 """
-#: Sessions (of any tenant) with events an older BeeWeave stored without ``terms``;
+#: Events' terms and their sessions' ``context_terms`` (rows of any tenant).
+CYPHER_SET_TERMS = _SET_TERMS.replace("{DROP}", "")
+#: The same for stored events, whose ``terms`` an older BeeWeave wrote (own tokens
+#: twice and the previous turn's in one text) go.
+CYPHER_RESET_TERMS = _SET_TERMS.replace("{DROP}", "REMOVE e.terms")
+#: Sessions (of any tenant) with events an older BeeWeave stored without these terms;
 #: read once, when ``setup()`` creates the full-text index.
 CYPHER_GET_SESSIONS_WITHOUT_TERMS = """
 MATCH (e:Event)
-WHERE e.seq IS NOT NULL AND e.terms IS NULL
+WHERE e.seq IS NOT NULL AND e.body_terms IS NULL
 RETURN DISTINCT e.tenant AS tenant, e.session_id AS id
 """
 
