@@ -148,7 +148,9 @@ def test_one_text_terms_are_split_once_and_an_interrupted_upgrade_resumes(
         monkeypatch.setattr(terms, "refresh", stop_after_one)
         with pytest.raises(RuntimeError, match="interrupted"):
             Neo4jEventStore(driver=driver, tenant=tenant)
-        split = "MATCH (e:Event {tenant: $t}) RETURN count(e.body_terms) AS n, count(e.terms) AS old"
+        split = (
+            "MATCH (e:Event {tenant: $t}) RETURN count(e.body_terms) AS n, count(e.terms) AS old"
+        )
         records, _, _ = driver.execute_query(split, t=tenant)
         assert 0 < records[0]["n"] < 22 and records[0]["n"] + records[0]["old"] == 22
         assert q.FULLTEXT_INDEX not in _text_indexes(driver)  # built once, when all are done

@@ -78,9 +78,7 @@ def context_terms(text: str) -> str:
     return turn_tokens([text])[0][1] or ""
 
 
-def session_terms(
-    turns: Sequence[Turn], context: str = ""
-) -> tuple[list[tuple[str, str]], str]:
+def session_terms(turns: Sequence[Turn], context: str = "") -> tuple[list[tuple[str, str]], str]:
     """The indexed text of consecutive events of one session (their
     :func:`turn_tokens`), in order, and the context the event after them gets.
 
