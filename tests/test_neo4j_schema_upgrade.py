@@ -22,7 +22,7 @@ from .test_store_conformance import ev
 
 SCRIPT = Path(__file__).resolve().parents[1] / "scripts" / "neo4j-test-server"
 #: The full-text indexes as older BeeWeave versions created them (Lucene analysing
-#: ``content``; the first one synchronous), before events had terms.
+#: ``content``; the first one synchronous), before events had ``terms``.
 OLD_TEXT_INDEXES = (
     "CREATE FULLTEXT INDEX beeweave_event_text IF NOT EXISTS FOR (e:Event) "
     "ON EACH [e.content, e.tenant, e.session_id] OPTIONS {indexConfig: "
@@ -30,6 +30,8 @@ OLD_TEXT_INDEXES = (
     "CREATE FULLTEXT INDEX beeweave_event_text_en IF NOT EXISTS FOR (e:Event) "
     "ON EACH [e.content, e.session_id, e.tenant] OPTIONS {indexConfig: "
     "{`fulltext.analyzer`: 'english', `fulltext.eventually_consistent`: true}}",
+    # and a range index no read used
+    "CREATE INDEX beeweave_event_ts IF NOT EXISTS FOR (e:Event) ON (e.tenant, e.ts)",
 )
 
 
@@ -67,17 +69,19 @@ def test_an_older_database_gets_terms_and_the_new_text_index_once(private_uri: s
                     *[ev(f"old-{i}", f"log-{i % 4}", content=f"heron ledger entry {i}")
                       for i in range(30)]])  # fmt: skip
         driver.execute_query(
-            "MATCH (e:Event {tenant: 'upgrade'}) REMOVE e.body_terms, e.context_terms"
+            "MATCH (e:Event {tenant: 'upgrade'}) REMOVE e.terms"
         )  # as stored before
         assert set(_text_indexes(driver)) == {"beeweave_event_text", "beeweave_event_text_en"}
 
         store = Neo4jEventStore(driver=driver, tenant="upgrade")  # setup() upgrades
         indexes = _text_indexes(driver)
         assert set(indexes) == {q.FULLTEXT_INDEX}  # the old ones dropped
+        records, _, _ = driver.execute_query("SHOW INDEXES YIELD name RETURN collect(name) AS n")
+        assert not set(q.OBSOLETE_INDEXES) & set(records[0]["n"])
         assert indexes[q.FULLTEXT_INDEX]["properties"] == list(q.FULLTEXT_PROPERTIES)
         assert indexes[q.FULLTEXT_INDEX]["fulltext.eventually_consistent"] is True
         records, _, _ = driver.execute_query(
-            "MATCH (e:Event {tenant: 'upgrade'}) WHERE e.body_terms IS NULL RETURN count(e) AS n"
+            "MATCH (e:Event {tenant: 'upgrade'}) WHERE e.terms IS NULL RETURN count(e) AS n"
         )
         assert records[0]["n"] == 0  # every old event got its terms
         assert len(store.search_text("heron ledgers", k=50)) == 30  # stemmed, repopulated
@@ -99,71 +103,5 @@ def test_an_older_database_gets_terms_and_the_new_text_index_once(private_uri: s
         assert records[0]["c"].split() == ["we", "camp", "by", "the", "tarn"]
         Neo4jEventStore(driver=driver, tenant="upgrade")  # current index: left alone
         assert _text_indexes(driver)[q.FULLTEXT_INDEX]["id"] == indexes[q.FULLTEXT_INDEX]["id"]
-    finally:
-        driver.close()
-
-
-#: The full-text index of the BeeWeave before terms were split in two properties: the
-#: own tokens twice and the previous turn's in one ``terms`` text.
-ONE_TEXT_INDEX = (
-    "CREATE FULLTEXT INDEX beeweave_event_terms IF NOT EXISTS FOR (e:Event) "
-    "ON EACH [e.terms, e.tenant, e.session_id] OPTIONS {indexConfig: "
-    "{`fulltext.analyzer`: 'whitespace', `fulltext.eventually_consistent`: true}}"
-)
-
-
-def test_one_text_terms_are_split_once_and_an_interrupted_upgrade_resumes(
-    private_uri: str, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    from beeweave_core.backends.neo4j import terms
-
-    driver = neo4j.GraphDatabase.driver(private_uri, auth=None)
-    tenant = "split"
-    try:
-        store = Neo4jEventStore(driver=driver, tenant=tenant)
-        store.append([ev("w1", "dock", content="Where did the ferry to the islet leave from?"),
-                      ev("w2", "dock", content="Pier nine, at dawn."),
-                      *[ev(f"k{i}", f"shelf-{i % 5}", content=f"kestrel tally sheet {i}")
-                        for i in range(20)]])  # fmt: skip
-        before = {e.id for e, _ in store.search_text("kestrel tallies", k=50)}
-        # as the one-text version stored them, under its index
-        driver.execute_query(f"DROP INDEX {q.FULLTEXT_INDEX}")
-        driver.execute_query(ONE_TEXT_INDEX)
-        driver.execute_query(
-            "MATCH (e:Event {tenant: $t}) "
-            "SET e.terms = e.body_terms + ' ' + e.body_terms + ' ' + e.context_terms "
-            "REMOVE e.body_terms, e.context_terms", t=tenant,
-        )  # fmt: skip
-
-        # an upgrade that stops after its first transaction (one session each)
-        monkeypatch.setattr(terms, "SESSIONS_PER_TX", 1)
-        refresh, calls = terms.refresh, []
-
-        def stop_after_one(tx, sessions):  # type: ignore[no-untyped-def]
-            calls.append(sessions)
-            if len(calls) > 1:
-                raise RuntimeError("the upgrade was interrupted")
-            return refresh(tx, sessions)
-
-        monkeypatch.setattr(terms, "refresh", stop_after_one)
-        with pytest.raises(RuntimeError, match="interrupted"):
-            Neo4jEventStore(driver=driver, tenant=tenant)
-        split = (
-            "MATCH (e:Event {tenant: $t}) RETURN count(e.body_terms) AS n, count(e.terms) AS old"
-        )
-        records, _, _ = driver.execute_query(split, t=tenant)
-        assert 0 < records[0]["n"] < 22 and records[0]["n"] + records[0]["old"] == 22
-        assert q.FULLTEXT_INDEX not in _text_indexes(driver)  # built once, when all are done
-
-        monkeypatch.setattr(terms, "refresh", refresh)
-        store = Neo4jEventStore(driver=driver, tenant=tenant)  # resumes
-        records, _, _ = driver.execute_query(split, t=tenant)
-        assert (records[0]["n"], records[0]["old"]) == (22, 0)
-        index = _text_indexes(driver)[q.FULLTEXT_INDEX]
-        assert index["properties"] == list(q.FULLTEXT_PROPERTIES)
-        assert {e.id for e, _ in store.search_text("kestrel tallies", k=50)} == before
-        assert [e.id for e, _ in store.search_text("islet ferry")] == ["w1", "w2"]
-        Neo4jEventStore(driver=driver, tenant=tenant)  # nothing left to do: index kept
-        assert _text_indexes(driver)[q.FULLTEXT_INDEX]["id"] == index["id"]
     finally:
         driver.close()

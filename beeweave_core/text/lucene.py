@@ -22,7 +22,7 @@ from beeweave_core.text.lexical import CONTEXT_CHARS, fts_token_text, query_term
 from beeweave_core.text.stems import stem_texts
 
 __all__ = [
-    "BODY_BOOST",
+    "BODY_REPEAT",
     "Turn",
     "context_terms",
     "escape",
@@ -32,14 +32,12 @@ __all__ = [
     "turn_tokens",
 ]
 
-#: An event's own tokens and its previous turn's are two fields of the index, and
-#: a query weighs a match in the own ones this many times one in the previous
-#: turn's: the SQLite store weights the previous turn half
-#: (``bm25(events_fts, 1.0, 0.5)``).  (FTS5 adds both columns' weighted counts into
-#: one BM25 term; Lucene scores each field on its own and adds them.  Writing the
-#: own tokens twice into one field would copy FTS5 no closer, at half again the text
-#: to store and index per event.)
-BODY_BOOST = 2
+#: An event's own tokens are written this many times into its indexed text, its
+#: previous turn's once: the SQLite store weights the previous turn half
+#: (``bm25(events_fts, 1.0, 0.5)``), and FTS5 adds the weighted counts of both
+#: columns into one term frequency over one length, which is what one Lucene field
+#: holding both texts computes (scaled by 2; a field has no weight per word).
+BODY_REPEAT = 2
 
 _SPECIAL = re.compile(r'([+\-!(){}\[\]^"~*?:\\/&|])')
 _OPERATOR = re.compile(r"\b(AND|OR|NOT|TO)\b")
@@ -78,26 +76,26 @@ def context_terms(text: str) -> str:
     return turn_tokens([text])[0][1] or ""
 
 
-def session_terms(turns: Sequence[Turn], context: str = "") -> tuple[list[tuple[str, str]], str]:
+def session_terms(turns: Sequence[Turn], context: str = "") -> tuple[list[str], str]:
     """The indexed text of consecutive events of one session (their
     :func:`turn_tokens`), in order, and the context the event after them gets.
 
-    Each is a pair: its own tokens, and those of the first
+    Each is its own tokens (:data:`BODY_REPEAT` times) and those of the first
     :data:`~beeweave_core.text.lexical.CONTEXT_CHARS` characters of the last event
     before it with any content (``context`` for the first, :func:`context_terms`
     of that event), as the SQLite store's ``events_fts`` row holds them: what a
-    reply answers is part of its text (at :data:`BODY_BOOST`'s lower weight).
+    reply answers is part of its text.
     """
     out = []
     for own, head in turns:
-        out.append((own, context))
+        out.append(" ".join(filter(None, [own] * BODY_REPEAT + [context])))
         if head is not None:
             context = head
     return out, context
 
 
 def match_query(query: str, *, max_terms: int = 64) -> str | None:
-    """``query`` as Lucene clauses over :func:`session_terms` texts: one quoted phrase
+    """``query`` as Lucene clauses over :func:`session_terms` text: one quoted phrase
     per query term (a written unit such as ``JOB-7731`` is one phrase), stemmed and
     filtered like the SQLite store's FTS query; ``None`` when nothing is searchable."""
     groups = query_terms(query)[:max_terms]

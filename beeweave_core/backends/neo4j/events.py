@@ -297,17 +297,16 @@ class Neo4jEventStore(BaseEventStore):
             )
 
     def _drop_outdated_text_index(self) -> bool:
-        """Drop an older BeeWeave's full-text indexes and one made with other settings
+        """Drop an older BeeWeave's indexes and a full-text one made with other settings
         (a synchronous one, another analyzer); setup then builds it anew, once.
         Whether the current index is there (and kept).
 
         ``CREATE … IF NOT EXISTS`` alone would keep the old index whatever its
         options: a database created before would never get the new settings.
         """
-        for name in q.OBSOLETE_INDEXES:
-            if self._read(q.CYPHER_GET_FULLTEXT_INDEX, name=name):
-                statement = q.CYPHER_DROP_INDEX.format(name=name)
-                self.driver.execute_query(statement, database_=self.database)
+        for r in self._read(q.CYPHER_GET_INDEXES_NAMED, names=list(q.OBSOLETE_INDEXES)):
+            statement = q.CYPHER_DROP_INDEX.format(name=r["name"])
+            self.driver.execute_query(statement, database_=self.database)
         kept = True
         for name, props, analyzer in q.FULLTEXT_INDEXES:
             rows = self._read(q.CYPHER_GET_FULLTEXT_INDEX, name=name)
@@ -362,16 +361,17 @@ class Neo4jEventStore(BaseEventStore):
         # it makes the rows (but seq and predecessor), which need no stored data either
         later = None if keep_seq or len(prepared) < event_terms.OVERLAP_EVENTS else (
             event_terms.start(contents))  # fmt: skip
-        pending = tx.run(q.CYPHER_BEGIN_APPEND, tenant=t, session_ids=sids, ids=ids,
+        pending = tx.run(q.CYPHER_BEGIN_APPEND, tenant=t, session_ids=sids,
                          context_chars=CONTEXT_CHARS)  # fmt: skip
         rows = [self._row(p) for p in prepared]
         inline = not keep_seq and later is None
         turns = dict(zip(ids, lucene.turn_tokens(contents), strict=True)) if inline else {}
-        begin = pending.single()
-        last = {x["sid"]: x["last_seq"] for x in begin["sessions"]}
-        prev = {x["sid"]: x["tail"] for x in begin["sessions"]}
-        context = event_terms.contexts(begin["sessions"])
-        found = {x["id"]: x["stored"] for x in begin["found"]}
+        begun = pending.single()["sessions"]
+        last = {x["sid"]: x["last_seq"] for x in begun}
+        prev = {x["sid"]: x["tail"] for x in begun}
+        context = event_terms.contexts(begun)
+        found = {x["id"]: x["stored"]
+                 for x in tx.run(q.CYPHER_FIND_IDS, tenant=t, ids=ids).single()["found"]}  # fmt: skip
         artifacts: dict[str, dict[str, Any]] = {}
         new_rows: list[dict[str, Any]] = []
         placeholder_rows: list[dict[str, Any]] = []
@@ -425,7 +425,9 @@ class Neo4jEventStore(BaseEventStore):
         # new event's predecessor or edge target that is a placeholder exists already)
         if new_rows:
             _refer_within(new_rows)
-            tx.run(q.CYPHER_CREATE_EVENTS, tenant=t, rows=new_rows, sessions=sessions).consume()
+            made = tx.run(q.CYPHER_CREATE_EVENTS, tenant=t, rows=new_rows, sessions=sessions)
+            for row, element_id in zip(new_rows, made.single()["made"], strict=True):
+                row["made"] = element_id  # where event_terms.set_later finds the node
         else:
             tx.run(q.CYPHER_SET_LAST_SEQ, tenant=t, sessions=sessions).consume()
         if placeholder_rows:
@@ -443,9 +445,12 @@ class Neo4jEventStore(BaseEventStore):
         (its NEXT predecessor): those are known once its session is locked."""
         ev = p.event
         links = {k.value: list(v) for k, v in ev.links.items()}
+        # ev.edges() without an Edge model each: each target once per type, in order
         targets: dict[str, dict[str, None]] = {}
-        for e in ev.edges():  # dict: each target once per type, in order
-            targets.setdefault(e.type.value, {})[e.dst] = None
+        if ev.parents:
+            targets[EdgeType.CAUSED_BY.value] = dict.fromkeys(ev.parents)
+        for etype, ids in ev.links.items():
+            targets.setdefault(EdgeType(etype).value, {}).update(dict.fromkeys(ids))
         return {
             "label": TYPE_LABELS[ev.type],
             "prev": None,
@@ -737,9 +742,7 @@ class Neo4jEventStore(BaseEventStore):
             # the index narrows to the scope's sessions (Lucene intersects postings)
             either = " OR ".join(lucene.phrase(sid) for sid in session_ids)
             search += f"+session_id:({either})^0 "
-        # a match in the event's own text weighs BODY_BOOST times one in its previous turn's
-        search += (f"+({q.BODY_TERMS}:({words})^{lucene.BODY_BOOST} "
-                   f"{q.CONTEXT_TERMS}:({words}))")  # fmt: skip
+        search += f"+terms:({words})"
         params = {
             "index": q.FULLTEXT_INDEX, "search": search, "k": int(k), "session_ids": session_ids,
             "types": type_values, "since": since, "until": until,

@@ -19,7 +19,7 @@ Graph model (Neo4j 5.26 LTS or newer, community edition is enough)::
 
     (:Event:<TypeLabel> {tenant, id, session_id, seq, type, role, content, payload,
                          ts, parents, links, meta, source, user_id, agent_id, scope,
-                         tokens, status, status_reason, body_terms, context_terms})
+                         tokens, status, status_reason, terms})
     (:Event)-[:NEXT]->(:Event)              session order, materialised at write
     (:Event)-[:CAUSED_BY|REFERS_TO|SUMMARIZES|DERIVED_FROM|SUPERSEDES {meta}]->(:Event)
     (:Event)-[:HAS_ARTIFACT]->(:Artifact {tenant, sha256, chars, body})
@@ -38,24 +38,27 @@ from beeweave_core.backends.neo4j import session_scopes
 from beeweave_core.events import EdgeType
 
 #: The full-text index ranks the tokens the SQLite store's FTS5 index holds (see
-#: :mod:`beeweave_core.text.lucene`): each event's ``body_terms`` property is its own
-#: tokens and ``context_terms`` its previous turn's, already segmented (jieba for
+#: :mod:`beeweave_core.text.lucene`): each event's ``terms`` property is its own
+#: tokens, twice, and its previous turn's, once, already segmented (jieba for
 #: Chinese), lower-cased and stemmed by BeeWeave, so Lucene only splits on spaces.
-#: Searched with the same stemmed query terms (a body match weighing
-#: ``lucene.BODY_BOOST`` times a context one), an event ranks as on SQLite.
+#: Searched with the same stemmed query terms, an event ranks as on SQLite.  (Two
+#: fields, own tokens once and the previous turn's, weighted 2:1 in the query, would
+#: store and index a third less text, but Lucene's per-field length norms rank them
+#: further from FTS5's: LoCoMo's lexical recall@10 fell from 0.738 to 0.709.)
 FULLTEXT_INDEX = "beeweave_event_terms"
 FULLTEXT_ANALYZER = "whitespace"
-BODY_TERMS, CONTEXT_TERMS = "body_terms", "context_terms"
-#: Properties in the full-text index: the terms are searched; tenant and session_id
-#: are there only so a query can be narrowed inside Lucene (see CYPHER_SEARCH_TEXT).
-FULLTEXT_PROPERTIES = (BODY_TERMS, CONTEXT_TERMS, "tenant", "session_id")
+#: Properties in the full-text index: terms are searched; tenant and session_id are
+#: there only so a query can be narrowed inside Lucene (see CYPHER_SEARCH_TEXT).
+FULLTEXT_PROPERTIES = ("terms", "tenant", "session_id")
 #: Every full-text index on events: (name, properties, analyzer).
 FULLTEXT_INDEXES: tuple[tuple[str, tuple[str, ...], str], ...] = (
     (FULLTEXT_INDEX, FULLTEXT_PROPERTIES, FULLTEXT_ANALYZER),
 )
-#: Full-text indexes of older BeeWeave versions (Lucene's CJK and English analyzers
-#: over ``content``): ``setup()`` drops them, as nothing searches them any more.
-OBSOLETE_INDEXES = ("beeweave_event_text", "beeweave_event_text_en")
+#: Indexes of older BeeWeave versions, which ``setup()`` drops as no read uses them
+#: any more (and each costs every write an update): full-text ones of Lucene's CJK
+#: and English analyzers over ``content``, and (tenant, ts) (time windows are read
+#: within a session, by its (tenant, session_id, seq) index, or filter other hits).
+OBSOLETE_INDEXES = ("beeweave_event_text", "beeweave_event_text_en", "beeweave_event_ts")
 
 
 def fulltext_config(analyzer: str) -> dict[str, str | bool]:
@@ -98,7 +101,6 @@ SCHEMA_STATEMENTS: tuple[str, ...] = (
     "FOR (s:Session) REQUIRE (s.tenant, s.id) IS UNIQUE",
     "CREATE CONSTRAINT beeweave_artifact_sha IF NOT EXISTS "
     "FOR (a:Artifact) REQUIRE (a.tenant, a.sha256) IS UNIQUE",
-    "CREATE INDEX beeweave_event_ts IF NOT EXISTS FOR (e:Event) ON (e.tenant, e.ts)",
     "CREATE INDEX beeweave_event_user IF NOT EXISTS FOR (e:Event) ON (e.tenant, e.user_id)",
     "CREATE INDEX beeweave_event_scope IF NOT EXISTS FOR (e:Event) ON (e.tenant, e.scope)",
     *(
@@ -109,6 +111,8 @@ SCHEMA_STATEMENTS: tuple[str, ...] = (
         for name, props, analyzer in FULLTEXT_INDEXES
     ),
 )
+#: Which of ``$names`` are indexes of the database.
+CYPHER_GET_INDEXES_NAMED = "SHOW INDEXES YIELD name WHERE name IN $names RETURN name"
 #: A full-text index as it exists (none: no row), to compare with the wanted one.
 CYPHER_GET_FULLTEXT_INDEX = """
 SHOW FULLTEXT INDEXES YIELD name, labelsOrTypes, properties, options
@@ -119,7 +123,7 @@ RETURN labelsOrTypes AS labels, properties, options.indexConfig AS config
 CYPHER_DROP_INDEX = "DROP INDEX {name} IF EXISTS"
 #: Indexes that populate in the background after creation; ``setup()`` waits for
 #: these (and only these: another component's index may take its time).
-AWAITED_INDEXES = ("beeweave_event_ts", "beeweave_event_user", FULLTEXT_INDEX)
+AWAITED_INDEXES = ("beeweave_event_user", FULLTEXT_INDEX)
 CYPHER_AWAIT_INDEX = "CALL db.awaitIndex($name, $seconds)"
 
 # ------------------------------------------------------------------ projections
@@ -135,39 +139,37 @@ _IN_SCOPES = "($scopes IS NULL OR e.scope IS NULL OR e.scope IN $scopes)"
 _VISIBLE = f"e.seq IS NOT NULL AND ($all OR e.status = 'active') AND {_IN_SCOPES}"
 
 # ------------------------------------------------------------------ writes
-#: Start of every append (one round trip): lock each session the batch writes to
-#: (sorted ids, so writers never deadlock), creating it on first use, and read
-#: ``last_seq``, the id of the event there (the new events' NEXT predecessor) and
-#: ``context_terms`` (the first new event's previous turn, see ``terms``) only once
-#: the lock is held; then, still under the lock, which of the batch's ids exist:
-#: stored events (redeliveries) or placeholders (to fill in).  A session an older
-#: BeeWeave wrote has no ``context_terms`` yet: the start of its last content is
-#: looked up instead (once: this append stores the session's context).
+#: Start of every append: lock each session the batch writes to (sorted ids, so
+#: writers never deadlock), creating it on first use, and read ``last_seq``, the id
+#: of the event there (the new events' NEXT predecessor) and ``context_terms`` (the
+#: first new event's previous turn, see ``terms``) only once the lock is held.  A
+#: session an older BeeWeave wrote has no ``context_terms`` yet: the start of its
+#: last content is looked up instead (once: this append stores the session's context).
 CYPHER_BEGIN_APPEND = """
-CALL () {
-  UNWIND $session_ids AS sid
-  MERGE (s:Session {tenant: $tenant, id: sid})
-  ON CREATE SET s.last_seq = -1, s.context_terms = ''
-  SET s._lock = true
-  REMOVE s._lock
-  WITH sid, s
-  OPTIONAL MATCH (t:Event {tenant: $tenant, session_id: sid, seq: s.last_seq})
-  OPTIONAL CALL (sid, s) {
-    // an empty seq range unless needed (a filter on s alone is applied after the seek)
-    WITH sid, CASE WHEN s.context_terms IS NULL THEN s.last_seq ELSE -1 END AS upto
-    MATCH (p:Event {tenant: $tenant, session_id: sid})
-    WHERE p.seq <= upto AND p.content <> ''
-    RETURN left(p.content, $context_chars) AS before ORDER BY p.seq DESC LIMIT 1
-  }
-  RETURN collect({sid: sid, last_seq: s.last_seq, tail: t.id, context: s.context_terms,
-                  before: before}) AS sessions
+UNWIND $session_ids AS sid
+MERGE (s:Session {tenant: $tenant, id: sid})
+ON CREATE SET s.last_seq = -1, s.context_terms = ''
+SET s._lock = true
+REMOVE s._lock
+WITH sid, s
+OPTIONAL MATCH (t:Event {tenant: $tenant, session_id: sid, seq: s.last_seq})
+OPTIONAL CALL (sid, s) {
+  // an empty seq range unless needed (a filter on s alone is applied after the seek)
+  WITH sid, CASE WHEN s.context_terms IS NULL THEN s.last_seq ELSE -1 END AS upto
+  MATCH (p:Event {tenant: $tenant, session_id: sid})
+  WHERE p.seq <= upto AND p.content <> ''
+  RETURN left(p.content, $context_chars) AS before ORDER BY p.seq DESC LIMIT 1
 }
-CALL () {
-  UNWIND $ids AS id
-  MATCH (e:Event {tenant: $tenant, id: id})
-  RETURN collect({id: e.id, stored: e.seq IS NOT NULL}) AS found
-}
-RETURN sessions, found
+RETURN collect({sid: sid, last_seq: s.last_seq, tail: t.id, context: s.context_terms,
+                before: before}) AS sessions
+"""
+#: Then, still under the locks, which of the batch's ids exist: stored events
+#: (redeliveries) or placeholders (to fill in).  A statement of its own: one that
+#: writes (the MERGE above) would seek each id with a lock on its index entry.
+CYPHER_FIND_IDS = """
+UNWIND $ids AS id
+MATCH (e:Event {tenant: $tenant, id: id})
+RETURN collect({id: e.id, stored: e.seq IS NOT NULL}) AS found
 """
 #: A session's new ``last_seq``, its scopes (see ``session_scopes``) and, after an
 #: append (not an import: ``terms`` recomputes its sessions), its ``context_terms``.
@@ -220,21 +222,25 @@ def _near_foreach() -> str:
 #: for a target not stored yet).
 CYPHER_CREATE_EVENTS = f"""
 CALL () {{
-UNWIND $rows AS r
-CREATE (e:Event)
-SET e = r.props, e:$(r.label)
-WITH collect(e) AS made, collect(r) AS rows
-UNWIND range(0, size(made) - 1) AS at
-WITH made, made[at] AS e, rows[at] AS r
-{_near_foreach()}
-{_edge_foreach("CREATE")}
-FOREACH (p IN CASE WHEN r.prev_at IS NULL THEN [] ELSE [made[r.prev_at]] END |
-  CREATE (p)-[:NEXT]->(e))
-WITH e, r WHERE r.prev IS NOT NULL
-MATCH (p:Event {{tenant: $tenant, id: r.prev}})
-CREATE (p)-[:NEXT]->(e)
+  UNWIND $rows AS r
+  CREATE (e:Event)
+  SET e = r.props, e:$(r.label)
+  WITH collect(e) AS made, collect(r) AS rows
+  CALL (made, rows) {{
+    UNWIND range(0, size(made) - 1) AS at
+    WITH made, made[at] AS e, rows[at] AS r
+    {_near_foreach()}
+    {_edge_foreach("CREATE")}
+    FOREACH (p IN CASE WHEN r.prev_at IS NULL THEN [] ELSE [made[r.prev_at]] END |
+      CREATE (p)-[:NEXT]->(e))
+    WITH e, r WHERE r.prev IS NOT NULL
+    MATCH (p:Event {{tenant: $tenant, id: r.prev}})
+    CREATE (p)-[:NEXT]->(e)
+  }}
+  RETURN [e IN made | elementId(e)] AS made
 }}
 CALL () {{{_SET_LAST_SEQ}}}
+RETURN made
 """
 #: Fill in placeholders (ids some edge pointed at before the event arrived); they
 #: may have edges already, so MERGE.
@@ -418,12 +424,16 @@ RETURN {EVENT_MAP} AS event, depth
 """
 
 _EDGE_ROW = "a.id AS src, type(r) AS type, b.id AS dst, r.meta AS meta ORDER BY src, type, dst"
+#: The hint keeps the (tenant, id) seek when the statistics are off (a database
+#: that held many events and lost them had its edge reads planned as index scans).
 CYPHER_GET_EDGES_OUT = f"""
 MATCH (a:Event {{tenant: $tenant, id: $id}})-[r:$any($types)]->(b:Event)
+USING INDEX SEEK a:Event(tenant, id)
 RETURN {_EDGE_ROW}
 """
 CYPHER_GET_EDGES_IN = f"""
 MATCH (a:Event)-[r:$any($types)]->(b:Event {{tenant: $tenant, id: $id}})
+USING INDEX SEEK b:Event(tenant, id)
 RETURN {_EDGE_ROW}
 """
 CYPHER_GET_SESSION_EDGES = f"""
@@ -502,7 +512,7 @@ RETURN a.body AS body
 
 #: BM25 hits from the full-text index, filtered exactly in Cypher.  ``$search``
 #: narrows to the tenant inside Lucene (zero-weight clause) and field-qualifies the
-#: stemmed query terms to the terms fields; ``raw`` (hits before filtering) tells the
+#: stemmed query terms to ``terms``; ``raw`` (hits before filtering) tells the
 #: store whether a larger ``$limit`` could find more.  The first line waits until
 #: the (eventually consistent) index holds every write committed before.
 CYPHER_SEARCH_TEXT = f"""
@@ -533,8 +543,7 @@ _SET_TERMS = """
 CALL () {
   UNWIND $rows AS r
   MATCH (e:Event {tenant: r.tenant, id: r.id})
-  SET e.body_terms = r.body, e.context_terms = r.context
-  {DROP}
+  SET e.terms = r.terms
 }
 CALL () {
   UNWIND $sessions AS x
@@ -542,16 +551,18 @@ CALL () {
   SET s.context_terms = x.context
 }
 """
-#: Events' terms and their sessions' ``context_terms`` (rows of any tenant).
-CYPHER_SET_TERMS = _SET_TERMS.replace("{DROP}", "")
-#: The same for stored events, whose ``terms`` an older BeeWeave wrote (own tokens
-#: twice and the previous turn's in one text) go.
-CYPHER_RESET_TERMS = _SET_TERMS.replace("{DROP}", "REMOVE e.terms")
-#: Sessions (of any tenant) with events an older BeeWeave stored without these terms;
+#: Events' ``terms`` and their sessions' ``context_terms`` (rows of any tenant).
+CYPHER_SET_TERMS = _SET_TERMS
+#: The same for events this transaction created, found by the element ids
+#: CYPHER_CREATE_EVENTS returned (no index seek).
+CYPHER_SET_NEW_TERMS = _SET_TERMS.replace(
+    "MATCH (e:Event {tenant: r.tenant, id: r.id})", "MATCH (e) WHERE elementId(e) = r.made"
+)
+#: Sessions (of any tenant) with events an older BeeWeave stored without ``terms``;
 #: read once, when ``setup()`` creates the full-text index.
 CYPHER_GET_SESSIONS_WITHOUT_TERMS = """
 MATCH (e:Event)
-WHERE e.seq IS NOT NULL AND e.body_terms IS NULL
+WHERE e.seq IS NOT NULL AND e.terms IS NULL
 RETURN DISTINCT e.tenant AS tenant, e.session_id AS id
 """
 

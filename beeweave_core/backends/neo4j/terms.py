@@ -1,7 +1,7 @@
-"""Each event's terms: the text the Neo4j full-text index ranks.
+"""Each event's ``terms``: the text the Neo4j full-text index ranks.
 
-An event's ``body_terms`` hold its own tokens and its ``context_terms`` its previous
-turn's (what a reply answers), as the SQLite store's ``events_fts`` row does (see
+An event's terms hold its own tokens and its previous turn's (what a reply
+answers), as the SQLite store's ``events_fts`` row does (see
 :func:`beeweave_core.text.lucene.session_terms`).  Appends compute them from the
 batch and the session's ``context_terms`` (the tokens of its last content, kept on
 the session node, so no append reads stored text); this module recomputes both
@@ -57,7 +57,7 @@ def contexts(sessions: Sequence[dict[str, Any]]) -> dict[str, str]:
 def fill(
     rows: Sequence[dict[str, Any]], context: dict[str, str], turns: dict[str, Turn]
 ) -> dict[str, str]:
-    """Set the terms of new event rows (``_row`` maps, in session order).
+    """Set ``props.terms`` of new event rows (``_row`` maps, in session order).
 
     ``context``: per session, its ``context_terms`` before the batch; ``turns``: per
     event id, its :func:`~beeweave_core.text.lucene.turn_tokens`.  Returns the
@@ -70,8 +70,8 @@ def fill(
     for sid, mine in by_session.items():
         mine_turns = [turns[r["props"]["id"]] for r in mine]
         terms, after[sid] = session_terms(mine_turns, context.get(sid, ""))
-        for r, (body, before) in zip(mine, terms, strict=True):
-            r["props"][q.BODY_TERMS], r["props"][q.CONTEXT_TERMS] = body, before
+        for r, t in zip(mine, terms, strict=True):
+            r["props"]["terms"] = t
     return after
 
 
@@ -79,14 +79,17 @@ def set_later(
     tx: Any, tenant: str, rows: Sequence[dict[str, Any]], context: dict[str, str],
     turns: dict[str, Turn],
 ) -> None:  # fmt: skip
-    """:func:`fill` for events created already (in this transaction), and store it."""
+    """:func:`fill` for events created already (in this transaction), and store it:
+    new ones found by the element id their creation gave (``made``: no index seek),
+    filled-in placeholders by id."""
     after = fill(rows, context, turns)
-    tx.run(
-        q.CYPHER_SET_TERMS,
-        rows=[{"tenant": tenant, "id": r["props"]["id"], "body": r["props"][q.BODY_TERMS],
-               "context": r["props"][q.CONTEXT_TERMS]} for r in rows],
-        sessions=[{"tenant": tenant, "id": s, "context": c} for s, c in after.items()],
-    ).consume()  # fmt: skip
+    sessions = [{"tenant": tenant, "id": s, "context": c} for s, c in after.items()]
+    made = [{"made": r["made"], "terms": r["props"]["terms"]} for r in rows if r.get("made")]
+    filled = [{"tenant": tenant, "id": r["props"]["id"], "terms": r["props"]["terms"]}
+              for r in rows if not r.get("made")]  # fmt: skip
+    tx.run(q.CYPHER_SET_NEW_TERMS, rows=made, sessions=sessions).consume()
+    if filled:
+        tx.run(q.CYPHER_SET_TERMS, rows=filled, sessions=[]).consume()
 
 
 def refresh(tx: Any, sessions: Sequence[tuple[str, str]]) -> int:
@@ -103,17 +106,16 @@ def refresh(tx: Any, sessions: Sequence[tuple[str, str]]) -> int:
         turns = turn_tokens([r["content"] or "" for r in events])
         terms, after[tenant, sid] = session_terms(turns)
         rows += [
-            {"tenant": tenant, "id": r["id"], "body": body, "context": before}
-            for r, (body, before) in zip(events, terms, strict=True)
+            {"tenant": tenant, "id": r["id"], "terms": t}
+            for r, t in zip(events, terms, strict=True)
         ]
     done = [{"tenant": t, "id": s, "context": c} for (t, s), c in after.items()]
-    tx.run(q.CYPHER_RESET_TERMS, rows=rows, sessions=done).consume()
+    tx.run(q.CYPHER_SET_TERMS, rows=rows, sessions=done).consume()
     return len(rows)
 
 
 def backfill(session: Any) -> int:
-    """Give terms to the events an older BeeWeave stored without them or with its
-    one-text ``terms`` (every tenant), a few
+    """Give terms to the events an older BeeWeave stored (every tenant), a few
     sessions per transaction, so an interrupted upgrade resumes where it stopped."""
     pending = [
         (r["tenant"], r["id"])
