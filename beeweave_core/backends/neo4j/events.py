@@ -138,6 +138,9 @@ def _merge_edges(tx: Any, tenant: str, edges: Sequence[Edge]) -> int:
     return created
 
 
+#: Event properties often null, which a row leaves out (``seq`` is set later).
+_OPTIONAL_PROPS = ("role", "user_id", "agent_id", "scope", "status_reason")
+
 #: Driver settings BeeWeave sets unless given (seconds); pass your own to override.
 DRIVER_TIMEOUTS = {
     "connection_acquisition_timeout": 5.0,
@@ -451,7 +454,7 @@ class Neo4jEventStore(BaseEventStore):
             targets[EdgeType.CAUSED_BY.value] = dict.fromkeys(ev.parents)
         for etype, ids in ev.links.items():
             targets.setdefault(EdgeType(etype).value, {}).update(dict.fromkeys(ids))
-        return {
+        row = {
             "label": TYPE_LABELS[ev.type],
             "prev": None,
             "prev_at": None,
@@ -480,6 +483,10 @@ class Neo4jEventStore(BaseEventStore):
                 "status_reason": ev.status_reason,
             },
         }
+        for key in _OPTIONAL_PROPS:  # a null property is no property: not sent at all
+            if row["props"][key] is None:
+                del row["props"][key]
+        return row
 
     def link(self, edges: Sequence[Edge]) -> int:
         """Add edges (REFERS_TO found later, SUMMARIZES, …); existing ones are kept."""

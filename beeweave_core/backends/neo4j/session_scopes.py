@@ -81,7 +81,7 @@ def sessions_param(
     named: dict[str, set[str]] = {sid: set() for sid in last}
     unscoped: set[str] = set()
     for r in rows:
-        sid, scope = r["props"]["session_id"], r["props"]["scope"]
+        sid, scope = r["props"]["session_id"], r["props"].get("scope")
         if scope is None:
             unscoped.add(sid)
         else:
