@@ -428,9 +428,7 @@ class Neo4jEventStore(BaseEventStore):
         # new event's predecessor or edge target that is a placeholder exists already)
         if new_rows:
             _refer_within(new_rows)
-            made = tx.run(q.CYPHER_CREATE_EVENTS, tenant=t, rows=new_rows, sessions=sessions)
-            for row, element_id in zip(new_rows, made.single()["made"], strict=True):
-                row["made"] = element_id  # where event_terms.set_later finds the node
+            tx.run(q.CYPHER_CREATE_EVENTS, tenant=t, rows=new_rows, sessions=sessions).consume()
         else:
             tx.run(q.CYPHER_SET_LAST_SEQ, tenant=t, sessions=sessions).consume()
         if placeholder_rows:

@@ -222,25 +222,21 @@ def _near_foreach() -> str:
 #: for a target not stored yet).
 CYPHER_CREATE_EVENTS = f"""
 CALL () {{
-  UNWIND $rows AS r
-  CREATE (e:Event)
-  SET e = r.props, e:$(r.label)
-  WITH collect(e) AS made, collect(r) AS rows
-  CALL (made, rows) {{
-    UNWIND range(0, size(made) - 1) AS at
-    WITH made, made[at] AS e, rows[at] AS r
-    {_near_foreach()}
-    {_edge_foreach("CREATE")}
-    FOREACH (p IN CASE WHEN r.prev_at IS NULL THEN [] ELSE [made[r.prev_at]] END |
-      CREATE (p)-[:NEXT]->(e))
-    WITH e, r WHERE r.prev IS NOT NULL
-    MATCH (p:Event {{tenant: $tenant, id: r.prev}})
-    CREATE (p)-[:NEXT]->(e)
-  }}
-  RETURN [e IN made | elementId(e)] AS made
+UNWIND $rows AS r
+CREATE (e:Event)
+SET e = r.props, e:$(r.label)
+WITH collect(e) AS made, collect(r) AS rows
+UNWIND range(0, size(made) - 1) AS at
+WITH made, made[at] AS e, rows[at] AS r
+{_near_foreach()}
+{_edge_foreach("CREATE")}
+FOREACH (p IN CASE WHEN r.prev_at IS NULL THEN [] ELSE [made[r.prev_at]] END |
+  CREATE (p)-[:NEXT]->(e))
+WITH e, r WHERE r.prev IS NOT NULL
+MATCH (p:Event {{tenant: $tenant, id: r.prev}})
+CREATE (p)-[:NEXT]->(e)
 }}
 CALL () {{{_SET_LAST_SEQ}}}
-RETURN made
 """
 #: Fill in placeholders (ids some edge pointed at before the event arrived); they
 #: may have edges already, so MERGE.
@@ -424,8 +420,8 @@ RETURN {EVENT_MAP} AS event, depth
 """
 
 _EDGE_ROW = "a.id AS src, type(r) AS type, b.id AS dst, r.meta AS meta ORDER BY src, type, dst"
-#: The hint keeps the (tenant, id) seek when the statistics are off (a database
-#: that held many events and lost them had its edge reads planned as index scans).
+#: The hints keep the index seeks when the statistics are off (a database that held
+#: many events and lost them had its edge reads planned as index scans).
 CYPHER_GET_EDGES_OUT = f"""
 MATCH (a:Event {{tenant: $tenant, id: $id}})-[r:$any($types)]->(b:Event)
 USING INDEX SEEK a:Event(tenant, id)
@@ -438,6 +434,7 @@ RETURN {_EDGE_ROW}
 """
 CYPHER_GET_SESSION_EDGES = f"""
 MATCH (a:Event {{tenant: $tenant, session_id: $session_id}})-[r:$any($types)]->(b:Event)
+USING INDEX SEEK a:Event(tenant, session_id, seq)
 WHERE a.seq IS NOT NULL
 RETURN {_EDGE_ROW}
 """
@@ -539,7 +536,8 @@ WHERE e.seq IS NOT NULL
 RETURN s.tenant AS tenant, s.id AS sid, e.id AS id, e.content AS content
 ORDER BY tenant, sid, e.seq
 """
-_SET_TERMS = """
+#: Events' ``terms`` and their sessions' ``context_terms`` (rows of any tenant).
+CYPHER_SET_TERMS = """
 CALL () {
   UNWIND $rows AS r
   MATCH (e:Event {tenant: r.tenant, id: r.id})
@@ -551,13 +549,6 @@ CALL () {
   SET s.context_terms = x.context
 }
 """
-#: Events' ``terms`` and their sessions' ``context_terms`` (rows of any tenant).
-CYPHER_SET_TERMS = _SET_TERMS
-#: The same for events this transaction created, found by the element ids
-#: CYPHER_CREATE_EVENTS returned (no index seek).
-CYPHER_SET_NEW_TERMS = _SET_TERMS.replace(
-    "MATCH (e:Event {tenant: r.tenant, id: r.id})", "MATCH (e) WHERE elementId(e) = r.made"
-)
 #: Sessions (of any tenant) with events an older BeeWeave stored without ``terms``;
 #: read once, when ``setup()`` creates the full-text index.
 CYPHER_GET_SESSIONS_WITHOUT_TERMS = """

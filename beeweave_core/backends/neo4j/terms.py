@@ -79,17 +79,14 @@ def set_later(
     tx: Any, tenant: str, rows: Sequence[dict[str, Any]], context: dict[str, str],
     turns: dict[str, Turn],
 ) -> None:  # fmt: skip
-    """:func:`fill` for events created already (in this transaction), and store it:
-    new ones found by the element id their creation gave (``made``: no index seek),
-    filled-in placeholders by id."""
+    """:func:`fill` for events created already (in this transaction), and store it."""
     after = fill(rows, context, turns)
-    sessions = [{"tenant": tenant, "id": s, "context": c} for s, c in after.items()]
-    made = [{"made": r["made"], "terms": r["props"]["terms"]} for r in rows if r.get("made")]
-    filled = [{"tenant": tenant, "id": r["props"]["id"], "terms": r["props"]["terms"]}
-              for r in rows if not r.get("made")]  # fmt: skip
-    tx.run(q.CYPHER_SET_NEW_TERMS, rows=made, sessions=sessions).consume()
-    if filled:
-        tx.run(q.CYPHER_SET_TERMS, rows=filled, sessions=[]).consume()
+    tx.run(
+        q.CYPHER_SET_TERMS,
+        rows=[{"tenant": tenant, "id": r["props"]["id"], "terms": r["props"]["terms"]}
+              for r in rows],
+        sessions=[{"tenant": tenant, "id": s, "context": c} for s, c in after.items()],
+    ).consume()  # fmt: skip
 
 
 def refresh(tx: Any, sessions: Sequence[tuple[str, str]]) -> int:
