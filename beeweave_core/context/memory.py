@@ -39,6 +39,7 @@ from beeweave_core.context.supersession import (
     default_similarity,
     llm_judge,
 )
+from beeweave_core.errors import StoreClosed
 from beeweave_core.events import Edge, EdgeType, Event, EventType, event_id_for
 from beeweave_core.llm import TextLLM, as_text_llm
 from beeweave_core.ranking import HALF_LIFE_DAYS, age_weight
@@ -203,6 +204,8 @@ class MemoryWriter:
             for ev in events:
                 try:
                     written += self._process_event(ev, invocations, use_llm=use_llm)
+                except StoreClosed:
+                    raise  # nothing more can be written: not a bad event
                 except Exception:  # a bad event must not stop memory for the rest
                     import logging
 
