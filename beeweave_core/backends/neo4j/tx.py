@@ -14,6 +14,8 @@ import time
 import weakref
 from typing import Any
 
+from beeweave_core.errors import StoreClosed
+
 
 def session(driver: Any, database: str | None, *, read: bool = False) -> Any:
     import neo4j
@@ -49,6 +51,8 @@ class IdleSessions:
 
     def take(self, read: bool) -> Any:
         with self._lock:
+            if self._closed:
+                raise StoreClosed("the Neo4j store is closed")
             if self._idle[read]:
                 return self._idle[read].pop()
         return session(self.driver, self.database, read=read)
