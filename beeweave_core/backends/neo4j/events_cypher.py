@@ -419,11 +419,10 @@ WHERE {_VISIBLE}
 RETURN {EVENT_MAP} AS event, depth
 """
 
-#: ``USING INDEX SEEK``: on a fresh database (no statistics yet) the planner serves
-#: the ORDER BY from a scan of the whole (tenant, id) index instead of seeking the one id.
+#: ``USING INDEX SEEK``: on a fresh database (no statistics yet), or one that held
+#: many events and lost them, the planner serves the ORDER BY from a scan of a whole
+#: index instead of seeking the one id (or session).
 _EDGE_ROW = "a.id AS src, type(r) AS type, b.id AS dst, r.meta AS meta ORDER BY src, type, dst"
-#: The hints keep the index seeks when the statistics are off (a database that held
-#: many events and lost them had its edge reads planned as index scans).
 CYPHER_GET_EDGES_OUT = f"""
 MATCH (a:Event {{tenant: $tenant, id: $id}})-[r:$any($types)]->(b:Event)
 USING INDEX SEEK a:Event(tenant, id)
