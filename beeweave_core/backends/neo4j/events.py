@@ -115,6 +115,12 @@ def _refer_within(rows: list[dict[str, Any]]) -> None:
         r["near"] = near
 
 
+def _found(tx: Any, tenant: str, ids: list[str]) -> dict[str, bool]:
+    """Which of ``ids`` exist, each as stored (True) or a placeholder (False)."""
+    rows = tx.run(q.CYPHER_FIND_IDS, tenant=tenant, ids=ids).single()["found"]
+    return {x["id"]: x["stored"] for x in rows}
+
+
 def _edge_types(types: Iterable[EdgeType | str]) -> list[str]:
     """Relationship types as fixed enum values (never user text)."""
     return [EdgeType(t).value for t in types]
@@ -373,8 +379,7 @@ class Neo4jEventStore(BaseEventStore):
         last = {x["sid"]: x["last_seq"] for x in begun}
         prev = {x["sid"]: x["tail"] for x in begun}
         context = event_terms.contexts(begun)
-        found = {x["id"]: x["stored"]
-                 for x in tx.run(q.CYPHER_FIND_IDS, tenant=t, ids=ids).single()["found"]}  # fmt: skip
+        found = _found(tx, t, ids)
         artifacts: dict[str, dict[str, Any]] = {}
         new_rows: list[dict[str, Any]] = []
         placeholder_rows: list[dict[str, Any]] = []
