@@ -5,6 +5,11 @@ class StoreError(RuntimeError):
     """The store could not do what was asked (bad input is a ``ValueError``)."""
 
 
+class StoreClosed(StoreError):
+    """The store was closed: work still running for it (a background catch-up) stops
+    instead of reporting every remaining event as a failure."""
+
+
 class NotFound(StoreError, KeyError):
     """The session or event does not exist for this tenant."""
 

@@ -8,6 +8,7 @@ SQLite and Neo4j cannot drift apart on what they accept or how they store it.
 from __future__ import annotations
 
 import asyncio
+from collections import deque
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any, NamedTuple, Protocol, runtime_checkable
@@ -44,6 +45,8 @@ CAUSAL_EDGES: tuple[EdgeType, ...] = (EdgeType.CAUSED_BY, EdgeType.REFERS_TO)
 #: Deepest causal walk a store accepts (Neo4j writes the bound into the query text).
 MAX_WALK_DEPTH = 1_000
 MAX_ID_LEN = 512
+#: Links whose sources a store remembers for :meth:`BaseEventStore.linked_since`.
+RECENT_LINKS = 1_024
 
 
 def _check_id(kind: str, value: Any) -> str:
@@ -227,6 +230,28 @@ class BaseEventStore:
 
     def _status_changed(self) -> None:
         self.status_changes += 1
+
+    #: Bumped by every ``link`` made through this object; with the sources of the
+    #: newest links (see :meth:`linked_since`), a cache of what edges say (when a
+    #: memory was last restated) drops only the entries a new edge changed.
+    link_changes: int = 0
+    _recent_links: deque[tuple[int, frozenset[str]]] | None = None
+
+    def _linked(self, edges: Sequence[Edge]) -> None:
+        if self._recent_links is None:
+            self._recent_links = deque(maxlen=RECENT_LINKS)
+        self.link_changes += 1
+        self._recent_links.append((self.link_changes, frozenset(e.src for e in edges)))
+
+    def linked_since(self, mark: int) -> set[str] | None:
+        """Sources of the edges linked after ``link_changes`` was ``mark`` (``None``:
+        too many links ago to tell)."""
+        if mark == self.link_changes:
+            return set()
+        recent = list(self._recent_links or ())
+        if not recent or recent[0][0] > mark + 1:
+            return None
+        return {src for n, srcs in recent if n > mark for src in srcs}
 
     # ----------------------------------------------------------------- writes
     def append(self, events: Sequence[Event]) -> AppendResult:

@@ -18,9 +18,9 @@ import pytest
 from beeweave_core.backends import Backend, open_backend
 from beeweave_core.backends.neo4j import tx as neo4j_tx
 from beeweave_core.backends.neo4j.auth import auth_from_env, driver_auth, parse_auth
-from beeweave_core.backends.sqlite.db import ClosedError
 from beeweave_core.checkpoints import CheckpointRow, CheckpointStore
 from beeweave_core.embeddings import default_embeddings
+from beeweave_core.errors import StoreClosed
 from beeweave_core.index.base import EmbeddingIdentity
 from beeweave_core.items import ItemIndex, ItemRow
 from beeweave_core.weave import Weave, open_store
@@ -72,7 +72,7 @@ def test_sqlite_file_keeps_everything_in_one_file(tmp_path: Path) -> None:
         assert backend.required_packages() == ["chromadb"]
     finally:
         backend.close()
-    with pytest.raises(ClosedError):  # the backend closed what it opened
+    with pytest.raises(StoreClosed):  # the backend closed what it opened
         cp.get("th-1", "", "cp-1")
     with pytest.raises(RuntimeError, match="closed"):
         backend.items()
@@ -119,7 +119,7 @@ def test_open_store_closes_its_own_connection(tmp_path: Path) -> None:
     store = open_store(f"sqlite:///{tmp_path / 'e.db'}", tenant="x")
     assert store.sessions() == []
     store.close()
-    with pytest.raises(ClosedError):
+    with pytest.raises(StoreClosed):
         store.sessions()
 
 

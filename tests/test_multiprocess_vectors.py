@@ -31,7 +31,7 @@ WRITER = textwrap.dedent(
         for i in range(n):
             weave.emit("user_message", f"greenhouse {worker} reading {i}: humidity {i % 97}%",
                        session_id=f"bed-{worker}", key=f"{worker}-{i}")
-        assert weave.flush(120)
+        assert weave.flush(480), "flush timed out"  # completeness, not speed: a loaded box is slow
         hits = weave.retrieve(f"greenhouse {worker} reading 7", session_id=f"bed-{worker}", k=3)
         assert hits, "lexical recall works in every process, holder of the vectors or not"
         print("ok", worker, flush=True)

@@ -299,6 +299,20 @@ class Compactor:
             self._warn_thrash(session_id, turns_since, report, level, window)
         return level, False
 
+    def warm(self, session_id: str, inputs: SessionInputs) -> None:
+        """Index the sentences of the session's turns now (a background catch-up), not
+        in the first compaction or rebuild after a start, which would read them all."""
+        with self._lock:
+            covered = inputs.covered_to
+            if covered is None:
+                covered = self.covered_to(session_id, list(inputs.summaries))
+            editor = Editor(self.edit_policy, inputs.overturned, self.store.get_artifact)
+            self._seen[session_id] = (
+                covered,
+                self._seen_until(session_id, editor, inputs.units, covered),
+            )
+            self._said.index(session_id, editor, inputs.units)
+
     def _seen_until(
         self, session_id: str, editor: Editor, units: Sequence[Unit], covered: int
     ) -> set[str]:

@@ -55,6 +55,7 @@ from beeweave_core.context.working_state import Item, WorkingState, put_to_sleep
 from beeweave_core.events import Event, EventType
 from beeweave_core.governance.dormancy import (
     DAY,
+    Affirmations,
     DormancyPolicy,
     dormant_ages,
     needs_confirmation_text,
@@ -152,7 +153,8 @@ class ContextEngine:
         self._flush_fn = flush
         self.edit_policy = cfg.edit_policy or EditPolicy()
         self.presets = {**PRESETS, **cfg.presets}
-        self.memory = MemoryWriter(self.store, llm=cfg.memory_llm, policy=self.edit_policy)
+        self.memory = MemoryWriter(self.store, llm=cfg.memory_llm, policy=self.edit_policy,
+                                   outside_changes=self.views.outside_changes)  # fmt: skip
         self.compactor = Compactor(
             self.store, summarizer, policy=cfg.policy,
             edit_policy=self.edit_policy, overturned=self.memory.overturned_index,
@@ -160,6 +162,7 @@ class ContextEngine:
         self._counters: dict[str, TokenCounter] = {}
         #: When long-term memories turn dormant (replace it to change the age or clock).
         self.dormancy = DormancyPolicy()
+        self.affirmations = Affirmations(self.store)
         #: Check early facts right after each compaction, rolling back what lost them.
         self.amnesia_guard = True
 
@@ -241,9 +244,11 @@ class ContextEngine:
             return context_text(ctx)
 
         def asleep(memories: Sequence[Event]) -> Collection[str]:
-            return dormant_ages(self.store, memories, self.dormancy).keys()
+            return dormant_ages(self.store, memories, self.dormancy, self.affirmations.last).keys()
 
-        rolled, _after = guard_compaction(self.store, session_id, written, text, asleep)
+        with self.views.lock:
+            memories = list(self.views.get(session_id)[0].memories.values())
+        rolled, _after = guard_compaction(self.store, session_id, written, text, asleep, memories)
         report.rolled_back += rolled
 
     async def acompact(self, session_id: str, **kw: Any) -> CompactionReport:
@@ -351,6 +356,8 @@ class ContextEngine:
         while cursor < last and not self._closing.is_set():
             self.memory.process(session_id, upto=min(cursor + MEMORY_CHUNK, last))
             cursor = self.memory.cursor(session_id)
+        self.memory.warm(session_id)  # (a reopened session: nothing new, nothing read yet)
+        self._warm_affirmations(session_id)
         done = CompactionReport(session_id)
         # one pass compacts down to the keep size; repeat past merges
         while window and not self._closing.is_set():
@@ -363,12 +370,25 @@ class ContextEngine:
             done.rolled_back += report.rolled_back
         if self._closing.is_set():
             return
+        if window:
+            self.compactor.warm(session_id, self._compactor_inputs(session_id))
         with self.views.lock:  # what later passes replaced is not the check's business
             view = self.views.get(session_id)[0]
             done.summaries = [i for i in done.summaries if view.is_active(i)]
             done.merged = [i for i in done.merged if view.is_active(i)]
         if (done.summaries or done.merged) and self.amnesia_guard:
             self._guard(session_id, done, window, c)
+
+    def _warm_affirmations(self, session_id: str) -> None:
+        """Read when each old memory was last affirmed now, not in the next call (which
+        asks it of every memory old enough to be dormant)."""
+        cutoff = self.dormancy.clock() - self.dormancy.after_days * DAY
+        with self.views.lock:
+            old = self.views.get(session_id)[0].memories_before(cutoff)
+        for m in old:
+            if self._closing.is_set():
+                return
+            self.affirmations.last(m)
 
     def catching_up(self, session_id: str) -> bool:
         """True while a background catch-up of ``session_id`` is running (calls then
@@ -521,7 +541,7 @@ class ContextEngine:
             memories = snap.view.memories_before(cutoff)
             terms = index_terms(query or _last_user_text(snap.units))
             matching = snap.view.memories_matching(terms)
-        ages = dormant_ages(self.store, memories, self.dormancy)
+        ages = dormant_ages(self.store, memories, self.dormancy, self.affirmations.last)
         if not ages:
             return snap
         by_id = {m.id: m for m in memories}
@@ -615,7 +635,7 @@ class ContextEngine:
             if write:  # imported / written elsewhere: catch its memories up
                 self.memory.process(s.session_id, use_llm=False)
             mems = self.store.timeline(s.session_id, types=(EventType.MEMORY,))
-            asleep = dormant_ages(self.store, mems, self.dormancy)
+            asleep = dormant_ages(self.store, mems, self.dormancy, self.affirmations.last)
             mems = [m for m in mems if m.id not in asleep]
             sums = self.compactor.top_summaries(s.session_id)
             if mems or sums:

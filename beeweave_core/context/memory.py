@@ -39,6 +39,7 @@ from beeweave_core.context.supersession import (
     default_similarity,
     llm_judge,
 )
+from beeweave_core.errors import StoreClosed
 from beeweave_core.events import Edge, EdgeType, Event, EventType, event_id_for
 from beeweave_core.llm import TextLLM, as_text_llm
 from beeweave_core.ranking import HALF_LIFE_DAYS, age_weight
@@ -142,8 +143,12 @@ class MemoryWriter:
         clock: Callable[[], float] = time.time,
         judge: Judge | None = None,
         similarity: Similarity | None = None,
+        outside_changes: Callable[[], int] = lambda: 0,
     ) -> None:
         self.store = store
+        #: bumped when the store changed behind the writer (a purge, a memory tool's
+        #: invalidation): its per-session state is then read again
+        self.outside_changes = outside_changes
         self.llm = as_text_llm(llm) if llm is not None else None
         self.policy = policy or EditPolicy()
         self.clock = clock
@@ -156,6 +161,8 @@ class MemoryWriter:
         self._cursor: dict[str, int] = {}
         self._views: dict[str, ViewSet] = {}
         self._slots: dict[str, SlotIndex] = {}
+        self._epoch = outside_changes()
+        self._generation: dict[str, int] = {}  # per session: bumped by each write/forget
 
     # --------------------------------------------------------------- driving
     def on_batch(self, events: Sequence[Event]) -> None:
@@ -172,6 +179,7 @@ class MemoryWriter:
     def cursor(self, session_id: str) -> int:
         """The last seq of ``session_id`` the writer has read."""
         with self._lock:
+            self._follow_outside_changes()
             cursor = self._cursor.get(session_id)
             if cursor is None:
                 cursor = self._cursor[session_id] = self._initial_cursor(session_id)
@@ -195,14 +203,13 @@ class MemoryWriter:
             if not events:
                 self._cursor[session_id] = max(cursor, upto if upto is not None else cursor)
                 return written
-            if session_id not in self._views:  # kept current by _write/_forget after that
-                self._views[session_id] = ViewSet(
-                    [MemoryView.of(e) for e in self.active(session_id)]
-                )
+            self._viewset(session_id)
             invocations = {e.id: e for e in events if e.type == EventType.TOOL_INVOCATION}
             for ev in events:
                 try:
                     written += self._process_event(ev, invocations, use_llm=use_llm)
+                except StoreClosed:
+                    raise  # nothing more can be written: not a bad event
                 except Exception:  # a bad event must not stop memory for the rest
                     import logging
 
@@ -212,6 +219,45 @@ class MemoryWriter:
                 cursor = max(cursor, ev.seq)
             self._cursor[session_id] = max(cursor, upto if upto is not None else cursor)
         return written
+
+    def _follow_outside_changes(self) -> None:
+        """A purged session may start its seqs again, an invalidated memory must not
+        be compared with: after a change made behind the writer, it reads again."""
+        epoch = self.outside_changes()
+        if epoch != self._epoch:
+            self._epoch = epoch
+            self._cursor.clear()
+            self._views.clear()
+            self._slots.clear()
+            self._generation.clear()
+
+    def warm(self, session_id: str) -> None:
+        """Build the session's comparison indexes (active memory views, settings in
+        force) before a statement needs them: a background catch-up calls this, so no
+        caller pays a read of every memory of a long session.  Built without the lock
+        (other sessions keep being served); kept only if no memory of the session was
+        written or forgotten meanwhile."""
+        with self._lock:
+            self._follow_outside_changes()
+            if session_id in self._views and session_id in self._slots:
+                return
+            before = (self._epoch, self._generation.get(session_id, 0))
+        views = self._read_views(session_id)
+        slots = self._slot_index_of(views)
+        with self._lock:
+            self._follow_outside_changes()
+            if (self._epoch, self._generation.get(session_id, 0)) == before:
+                self._views.setdefault(session_id, views)
+                self._slots.setdefault(session_id, slots)
+
+    def _viewset(self, session_id: str) -> ViewSet:
+        """The session's active memory views (read once, kept current by _write/_forget)."""
+        if session_id not in self._views:
+            self._views[session_id] = self._read_views(session_id)
+        return self._views[session_id]
+
+    def _read_views(self, session_id: str) -> ViewSet:
+        return ViewSet([MemoryView.of(e) for e in self.active(session_id)])
 
     def _initial_cursor(self, session_id: str) -> int:
         mems = self.store.timeline(session_id, types=(EventType.MEMORY,), include_inactive=True)
@@ -239,12 +285,16 @@ class MemoryWriter:
         """The session's statements in force by setting (built once, then kept current)."""
         index = self._slots.get(session_id)
         if index is None:
-            index = SlotIndex(judge=self.judge, similarity=self.similarity)
-            for m in self.active(session_id):
-                if m.payload.get("kind") != "artifact":
-                    index.observe(m.id, m.content, int(m.payload.get("source_seq", -1)),
-                                  supersede=False)  # fmt: skip
-            self._slots[session_id] = index
+            index = self._slots[session_id] = self._slot_index_of(self._viewset(session_id))
+        return index
+
+    def _slot_index_of(self, views: ViewSet) -> SlotIndex:
+        index = SlotIndex(judge=self.judge, similarity=self.similarity)
+        for v in views:
+            if not v.is_artifact:
+                m = v.event
+                index.observe(m.id, m.content, int(m.payload.get("source_seq", -1)),
+                              supersede=False)  # fmt: skip
         return index
 
     # ------------------------------------------------------------- extraction
@@ -507,6 +557,7 @@ class MemoryWriter:
         return nid
 
     def _forget(self, session_id: str, memory_id: str) -> None:
+        self._generation[session_id] = self._generation.get(session_id, 0) + 1
         if session_id in self._views:
             self._views[session_id].remove(memory_id)
         if session_id in self._slots:
@@ -539,7 +590,8 @@ class MemoryWriter:
             links={EdgeType.DERIVED_FROM: tuple(sources)}, meta=meta, source=_SOURCE,
         )  # fmt: skip
         self.store.append([mem])
-        self._views.setdefault(ev.session_id, ViewSet()).add(MemoryView.of(mem))
+        self._generation[ev.session_id] = self._generation.get(ev.session_id, 0) + 1
+        self._viewset(ev.session_id).add(MemoryView.of(mem))
         if kind != "artifact":
             self.slot_index(ev.session_id).observe(mid, c.text, ev.seq, supersede=False)
         return mid

@@ -423,6 +423,7 @@ class Views:
         self._views: dict[str, SessionView] = {}
         self._seen_changes = _changes(store)
         self._own_changes = 0  # status changes applied by :meth:`own_change`
+        self._epoch = 0  # bumped each time a change behind the engine dropped every view
 
     def has(self, session_id: str) -> bool:
         """Is there a view of ``session_id`` (a read of it costs only what is new)?"""
@@ -456,8 +457,7 @@ class Views:
                 if self.has(session_id):
                     return
                 if mark == (self._own_changes, _changes(self.store)):
-                    if _changes(self.store) != self._seen_changes:
-                        self.drop()
+                    self._follow_changes()
                     self._views[session_id] = view
                     return
         self.get(session_id)
@@ -465,13 +465,24 @@ class Views:
     def get(self, session_id: str) -> tuple[SessionView, int]:
         """The caught-up view of ``session_id`` and how many events it just read."""
         with self.lock:
-            if _changes(self.store) != self._seen_changes:
-                self.drop()
+            self._follow_changes()
             view = self._views.pop(session_id, None) or SessionView(session_id)
             self._views[session_id] = view  # most recently used last
             while len(self._views) > self.max_sessions:
                 self._views.pop(next(iter(self._views)))
             return view, view.catch_up(self.store)
+
+    def outside_changes(self) -> int:
+        """How many times a change made behind the engine (a purge, another writer's
+        status change) made the views read again; other derived state follows it."""
+        with self.lock:
+            self._follow_changes()
+            return self._epoch
+
+    def _follow_changes(self) -> None:
+        if _changes(self.store) != self._seen_changes:
+            self.drop()
+            self._epoch += 1
 
     def drop(self, session_id: str | None = None) -> None:
         """Forget a view (or all): the next read catches up from the start."""

@@ -17,6 +17,7 @@ exactly as a restatement would.
 
 from __future__ import annotations
 
+import threading
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
@@ -48,17 +49,69 @@ def last_affirmed(store: EventStore, memory: Event) -> float:
     return max([memory.ts, *(s.ts for s in sources)])
 
 
+class Affirmations:
+    """memory id -> when it was last affirmed, read once per memory.
+
+    Every assembly asks this of each old memory of the session; reading the memory's
+    edges each time would make a call's cost grow with the memories older than the
+    dormancy age.  A restatement or a confirmation adds an edge from the memory, so
+    an entry lives until the store reports a link from that memory
+    (:meth:`~beeweave_core.store.BaseEventStore.linked_since`).
+    """
+
+    def __init__(self, store: EventStore, *, max_entries: int = 200_000) -> None:
+        self.store = store
+        self.max_entries = max_entries
+        self._lock = threading.Lock()
+        self._at: dict[str, float] = {}
+        self._mark = _link_changes(store)
+
+    def last(self, memory: Event) -> float:
+        with self._lock:
+            self._follow()
+            at, mark = self._at.get(memory.id), self._mark
+        if at is not None:
+            return at
+        at = last_affirmed(self.store, memory)
+        with self._lock:
+            self._follow()
+            if self._mark == mark:  # no link made meanwhile: the answer still holds
+                if len(self._at) >= self.max_entries:
+                    self._at.clear()
+                self._at[memory.id] = at
+        return at
+
+    def _follow(self) -> None:
+        now = _link_changes(self.store)
+        if now == self._mark:
+            return
+        linked = getattr(self.store, "linked_since", lambda _mark: None)(self._mark)
+        if linked is None:
+            self._at.clear()
+        for src in linked or ():
+            self._at.pop(src, None)
+        self._mark = now
+
+
+def _link_changes(store: EventStore) -> int:
+    return int(getattr(store, "link_changes", 0))
+
+
 def dormant_ages(
-    store: EventStore, memories: Iterable[Event], policy: DormancyPolicy
+    store: EventStore,
+    memories: Iterable[Event],
+    policy: DormancyPolicy,
+    affirmed: Callable[[Event], float] | None = None,
 ) -> dict[str, float]:
-    """memory id -> days since last affirmed, for the dormant ones among ``memories``."""
+    """memory id -> days since last affirmed, for the dormant ones among ``memories``
+    (``affirmed``: a cache of :func:`last_affirmed`, such as :class:`Affirmations`)."""
     now = policy.clock()
     cutoff = now - policy.after_days * DAY
     out: dict[str, float] = {}
     for m in memories:
         if m.ts >= cutoff or m.payload.get("kind", "fact") not in policy.kinds:
             continue  # young, or a kind that does not sleep: no lookup needed
-        seen = last_affirmed(store, m)
+        seen = affirmed(m) if affirmed is not None else last_affirmed(store, m)
         if seen < cutoff:
             out[m.id] = (now - seen) / DAY
     return out

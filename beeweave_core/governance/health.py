@@ -256,6 +256,7 @@ def guard_compaction(
     written: Sequence[str],
     assemble_text: Callable[[Collection[str]], str],
     asleep: Callable[[Sequence[Event]], Collection[str]],
+    memories: Sequence[Event] | None = None,
 ) -> tuple[list[str], AmnesiaReport | None]:
     """Run the amnesia check on the context as it is right after a compaction wrote the
     summaries ``written``; roll back those that made early facts go missing.
@@ -266,8 +267,11 @@ def guard_compaction(
     (a fact the budget had already dropped is not the compaction's doing).  ``store``
     must be the engine's own (its invalidations reach the session views).  Returns the
     ids rolled back and the check as it stands (``None``: no early facts to check).
+    ``memories``: the session's active memories when the caller holds them already
+    (the engine's session view: no read of every memory after each compaction).
     """
-    memories = store.timeline(session_id, types=(EventType.MEMORY,))
+    if memories is None:
+        memories = store.timeline(session_id, types=(EventType.MEMORY,))
     gone = asleep(memories)
     memories = [m for m in memories if m.id not in gone]
     if not memories or not written:

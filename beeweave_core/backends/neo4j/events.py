@@ -463,6 +463,7 @@ class Neo4jEventStore(BaseEventStore):
             raise ValueError("NEXT edges follow the session order and cannot be set")
         if not edges:
             return 0
+        self._linked(edges)
         return self._write(_merge_edges, self.tenant, list(edges))
 
     def _set_status(self, ids: Sequence[str], status: Status, reason: str) -> int:

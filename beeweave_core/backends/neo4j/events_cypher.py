@@ -399,13 +399,17 @@ WHERE {_VISIBLE}
 RETURN {EVENT_MAP} AS event, depth
 """
 
+#: ``USING INDEX SEEK``: on a fresh database (no statistics yet) the planner serves
+#: the ORDER BY from a scan of the whole (tenant, id) index instead of seeking the one id.
 _EDGE_ROW = "a.id AS src, type(r) AS type, b.id AS dst, r.meta AS meta ORDER BY src, type, dst"
 CYPHER_GET_EDGES_OUT = f"""
 MATCH (a:Event {{tenant: $tenant, id: $id}})-[r:$any($types)]->(b:Event)
+USING INDEX SEEK a:Event(tenant, id)
 RETURN {_EDGE_ROW}
 """
 CYPHER_GET_EDGES_IN = f"""
 MATCH (a:Event)-[r:$any($types)]->(b:Event {{tenant: $tenant, id: $id}})
+USING INDEX SEEK b:Event(tenant, id)
 RETURN {_EDGE_ROW}
 """
 CYPHER_GET_SESSION_EDGES = f"""

@@ -18,6 +18,8 @@ import weakref
 from collections.abc import Iterator
 from typing import Any
 
+from beeweave_core.errors import StoreClosed
+
 
 def session(driver: Any, database: str | None, *, read: bool = False, bookmarks: Any = None) -> Any:
     """A session of ``driver`` (sync or async); ``bookmarks``: another driver's manager."""
@@ -59,6 +61,8 @@ class IdleSessions:
 
     def take(self, read: bool) -> Any:
         with self._lock:
+            if self._closed:
+                raise StoreClosed("the Neo4j store is closed")
             if self._idle[read]:
                 return self._idle[read].pop()
         return session(self.driver, self.database, read=read, bookmarks=self.bookmarks)

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from types import ModuleType
 from typing import Any
 
-from beeweave_core.errors import StoreError
+from beeweave_core.errors import StoreClosed, StoreError
 from beeweave_core.private import touch_private
 
 CREATE_META = "CREATE TABLE IF NOT EXISTS beeweave_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)"
@@ -33,10 +33,6 @@ SET_VERSION = (
 #: 2 GB, SQLite's usual ceiling (``SQLITE_MAX_MMAP_SIZE``).  The newest rows sit at the
 #: end of the file, so a small map would miss exactly the pages searches read.
 MMAP_BYTES = 2 * 1024 * 1024 * 1024
-
-
-class ClosedError(RuntimeError):
-    """The tables' connection was closed."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -132,7 +128,7 @@ class SideTables:
     def _tx(self) -> Iterator[sqlite3.Connection]:
         with self._lock:
             if self._closed:
-                raise ClosedError(f"{type(self).__name__} is closed")
+                raise StoreClosed(f"{type(self).__name__} is closed")
             self._conn.execute("BEGIN IMMEDIATE")
             try:
                 yield self._conn
@@ -145,7 +141,7 @@ class SideTables:
     def _read(self, sql: str, params: Sequence[Any]) -> list[tuple[Any, ...]]:
         with self._lock:
             if self._closed:
-                raise ClosedError(f"{type(self).__name__} is closed")
+                raise StoreClosed(f"{type(self).__name__} is closed")
             return self._conn.execute(sql, params).fetchall()
 
     def _write(self, sql: str, params: Sequence[Any]) -> None:

@@ -192,6 +192,7 @@ class SQLiteEventStore(SideTables, BaseEventStore):
             if e.type == EdgeType.NEXT:
                 raise ValueError("NEXT edges follow the session order and cannot be set")
             rows.append((self.tenant, e.src, e.type.value, e.dst, dumps(e.meta)))
+        self._linked(edges)
         with self._tx() as c:
             before = c.total_changes
             c.executemany(q.INSERT_EDGE, rows)
