@@ -13,15 +13,7 @@ from __future__ import annotations
 import json
 import re
 import time
-from collections.abc import (
-    AsyncIterator,
-    Awaitable,
-    Callable,
-    Iterable,
-    Iterator,
-    Mapping,
-    Sequence,
-)
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
@@ -142,29 +134,18 @@ class CheckpointStore(Protocol):
 
 @runtime_checkable
 class AsyncCheckpointStore(Protocol):
-    """A backend's hot checkpoint calls as coroutines (the async saver's fast path).
+    """A backend's checkpoint writes as coroutines (the async saver's fast path).
 
-    Only a backend with an async driver offers one (Neo4j); the saver runs everything
-    else, and every call of a backend without one, on a worker thread.  Bound to the
-    event loop it was opened in.
+    Only a backend with an async driver offers one (Neo4j): a small write's round trip
+    is about as long as handing it to a worker thread and back.  Reads carry whole
+    checkpoints and are dominated by decoding them, which a sync driver does with less
+    CPU, so the saver runs them (and every call of a backend without one) on a worker
+    thread.  Bound to the event loop it was opened in.
     """
 
     async def aput(
         self, row: CheckpointRow, blobs: Mapping[tuple[str, str], Typed | None]
     ) -> None: ...
-    async def aget(
-        self, thread_id: str, checkpoint_ns: str, checkpoint_id: str | None
-    ) -> CheckpointRow | None: ...
-    def alist(
-        self,
-        *,
-        thread_id: str | None = None,
-        checkpoint_ns: str | None = None,
-        checkpoint_id: str | None = None,
-        filter: Mapping[str, Any] | None = None,
-        before: str | None = None,
-        limit: int | None = None,
-    ) -> AsyncIterator[CheckpointRow]: ...
     async def aput_writes(
         self, thread_id: str, checkpoint_ns: str, checkpoint_id: str, writes: Sequence[WriteRow]
     ) -> None: ...
@@ -321,55 +302,25 @@ def prune_threads(
 
 #: ``fetch(page_size, after)``: up to ``page_size`` rows older than ``after`` (None: from the top).
 PageFetch = Callable[[int, "CheckpointRow | None"], list[CheckpointRow]]
-AsyncPageFetch = Callable[[int, "CheckpointRow | None"], Awaitable[list[CheckpointRow]]]
-
-
-class Pages:
-    """Where ``list`` stands: the next page's size and the row it starts after.
-
-    Pages keep a backend from holding a lock or transaction open while the caller
-    works through the rows it was given; the sync and async loops share this.
-    """
-
-    def __init__(self, limit: int | None) -> None:
-        self.left = limit if limit is not None else -1
-        self.after: CheckpointRow | None = None
-        self.size = 0
-
-    def next(self) -> bool:
-        """Set ``size`` for the next page; False when ``limit`` rows were handed out."""
-        self.size = LIST_PAGE if self.left < 0 else min(self.left, LIST_PAGE)
-        return self.left != 0
-
-    def took(self, rows: list[CheckpointRow]) -> bool:
-        """Note a fetched page; False when it was the last one."""
-        if len(rows) < self.size:
-            return False
-        self.after = rows[-1]
-        if self.left > 0:
-            self.left -= len(rows)
-        return True
 
 
 def paged(fetch: PageFetch, limit: int | None) -> Iterator[CheckpointRow]:
-    """``list``'s rows newest first, one page per round trip, each page after the last row."""
-    pages = Pages(limit)
-    while pages.next():
-        rows = fetch(pages.size, pages.after)
+    """``list``'s rows newest first, one page per round trip, each page after the last row.
+
+    Pages keep a backend from holding a lock or transaction open while the caller
+    works through the rows it was given.
+    """
+    left = limit if limit is not None else -1
+    after: CheckpointRow | None = None
+    while left != 0:
+        page = LIST_PAGE if left < 0 else min(left, LIST_PAGE)
+        rows = fetch(page, after)
         yield from rows
-        if not pages.took(rows):
+        if len(rows) < page:
             return
-
-
-async def apaged(fetch: AsyncPageFetch, limit: int | None) -> AsyncIterator[CheckpointRow]:
-    """:func:`paged` for a backend whose pages are awaited."""
-    pages = Pages(limit)
-    while pages.next():
-        rows = await fetch(pages.size, pages.after)
-        for row in rows:
-            yield row
-        if not pages.took(rows):
-            return
+        after = rows[-1]
+        if left > 0:
+            left -= len(rows)
 
 
 def check_strategy(strategy: str) -> None:

@@ -562,9 +562,9 @@ class AsyncBeeWeaveCheckpointer(BeeWeaveCheckpointer):
 
     Same class of storage and the same methods (sync ones work from worker threads
     as well); only construction, ``setup`` and ``aclose`` are coroutines.  On a
-    backend with an async driver (Neo4j) ``aput``, ``aput_writes``, ``aget_tuple`` and
-    ``alist`` await it in the event loop of the first async call instead of running
-    the sync store on a worker thread; calls from any other loop use the thread.
+    backend with an async driver (Neo4j) ``aput`` and ``aput_writes`` await it in the
+    event loop of the first async call instead of running the sync store on a worker
+    thread; reads, housekeeping and calls from any other loop use the thread.
     """
 
     _native_loop: asyncio.AbstractEventLoop | None = None
@@ -593,7 +593,7 @@ class AsyncBeeWeaveCheckpointer(BeeWeaveCheckpointer):
 
     @property
     def async_store(self) -> AsyncCheckpointStore | None:
-        """What the async calls await (None: the sync store, on a worker thread)."""
+        """What the async writes await (None: the sync store, on a worker thread)."""
         return self._native_store
 
     def _native(self) -> AsyncCheckpointStore | None:
@@ -605,29 +605,6 @@ class AsyncBeeWeaveCheckpointer(BeeWeaveCheckpointer):
             if self._backend is not None:
                 self._native_store = self._backend.async_checkpoints()
         return self._native_store if loop is self._native_loop else None
-
-    async def aget_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
-        native = self._native()
-        if native is None:
-            return await super().aget_tuple(config)
-        row = await native.aget(*self._target(config))
-        return self._row_to_tuple(row) if row is not None else None
-
-    async def alist(
-        self,
-        config: RunnableConfig | None,
-        *,
-        filter: dict[str, Any] | None = None,
-        before: RunnableConfig | None = None,
-        limit: int | None = None,
-    ) -> AsyncIterator[CheckpointTuple]:
-        native = self._native()
-        if native is None:
-            async for item in super().alist(config, filter=filter, before=before, limit=limit):
-                yield item
-            return
-        async for row in native.alist(**self._list_args(config, filter, before, limit)):
-            yield self._row_to_tuple(row)
 
     async def aput(
         self,

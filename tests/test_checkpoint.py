@@ -135,7 +135,7 @@ def test_checkpointed_messages_become_events_once(savers: Callable[..., Any]) ->
 
 async def test_async_graph_records_events(backend: str, tmp_path: Any) -> None:
     """``AsyncBeeWeaveCheckpointer.from_conn_string`` + ``graph.ainvoke``: the messages
-    become events on both backends; on Neo4j the hot calls await the async driver, and
+    become events on both backends; on Neo4j the writes await the async driver, and
     what they write is what the sync store reads (and the other way round)."""
     url = str(tmp_path / "agent.db") if backend == "sqlite" else os.environ["NEO4J_URI"]
     async with AsyncBeeWeaveCheckpointer.from_conn_string(
@@ -154,16 +154,17 @@ async def test_async_graph_records_events(backend: str, tmp_path: Any) -> None:
             assert [c.config for c in listed] == [c.config for c in saver.list(config)]
             latest = await saver.aget_tuple(config)
             assert latest is not None and latest.config == listed[0].config
-            # a write through the sync store is read back through the async path …
-            saver.put_writes(latest.config, [("messages", "sync write")], "task-sync")
-            again = await saver.aget_tuple(latest.config)
+            # an awaited write is read back through the sync store …
+            await saver.aput_writes(latest.config, [("messages", "async write")], "task-a")
+            again = saver.get_tuple(latest.config)
             assert (
-                again is not None
-                and ("task-sync", "messages", "sync write") in again.pending_writes
+                again is not None and ("task-a", "messages", "async write") in again.pending_writes
             )
-            # … and a call from another event loop uses the sync store (same answer)
-            other = await asyncio.to_thread(asyncio.run, saver.aget_tuple(latest.config))
-            assert other is not None and other.pending_writes == again.pending_writes
+            # … and a write from another event loop goes through the sync store
+            other = saver.aput_writes(latest.config, [("messages", "other loop")], "task-b")
+            await asyncio.to_thread(asyncio.run, other)
+            last = await saver.aget_tuple(latest.config)
+            assert last is not None and ("task-b", "messages", "other loop") in last.pending_writes
         finally:
             purge = getattr(saver.store, "purge_tenant", None)
             if purge is not None:

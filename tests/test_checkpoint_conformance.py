@@ -80,7 +80,7 @@ async def test_conformance_async_from_conn_string(
     backend: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """The ``AsyncSqliteSaver``-shaped factory: ``async with …from_conn_string(...)``; on
-    Neo4j its hot calls await the async driver (no worker thread), on SQLite they don't."""
+    Neo4j its writes await the async driver (no worker thread), on SQLite they don't."""
     tenant = f"t-{uuid.uuid4().hex[:12]}"
     url = str(tmp_path / "agent.db") if backend == "sqlite" else os.environ["NEO4J_URI"]
     natives: list[bool] = []

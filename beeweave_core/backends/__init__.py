@@ -54,7 +54,7 @@ class Backend(Protocol):
         ...
 
     def async_checkpoints(self) -> AsyncCheckpointStore | None:
-        """The checkpoint store's hot calls as coroutines (None: the backend has no
+        """The checkpoint store's writes as coroutines (None: the backend has no
         async driver); not closed with the backend: its owner awaits ``aclose``."""
         ...
 

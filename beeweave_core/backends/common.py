@@ -87,7 +87,7 @@ class BackendBase(ABC):
         return self._track(self._open_items)
 
     def async_checkpoints(self) -> AsyncCheckpointStore | None:
-        """The checkpoints' hot calls as coroutines, when the backend has an async driver
+        """The checkpoint writes as coroutines, when the backend has an async driver
         (None: the async saver runs the sync store on a worker thread).  Its owner
         closes it with ``aclose`` in the event loop it ran in."""
         return None

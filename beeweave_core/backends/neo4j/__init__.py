@@ -63,7 +63,7 @@ class Neo4jBackend(BackendBase):
         return Neo4jCheckpointStore(self.driver, tenant=self.tenant, database=self.database)
 
     def async_checkpoints(self) -> AsyncNeo4jCheckpointStore | None:
-        """The checkpoint store's hot calls on an ``AsyncDriver`` to the same server, with
+        """The checkpoint store's writes on an ``AsyncDriver`` to the same server, with
         the event store's driver options; None when that driver was handed in (its
         address and credentials are the caller's)."""
         import neo4j

@@ -1,12 +1,13 @@
-"""The Neo4j checkpoint store's hot calls on the neo4j ``AsyncDriver``.
+"""The Neo4j checkpoint store's writes on the neo4j ``AsyncDriver``.
 
 The async twin of :class:`~beeweave_core.backends.neo4j.checkpoints.Neo4jCheckpointStore`
 (the ``langgraph-checkpoint`` convention of a sync and an async saver): the same
-statements, parameters and rows (shared with the sync store), only awaited instead of
-sent from a worker thread.  A small statement's round trip (``put_writes``) is about
-as long as the two thread wake-ups that ``asyncio.to_thread`` adds around it, so the
-async saver awaits the driver for ``put``, ``put_writes``, ``get_tuple`` and ``list``;
-housekeeping (delete, copy, prune, branches) stays on the sync store.
+statements and parameters (shared with the sync store), only awaited instead of sent
+from a worker thread.  A small write's round trip (``put_writes``) is about as long as
+the two thread wake-ups that ``asyncio.to_thread`` adds around it, so the async saver
+awaits the driver for ``put`` and ``put_writes``.  Reads (whole checkpoints: decoding
+dominates, and the sync driver decodes with less CPU) and housekeeping stay on the
+sync store.
 
 Sessions share the sync driver's bookmark manager: a checkpoint written here is seen
 by a read through the sync store and the other way round, on a cluster as well.  The
@@ -15,19 +16,13 @@ driver is bound to the event loop it first runs in; :meth:`aclose` closes it the
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from beeweave_core.backends.neo4j import checkpoints_cypher as q
 from beeweave_core.backends.neo4j import tx as neo4j_tx
-from beeweave_core.backends.neo4j.checkpoints import (
-    get_statement,
-    list_statements,
-    put_params,
-    row_of,
-    writes_params,
-)
-from beeweave_core.checkpoints import CheckpointRow, Typed, WriteRow, apaged
+from beeweave_core.backends.neo4j.checkpoints import put_params, writes_params
+from beeweave_core.checkpoints import CheckpointRow, Typed, WriteRow
 
 
 class AsyncNeo4jCheckpointStore:
@@ -58,32 +53,6 @@ class AsyncNeo4jCheckpointStore:
         if writes:
             await self._run(q.CYPHER_PUT_WRITES, **writes_params(thread_id, checkpoint_ns,
                                                                  checkpoint_id, writes))  # fmt: skip
-
-    async def aget(
-        self, thread_id: str, checkpoint_ns: str, checkpoint_id: str | None
-    ) -> CheckpointRow | None:
-        query, params = get_statement(thread_id, checkpoint_ns, checkpoint_id)
-        recs = await self._run(query, read=True, **params)
-        return row_of(recs[0]["row"]) if recs else None
-
-    def alist(
-        self,
-        *,
-        thread_id: str | None = None,
-        checkpoint_ns: str | None = None,
-        checkpoint_id: str | None = None,
-        filter: Mapping[str, Any] | None = None,
-        before: str | None = None,
-        limit: int | None = None,
-    ) -> AsyncIterator[CheckpointRow]:
-        """The sync store's ``list``, a page per awaited round trip."""
-        page_statement = list_statements(thread_id, checkpoint_ns, checkpoint_id, filter, before)
-
-        async def fetch(page: int, after: CheckpointRow | None) -> list[CheckpointRow]:
-            query, params = page_statement(page, after)
-            return [row_of(r["row"]) for r in await self._run(query, read=True, **params)]
-
-        return apaged(fetch, limit)
 
     async def aclose(self) -> None:
         """Close the idle sessions and the driver (in the loop they ran in)."""
