@@ -25,7 +25,7 @@ from beeweave_core.store import EventStore
 #: How many of a user's other sessions recall reads (the most recently active).
 OTHER_SESSIONS = 20
 #: Memories per other session sharing the most query terms.
-MATCHING_MEMORIES = 64
+MATCHING_MEMORIES = 24
 #: Newest memories per kind per other session, offered on their kind's prior alone.
 NEWEST_PER_KIND = 8
 #: Newest top summaries per other session whose newest lines are offered.
