@@ -450,6 +450,7 @@ WHERE e.seq IS NOT NULL AND e.status = 'active' AND {_IN_SCOPES}
 #: Sessions a user took part in (any status, like SQLite's ``sessions(user_id=)``).
 CYPHER_GET_USER_SESSIONS = f"""
 MATCH (e:Event {{tenant: $tenant, user_id: $user_id}})
+USING INDEX SEEK e:Event(tenant, user_id, session_id)
 WHERE e.session_id IS NOT NULL AND {_IN_SCOPES}
 RETURN DISTINCT e.session_id AS sid
 """
