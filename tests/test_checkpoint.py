@@ -13,8 +13,10 @@ fake allowed; everything else is real (SQLite files, the Neo4j server).
 
 from __future__ import annotations
 
+import asyncio
 import datetime as dt
 import operator
+import os
 import time
 import uuid
 from collections import Counter
@@ -33,6 +35,7 @@ from beeweave_core.events import EdgeType, EventType
 from beeweave_core.weave import Weave
 from beeweave_langchain.checkpoint import AsyncBeeWeaveCheckpointer, BeeWeaveCheckpointer
 
+from .conftest import neo4j_auth
 from .langchain_helpers import TOOLS, fake_model
 
 # the prebuilt agent moved to ``langchain.agents`` (not installed here); same graph
@@ -130,18 +133,41 @@ def test_checkpointed_messages_become_events_once(savers: Callable[..., Any]) ->
             assert ev.parents == ()
 
 
-async def test_async_graph_records_events(tmp_path: Any) -> None:
-    """``AsyncBeeWeaveCheckpointer.from_conn_string`` + ``graph.ainvoke`` (SQLite file)."""
+async def test_async_graph_records_events(backend: str, tmp_path: Any) -> None:
+    """``AsyncBeeWeaveCheckpointer.from_conn_string`` + ``graph.ainvoke``: the messages
+    become events on both backends, and what the async calls write the sync ones read
+    (and the other way round), from any event loop."""
+    url = str(tmp_path / "agent.db") if backend == "sqlite" else os.environ["NEO4J_URI"]
     async with AsyncBeeWeaveCheckpointer.from_conn_string(
-        str(tmp_path / "agent.db"), weave_options={"spool_dir": tmp_path, "index": False}
-    ) as saver:
-        agent = create_react_agent(fake_model(2), TOOLS, checkpointer=saver)
-        config = {"configurable": {"thread_id": "async-desk"}}
-        for i in range(2):
-            state = await agent.ainvoke({"messages": [("user", f"refund {i}")]}, config)
-        events = _message_events(saver.weave, "async-desk")
-        assert [e.payload["message_id"] for e in events] == [m.id for m in state["messages"]]
-        assert len([c async for c in saver.alist(config)]) == len(list(saver.list(config)))
+        url, tenant=f"t-{uuid.uuid4().hex[:12]}", auth=neo4j_auth(),
+        weave_options={"spool_dir": tmp_path, "index": False},
+    ) as saver:  # fmt: skip
+        try:
+            agent = create_react_agent(fake_model(2), TOOLS, checkpointer=saver)
+            config = {"configurable": {"thread_id": "async-desk"}}
+            for i in range(2):
+                state = await agent.ainvoke({"messages": [("user", f"refund {i}")]}, config)
+            events = _message_events(saver.weave, "async-desk")
+            assert [e.payload["message_id"] for e in events] == [m.id for m in state["messages"]]
+            listed = [c async for c in saver.alist(config)]
+            assert [c.config for c in listed] == [c.config for c in saver.list(config)]
+            latest = await saver.aget_tuple(config)
+            assert latest is not None and latest.config == listed[0].config
+            # an awaited write is read back through the sync store …
+            await saver.aput_writes(latest.config, [("messages", "async write")], "task-a")
+            again = saver.get_tuple(latest.config)
+            assert (
+                again is not None and ("task-a", "messages", "async write") in again.pending_writes
+            )
+            # … and a write from another event loop is read back here
+            other = saver.aput_writes(latest.config, [("messages", "other loop")], "task-b")
+            await asyncio.to_thread(asyncio.run, other)
+            last = await saver.aget_tuple(latest.config)
+            assert last is not None and ("task-b", "messages", "other loop") in last.pending_writes
+        finally:
+            purge = getattr(saver.store, "purge_tenant", None)
+            if purge is not None:
+                await asyncio.to_thread(purge)
 
 
 # ----------------------------------------------------------------- resume

@@ -9,7 +9,9 @@ pytest's capture) so CI logs show it.
 
 from __future__ import annotations
 
+import asyncio
 import json
+import os
 import uuid
 from collections.abc import AsyncIterator, Callable
 from pathlib import Path
@@ -22,6 +24,8 @@ from langgraph.checkpoint.conformance.report import CapabilityReport
 
 from beeweave_core.weave import Weave
 from beeweave_langchain.checkpoint import AsyncBeeWeaveCheckpointer, BeeWeaveCheckpointer
+
+from .conftest import neo4j_auth
 
 ALL = {c.value for c in ALL_CAPABILITIES}
 
@@ -73,18 +77,26 @@ async def test_conformance(
 
 
 async def test_conformance_async_from_conn_string(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    backend: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """The ``AsyncSqliteSaver``-shaped factory: ``async with …from_conn_string("x.db")``."""
-    path = tmp_path / "agent.db"
+    """The ``AsyncSqliteSaver``-shaped factory: ``async with …from_conn_string(...)``, on
+    a SQLite file and on Neo4j."""
+    tenant = f"t-{uuid.uuid4().hex[:12]}"
+    url = str(tmp_path / "agent.db") if backend == "sqlite" else os.environ["NEO4J_URI"]
 
-    @checkpointer_test(name="AsyncBeeWeaveCheckpointer.from_conn_string[sqlite file]")
+    @checkpointer_test(name=f"AsyncBeeWeaveCheckpointer.from_conn_string[{backend}]")
     async def factory() -> AsyncIterator[Any]:
         async with AsyncBeeWeaveCheckpointer.from_conn_string(
-            str(path), weave_options={"spool_dir": tmp_path / "spool", "index": False}
-        ) as saver:
+            url, tenant=tenant, auth=neo4j_auth(),
+            weave_options={"spool_dir": tmp_path / "spool", "index": False},
+        ) as saver:  # fmt: skip
             await saver.setup()  # idempotent, as for AsyncSqliteSaver
-            yield saver
+            try:
+                yield saver
+            finally:
+                purge = getattr(saver.store, "purge_tenant", None)
+                if purge is not None:  # Neo4j: this tenant's nodes go before the driver
+                    await asyncio.to_thread(purge)
 
     report = await validate(factory)
     show(report, capsys)

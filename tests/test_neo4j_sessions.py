@@ -2,7 +2,7 @@
 
 On the real server: a kept session answers the next statement, a session whose
 statement failed is closed rather than handed to the next caller, a pool never keeps
-more than it may, and closing the pool closes what it kept.
+more than it may, and closing the pool closes what it kept and refuses to hand out more.
 """
 
 from __future__ import annotations
@@ -14,6 +14,7 @@ import neo4j
 import pytest
 
 from beeweave_core.backends.neo4j import tx
+from beeweave_core.errors import StoreClosed
 
 from .conftest import neo4j_auth
 
@@ -43,9 +44,11 @@ def test_a_session_is_reused_and_closed_with_the_pool(driver: Any) -> None:
         pool.give(s, read=False)
     pool.close()
     assert all(s.closed() for s in kept)
-    later = pool.take(read=False)  # a closed pool still hands out (fresh) sessions …
-    pool.give(later, read=False)
-    assert later.closed()  # … but keeps none
+    with pytest.raises(StoreClosed):  # a closed pool hands out nothing (its store is closed)
+        pool.take(read=False)
+    late = tx.session(driver, None)
+    pool.give(late, read=False)  # one given back after the close is closed, not kept
+    assert late.closed()
 
 
 def test_a_failed_statement_does_not_poison_the_next(driver: Any) -> None:

@@ -72,6 +72,7 @@ def _scoped_reads(store: EventStore) -> None:
     store.sessions(user_id="user2")
     store.user_session_ids("user3")
     store.recent_session_ids(3)
+    store.recent_user_sessions("user2", 2)  # cross-session recall, per assembly
     store.search_text("harbour violet", session_id="u1-s2")
     store.search_text("quarry ledger", user_id="user2")
     store.search_text("quarry ledger", user_id="user2", session_id="u2-s0")

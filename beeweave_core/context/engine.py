@@ -37,6 +37,7 @@ from beeweave_core.context.compactor import (
     stats_row,
     units_after,
 )
+from beeweave_core.context.cross_session import OtherSessions
 from beeweave_core.context.editing import EditCache, Editor, EditPolicy
 from beeweave_core.context.memory import MemoryWriter
 from beeweave_core.context.messages import Unit
@@ -71,8 +72,6 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("beeweave.context")
 
-#: How many of a user's other sessions are searched straight from the store.
-OTHER_SESSIONS = 20
 #: Immediate-layer factor per thrash level (the guard shrinks what stays verbatim).
 THRASH_SHRINK = 0.7
 #: Newest memories per working-state section offered to the working layer.
@@ -163,6 +162,8 @@ class ContextEngine:
         #: When long-term memories turn dormant (replace it to change the age or clock).
         self.dormancy = DormancyPolicy()
         self.affirmations = Affirmations(self.store)
+        #: the user's other recent sessions, as recall reads them
+        self.others = OtherSessions(self.store, self.views, self.memory, self._dormant)
         #: Check early facts right after each compaction, rolling back what lost them.
         self.amnesia_guard = True
 
@@ -243,12 +244,11 @@ class ContextEngine:
                                     flush=False, use_retriever=False)  # fmt: skip
             return context_text(ctx)
 
-        def asleep(memories: Sequence[Event]) -> Collection[str]:
-            return dormant_ages(self.store, memories, self.dormancy, self.affirmations.last).keys()
-
         with self.views.lock:
             memories = list(self.views.get(session_id)[0].memories.values())
-        rolled, _after = guard_compaction(self.store, session_id, written, text, asleep, memories)
+        rolled, _after = guard_compaction(
+            self.store, session_id, written, text, self._dormant, memories
+        )
         report.rolled_back += rolled
 
     async def acompact(self, session_id: str, **kw: Any) -> CompactionReport:
@@ -602,7 +602,7 @@ class ContextEngine:
                 top_summaries=snap.top_summaries, rolled_back=snap.rolled_back,
                 uncovered=snap.uncovered, span=snap.last_seq, window_from=window_from,
                 editor=editor, now=time.time(),
-                other_sessions=lambda: self._other_sessions(snap.session_id, uid, write),
+                other_sessions=lambda terms: self.others.read(snap.session_id, uid, terms, write),
                 retrieve=self._retriever(snap.session_id, uid, use_retriever),
                 older_lines=self._lines_matching(snap),
             ))  # fmt: skip
@@ -623,24 +623,8 @@ class ContextEngine:
         return find
 
     # ------------------------------------------------------------ helpers
-    def _other_sessions(
-        self, session_id: str, user_id: str | None, write: bool = True
-    ) -> list[tuple[str, list[Any], list[Any]]]:
-        if not user_id:
-            return []
-        out = []
-        for s in self.store.sessions(user_id=user_id)[: OTHER_SESSIONS + 1]:
-            if s.session_id == session_id:
-                continue
-            if write:  # imported / written elsewhere: catch its memories up
-                self.memory.process(s.session_id, use_llm=False)
-            mems = self.store.timeline(s.session_id, types=(EventType.MEMORY,))
-            asleep = dormant_ages(self.store, mems, self.dormancy, self.affirmations.last)
-            mems = [m for m in mems if m.id not in asleep]
-            sums = self.compactor.top_summaries(s.session_id)
-            if mems or sums:
-                out.append((s.session_id, mems, sums))
-        return out[:OTHER_SESSIONS]
+    def _dormant(self, memories: Sequence[Event]) -> Collection[str]:
+        return dormant_ages(self.store, memories, self.dormancy, self.affirmations.last).keys()
 
     def _retriever(self, session_id: str, user_id: str | None, use: bool | None) -> Any:
         """The fused retriever for cross-session recall, when it exists and is useful."""
@@ -650,7 +634,7 @@ class ContextEngine:
         if retrieve is None:
             return None
         # the user's session ids come from an index; stats would count their tokens
-        if use is None and len(self.store.user_session_ids(user_id)) < 2:
+        if use is None and len(self.store.recent_user_sessions(user_id, 2)) < 2:
             return None  # nothing beyond this session to search
 
         def run(query: str) -> list[Any]:

@@ -79,6 +79,24 @@ class Recallable:
 
 
 @dataclass
+class OtherSession:
+    """What recall takes from another session of the user (bounded by the reader,
+    see :mod:`.cross_session`): memories, its newest top summaries (their newest lines
+    and those sharing query terms), and lines of its older top summaries sharing terms
+    (summary, line index)."""
+
+    session_id: str
+    memories: list[Event]
+    summaries: list[Event]
+    lines: list[tuple[Event, int]] = field(default_factory=list)
+
+
+#: Pieces of other sessions sharing no query term kept for a call (the best by kind
+#: prior and weight): all they can rank by, so the rest could never outrank them.
+PRIOR_ONLY = 64
+
+
+@dataclass
 class RecallInputs:
     """Everything :func:`gather` reads, so the assembler decides it once."""
 
@@ -96,7 +114,8 @@ class RecallInputs:
     window_from: int  # first seq in the immediate window (tentative)
     editor: Editor
     now: float
-    other_sessions: Callable[[], list[tuple[str, list[Event], list[Event]]]] = lambda: []
+    #: query terms -> candidates of the user's other sessions
+    other_sessions: Callable[[frozenset[str]], list[OtherSession]] = lambda _terms: []
     retrieve: Callable[[str], list[Any]] | None = None
     extra: dict[str, Any] = field(default_factory=dict)
     #: (query terms, ids of the older top summaries) -> their lines sharing the most
@@ -275,20 +294,37 @@ def _cross_session(inp: RecallInputs) -> list[Recallable]:
     """The same user's memories and summaries from their other sessions."""
     if not inp.user_id:
         return []
-    out: list[Recallable] = []
+    pieces: list[Recallable] = []
     known: set[str] = set()
-    for sid, mems, sums in inp.other_sessions():
-        origin = f"session {sid}"
-        for m in mems:
+    terms = inp.query_terms
+    for other in inp.other_sessions(terms):
+        origin = f"session {other.session_id}"
+        for m in other.memories:
             if not expired(m, inp.now):
-                out.append(_mem_piece(m, origin, OTHER_SESSION * decay(m, inp.now), 0.0))
+                pieces.append(_mem_piece(m, origin, OTHER_SESSION * decay(m, inp.now), 0.0))
                 known.add(m.id)
-        for s in sums:
-            out += _summary_pieces(s, origin, OTHER_SESSION, None)
+        for s in other.summaries:
+            pieces += _summary_pieces(s, origin, OTHER_SESSION, None, terms)
             known.add(s.id)
+        for s, i in other.lines:
+            pieces.append(_line_piece(s, i, parsed_lines(s)[i][0], origin, OTHER_SESSION))
+            known.add(s.id)
+    out = _bounded(pieces, terms)
     if inp.retrieve is not None and inp.query:
         _add_retrieved(inp, out, known)
     return out
+
+
+def _bounded(pieces: list[Recallable], terms: frozenset[str]) -> list[Recallable]:
+    """Every piece sharing a query term, and the :data:`PRIOR_ONLY` best of the rest by
+    what they can score with no term (prior x weight): what scoring then costs follows
+    the query, not how much the other sessions hold."""
+    matching: list[Recallable] = []
+    rest: list[Recallable] = []
+    for p in pieces:
+        (matching if terms.intersection(_tokens(p.text)) else rest).append(p)
+    best = heapq.nlargest(PRIOR_ONLY, rest, key=lambda p: PRIOR.get(p.kind, 0.5) * p.weight)
+    return matching + best
 
 
 def _add_retrieved(inp: RecallInputs, out: list[Recallable], known: set[str]) -> None:

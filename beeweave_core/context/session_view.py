@@ -38,6 +38,8 @@ _CONVERSATION = frozenset(CONVERSATION_TYPES)
 _MESSAGES = frozenset({EventType.USER_MESSAGE, EventType.ASSISTANT_MESSAGE, EventType.TOOL_RESULT})
 #: The types a view folds in (see :meth:`SessionView._add`).
 _KEPT = (*CONVERSATION_TYPES, EventType.MEMORY, EventType.SUMMARY, EventType.WARNING)
+#: What a view of another session of the user folds in (what recall offers from it).
+RECALLED = (EventType.MEMORY, EventType.SUMMARY)
 #: Postings kept per term (newest); a term in more memories than this says little.
 MAX_POSTINGS = 256
 #: What the view counts of its active summaries (the compaction stats).
@@ -137,6 +139,8 @@ class SessionView:
     _ov_delta: dict[str, tuple[str, ...]] = field(default_factory=dict)
     _ov_snap: Overturned | None = None
     _ov_by_memory: dict[str, list[tuple[str, str]]] = field(default_factory=dict)
+    #: the event types folded in (another session's recall view: memories and summaries)
+    kept: tuple[EventType, ...] = _KEPT
 
     # ------------------------------------------------------------ reading
     def catch_up(self, store: EventStore, upto: int | None = None) -> int:
@@ -145,7 +149,7 @@ class SessionView:
         assembly's audit record, the biggest event a call writes, is never parsed by the
         next)."""
         events = store.timeline(self.session_id, seq_from=self.cursor + 1, seq_to=upto,
-                                types=_KEPT, include_inactive=True)  # fmt: skip
+                                types=self.kept, include_inactive=True)  # fmt: skip
         self.fold(events)
         if upto is not None:
             self.cursor = max(self.cursor, upto)
@@ -421,6 +425,8 @@ class Views:
         self.lock = threading.RLock()
         self.max_sessions = max_sessions
         self._views: dict[str, SessionView] = {}
+        #: other sessions as recall reads them (memories and summaries only)
+        self._others: dict[str, SessionView] = {}
         self._seen_changes = _changes(store)
         self._own_changes = 0  # status changes applied by :meth:`own_change`
         self._epoch = 0  # bumped each time a change behind the engine dropped every view
@@ -472,6 +478,33 @@ class Views:
                 self._views.pop(next(iter(self._views)))
             return view, view.catch_up(self.store)
 
+    def other(self, session_id: str, last: int, *, read_new: bool = False) -> SessionView:
+        """The memories and summaries of ``session_id`` (another session of the user), up
+        to its stored seq ``last``: a call reads only what was stored since the one
+        before, nothing when the session did not change.  ``read_new``: also what was
+        stored past ``last`` (what the memory writer just added).  Hold :attr:`lock`
+        while reading the view."""
+        with self.lock:
+            self._follow_changes()
+            view = self._others.pop(session_id, None) or SessionView(session_id, kept=RECALLED)
+            self._others[session_id] = view  # most recently used last
+            while len(self._others) > self.max_sessions:
+                self._others.pop(next(iter(self._others)))
+            if view.cursor < last or read_new:
+                view.catch_up(self.store, upto=None if read_new else last)
+                view.cursor = max(view.cursor, last)  # every seq up to it is stored
+            return view
+
+    def other_cursor(self, session_id: str) -> int:
+        """The last seq the recall view of ``session_id`` has read (-1: none yet)."""
+        with self.lock:
+            self._follow_changes()
+            view = self._others.get(session_id)
+            return view.cursor if view is not None else -1
+
+    def _every(self) -> list[SessionView]:
+        return [*self._views.values(), *self._others.values()]
+
     def outside_changes(self) -> int:
         """How many times a change made behind the engine (a purge, another writer's
         status change) made the views read again; other derived state follows it."""
@@ -489,14 +522,16 @@ class Views:
         with self.lock:
             if session_id is None:
                 self._views.clear()
+                self._others.clear()
                 self._seen_changes = _changes(self.store)
             else:
                 self._views.pop(session_id, None)
+                self._others.pop(session_id, None)
 
     def own_change(self, change: Callable[[], int], ids: Sequence[str], status: Status) -> int:
         """Run a status change BeeWeave itself makes and apply it to the views at once."""
         with self.lock:
-            for view in self._views.values():
+            for view in self._every():
                 if view.holds(ids):  # what replaces them first (a memory superseding one
                     view.catch_up(self.store)  # carries on what that one overturned)
             before = _changes(self.store)
@@ -504,7 +539,7 @@ class Views:
             n = change()
             if self._seen_changes == before and _changes(self.store) in (before, before + 1):
                 self._seen_changes = _changes(self.store)
-            for view in self._views.values():
+            for view in self._every():
                 view.apply_status(ids, status)
             return n
 
@@ -513,12 +548,13 @@ class Views:
         """Read the sessions as if the summaries ``ids`` were rolled back (nothing is
         written; the lock is held throughout, so no other call sees it)."""
         with self.lock:
-            for view in self._views.values():
+            views = self._every()
+            for view in views:
                 view.apply_status(ids, Status.INVALIDATED)
             try:
                 yield
             finally:
-                for view in self._views.values():
+                for view in views:
                     view.apply_status(ids, Status.ACTIVE)
 
 

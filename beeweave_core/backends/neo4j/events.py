@@ -47,6 +47,7 @@ from beeweave_core.events import (
     SessionStats,
     Status,
 )
+from beeweave_core.items import ITEM_SESSION_PREFIX
 from beeweave_core.payloads import dumps
 from beeweave_core.scopes import Readable, narrow
 from beeweave_core.store import BaseEventStore, Prepared, StoreError
@@ -686,6 +687,14 @@ class Neo4jEventStore(BaseEventStore):
     def user_session_ids(self, user_id: str) -> list[str]:
         """The sessions ``user_id`` took part in, through the (tenant, user_id) index."""
         return self._user_sessions(user_id, None)
+
+    def recent_user_sessions(self, user_id: str, limit: int) -> list[tuple[str, int]]:
+        """The user's ``limit`` conversations with the newest last event, newest first, as
+        (session id, last seq): a seek per session of the tenant, none per event."""
+        rows = self._read(q.CYPHER_RECENT_USER_SESSIONS, user_id=user_id)
+        rows = [r for r in rows if not str(r["sid"]).startswith(ITEM_SESSION_PREFIX)]
+        rows.sort(key=lambda r: (r["ts"] or 0.0, r["last_seq"]), reverse=True)
+        return [(str(r["sid"]), int(r["last_seq"])) for r in rows[: max(0, limit)]]
 
     def _user_sessions(self, user_id: str, within: list[str] | None) -> list[str]:
         """Sessions ``user_id`` took part in (any status), narrowed to ``within``."""

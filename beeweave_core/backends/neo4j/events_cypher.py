@@ -102,6 +102,9 @@ SCHEMA_STATEMENTS: tuple[str, ...] = (
     "CREATE CONSTRAINT beeweave_artifact_sha IF NOT EXISTS "
     "FOR (a:Artifact) REQUIRE (a.tenant, a.sha256) IS UNIQUE",
     "CREATE INDEX beeweave_event_user IF NOT EXISTS FOR (e:Event) ON (e.tenant, e.user_id)",
+    # whether a user took part in a session, one seek (CYPHER_RECENT_USER_SESSIONS)
+    "CREATE INDEX beeweave_event_user_session IF NOT EXISTS "
+    "FOR (e:Event) ON (e.tenant, e.user_id, e.session_id)",
     "CREATE INDEX beeweave_event_scope IF NOT EXISTS FOR (e:Event) ON (e.tenant, e.scope)",
     *(
         f"CREATE FULLTEXT INDEX {name} IF NOT EXISTS FOR (e:Event) "
@@ -468,8 +471,26 @@ WHERE e.seq IS NOT NULL AND e.status = 'active' AND {_IN_SCOPES}
 #: Sessions a user took part in (any status, like SQLite's ``sessions(user_id=)``).
 CYPHER_GET_USER_SESSIONS = f"""
 MATCH (e:Event {{tenant: $tenant, user_id: $user_id}})
+USING INDEX SEEK e:Event(tenant, user_id, session_id)
 WHERE e.session_id IS NOT NULL AND {_IN_SCOPES}
 RETURN DISTINCT e.session_id AS sid
+"""
+#: A user's sessions with their last seq and its time: per session of the tenant (the
+#: Session nodes, by their constraint's index), one seek asking whether the user took
+#: part and one for its last event; never a walk over the user's events (``USING INDEX
+#: SEEK``: a fresh database's planner would scan the (tenant, user_id) index instead).
+CYPHER_RECENT_USER_SESSIONS = """
+MATCH (s:Session {tenant: $tenant})
+USING INDEX SEEK s:Session(tenant, id)
+WHERE s.id IS NOT NULL AND s.last_seq >= 0
+CALL (s) {
+  MATCH (u:Event {tenant: $tenant, user_id: $user_id, session_id: s.id})
+  USING INDEX SEEK u:Event(tenant, user_id, session_id)
+  RETURN u.id AS one LIMIT 1
+}
+MATCH (e:Event {tenant: $tenant, session_id: s.id, seq: s.last_seq})
+USING INDEX SEEK e:Event(tenant, session_id, seq)
+RETURN s.id AS sid, s.last_seq AS last_seq, e.ts AS ts
 """
 #: The scope of stored events, whatever the reader may see (to refuse, not to show).
 CYPHER_GET_SCOPES_OF_IDS = """

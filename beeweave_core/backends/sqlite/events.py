@@ -26,6 +26,7 @@ from beeweave_core.events import (
     SessionStats,
     Status,
 )
+from beeweave_core.items import ITEM_SESSION_PREFIX
 from beeweave_core.payloads import dumps
 from beeweave_core.scopes import Readable, narrow
 from beeweave_core.store import BaseEventStore, Prepared
@@ -379,6 +380,15 @@ class SQLiteEventStore(SideTables, BaseEventStore):
         clause, values = self._in_scopes()
         sql = q.USER_SESSION_IDS + clause
         return [r[0] for r in self._read(sql, (self.tenant, user_id, *values))]
+
+    def recent_user_sessions(self, user_id: str, limit: int) -> list[tuple[str, int]]:
+        """The user's ``limit`` conversations with the newest last event, newest first, as
+        (session id, last seq), from the (tenant, user_id, session_id) index: one seek
+        per session (a scoped view still reads only its scopes' events of them)."""
+        rows = self._read(q.RECENT_USER_SESSIONS, (self.tenant, user_id))
+        rows = [r for r in rows if not r[0].startswith(ITEM_SESSION_PREFIX)]
+        rows.sort(key=lambda r: (r[2], r[1]), reverse=True)
+        return [(sid, int(seq)) for sid, seq, _ts in rows[: max(0, limit)]]
 
     def recent_session_ids(self, limit: int) -> list[str]:
         """The ``limit`` sessions with the newest active events, newest first: the ts

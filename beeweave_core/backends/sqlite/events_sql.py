@@ -7,7 +7,7 @@ take parameters; no user data is ever formatted into SQL text.
 
 #: Row of ``beeweave_meta`` holding this schema's version (see ``sqlite_db``).
 SCHEMA_KEY = "schema_version"
-SCHEMA_VERSION = 5
+SCHEMA_VERSION = 6
 
 #: (version, statements) applied in order by ``setup()``; never edit a released one.
 MIGRATIONS: list[tuple[int, list[str]]] = [
@@ -92,6 +92,14 @@ MIGRATIONS: list[tuple[int, list[str]]] = [
             # the scopes one session holds, read per assembly (SCOPES_OF_SESSION): a
             # seek per distinct scope instead of a pass over the session's rows
             "CREATE INDEX IF NOT EXISTS events_session_scope ON events (tenant, session_id, scope)",
+        ],
+    ),
+    (
+        6,
+        [
+            # a user's sessions, one seek each (RECENT_USER_SESSIONS), read per assembly
+            "CREATE INDEX IF NOT EXISTS events_user_session "
+            "ON events (tenant, user_id, session_id)",
         ],
     ),
 ]
@@ -223,6 +231,26 @@ RECENT_SESSION_ROWS = (
 USER_SESSION_IDS = (
     "SELECT DISTINCT session_id FROM events INDEXED BY events_user WHERE tenant = ? AND user_id = ?"
 )
+#: A user's sessions with their last seq and its time (``?1`` tenant, ``?2`` user): a
+#: loose index scan, one seek per session past the one before, then one seek for each
+#: session's last event; the cost follows the user's sessions, not their events.
+RECENT_USER_SESSIONS = """
+WITH RECURSIVE s(sid) AS (
+    SELECT (SELECT MIN(session_id) FROM events INDEXED BY events_user_session
+            WHERE tenant = ?1 AND user_id = ?2)
+    UNION ALL
+    SELECT (SELECT MIN(session_id) FROM events INDEXED BY events_user_session
+            WHERE tenant = ?1 AND user_id = ?2 AND session_id > s.sid)
+    FROM s WHERE s.sid IS NOT NULL
+), last(sid, seq) AS (
+    SELECT sid, (SELECT MAX(seq) FROM events INDEXED BY events_session_seq
+                 WHERE tenant = ?1 AND session_id = s.sid)
+    FROM s WHERE s.sid IS NOT NULL
+)
+SELECT last.sid, last.seq, e.ts FROM last
+JOIN events e INDEXED BY events_session_seq
+  ON e.tenant = ?1 AND e.session_id = last.sid AND e.seq = last.seq
+"""
 
 #: ``{indexed}``: ``INDEXED BY events_session_seq`` when sessions or a user are
 #: named (the planner would otherwise walk the type index over the whole tenant).
