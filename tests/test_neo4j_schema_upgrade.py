@@ -30,8 +30,9 @@ OLD_TEXT_INDEXES = (
     "CREATE FULLTEXT INDEX beeweave_event_text_en IF NOT EXISTS FOR (e:Event) "
     "ON EACH [e.content, e.session_id, e.tenant] OPTIONS {indexConfig: "
     "{`fulltext.analyzer`: 'english', `fulltext.eventually_consistent`: true}}",
-    # and a range index no read used
+    # and range indexes no read uses any more
     "CREATE INDEX beeweave_event_ts IF NOT EXISTS FOR (e:Event) ON (e.tenant, e.ts)",
+    "CREATE INDEX beeweave_event_user IF NOT EXISTS FOR (e:Event) ON (e.tenant, e.user_id)",
 )
 
 

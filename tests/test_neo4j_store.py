@@ -73,7 +73,12 @@ def test_schema_objects_exist_with_the_chosen_analyzer(neo4j_store):
         )
     }
     assert "beeweave_event_ts" not in indexes  # no read uses it: writes no longer pay for it
-    assert indexes["beeweave_event_user"]["properties"] == ["tenant", "user_id"]
+    assert indexes["beeweave_event_user_session"]["properties"] == [
+        "tenant",
+        "user_id",
+        "session_id",
+    ]
+    assert not set(q.OBSOLETE_INDEXES) & set(indexes)  # (tenant, user_id): its prefix serves
     ft = indexes[q.FULLTEXT_INDEX]
     assert ft["type"] == "FULLTEXT" and ft["state"] == "ONLINE"
     assert ft["properties"] == ["terms", "tenant", "session_id"]

@@ -56,9 +56,15 @@ FULLTEXT_INDEXES: tuple[tuple[str, tuple[str, ...], str], ...] = (
 )
 #: Indexes of older BeeWeave versions, which ``setup()`` drops as no read uses them
 #: any more (and each costs every write an update): full-text ones of Lucene's CJK
-#: and English analyzers over ``content``, and (tenant, ts) (time windows are read
-#: within a session, by its (tenant, session_id, seq) index, or filter other hits).
-OBSOLETE_INDEXES = ("beeweave_event_text", "beeweave_event_text_en", "beeweave_event_ts")
+#: and English analyzers over ``content``, (tenant, ts) (time windows are read
+#: within a session, by its (tenant, session_id, seq) index, or filter other hits)
+#: and (tenant, user_id) (its reads seek (tenant, user_id, session_id)).
+OBSOLETE_INDEXES = (
+    "beeweave_event_text",
+    "beeweave_event_text_en",
+    "beeweave_event_ts",
+    "beeweave_event_user",
+)
 
 
 def fulltext_config(analyzer: str) -> dict[str, str | bool]:
@@ -101,8 +107,8 @@ SCHEMA_STATEMENTS: tuple[str, ...] = (
     "FOR (s:Session) REQUIRE (s.tenant, s.id) IS UNIQUE",
     "CREATE CONSTRAINT beeweave_artifact_sha IF NOT EXISTS "
     "FOR (a:Artifact) REQUIRE (a.tenant, a.sha256) IS UNIQUE",
-    "CREATE INDEX beeweave_event_user IF NOT EXISTS FOR (e:Event) ON (e.tenant, e.user_id)",
-    # whether a user took part in a session, one seek (CYPHER_RECENT_USER_SESSIONS)
+    # a user's sessions (CYPHER_GET_USER_SESSIONS), whether a user took part in a
+    # session, one seek (CYPHER_RECENT_USER_SESSIONS)
     "CREATE INDEX beeweave_event_user_session IF NOT EXISTS "
     "FOR (e:Event) ON (e.tenant, e.user_id, e.session_id)",
     "CREATE INDEX beeweave_event_scope IF NOT EXISTS FOR (e:Event) ON (e.tenant, e.scope)",
@@ -126,7 +132,7 @@ RETURN labelsOrTypes AS labels, properties, options.indexConfig AS config
 CYPHER_DROP_INDEX = "DROP INDEX {name} IF EXISTS"
 #: Indexes that populate in the background after creation; ``setup()`` waits for
 #: these (and only these: another component's index may take its time).
-AWAITED_INDEXES = ("beeweave_event_user", FULLTEXT_INDEX)
+AWAITED_INDEXES = ("beeweave_event_user_session", FULLTEXT_INDEX)
 CYPHER_AWAIT_INDEX = "CALL db.awaitIndex($name, $seconds)"
 
 # ------------------------------------------------------------------ projections
