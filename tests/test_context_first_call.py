@@ -79,6 +79,18 @@ def _rows_read(conn: sqlite3.Connection, sent: list[str]) -> int:
     return sum(len(conn.execute(sql).fetchall()) for sql in reads)
 
 
+def _assemble_counting_rows(weave, sid: str, budget: int) -> tuple[Any, int]:
+    """``weave.assemble`` and the rows its SELECTs read (replayed after the call)."""
+    conn: sqlite3.Connection = weave.store.connection.conn  # type: ignore[attr-defined]
+    sent: list[str] = []
+    conn.set_trace_callback(sent.append)
+    try:
+        ctx = weave.assemble(sid, budget_tokens=budget, model="gpt-4", record=False)
+    finally:
+        conn.set_trace_callback(None)
+    return ctx, _rows_read(conn, sent)
+
+
 def _first_turn(messages: list[dict[str, Any]]) -> dict[str, Any]:
     return next(m for m in messages if m["role"] != "system")
 
@@ -102,15 +114,8 @@ def test_a_first_call_reads_the_tail_and_holds_no_overturned_value(weave_factory
     weave = weave_factory(index=False)
     sid = _session(weave, turns=1_000)
     events = weave.store.session_stats(sid).events
-    conn: sqlite3.Connection = weave.store.connection.conn  # type: ignore[attr-defined]
-    sent: list[str] = []
-    conn.set_trace_callback(sent.append)
-    try:
-        ctx = weave.assemble(sid, budget_tokens=400, model="gpt-4", record=False)
-    finally:
-        conn.set_trace_callback(None)
+    ctx, read = _assemble_counting_rows(weave, sid, 400)
     assert ctx.catching_up and weave.context.catching_up(sid)
-    read = _rows_read(conn, sent)
     assert 0 < read < events / 4, (read, events)  # the tail, not the session
     _check_current(ctx.text())
     assert ctx.messages[0]["role"] == "system"

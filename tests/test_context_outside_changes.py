@@ -11,13 +11,11 @@ Real SQLite files, real tiktoken counts, no fakes; the wordings appear in no dat
 
 from __future__ import annotations
 
-import sqlite3
-
 from beeweave_core.context import engine as engine_module
 from beeweave_core.events import EventType
 from beeweave_core.weave import Weave
 
-from .test_context_first_call import LONG, _log, _rows_read, _wait
+from .test_context_first_call import LONG, _assemble_counting_rows, _log, _wait
 
 TS = 1_700_000_000.0
 
@@ -78,14 +76,7 @@ def test_a_reopened_long_session_is_read_by_the_catch_up_not_by_the_next_turn(
     old = _log(3, 1)[0]["content"]  # "Shelf 3 in the <studio> holds <n> <ware>."
     new = old.replace(old.split()[-2], "240")
     _turn(again, sid, new)  # the count changes
-    conn: sqlite3.Connection = again.store.connection.conn  # type: ignore[attr-defined]
-    sent: list[str] = []
-    conn.set_trace_callback(sent.append)
-    try:
-        ctx = again.assemble(sid, budget_tokens=600, model="gpt-4", record=False)
-    finally:
-        conn.set_trace_callback(None)
-    read = _rows_read(conn, sent)
+    ctx, read = _assemble_counting_rows(again, sid, 600)
     assert read < memories / 4, (read, memories)
     assert new in ctx.text() and old not in ctx.text()
     current = _memories(again, sid)
