@@ -160,12 +160,17 @@ class Event(BaseModel):
     def tags(self) -> list[str]:
         return list(self.meta.get("tags", ()))
 
+    def edge_targets(self) -> list[tuple[EdgeType, str]]:
+        """(type, target) of each outgoing edge this event declares: CAUSED_BY from
+        ``parents``, then ``links`` (plain pairs: a bulk write needs no model each)."""
+        out = [(EdgeType.CAUSED_BY, p) for p in self.parents]
+        for etype, targets in self.links.items():
+            out.extend((EdgeType(etype), t) for t in targets)
+        return out
+
     def edges(self) -> list[Edge]:
         """The outgoing edges this event declares (CAUSED_BY from ``parents`` + ``links``)."""
-        out = [Edge(src=self.id, dst=p, type=EdgeType.CAUSED_BY) for p in self.parents]
-        for etype, targets in self.links.items():
-            out.extend(Edge(src=self.id, dst=t, type=EdgeType(etype)) for t in targets)
-        return out
+        return [Edge(src=self.id, dst=d, type=t) for t, d in self.edge_targets()]
 
     def to_record(self) -> dict[str, Any]:
         """Plain-JSON form used by export, the spool and the stores."""

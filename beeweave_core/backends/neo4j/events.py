@@ -452,12 +452,9 @@ class Neo4jEventStore(BaseEventStore):
         (its NEXT predecessor): those are known once its session is locked."""
         ev = p.event
         links = {k.value: list(v) for k, v in ev.links.items()}
-        # ev.edges() without an Edge model each: each target once per type, in order
-        targets: dict[str, dict[str, None]] = {}
-        if ev.parents:
-            targets[EdgeType.CAUSED_BY.value] = dict.fromkeys(ev.parents)
-        for etype, ids in ev.links.items():
-            targets.setdefault(EdgeType(etype).value, {}).update(dict.fromkeys(ids))
+        targets: dict[str, dict[str, None]] = {}  # each target once per type, in order
+        for etype, dst in ev.edge_targets():
+            targets.setdefault(etype.value, {})[dst] = None
         row = {
             "label": TYPE_LABELS[ev.type],
             "prev": None,
