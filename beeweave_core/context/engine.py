@@ -380,15 +380,13 @@ class ContextEngine:
             self._guard(session_id, done, window, c)
 
     def _warm_affirmations(self, session_id: str) -> None:
-        """Read when each old memory was last affirmed now, not in the next call (which
-        asks it of every memory old enough to be dormant)."""
+        """Ask now which old memories are dormant (the answers stay in
+        :attr:`affirmations`), not in the next call, which asks it of every memory old
+        enough to be dormant."""
         cutoff = self.dormancy.clock() - self.dormancy.after_days * DAY
         with self.views.lock:
             old = self.views.get(session_id)[0].memories_before(cutoff)
-        for m in old:
-            if self._closing.is_set():
-                return
-            self.affirmations.last(m)
+        self._dormant(old)
 
     def catching_up(self, session_id: str) -> bool:
         """True while a background catch-up of ``session_id`` is running (calls then
