@@ -116,7 +116,9 @@ def test_a_neo4j_store_gets_fewer_larger_background_writes(tmp_path, neo4j_store
         assert bus.flush(30)
     finally:
         bus.close()
-    assert [e.content for e in neo4j_store.timeline("s")] == [f"lantern check {i}" for i in range(30)]
+    assert [e.content for e in neo4j_store.timeline("s")] == [
+        f"lantern check {i}" for i in range(30)
+    ]
     times = [t for t, _ in writes.seen]
     gaps = [b - a for a, b in zip(times, times[1:], strict=False)]
     # every write but the flushed last one waited its interval
