@@ -23,8 +23,11 @@ Graph model (Neo4j 5.26 LTS or newer, community edition is enough)::
     (:Event)-[:NEXT]->(:Event)              session order, materialised at write
     (:Event)-[:CAUSED_BY|REFERS_TO|SUMMARIZES|DERIVED_FROM|SUPERSEDES {meta}]->(:Event)
     (:Event)-[:HAS_ARTIFACT]->(:Artifact {tenant, sha256, chars, body})
-    (:Session {tenant, id, last_seq, context_terms})  seq allocator, locked by each
-                                            writer; tokens of its last content
+    (:Session {tenant, id, last_seq, context_terms, scopes, user_ids})  seq allocator,
+                                            locked by each writer; tokens of its last
+                                            content; what session_scopes.py and
+                                            user_sessions.py keep
+    (:UserSession {tenant, user_id, session_id})  a user took part in a session
 
 ``payload``, ``meta``, ``source``, ``parents`` and ``links`` hold canonical JSON
 text (Neo4j properties cannot be maps).  An edge may point at an event that is not
