@@ -127,6 +127,16 @@ def _edge_types(types: Iterable[EdgeType | str]) -> list[str]:
     return [EdgeType(t).value for t in types]
 
 
+def _sessions_param(
+    last: dict[str, int], rows: list[dict[str, Any]], context: dict[str, str]
+) -> list[dict[str, Any]]:
+    """The append's ``$sessions``: per session its new ``last_seq``, the scopes and the
+    users of its new events, and its ``context_terms`` after them."""
+    users = user_sessions.users_by_session(rows)
+    return [{**x, "context": context.get(x["id"]), "users": users.get(x["id"])}
+            for x in session_scopes.sessions_param(last, rows)]  # fmt: skip
+
+
 def _run(tx: Any, query: str, params: dict[str, Any]) -> Any:
     """One statement as a transaction function (returns its summary)."""
     return tx.run(query, params).consume()
@@ -418,10 +428,7 @@ class Neo4jEventStore(BaseEventStore):
             return result
         # an import's order is known once it is stored (below)
         after = event_terms.fill(ordered, context, turns) if inline else {}
-        users = user_sessions.users_by_session(ordered)
-        sessions = [{**x, "context": after.get(x["id"]), "users": users.get(x["id"])}
-                    for x in session_scopes.sessions_param(last, ordered)]  # fmt: skip
-        self._write_rows(tx, new_rows, placeholder_rows, sessions)
+        self._write_rows(tx, new_rows, placeholder_rows, _sessions_param(last, ordered, after))
         if later is not None:
             turns = dict(zip(ids, later.result(), strict=True))
             event_terms.set_later(tx, t, ordered, context, turns)
