@@ -31,7 +31,7 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 from beeweave_core.backends.neo4j import events_cypher as q
-from beeweave_core.backends.neo4j import session_scopes
+from beeweave_core.backends.neo4j import session_scopes, user_sessions
 from beeweave_core.backends.neo4j import terms as event_terms
 from beeweave_core.backends.neo4j import tx as neo4j_tx
 from beeweave_core.backends.neo4j.auth import AuthSpec, driver_auth
@@ -127,6 +127,16 @@ def _edge_types(types: Iterable[EdgeType | str]) -> list[str]:
     return [EdgeType(t).value for t in types]
 
 
+def _sessions_param(
+    last: dict[str, int], rows: list[dict[str, Any]], context: dict[str, str]
+) -> list[dict[str, Any]]:
+    """The append's ``$sessions``: per session its new ``last_seq``, the scopes and the
+    users of its new events, and its ``context_terms`` after them."""
+    users = user_sessions.users_by_session(rows)
+    return [{**x, "context": context.get(x["id"]), "users": users.get(x["id"])}
+            for x in session_scopes.sessions_param(last, rows)]  # fmt: skip
+
+
 def _run(tx: Any, query: str, params: dict[str, Any]) -> Any:
     """One statement as a transaction function (returns its summary)."""
     return tx.run(query, params).consume()
@@ -163,6 +173,11 @@ class Neo4jEventStore(BaseEventStore):
     closed by :meth:`close`).  Other BeeWeave parts reuse :attr:`driver` and
     :attr:`database` (checkpoints, the vector index).
     """
+
+    #: An append is a transaction of four or five round trips and a commit (~10 ms on
+    #: a small server) whatever its size: the capture bus writes at most four a second
+    #: in the background, so a chatty agent's own calls rarely wait behind one.
+    write_interval: float = 0.25
 
     def __init__(
         self,
@@ -295,6 +310,9 @@ class Neo4jEventStore(BaseEventStore):
                 event_terms.backfill(session)
         with neo4j_tx.session(self.driver, self.database) as session:
             session_scopes.backfill(session)  # sessions an older BeeWeave wrote
+            user_sessions.backfill(
+                session, session_scopes.CYPHER_UPGRADED, session_scopes.CYPHER_MARK_UPGRADED
+            )
         for statement in q.SCHEMA_STATEMENTS:
             try:
                 self.driver.execute_query(statement, database_=self.database)
@@ -410,9 +428,7 @@ class Neo4jEventStore(BaseEventStore):
             return result
         # an import's order is known once it is stored (below)
         after = event_terms.fill(ordered, context, turns) if inline else {}
-        sessions = [{**x, "context": after.get(x["id"])}  # with their scopes
-                    for x in session_scopes.sessions_param(last, ordered)]  # fmt: skip
-        self._write_rows(tx, new_rows, placeholder_rows, sessions)
+        self._write_rows(tx, new_rows, placeholder_rows, _sessions_param(last, ordered, after))
         if later is not None:
             turns = dict(zip(ids, later.result(), strict=True))
             event_terms.set_later(tx, t, ordered, context, turns)
@@ -565,6 +581,7 @@ class Neo4jEventStore(BaseEventStore):
             ).consume()
             tx.run(q.CYPHER_RESET_SESSIONS, tenant=t, session_ids=sids).consume()
             session_scopes.compute(tx, [(t, sid) for sid in sids])
+            user_sessions.compute(tx, [(t, sid) for sid in sids])
             if session_id is None:  # a purged turn leaves the terms of the one after it
                 event_terms.refresh(tx, [(t, sid) for sid in sids])
             return n
@@ -687,7 +704,8 @@ class Neo4jEventStore(BaseEventStore):
 
     def recent_user_sessions(self, user_id: str, limit: int) -> list[tuple[str, int]]:
         """The user's ``limit`` conversations with the newest last event, newest first, as
-        (session id, last seq): a seek per session of the tenant, none per event."""
+        (session id, last seq): a few seeks per session of the user (user_sessions.py);
+        a scoped view lists only sessions where the user has an event it may read."""
         rows = self._read(q.CYPHER_RECENT_USER_SESSIONS, user_id=user_id)
         rows = [r for r in rows if not str(r["sid"]).startswith(ITEM_SESSION_PREFIX)]
         rows.sort(key=lambda r: (r["ts"] or 0.0, r["last_seq"]), reverse=True)
