@@ -36,8 +36,7 @@ from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any, TypedDict
 
 from beeweave_core.config import DAY, DEFAULT_TYPE_WEIGHTS, PATHS, RetrievalConfig
-from beeweave_core.errors import NotFound
-from beeweave_core.events import EdgeType, Event, EventType, SessionStats, Status
+from beeweave_core.events import EdgeType, Event, EventType, Status
 from beeweave_core.index.base import IndexFilter
 from beeweave_core.ranking import age_weight, minmax_shares, rrf_shares
 from beeweave_core.store import EventStore
@@ -617,21 +616,16 @@ class Retriever:
         if not flt.active:
             return []
         if c.sc.sessions is not None:  # ask for the sessions in scope, not the tenant's
-            stats = self._stats_of(c.sc.sessions)
+            order = self._newest_first(c.sc.sessions)
         elif flt.user_id is None:  # the newest sessions only, not the whole tenant's stats
-            stats = self._stats_of(frozenset(self.store.recent_session_ids(METADATA_SESSIONS)))
+            order = self.store.recent_session_ids(METADATA_SESSIONS)
         else:
             stats = self.store.sessions(user_id=flt.user_id, include_items=True)
+            order = [s.session_id for s in stats]
         found: list[Event] = []
-        looked = 0
-        for s in stats:  # most recent sessions first
-            if c.sc.sessions is not None and s.session_id not in c.sc.sessions:
-                continue
-            looked += 1
-            if looked > METADATA_SESSIONS:
-                break
+        for sid in order[:METADATA_SESSIONS]:  # most recent sessions first
             evs = self.store.timeline(
-                s.session_id, since=flt.since_ts, until=flt.until_ts, types=flt.type_set,
+                sid, since=flt.since_ts, until=flt.until_ts, types=flt.type_set,
                 last=c.cfg.candidates,
             )  # fmt: skip
             found += [e for e in evs if flt.accepts(e)]
@@ -640,15 +634,14 @@ class Retriever:
         c.seen.update((e.id, e) for e in found)
         return [(e.id, e.ts) for e in found]
 
-    def _stats_of(self, sessions: frozenset[str]) -> list[SessionStats]:
-        """Stats of the named sessions, most recent first (each read through its index)."""
-        out = []
-        for sid in sessions:
-            try:
-                out.append(self.store.session_stats(sid))
-            except NotFound:
-                continue  # purged since the scope was read
-        return sorted(out, key=lambda s: s.last_ts or 0.0, reverse=True)
+    def _newest_first(self, sessions: frozenset[str]) -> list[str]:
+        """The sessions with their newest active event first, when only the newest
+        :data:`METADATA_SESSIONS` are read (one index seek each: a session's stats
+        would read all of it); in any order when all of them are."""
+        if len(sessions) <= METADATA_SESSIONS:
+            return sorted(sessions)
+        newest = {sid: tl[-1].ts for sid in sessions if (tl := self.store.timeline(sid, last=1))}
+        return sorted(newest, key=lambda sid: -newest[sid])
 
     def _temporal(self, c: _Call) -> list[tuple[str, float]]:
         """Semantic + lexical again, inside each date the query names (a soft preference)."""

@@ -576,3 +576,20 @@ def test_a_query_naming_one_speaker_prefers_that_speakers_turns(open_weave):
     assert order("what did Mei Lin offer for the shed?", 2.0)[0] == ids["Mei Lin"]
     with pytest.raises(ValueError, match="author_boost"):
         RetrievalConfig(author_boost=-1.0)
+
+
+def test_metadata_path_of_a_user_with_many_sessions_reads_the_newest(open_weave):
+    """Past the sessions it reads, the metadata path picks the user's newest ones (by
+    their newest event, found per session through its index, not by their stats)."""
+    from beeweave_core.retrieval import METADATA_SESSIONS
+
+    w = open_weave()
+    n = METADATA_SESSIONS + 6
+    for i in range(n):  # session i's only note is i hours old: "ledger-0" is the newest
+        w.emit("user_message", f"pantry ledger entry {i}", session_id=f"ledger-{i}",
+               ts=NOW - i * 3600, meta={"user_id": "maren"})  # fmt: skip
+    settle(w)
+    hits = w.retrieve("", user_id="maren", k=n, now=NOW, paths=["metadata"],
+                      filters={"types": ["user_message"]})  # fmt: skip
+    seen = {h.event.session_id for h in hits}
+    assert seen == {f"ledger-{i}" for i in range(METADATA_SESSIONS)}

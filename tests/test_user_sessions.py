@@ -92,7 +92,7 @@ def _pairs(store: Any) -> set[tuple[str, str]]:
 
 
 @pytest.mark.neo4j
-def test_neo4j_listing_cost_follows_the_users_sessions_not_the_tenants(
+def test_neo4j_user_reads_cost_follows_the_users_sessions_not_the_tenants(
     tmp_path: Path, neo4j_uri: str
 ) -> None:
     from beeweave_core.backends.neo4j import events_cypher as q
@@ -101,10 +101,11 @@ def test_neo4j_listing_cost_follows_the_users_sessions_not_the_tenants(
 
     def hits() -> int:
         params = {"tenant": store.tenant, "user_id": "ines", "scopes": None}
-        _, summary, _ = store.driver.execute_query(
-            "PROFILE " + q.CYPHER_RECENT_USER_SESSIONS, params
-        )
-        return _db_hits(summary.profile)
+        total = 0
+        for query in (q.CYPHER_RECENT_USER_SESSIONS, q.CYPHER_GET_USER_SESSIONS):
+            _, summary, _ = store.driver.execute_query("PROFILE " + query, params)
+            total += _db_hits(summary.profile)
+        return total
 
     def others(start: int, n: int) -> None:
         store.append([turn(f"o{i}", f"other-{i}", f"user{i}", 10.0 + i)
@@ -125,3 +126,25 @@ def test_neo4j_listing_cost_follows_the_users_sessions_not_the_tenants(
 
 def _db_hits(plan: Any) -> int:
     return int(plan.get("dbHits", 0)) + sum(_db_hits(c) for c in plan.get("children", []))
+
+
+def test_sqlite_user_reads_cost_follows_the_users_sessions_not_their_length(
+    tmp_path: Path,
+) -> None:
+    """Listing a user's sessions, their stats' scope and a user-scoped search's scope: a
+    seek per session, whether the sessions hold 20 events or 400."""
+    from .test_assemble_cost import _steps
+
+    def steps(per: int) -> int:
+        store = make_store("sqlite", tmp_path / f"len{per}")
+        store.append([turn(f"e{s}-{i}", f"talk-{s}", "ines", 10.0 * s + i / 1000)
+                      for s in range(6) for i in range(per)])  # fmt: skip
+        conn = store.connection.conn  # type: ignore[attr-defined]
+        assert len(store.user_session_ids("ines")) == 6
+        cost = _steps(conn, lambda: (store.user_session_ids("ines"),
+                                     store.recent_user_sessions("ines", 3)))  # fmt: skip
+        store.close()
+        return cost
+
+    short, long = steps(20), steps(400)
+    assert long <= 1.3 * short + 500, (short, long)  # was 20x: every event of the user read

@@ -484,12 +484,20 @@ WHERE e.seq IS NOT NULL AND e.status = 'active' AND {_IN_SCOPES}
 """
     + _STATS_TAIL
 )
-#: Sessions a user took part in (any status, like SQLite's ``sessions(user_id=)``).
+#: Sessions a user took part in (any status, like SQLite's ``sessions(user_id=)``): the
+#: user's UserSession pairs (user_sessions.py), each confirmed by a seek for an event of
+#: the user the reader may see; never a walk over the user's events.
 CYPHER_GET_USER_SESSIONS = f"""
-MATCH (e:Event {{tenant: $tenant, user_id: $user_id}})
-USING INDEX SEEK e:Event(tenant, user_id, session_id)
-WHERE e.session_id IS NOT NULL AND {_IN_SCOPES}
-RETURN DISTINCT e.session_id AS sid
+MATCH (p:UserSession {{tenant: $tenant, user_id: $user_id}})
+USING INDEX SEEK p:UserSession(tenant, user_id, session_id)
+WHERE p.session_id IS NOT NULL
+CALL (p) {{
+  MATCH (e:Event {{tenant: $tenant, user_id: $user_id, session_id: p.session_id}})
+  USING INDEX SEEK e:Event(tenant, user_id, session_id)
+  WHERE e.seq IS NOT NULL AND {_IN_SCOPES}
+  RETURN e.id AS one LIMIT 1
+}}
+RETURN p.session_id AS sid
 """
 #: A user's sessions with their last seq and its time: the user's UserSession pairs
 #: (user_sessions.py), then per session one seek for an event of the user the reader

@@ -376,24 +376,25 @@ class SQLiteEventStore(SideTables, BaseEventStore):
         return self._visible_edges(out, event_id)
 
     def user_session_ids(self, user_id: str) -> list[str]:
-        """The sessions ``user_id`` took part in, through the (tenant, user_id) index."""
-        clause, values = self._in_scopes()
-        sql = q.USER_SESSION_IDS + clause
-        return [r[0] for r in self._read(sql, (self.tenant, user_id, *values))]
+        """The sessions ``user_id`` took part in: a loose scan of the (tenant, user_id,
+        session_id) index, one seek per session (plus one per session for a scoped
+        view: the user has an event it may read there)."""
+        return [r[0] for r in self._user_sessions_read(q.USER_SESSION_IDS, user_id)]
 
     def recent_user_sessions(self, user_id: str, limit: int) -> list[tuple[str, int]]:
         """The user's ``limit`` conversations with the newest last event, newest first, as
-        (session id, last seq), from the (tenant, user_id, session_id) index: one seek
-        per session; a scoped view lists only sessions where the user has an event it
-        may read (one more seek per session)."""
-        scopes = sorted(self.scopes) if self.scopes is not None else []
-        scoped = "" if self.scopes is None else q.USER_IN_SCOPES.format(
-            scopes=", ".join(f"?{i}" for i in range(3, 3 + len(scopes))))  # fmt: skip
-        sql = q.RECENT_USER_SESSIONS.format(scoped=scoped)
-        rows = self._read(sql, (self.tenant, user_id, *scopes))
+        (session id, last seq): the sessions as :meth:`user_session_ids` finds them,
+        and one seek for each one's last event."""
+        rows = self._user_sessions_read(q.RECENT_USER_SESSIONS, user_id)
         rows = [r for r in rows if not r[0].startswith(ITEM_SESSION_PREFIX)]
         rows.sort(key=lambda r: (r[2], r[1]), reverse=True)
         return [(sid, int(seq)) for sid, seq, _ts in rows[: max(0, limit)]]
+
+    def _user_sessions_read(self, sql: str, user_id: str) -> list[Any]:
+        scopes = sorted(self.scopes) if self.scopes is not None else []
+        scoped = "" if self.scopes is None else q.USER_IN_SCOPES.format(
+            scopes=", ".join(f"?{i}" for i in range(3, 3 + len(scopes))))  # fmt: skip
+        return self._read(sql.format(scoped=scoped), (self.tenant, user_id, *scopes))
 
     def recent_session_ids(self, limit: int) -> list[str]:
         """The ``limit`` sessions with the newest active events, newest first: the ts
@@ -442,11 +443,8 @@ class SQLiteEventStore(SideTables, BaseEventStore):
             where += f" AND session_id IN ({_marks(len(session_ids))})"
             params += session_ids
         if user_id is not None:
-            where += (
-                " AND session_id IN (SELECT session_id FROM events WHERE tenant = ? "
-                "AND user_id = ?)"
-            )
-            params += [self.tenant, user_id]
+            where += q.IN_USER_SESSIONS
+            params += [self.tenant, user_id] * 2
         indexed = "INDEXED BY events_session_seq" if where else ""
         clause, values = self._in_scopes()
         return indexed, where + clause, params + values
@@ -608,10 +606,8 @@ def _scope_where(
         where += " AND session_id = ?"
         params.append(session_id)
     if user_id is not None:
-        where += (
-            " AND session_id IN (SELECT session_id FROM events WHERE tenant = ? AND user_id = ?)"
-        )
-        params += [tenant, user_id]
+        where += q.IN_USER_SESSIONS
+        params += [tenant, user_id] * 2
     if types is not None:
         tv = [EventType(t).value for t in types]
         if not tv:

@@ -232,16 +232,12 @@ RECENT_SESSION_ROWS = (
     "AND ts <= ? AND NOT (ts = ? AND rowid >= ?) AND status = 'active' {where} "
     "ORDER BY ts DESC, rowid DESC LIMIT ?"
 )
-USER_SESSION_IDS = (
-    "SELECT DISTINCT session_id FROM events INDEXED BY events_user_session "
-    "WHERE tenant = ? AND user_id = ?"
-)
 #: A user's sessions with their last seq and its time (``?1`` tenant, ``?2`` user): a
 #: loose index scan, one seek per session past the one before, then one seek for each
 #: session's last event; the cost follows the user's sessions, not their events.
 #: ``{scoped}``: a scoped view's check that the user has an event it may read there
 #: (:data:`USER_IN_SCOPES`), or nothing.
-RECENT_USER_SESSIONS = """
+_USER_SESSIONS = """
 WITH RECURSIVE s(sid) AS (
     SELECT (SELECT MIN(session_id) FROM events INDEXED BY events_user_session
             WHERE tenant = ?1 AND user_id = ?2)
@@ -249,7 +245,30 @@ WITH RECURSIVE s(sid) AS (
     SELECT (SELECT MIN(session_id) FROM events INDEXED BY events_user_session
             WHERE tenant = ?1 AND user_id = ?2 AND session_id > s.sid)
     FROM s WHERE s.sid IS NOT NULL
-), last(sid, seq) AS (
+)"""
+#: ``AND session_id IN`` the sessions of a user (values: tenant, user, tenant, user),
+#: for a filter inside a bigger statement: the same loose scan, by position.
+IN_USER_SESSIONS = """ AND session_id IN (
+    WITH RECURSIVE us(sid) AS (
+        SELECT (SELECT MIN(session_id) FROM events INDEXED BY events_user_session
+                WHERE tenant = ? AND user_id = ?)
+        UNION ALL
+        SELECT (SELECT MIN(session_id) FROM events INDEXED BY events_user_session
+                WHERE tenant = ? AND user_id = ? AND session_id > us.sid)
+        FROM us WHERE us.sid IS NOT NULL
+    )
+    SELECT sid FROM us WHERE sid IS NOT NULL)"""
+#: The sessions a user took part in (``?1`` tenant, ``?2`` user, ``{scoped}`` as below):
+#: the loose index scan alone, one seek per session, however many events they hold.
+USER_SESSION_IDS = (
+    _USER_SESSIONS
+    + """
+SELECT sid FROM s WHERE s.sid IS NOT NULL{scoped}
+"""
+)
+RECENT_USER_SESSIONS = (
+    _USER_SESSIONS
+    + """, last(sid, seq) AS (
     SELECT sid, (SELECT MAX(seq) FROM events INDEXED BY events_session_seq
                  WHERE tenant = ?1 AND session_id = s.sid)
     FROM s WHERE s.sid IS NOT NULL{scoped}
@@ -258,6 +277,7 @@ SELECT last.sid, last.seq, e.ts FROM last
 JOIN events e INDEXED BY events_session_seq
   ON e.tenant = ?1 AND e.session_id = last.sid AND e.seq = last.seq
 """
+)
 
 USER_IN_SCOPES = """ AND EXISTS (
     SELECT 1 FROM events INDEXED BY events_user_session
