@@ -1,0 +1,185 @@
+"""One append transaction written in parts, each part's rows built while the server
+creates the part before it.
+
+The sync driver returns from ``tx.run`` once the server has executed the statement,
+and waits on the socket without holding the GIL.  So a big append builds its rows and
+full-text terms (about as much client time per event as the server's) on a worker
+thread, part by part, and sends each part's ``CREATE`` as soon as it is built: the
+client's Python and the server's work overlap instead of taking turns.
+
+A part's statement reaches the events of the same part by position (``near``,
+``prev_at``), those of earlier parts and stored ones by seek (``edges``, ``prev``);
+an edge to an event of a later part is drawn once that one exists (``late``).
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import Future
+from dataclasses import dataclass, field
+from typing import Any, TypeVar
+
+from beeweave_core.backends.neo4j import session_scopes
+from beeweave_core.backends.neo4j import terms as event_terms
+from beeweave_core.events import AppendResult, Edge, EdgeType
+from beeweave_core.store import Prepared
+from beeweave_core.text.lucene import Turn
+
+#: An append of at least this many events builds its rows and terms on a worker
+#: thread; a smaller one (a single turn) builds them while the server takes the
+#: session locks, and sends one statement.
+OVERLAP_EVENTS = 64
+#: Events per ``CREATE`` statement of a big append: small enough that the first part
+#: is soon built, big enough that a statement's round trip is spread over many events.
+PART_EVENTS = 250
+
+T = TypeVar("T")
+R = TypeVar("R")
+#: An event's row as CYPHER_CREATE_EVENTS takes it (see ``Neo4jEventStore._row``).
+Row = dict[str, Any]
+
+
+def split(prepared: list[Prepared], whole: bool) -> list[list[Prepared]]:
+    """The parts an append is written in: one unless it is big (``whole``: an import,
+    which fills seqs in and recomputes its sessions' terms after, is one part)."""
+    if whole or len(prepared) < OVERLAP_EVENTS:
+        return [prepared]
+    return [prepared[i : i + PART_EVENTS] for i in range(0, len(prepared), PART_EVENTS)]
+
+
+def ahead(work: Callable[[T], R], parts: Sequence[T]) -> list[Future[R]]:
+    """``work`` of each part, in order, on a thread of its own (one per big append:
+    no pool to outlive a fork of the process).  An error is handed to the part it
+    happened in and to every part after it."""
+    futures: list[Future[R]] = [Future() for _ in parts]
+
+    def run() -> None:
+        for i, part in enumerate(parts):
+            try:
+                futures[i].set_result(work(part))
+            except BaseException as exc:  # handed to the append, which raises it
+                for f in futures[i:]:
+                    f.set_exception(exc)
+                return
+
+    threading.Thread(target=run, name="beeweave-append-parts", daemon=True).start()
+    return futures
+
+
+#: Events a worker thread handles between two chances it gives other threads to run.
+YIELD_EVENTS = 16
+
+
+def yielding(items: Sequence[T]) -> Iterator[Sequence[T]]:
+    """``items`` a few at a time, letting other threads run in between.
+
+    A thread holding the GIL keeps it for up to 5 ms (``sys.getswitchinterval``)
+    while another one waits: without this the append's own thread, woken by each
+    server reply and each read of the socket, would wait that long every time."""
+    for i in range(0, len(items), YIELD_EVENTS):
+        if i:
+            time.sleep(0)
+        yield items[i : i + YIELD_EVENTS]
+
+
+def done(value: R) -> Future[R]:
+    """``value`` as a finished future (a part built on the caller's thread)."""
+    future: Future[R] = Future()
+    future.set_result(value)
+    return future
+
+
+@dataclass
+class Placement:
+    """What one append transaction has placed so far: per session its last seq, the
+    NEXT predecessor of its next event and its terms context; placeholders to fill
+    in and edges to events of a later part, both written once every part exists."""
+
+    last: dict[str, int]
+    prev: dict[str, str | None]
+    context: dict[str, str]
+    #: Ids of this append already in the graph: stored (True) or placeholders (False).
+    found: dict[str, bool]
+    #: Ids of new events of this append that no part has created yet.
+    unstored: set[str]
+    keep_seq: bool
+    result: AppendResult = field(default_factory=AppendResult)
+    placed: list[Row] = field(default_factory=list)  # new and filled-in rows, in order
+    placeholders: list[Row] = field(default_factory=list)
+    late: list[Edge] = field(default_factory=list)
+
+    @classmethod
+    def begin(
+        cls, begun: list[dict[str, Any]], found: dict[str, bool], prepared: list[Prepared],
+        keep_seq: bool,
+    ) -> Placement:  # fmt: skip
+        """From CYPHER_BEGIN_APPEND's sessions and which of the ids exist."""
+        return cls(
+            last={x["sid"]: x["last_seq"] for x in begun},
+            prev={x["sid"]: x["tail"] for x in begun},
+            context=event_terms.contexts(begun),
+            found=found,
+            unstored={p.event.id for p in prepared if p.event.id not in found},
+            keep_seq=keep_seq,
+        )
+
+    def place(
+        self, part: list[Prepared], rows: list[Row], turns: dict[str, Turn] | None
+    ) -> list[Row]:
+        """Give a part's events their seq, predecessor and terms (``turns`` None: an
+        import's, computed after); returns its new events' rows, ready to create."""
+        new: list[Row] = []
+        ordered: list[Row] = []
+        for p, row in zip(part, rows, strict=True):
+            ev = p.event
+            if self.found.get(ev.id):
+                self.result.duplicates += 1
+                continue
+            sid = ev.session_id
+            if self.keep_seq:
+                seq, before = ev.seq, None  # NEXT by seq neighbours, after
+                self.last[sid] = max(self.last[sid], seq)
+            else:
+                seq = self.last[sid] = self.last[sid] + 1
+                before, self.prev[sid] = self.prev[sid], ev.id
+            row["props"]["seq"], row["prev"] = seq, before
+            (self.placeholders if ev.id in self.found else new).append(row)
+            ordered.append(row)
+            self.result.ids.append(ev.id)
+        if turns is not None:
+            self.context.update(event_terms.fill(ordered, self.context, turns))
+        self.placed += ordered
+        self.unstored.difference_update(r["props"]["id"] for r in new)
+        self._refer_within(new)
+        return new
+
+    def _refer_within(self, rows: list[Row]) -> None:
+        """Point the new rows' predecessors and edge targets that are rows of the same
+        part at their positions (CYPHER_CREATE_EVENTS reaches those without a seek);
+        set edges to events of a later part aside (``late``)."""
+        at = {r["props"]["id"]: i for i, r in enumerate(rows)}
+        for r in rows:
+            if r["prev"] in at:
+                r["prev_at"], r["prev"] = at[r["prev"]], None
+            near: dict[str, list[int]] = {}
+            for etype, targets in r["edges"].items():
+                inside = [at[d] for d in targets if d in at]
+                if inside:
+                    near[etype] = inside
+                ahead_of = [d for d in targets if d in self.unstored]
+                self.late += [Edge(src=r["props"]["id"], dst=d, type=EdgeType(etype))
+                              for d in ahead_of]  # fmt: skip
+                if inside or ahead_of:
+                    r["edges"][etype] = [d for d in targets if d not in at and d not in ahead_of]
+            r["near"] = near
+
+    def sessions(self) -> list[dict[str, Any]]:
+        """The append's ``$sessions``: new ``last_seq``, scopes and (an append's, not an
+        import's: its terms are recomputed) ``context_terms`` of the sessions written."""
+        written = set() if self.keep_seq else {r["props"]["session_id"] for r in self.placed}
+        return [
+            {**x, "context": self.context[x["id"]] if x["id"] in written else None}
+            for x in session_scopes.sessions_param(self.last, self.placed)
+        ]
