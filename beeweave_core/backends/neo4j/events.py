@@ -373,12 +373,12 @@ class Neo4jEventStore(BaseEventStore):
             tx.run(q.CYPHER_MERGE_ARTIFACTS, tenant=t, artifacts=list(artifacts.values())).consume()
         for i, (part, future) in enumerate(zip(parts, built, strict=True)):
             rows, turns = future.result()
-            new_rows = placing.place(part, rows, turns)
+            params = placing.place(part, rows, turns)
             last_part = i == len(parts) - 1
             sessions = placing.sessions() if last_part else []  # set by the last statement
-            if new_rows:
-                tx.run(q.CYPHER_CREATE_EVENTS, tenant=t, rows=new_rows,
-                       sessions=sessions).consume()  # fmt: skip
+            if params["rows"]:
+                made = tx.run(q.CYPHER_CREATE_EVENTS, tenant=t, sessions=sessions, **params)
+                placing.created(params["rows"], made.single(strict=True)["made"])
             elif last_part and placing.result.ids:
                 tx.run(q.CYPHER_SET_LAST_SEQ, tenant=t, sessions=sessions).consume()
         result = placing.result

@@ -219,22 +219,38 @@ def _near_foreach() -> str:
     )
 
 
+def _far_edges() -> str:
+    """One subquery per edge type to events an earlier part of the same append
+    created: ``$far`` maps type → [position in ``made``, element id] pairs (a
+    direct lookup by element id: no index seek, no lock)."""
+    return "\n".join(
+        f"CALL (made) {{ UNWIND coalesce($far.{t.value}, []) AS x "
+        f"MATCH (b) WHERE elementId(b) = x[1] WITH made[x[0]] AS e, b "
+        f"CREATE (e)-[:{t.value}]->(b) }}"
+        for t in EdgeType
+        if t is not EdgeType.NEXT
+    )
+
+
 #: New events (``r.props`` holds tenant and id too) with their type label, their
 #: typed edges, the NEXT edge from their predecessor, and the sessions' new
 #: ``last_seq`` — one round trip.  ``CREATE``, not ``MERGE``: the store checked under
 #: the session lock that the ids are new (the (tenant, id) constraint refuses a
 #: concurrent writer of the same id in another session), and a new node has no
-#: edges yet.  ``made`` holds every new node before any edge is drawn; an edge or a
-#: predecessor within the batch is reached by its position there (``r.near``,
-#: ``r.prev_at``: most of a batch's edges, and no index seek or lock for them), one
-#: elsewhere by id (``r.edges``, ``r.prev``: a stored event, or a placeholder made
-#: for a target not stored yet).
+#: edges yet.  ``made`` holds every new node before any edge is drawn.  A big append
+#: is written in parts (see ``parts.py``), one statement each.  An edge or a
+#: predecessor is reached by its position in ``made`` when it is in the same part
+#: (``r.near``, ``r.prev_at``), by element id when an earlier part of the append
+#: created it (``$far``, ``$far_next``: [element id, position]), by id otherwise
+#: (``r.edges``, ``r.prev``: a stored event, or a placeholder made for a target not
+#: stored yet).  Returns the new nodes' element ids, in order, for the parts after.
 CYPHER_CREATE_EVENTS = f"""
 CALL () {{
 UNWIND $rows AS r
 CREATE (e:Event)
 SET e = r.props, e:$(r.label)
 WITH collect(e) AS made, collect(r) AS rows
+CALL (made, rows) {{
 UNWIND range(0, size(made) - 1) AS at
 WITH made, made[at] AS e, rows[at] AS r
 {_near_foreach()}
@@ -245,7 +261,13 @@ WITH e, r WHERE r.prev IS NOT NULL
 MATCH (p:Event {{tenant: $tenant, id: r.prev}})
 CREATE (p)-[:NEXT]->(e)
 }}
+{_far_edges()}
+CALL (made) {{ UNWIND $far_next AS x MATCH (p) WHERE elementId(p) = x[0]
+  WITH p, made[x[1]] AS e CREATE (p)-[:NEXT]->(e) }}
+RETURN [e IN made | elementId(e)] AS made
+}}
 CALL () {{{_SET_LAST_SEQ}}}
+RETURN made
 """
 #: Fill in placeholders (ids some edge pointed at before the event arrived); they
 #: may have edges already, so MERGE.

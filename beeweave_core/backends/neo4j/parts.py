@@ -8,8 +8,9 @@ thread, part by part, and sends each part's ``CREATE`` as soon as it is built: t
 client's Python and the server's work overlap instead of taking turns.
 
 A part's statement reaches the events of the same part by position (``near``,
-``prev_at``), those of earlier parts and stored ones by seek (``edges``, ``prev``);
-an edge to an event of a later part is drawn once that one exists (``late``).
+``prev_at``), those of earlier parts by element id (``far``: no index seek, no
+lock), stored ones by seek (``edges``, ``prev``); an edge to an event of a later
+part is drawn once that one exists (``late``).
 """
 
 from __future__ import annotations
@@ -109,6 +110,8 @@ class Placement:
     placed: list[Row] = field(default_factory=list)  # new and filled-in rows, in order
     placeholders: list[Row] = field(default_factory=list)
     late: list[Edge] = field(default_factory=list)
+    #: Element ids of the events earlier parts created, by event id.
+    made: dict[str, str] = field(default_factory=dict)
 
     @classmethod
     def begin(
@@ -127,9 +130,10 @@ class Placement:
 
     def place(
         self, part: list[Prepared], rows: list[Row], turns: dict[str, Turn] | None
-    ) -> list[Row]:
+    ) -> dict[str, Any]:
         """Give a part's events their seq, predecessor and terms (``turns`` None: an
-        import's, computed after); returns its new events' rows, ready to create."""
+        import's, computed after); returns CYPHER_CREATE_EVENTS's ``rows`` (the new
+        events), ``far`` and ``far_next`` (see :meth:`_refer`)."""
         new: list[Row] = []
         ordered: list[Row] = []
         for p, row in zip(part, rows, strict=True):
@@ -152,28 +156,39 @@ class Placement:
             self.context.update(event_terms.fill(ordered, self.context, turns))
         self.placed += ordered
         self.unstored.difference_update(r["props"]["id"] for r in new)
-        self._refer_within(new)
-        return new
+        return self._refer(new)
 
-    def _refer_within(self, rows: list[Row]) -> None:
-        """Point the new rows' predecessors and edge targets that are rows of the same
-        part at their positions (CYPHER_CREATE_EVENTS reaches those without a seek);
-        set edges to events of a later part aside (``late``)."""
+    def created(self, rows: list[Row], element_ids: list[str]) -> None:
+        """Keep the element ids CYPHER_CREATE_EVENTS returned for ``rows``."""
+        self.made.update(zip((r["props"]["id"] for r in rows), element_ids, strict=True))
+
+    def _refer(self, rows: list[Row]) -> dict[str, Any]:
+        """Point the new rows' predecessors and edge targets at rows of the same part
+        by position, at events of earlier parts by element id (``far``: type →
+        [position, element id] pairs; ``far_next``: [element id, position]); set
+        edges to events of a later part aside (``late``)."""
         at = {r["props"]["id"]: i for i, r in enumerate(rows)}
-        for r in rows:
+        far: dict[str, list[list[int | str]]] = {}
+        far_next: list[list[int | str]] = []
+        for i, r in enumerate(rows):
             if r["prev"] in at:
                 r["prev_at"], r["prev"] = at[r["prev"]], None
+            elif r["prev"] in self.made:
+                far_next.append([self.made[r["prev"]], i])
+                r["prev"] = None
             near: dict[str, list[int]] = {}
             for etype, targets in r["edges"].items():
-                inside = [at[d] for d in targets if d in at]
-                if inside:
+                if inside := [at[d] for d in targets if d in at]:
                     near[etype] = inside
-                ahead_of = [d for d in targets if d in self.unstored]
-                self.late += [Edge(src=r["props"]["id"], dst=d, type=EdgeType(etype))
-                              for d in ahead_of]  # fmt: skip
-                if inside or ahead_of:
-                    r["edges"][etype] = [d for d in targets if d not in at and d not in ahead_of]
+                far.setdefault(etype, []).extend([i, self.made[d]] for d in targets
+                                                 if d in self.made)  # fmt: skip
+                src = r["props"]["id"]
+                self.late += [Edge(src=src, dst=d, type=EdgeType(etype))
+                              for d in targets if d in self.unstored]  # fmt: skip
+                r["edges"][etype] = [d for d in targets if d not in at and d not in self.made
+                                     and d not in self.unstored]  # fmt: skip
             r["near"] = near
+        return {"rows": rows, "far": far, "far_next": far_next}
 
     def sessions(self) -> list[dict[str, Any]]:
         """The append's ``$sessions``: new ``last_seq``, scopes and (an append's, not an
