@@ -419,8 +419,10 @@ class Neo4jEventStore(BaseEventStore):
             tx.run(q.CYPHER_LINK_ARTIFACTS, tenant=t, rows=refs).consume()
 
     def _row(self, p: Prepared) -> dict[str, Any]:
-        """An event as CYPHER_CREATE_EVENTS takes it, but its ``seq`` and ``prev``
-        (its NEXT predecessor): those are known once its session is locked."""
+        """An event's ``props`` and ``label`` as CYPHER_CREATE_EVENTS takes them, with
+        its ``edges`` and ``prev`` (NEXT predecessor) for placing it (``parts.py``) or
+        filling its placeholder in; ``seq`` and ``prev`` are set once its session is
+        locked."""
         ev = p.event
         links = {k.value: list(v) for k, v in ev.links.items()}
         targets: dict[str, dict[str, None]] = {}  # each target once per type, in order
@@ -429,8 +431,6 @@ class Neo4jEventStore(BaseEventStore):
         row = {
             "label": TYPE_LABELS[ev.type],
             "prev": None,
-            "prev_at": None,
-            "near": {},
             "edges": {k: list(v) for k, v in targets.items()},
             "artifacts": _artifact_refs(ev.payload),
             "props": {

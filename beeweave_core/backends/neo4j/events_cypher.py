@@ -208,25 +208,11 @@ def _edge_foreach(verb: str) -> str:
     )
 
 
-def _near_foreach() -> str:
-    """One FOREACH per edge type to events created by the same statement: ``r.near``
-    maps type → their positions in ``made`` (no index seek, no lock)."""
+def _per_edge_type(subquery: str) -> str:
+    """``subquery`` once per edge type (``TYPE`` replaced: a written type, see
+    CYPHER_MERGE_EDGES), each an own ``CALL`` that runs once per statement."""
     return "\n".join(
-        f"FOREACH (b IN [i IN coalesce(r.near.{t.value}, []) | made[i]] | "
-        f"CREATE (e)-[:{t.value}]->(b))"
-        for t in EdgeType
-        if t is not EdgeType.NEXT
-    )
-
-
-def _far_edges() -> str:
-    """One subquery per edge type to events an earlier part of the same append
-    created: ``$far`` maps type → [position in ``made``, element id] pairs (a
-    direct lookup by element id: no index seek, no lock)."""
-    return "\n".join(
-        f"CALL (made) {{ UNWIND coalesce($far.{t.value}, []) AS x "
-        f"MATCH (b) WHERE elementId(b) = x[1] WITH made[x[0]] AS e, b "
-        f"CREATE (e)-[:{t.value}]->(b) }}"
+        "CALL (made) { " + subquery.replace("TYPE", t.value) + " }"
         for t in EdgeType
         if t is not EdgeType.NEXT
     )
@@ -238,31 +224,43 @@ def _far_edges() -> str:
 #: the session lock that the ids are new (the (tenant, id) constraint refuses a
 #: concurrent writer of the same id in another session), and a new node has no
 #: edges yet.  ``made`` holds every new node before any edge is drawn.  A big append
-#: is written in parts (see ``parts.py``), one statement each.  An edge or a
-#: predecessor is reached by its position in ``made`` when it is in the same part
-#: (``r.near``, ``r.prev_at``), by element id when an earlier part of the append
-#: created it (``$far``, ``$far_next``: [element id, position]), by id otherwise
-#: (``r.edges``, ``r.prev``: a stored event, or a placeholder made for a target not
-#: stored yet).  Returns the new nodes' element ids, in order, for the parts after.
+#: is written in parts (see ``parts.py``), one statement each.  Edges come as lists
+#: per type of [position in ``made``, target] pairs, the target reached by its
+#: position when it is in the same part (``$near``), by element id when an earlier
+#: part of the append created it (``$far``), by id otherwise (``$seek``: a stored
+#: event, or a placeholder made for a target not stored yet); predecessors likewise
+#: as [predecessor, position] (``$next_near``, ``$next_far``, ``$next_seek``).  Only
+#: the edges there are cost work: nothing runs per event for the types it lacks.
+#: Returns the new nodes' element ids, in order, for the parts after.
 CYPHER_CREATE_EVENTS = f"""
 CALL () {{
 UNWIND $rows AS r
 CREATE (e:Event)
 SET e = r.props, e:$(r.label)
-WITH collect(e) AS made, collect(r) AS rows
-CALL (made, rows) {{
-UNWIND range(0, size(made) - 1) AS at
-WITH made, made[at] AS e, rows[at] AS r
-{_near_foreach()}
-{_edge_foreach("CREATE")}
-FOREACH (p IN CASE WHEN r.prev_at IS NULL THEN [] ELSE [made[r.prev_at]] END |
-  CREATE (p)-[:NEXT]->(e))
-WITH e, r WHERE r.prev IS NOT NULL
-MATCH (p:Event {{tenant: $tenant, id: r.prev}})
-CREATE (p)-[:NEXT]->(e)
-}}
-{_far_edges()}
-CALL (made) {{ UNWIND $far_next AS x MATCH (p) WHERE elementId(p) = x[0]
+WITH collect(e) AS made
+{
+    _per_edge_type(
+        "UNWIND coalesce($near.TYPE, []) AS x "
+        "WITH made[x[0]] AS e, made[x[1]] AS b CREATE (e)-[:TYPE]->(b)"
+    )
+}
+{
+    _per_edge_type(
+        "UNWIND coalesce($far.TYPE, []) AS x MATCH (b) WHERE elementId(b) = x[1] "
+        "WITH made[x[0]] AS e, b CREATE (e)-[:TYPE]->(b)"
+    )
+}
+{
+    _per_edge_type(
+        "UNWIND coalesce($seek.TYPE, []) AS x WITH made[x[0]] AS e, x[1] AS d "
+        "MERGE (b:Event {tenant: $tenant, id: d}) CREATE (e)-[:TYPE]->(b)"
+    )
+}
+CALL (made) {{ UNWIND $next_near AS x WITH made[x[0]] AS p, made[x[1]] AS e
+  CREATE (p)-[:NEXT]->(e) }}
+CALL (made) {{ UNWIND $next_far AS x MATCH (p) WHERE elementId(p) = x[0]
+  WITH p, made[x[1]] AS e CREATE (p)-[:NEXT]->(e) }}
+CALL (made) {{ UNWIND $next_seek AS x MATCH (p:Event {{tenant: $tenant, id: x[0]}})
   WITH p, made[x[1]] AS e CREATE (p)-[:NEXT]->(e) }}
 RETURN [e IN made | elementId(e)] AS made
 }}

@@ -3,14 +3,14 @@ creates the part before it.
 
 The sync driver returns from ``tx.run`` once the server has executed the statement,
 and waits on the socket without holding the GIL.  So a big append builds its rows and
-full-text terms (about as much client time per event as the server's) on a worker
-thread, part by part, and sends each part's ``CREATE`` as soon as it is built: the
-client's Python and the server's work overlap instead of taking turns.
+full-text terms (most of the client's time per event) on a worker thread, part by
+part, and sends each part's ``CREATE`` as soon as it is built: the client's Python
+and the server's work overlap instead of taking turns.
 
-A part's statement reaches the events of the same part by position (``near``,
-``prev_at``), those of earlier parts by element id (``far``: no index seek, no
-lock), stored ones by seek (``edges``, ``prev``); an edge to an event of a later
-part is drawn once that one exists (``late``).
+A part's statement reaches the events of the same part by position (``near``),
+those of earlier parts by element id (``far``: no index seek, no lock), stored ones
+by seek (``seek``); an edge to an event of a later part is drawn once that one
+exists (``late``).
 """
 
 from __future__ import annotations
@@ -38,7 +38,7 @@ PART_EVENTS = 250
 
 T = TypeVar("T")
 R = TypeVar("R")
-#: An event's row as CYPHER_CREATE_EVENTS takes it (see ``Neo4jEventStore._row``).
+#: An event's row (see ``Neo4jEventStore._row``).
 Row = dict[str, Any]
 
 
@@ -133,7 +133,7 @@ class Placement:
     ) -> dict[str, Any]:
         """Give a part's events their seq, predecessor and terms (``turns`` None: an
         import's, computed after); returns CYPHER_CREATE_EVENTS's ``rows`` (the new
-        events), ``far`` and ``far_next`` (see :meth:`_refer`)."""
+        events) and their edges (see :meth:`_refer`)."""
         new: list[Row] = []
         ordered: list[Row] = []
         for p, row in zip(part, rows, strict=True):
@@ -163,32 +163,32 @@ class Placement:
         self.made.update(zip((r["props"]["id"] for r in rows), element_ids, strict=True))
 
     def _refer(self, rows: list[Row]) -> dict[str, Any]:
-        """Point the new rows' predecessors and edge targets at rows of the same part
-        by position, at events of earlier parts by element id (``far``: type →
-        [position, element id] pairs; ``far_next``: [element id, position]); set
-        edges to events of a later part aside (``late``)."""
+        """CYPHER_CREATE_EVENTS's parameters for a part's new rows: each edge and
+        predecessor by position in the part, by element id in an earlier part, by id
+        otherwise; an edge to an event of a later part is set aside (``late``)."""
         at = {r["props"]["id"]: i for i, r in enumerate(rows)}
-        far: dict[str, list[list[int | str]]] = {}
-        far_next: list[list[int | str]] = []
+        by: dict[str, dict[str, list[list[int | str]]]] = {"near": {}, "far": {}, "seek": {}}
+        nexts: dict[str, list[list[int | str]]] = {"next_near": [], "next_far": [],
+                                                   "next_seek": []}  # fmt: skip
         for i, r in enumerate(rows):
-            if r["prev"] in at:
-                r["prev_at"], r["prev"] = at[r["prev"]], None
-            elif r["prev"] in self.made:
-                far_next.append([self.made[r["prev"]], i])
-                r["prev"] = None
-            near: dict[str, list[int]] = {}
+            if (p := r["prev"]) in at:
+                nexts["next_near"].append([at[p], i])
+            elif p in self.made:
+                nexts["next_far"].append([self.made[p], i])
+            elif p is not None:
+                nexts["next_seek"].append([p, i])
             for etype, targets in r["edges"].items():
-                if inside := [at[d] for d in targets if d in at]:
-                    near[etype] = inside
-                far.setdefault(etype, []).extend([i, self.made[d]] for d in targets
-                                                 if d in self.made)  # fmt: skip
-                src = r["props"]["id"]
-                self.late += [Edge(src=src, dst=d, type=EdgeType(etype))
-                              for d in targets if d in self.unstored]  # fmt: skip
-                r["edges"][etype] = [d for d in targets if d not in at and d not in self.made
-                                     and d not in self.unstored]  # fmt: skip
-            r["near"] = near
-        return {"rows": rows, "far": far, "far_next": far_next}
+                for d in targets:
+                    if d in at:
+                        by["near"].setdefault(etype, []).append([i, at[d]])
+                    elif d in self.made:
+                        by["far"].setdefault(etype, []).append([i, self.made[d]])
+                    elif d in self.unstored:
+                        self.late.append(Edge(src=r["props"]["id"], dst=d, type=EdgeType(etype)))
+                    else:
+                        by["seek"].setdefault(etype, []).append([i, d])
+        created = [{"props": r["props"], "label": r["label"]} for r in rows]
+        return {"rows": created, **by, **nexts}
 
     def sessions(self) -> list[dict[str, Any]]:
         """The append's ``$sessions``: new ``last_seq``, scopes and (an append's, not an
