@@ -243,23 +243,25 @@ def test_a_reply_in_a_later_append_holds_the_turn_before_it(neo4j_store):
     assert found("pier") == []
 
 
-def test_a_big_append_indexes_the_same_text_as_small_ones(make):
-    """A big append tokenises on a worker thread, a part at a time; its events and
-    sessions get what appends of one turn each give."""
-    from beeweave_core.backends.neo4j import parts as terms
+def test_a_big_append_indexes_the_same_text_as_small_ones(make, monkeypatch):
+    """A big append tokenises a part at a time; its events and sessions get what
+    appends of one turn each give."""
+    from beeweave_core.backends.neo4j import parts
+
+    monkeypatch.setattr(parts, "PART_EVENTS", 16)
 
     words = ["otter", "canal", "lantern", "barge", "lock", "keeper", "moss", "tide"]
     events = [
         ev(f"b{i}", f"s{i % 3}", content="" if i % 11 == 5 else
            " ".join(words[(i * k) % len(words)] for k in range(1, 4 + i % 4)), ts=T0 + i)
-        for i in range(terms.OVERLAP_EVENTS + 40)
+        for i in range(104)
     ]  # fmt: skip
     big, small = make(), make()
     big.append(events[:30])
     # an edge to an event not stored yet: the big append fills its placeholder in
     ahead = Edge(src="b0", dst="b40", type=EdgeType.REFERS_TO)
     big.link([ahead])
-    big.append(events[30:])  # at least OVERLAP_EVENTS: the worker-thread path
+    big.append(events[30:])  # in parts
     for e in events:
         small.append([e])
         if e.id == "b0":
@@ -302,7 +304,7 @@ def test_an_append_in_many_parts_writes_what_single_events_write(make, monkeypat
     from beeweave_core.backends.neo4j import parts
 
     monkeypatch.setattr(parts, "PART_EVENTS", 7)
-    n = parts.OVERLAP_EVENTS + 13
+    n = 77
     long_text = "a warehouse inventory line " * 3000  # past the inline limit: an artifact
     events = []
     for i in range(n):

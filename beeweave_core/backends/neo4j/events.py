@@ -355,32 +355,33 @@ class Neo4jEventStore(BaseEventStore):
         parts = append_parts.split(prepared, keep_seq)
         # an import's terms follow its stored order: recomputed once it is stored (below)
         build = partial(self._build, with_terms=not keep_seq)
-        # a big append builds its parts on a thread while the server works (parts.py);
-        # a small one while the server takes the session locks (BEGIN in flight), as
-        # the rows (but seq and predecessor) and terms need no stored data either
-        built = append_parts.ahead(build, parts) if len(parts) > 1 else None
         pending = tx.run(q.CYPHER_BEGIN_APPEND, tenant=t, session_ids=sids,
                          context_chars=CONTEXT_CHARS)  # fmt: skip
-        if built is None:
-            built = [append_parts.done(build(part)) for part in parts]
+        # the rows (but seq and predecessor) and terms need no stored data: the first
+        # part's are built while the server takes the session locks
+        built = build(parts[0])
         begun = pending.single()["sessions"]
         placing = append_parts.Placement.begin(begun, _found(tx, t, ids), prepared, keep_seq)
-        artifacts: dict[str, dict[str, Any]] = {}
-        for p in prepared:
-            for sha, body in p.artifacts.items():
-                artifacts.setdefault(sha, {"sha256": sha, "chars": len(body), "body": body})
-        if artifacts:
-            tx.run(q.CYPHER_MERGE_ARTIFACTS, tenant=t, artifacts=list(artifacts.values())).consume()
-        for i, (part, future) in enumerate(zip(parts, built, strict=True)):
-            rows, turns = future.result()
-            params = placing.place(part, rows, turns)
+        self._merge_artifacts(tx, prepared)
+        creating: tuple[Any, list[dict[str, Any]]] | None = None
+        for i, part in enumerate(parts):
+            if creating is not None:  # the part before: its element ids are needed now
+                placing.created(creating[1], creating[0].single(strict=True)["made"])
+            params = placing.place(part, *built)
             last_part = i == len(parts) - 1
             sessions = placing.sessions() if last_part else []  # set by the last statement
+            creating = None
             if params["rows"]:
-                made = tx.run(q.CYPHER_CREATE_EVENTS, tenant=t, sessions=sessions, **params)
-                placing.created(params["rows"], made.single(strict=True)["made"])
+                # returns once the server has the statement, which it runs while the
+                # next part is built here (see parts.py)
+                pending = tx.run(q.CYPHER_CREATE_EVENTS, tenant=t, sessions=sessions, **params)
+                creating = (pending, params["rows"])
             elif last_part and placing.result.ids:
                 tx.run(q.CYPHER_SET_LAST_SEQ, tenant=t, sessions=sessions).consume()
+            if not last_part:
+                built = build(parts[i + 1])
+        if creating is not None:
+            creating[0].consume()
         result = placing.result
         if result.ids:
             self._finish(tx, placing)
@@ -390,19 +391,26 @@ class Neo4jEventStore(BaseEventStore):
         result.inserted = len(result.ids)
         return result
 
+    def _merge_artifacts(self, tx: Any, prepared: list[Prepared]) -> None:
+        """The bodies the events' previews point to, each once (before the events)."""
+        artifacts: dict[str, dict[str, Any]] = {}
+        for p in prepared:
+            for sha, body in p.artifacts.items():
+                artifacts.setdefault(sha, {"sha256": sha, "chars": len(body), "body": body})
+        if artifacts:
+            tx.run(q.CYPHER_MERGE_ARTIFACTS, tenant=self.tenant,
+                   artifacts=list(artifacts.values())).consume()  # fmt: skip
+
     def _build(
         self, part: list[Prepared], with_terms: bool
     ) -> tuple[list[dict[str, Any]], dict[str, Turn] | None]:
         """A part's rows and (``with_terms``) each event's tokens, by id: all the
         client work of an append that needs nothing from the server."""
-        rows: list[dict[str, Any]] = []
-        turns: dict[str, Turn] = {}
-        for few in append_parts.yielding(part):
-            rows += [self._row(p) for p in few]
-            if with_terms:
-                texts = [p.event.content or "" for p in few]
-                turns.update(zip((p.event.id for p in few), lucene.turn_tokens(texts), strict=True))
-        return rows, turns if with_terms else None
+        rows = [self._row(p) for p in part]
+        if not with_terms:
+            return rows, None
+        turns = lucene.turn_tokens([p.event.content or "" for p in part])
+        return rows, dict(zip((p.event.id for p in part), turns, strict=True))
 
     def _finish(self, tx: Any, placing: append_parts.Placement) -> None:
         """What follows the parts: placeholders filled in (after every new event, as

@@ -1,26 +1,23 @@
 """One append transaction written in parts, each part's rows built while the server
 creates the part before it.
 
-The sync driver returns from ``tx.run`` once the server has executed the statement,
-and waits on the socket without holding the GIL.  So a big append builds its rows and
-full-text terms (most of the client's time per event) on a worker thread, part by
-part, and sends each part's ``CREATE`` as soon as it is built: the client's Python
-and the server's work overlap instead of taking turns.
+``tx.run`` returns once the server has the statement (a statement that returns rows
+runs as they are pulled, and the driver asks for them in the same message), so the
+append builds the next part's rows and full-text terms (most of the client's time
+per event) while the server creates this part's events, and waits for the part's
+answer only to place the next one: the client's Python and the server's work
+overlap instead of taking turns, on the caller's thread.
 
 A part's statement reaches the events of the same part by position (``near``),
-those of earlier parts by element id (``far``: no index seek, no lock), stored ones
-by seek (``seek``); an edge to an event of a later part is drawn once that one
-exists (``late``).
+those of earlier parts by the element ids their statements returned (``far``: no
+index seek, no lock), stored ones by seek (``seek``); an edge to an event of a
+later part is drawn once that one exists (``late``).
 """
 
 from __future__ import annotations
 
-import threading
-import time
-from collections.abc import Callable, Iterator, Sequence
-from concurrent.futures import Future
 from dataclasses import dataclass, field
-from typing import Any, TypeVar
+from typing import Any
 
 from beeweave_core.backends.neo4j import session_scopes
 from beeweave_core.backends.neo4j import terms as event_terms
@@ -28,16 +25,10 @@ from beeweave_core.events import AppendResult, Edge, EdgeType
 from beeweave_core.store import Prepared
 from beeweave_core.text.lucene import Turn
 
-#: An append of at least this many events builds its rows and terms on a worker
-#: thread; a smaller one (a single turn) builds them while the server takes the
-#: session locks, and sends one statement.
-OVERLAP_EVENTS = 64
 #: Events per ``CREATE`` statement of a big append: small enough that the first part
 #: is soon built, big enough that a statement's round trip is spread over many events.
 PART_EVENTS = 250
 
-T = TypeVar("T")
-R = TypeVar("R")
 #: An event's row (see ``Neo4jEventStore._row``).
 Row = dict[str, Any]
 
@@ -45,51 +36,9 @@ Row = dict[str, Any]
 def split(prepared: list[Prepared], whole: bool) -> list[list[Prepared]]:
     """The parts an append is written in: one unless it is big (``whole``: an import,
     which fills seqs in and recomputes its sessions' terms after, is one part)."""
-    if whole or len(prepared) < OVERLAP_EVENTS:
+    if whole or len(prepared) <= PART_EVENTS:
         return [prepared]
     return [prepared[i : i + PART_EVENTS] for i in range(0, len(prepared), PART_EVENTS)]
-
-
-def ahead(work: Callable[[T], R], parts: Sequence[T]) -> list[Future[R]]:
-    """``work`` of each part, in order, on a thread of its own (one per big append:
-    no pool to outlive a fork of the process).  An error is handed to the part it
-    happened in and to every part after it."""
-    futures: list[Future[R]] = [Future() for _ in parts]
-
-    def run() -> None:
-        for i, part in enumerate(parts):
-            try:
-                futures[i].set_result(work(part))
-            except BaseException as exc:  # handed to the append, which raises it
-                for f in futures[i:]:
-                    f.set_exception(exc)
-                return
-
-    threading.Thread(target=run, name="beeweave-append-parts", daemon=True).start()
-    return futures
-
-
-#: Events a worker thread handles between two chances it gives other threads to run.
-YIELD_EVENTS = 16
-
-
-def yielding(items: Sequence[T]) -> Iterator[Sequence[T]]:
-    """``items`` a few at a time, letting other threads run in between.
-
-    A thread holding the GIL keeps it for up to 5 ms (``sys.getswitchinterval``)
-    while another one waits: without this the append's own thread, woken by each
-    server reply and each read of the socket, would wait that long every time."""
-    for i in range(0, len(items), YIELD_EVENTS):
-        if i:
-            time.sleep(0)
-        yield items[i : i + YIELD_EVENTS]
-
-
-def done(value: R) -> Future[R]:
-    """``value`` as a finished future (a part built on the caller's thread)."""
-    future: Future[R] = Future()
-    future.set_result(value)
-    return future
 
 
 @dataclass
