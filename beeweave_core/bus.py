@@ -156,6 +156,7 @@ class ContextBus:
         coalesce_window: float = 0.1,
         max_high: int = 1_000,
         max_low: int = 10_000,
+        store_interval: float | None = None,
         retry_interval: float = 0.5,
         max_retry_interval: float = 30.0,
         stall_after: float = 5.0,
@@ -171,6 +172,9 @@ class ContextBus:
         self.coalesce_window = coalesce_window
         self.max_high = max_high
         self.max_low = max_low
+        #: Least seconds between two background writes to the store (``None``: the
+        #: store's ``write_interval``); a flush, a close or a full batch does not wait.
+        self.store_interval = store.write_interval if store_interval is None else store_interval
         self.retry_interval = retry_interval
         self.max_retry_interval = max_retry_interval
         #: A store call running longer than this counts as "not answering" for flush().
@@ -222,7 +226,7 @@ class ContextBus:
         self._persisted_upto = self._stored_upto = self._flush_target = -1
         self._orphan_off = 0
         self._store_up = True
-        self._next_retry = 0.0
+        self._next_retry = self._last_write = 0.0
         self._backoff = self.retry_interval
         self._call_since: float | None = None
         self._strikes: dict[str, int] = {}
@@ -745,19 +749,47 @@ class ContextBus:
         if self._disk:
             self._replay_own()
             return
-        while self._ready and time.monotonic() <= self._stop_at:
-            records, end = self._ready[0]
+        while self._ready and not self._gathering() and time.monotonic() <= self._stop_at:
+            records, end = self._next_batch()
             if not self._store(self._events(records)):
                 with self._spool_lock:
                     self._stats["spooled"] += sum(len(e) for e, _ in self._ready)
                     self._ready.clear()
                     self._disk = True
                 return
+            self._last_write = time.monotonic()
             with self._spool_lock:
-                if self._ready and self._ready[0][1] == end:  # the journal may have cleared it
+                while self._ready and self._ready[0][1] <= end:  # the journal may have cleared them
                     self._ready.popleft()
                 self._stored_off = max(self._stored_off, end)
             self._advance()
+
+    def _gathering(self) -> bool:
+        """Let events gather for the next write (``store_interval``) unless someone waits.
+
+        A flush, a close or a full batch writes now; otherwise one write per interval
+        (a Neo4j transaction costs several round trips and a commit whatever its size)."""
+        if not self._ready or self.store_interval <= 0 or self._closing:
+            return False
+        if self._flush_target > self._stored_upto:
+            return False
+        with self._spool_lock:
+            queued = sum(len(records) for records, _ in self._ready)
+        return queued < self.batch_size and (
+            time.monotonic() - self._last_write < self.store_interval
+        )
+
+    def _next_batch(self) -> tuple[list[dict[str, Any]], int]:
+        """The journal's first ready chunks as one batch of at most ``batch_size`` records
+        (at least the first chunk), with the spool offset its last chunk ends at."""
+        with self._spool_lock:
+            records, end = list(self._ready[0][0]), self._ready[0][1]
+            for more, more_end in itertools.islice(self._ready, 1, None):
+                if len(records) + len(more) > self.batch_size:
+                    break
+                records += more
+                end = more_end
+        return records, end
 
     def _advance(self) -> None:
         """Publish what is stored; cut the spool back when the store has all of it."""

@@ -132,6 +132,26 @@ class CheckpointStore(Protocol):
     def close(self) -> None: ...
 
 
+@runtime_checkable
+class AsyncCheckpointStore(Protocol):
+    """A backend's checkpoint writes as coroutines (the async saver's fast path).
+
+    Only a backend with an async driver offers one (Neo4j): a small write's round trip
+    is about as long as handing it to a worker thread and back.  Reads carry whole
+    checkpoints and are dominated by decoding them, which a sync driver does with less
+    CPU, so the saver runs them (and every call of a backend without one) on a worker
+    thread.  Bound to the event loop it was opened in.
+    """
+
+    async def aput(
+        self, row: CheckpointRow, blobs: Mapping[tuple[str, str], Typed | None]
+    ) -> None: ...
+    async def aput_writes(
+        self, thread_id: str, checkpoint_ns: str, checkpoint_id: str, writes: Sequence[WriteRow]
+    ) -> None: ...
+    async def aclose(self) -> None: ...
+
+
 # ----------------------------------------------------------------- shared helpers
 def check_filter(filter: Mapping[str, Any] | None) -> dict[str, Any]:
     """Validate metadata filter keys (they reach a JSON path) and return a plain dict."""

@@ -133,6 +133,8 @@ class EventStore(Protocol):
 
     tenant: str
     scopes: Readable
+    #: Seconds the capture bus lets events gather between background writes.
+    write_interval: float
 
     def setup(self) -> None: ...
     def for_tenant(self, tenant: str) -> EventStore: ...
@@ -225,6 +227,8 @@ class BaseEventStore:
     #: The scopes this view reads and writes (``None``: every scope).
     scopes: Readable = None
     inline_limit: int = DEFAULT_INLINE_LIMIT
+    #: A SQLite append costs well under a millisecond: write each journal tick.
+    write_interval: float = 0.0
     #: Bumped by every status change or purge made through this object, so a reader
     #: holding derived state (the context engine) knows when to read again.
     status_changes: int = 0

@@ -53,6 +53,7 @@ from langgraph.checkpoint.base import (
 from beeweave_core.backends import store_url
 from beeweave_core.checkpoints import (
     LIST_PAGE,
+    AsyncCheckpointStore,
     BranchInfo,
     CheckpointRow,
     CheckpointStore,
@@ -149,6 +150,9 @@ class BeeWeaveCheckpointer(BaseCheckpointSaver[str]):
         delete_events: bool | str = "hide",
     ) -> None:
         super().__init__(serde=serde)
+        # where the async twin's coroutine store comes from: the weave's own backend
+        # (a store handed in has none; see AsyncBeeWeaveCheckpointer)
+        self._backend = weave.backend if weave is not None and store is None else None
         if store is None:
             if weave is None:
                 raise ValueError("BeeWeaveCheckpointer needs weave= (or store=)")
@@ -264,12 +268,85 @@ class BeeWeaveCheckpointer(BaseCheckpointSaver[str]):
             return metadata, None
         return to_jsonable(metadata), self.serde.dumps_typed(metadata)
 
+    @staticmethod
+    def _target(config: RunnableConfig) -> tuple[str, str, str | None]:
+        """(thread_id, checkpoint_ns, checkpoint_id) a config names."""
+        conf = config["configurable"]
+        return str(conf["thread_id"]), conf.get("checkpoint_ns", ""), get_checkpoint_id(config)
+
+    def _list_args(
+        self,
+        config: RunnableConfig | None,
+        filter: dict[str, Any] | None,
+        before: RunnableConfig | None,
+        limit: int | None,
+    ) -> dict[str, Any]:
+        conf = (config or {}).get("configurable") or {}
+        thread_id = conf.get("thread_id")
+        return {
+            "thread_id": str(thread_id) if thread_id is not None else None,
+            "checkpoint_ns": conf.get("checkpoint_ns"),
+            "checkpoint_id": conf.get("checkpoint_id"),
+            "filter": self._redact(filter),  # metadata holds placeholders
+            "before": get_checkpoint_id(before) if before else None,
+            "limit": limit,
+        }
+
+    def _put_row(
+        self,
+        config: RunnableConfig,
+        checkpoint: Checkpoint,
+        metadata: CheckpointMetadata,
+        new_versions: ChannelVersions,
+    ) -> tuple[CheckpointRow, dict[tuple[str, str], Any]]:
+        """The stored form of a checkpoint: the row and the blobs of its new versions."""
+        conf = config["configurable"]
+        body = checkpoint.copy()
+        values = self._redact(body.pop("channel_values"))  # type: ignore[misc]
+        dumps = self.serde.dumps_typed
+        blobs = {
+            (ch, version_text(v)): (dumps(values[ch]) if ch in values else None)
+            for ch, v in new_versions.items()
+        }
+        meta, exact = self._metadata(self._redact(get_checkpoint_metadata(config, metadata)))
+        row = CheckpointRow(
+            thread_id=str(conf["thread_id"]),
+            checkpoint_ns=conf.get("checkpoint_ns", ""),
+            checkpoint_id=checkpoint["id"],
+            parent_checkpoint_id=conf.get("checkpoint_id"),
+            checkpoint=dumps(body),
+            metadata=meta,
+            channel_versions={k: version_text(v) for k, v in body["channel_versions"].items()},
+            metadata_exact=exact,
+        )
+        return row, blobs
+
+    def _put_done(
+        self,
+        config: RunnableConfig,
+        row: CheckpointRow,
+        checkpoint: Checkpoint,
+        new_versions: ChannelVersions,
+    ) -> RunnableConfig:
+        """After the store took the checkpoint: its new messages to the event graph."""
+        if self._recorder is not None and self.messages_channel in new_versions:
+            self._record_messages(
+                config["configurable"], row.thread_id, row.checkpoint_ns, checkpoint, row.metadata
+            )
+        return _config(row.thread_id, row.checkpoint_ns, row.checkpoint_id)
+
+    def _write_rows(
+        self, writes: Sequence[tuple[str, Any]], task_id: str, task_path: str
+    ) -> list[WriteRow]:
+        dumps = self.serde.dumps_typed
+        return [
+            WriteRow(task_id, task_path, WRITES_IDX_MAP.get(ch, idx), ch, dumps(self._redact(v)))
+            for idx, (ch, v) in enumerate(writes)
+        ]
+
     # ------------------------------------------------------------ sync API
     def get_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
-        conf = config["configurable"]
-        row = self.store.get(
-            str(conf["thread_id"]), conf.get("checkpoint_ns", ""), get_checkpoint_id(config)
-        )
+        row = self.store.get(*self._target(config))
         return self._row_to_tuple(row) if row is not None else None
 
     def list(
@@ -280,17 +357,7 @@ class BeeWeaveCheckpointer(BaseCheckpointSaver[str]):
         before: RunnableConfig | None = None,
         limit: int | None = None,
     ) -> Iterator[CheckpointTuple]:
-        conf = (config or {}).get("configurable") or {}
-        thread_id = conf.get("thread_id")
-        rows = self.store.list(
-            thread_id=str(thread_id) if thread_id is not None else None,
-            checkpoint_ns=conf.get("checkpoint_ns"),
-            checkpoint_id=conf.get("checkpoint_id"),
-            filter=self._redact(filter),  # metadata holds placeholders
-            before=get_checkpoint_id(before) if before else None,
-            limit=limit,
-        )
-        for row in rows:
+        for row in self.store.list(**self._list_args(config, filter, before, limit)):
             yield self._row_to_tuple(row)
 
     def put(
@@ -300,31 +367,9 @@ class BeeWeaveCheckpointer(BaseCheckpointSaver[str]):
         metadata: CheckpointMetadata,
         new_versions: ChannelVersions,
     ) -> RunnableConfig:
-        conf = config["configurable"]
-        thread_id = str(conf["thread_id"])
-        checkpoint_ns = conf.get("checkpoint_ns", "")
-        body = checkpoint.copy()
-        values = self._redact(body.pop("channel_values"))  # type: ignore[misc]
-        dumps = self.serde.dumps_typed
-        blobs = {
-            (ch, version_text(v)): (dumps(values[ch]) if ch in values else None)
-            for ch, v in new_versions.items()
-        }
-        meta, exact = self._metadata(self._redact(get_checkpoint_metadata(config, metadata)))
-        row = CheckpointRow(
-            thread_id=thread_id,
-            checkpoint_ns=checkpoint_ns,
-            checkpoint_id=checkpoint["id"],
-            parent_checkpoint_id=conf.get("checkpoint_id"),
-            checkpoint=dumps(body),
-            metadata=meta,
-            channel_versions={k: version_text(v) for k, v in body["channel_versions"].items()},
-            metadata_exact=exact,
-        )
+        row, blobs = self._put_row(config, checkpoint, metadata, new_versions)
         self.store.put(row, blobs)
-        if self._recorder is not None and self.messages_channel in new_versions:
-            self._record_messages(conf, thread_id, checkpoint_ns, checkpoint, meta)
-        return _config(thread_id, checkpoint_ns, checkpoint["id"])
+        return self._put_done(config, row, checkpoint, new_versions)
 
     def put_writes(
         self,
@@ -333,15 +378,9 @@ class BeeWeaveCheckpointer(BaseCheckpointSaver[str]):
         task_id: str,
         task_path: str = "",
     ) -> None:
-        conf = config["configurable"]
-        dumps = self.serde.dumps_typed
-        rows = [
-            WriteRow(task_id, task_path, WRITES_IDX_MAP.get(ch, idx), ch, dumps(self._redact(v)))
-            for idx, (ch, v) in enumerate(writes)
-        ]
-        self.store.put_writes(
-            str(conf["thread_id"]), conf.get("checkpoint_ns", ""), str(conf["checkpoint_id"]), rows
-        )
+        thread_id, ns, _ = self._target(config)
+        rows = self._write_rows(writes, task_id, task_path)
+        self.store.put_writes(thread_id, ns, str(config["configurable"]["checkpoint_id"]), rows)
 
     def delete_thread(self, thread_id: str) -> None:
         """Delete the thread's checkpoints and writes; hide (or purge, or keep) its events
@@ -522,8 +561,14 @@ class AsyncBeeWeaveCheckpointer(BeeWeaveCheckpointer):
     """The ``AsyncSqliteSaver``-shaped twin: ``async with …from_conn_string(...)``.
 
     Same class of storage and the same methods (sync ones work from worker threads
-    as well); only construction, ``setup`` and ``aclose`` are coroutines.
+    as well); only construction, ``setup`` and ``aclose`` are coroutines.  On a
+    backend with an async driver (Neo4j) ``aput`` and ``aput_writes`` await it in the
+    event loop of the first async call instead of running the sync store on a worker
+    thread; reads, housekeeping and calls from any other loop use the thread.
     """
+
+    _native_loop: asyncio.AbstractEventLoop | None = None
+    _native_store: AsyncCheckpointStore | None = None
 
     @classmethod
     @asynccontextmanager  # type: ignore[override]
@@ -546,14 +591,77 @@ class AsyncBeeWeaveCheckpointer(BeeWeaveCheckpointer):
         finally:
             await saver.aclose()
 
+    @property
+    def async_store(self) -> AsyncCheckpointStore | None:
+        """What the async writes await (None: the sync store, on a worker thread)."""
+        return self._native_store
+
+    def _native(self) -> AsyncCheckpointStore | None:
+        """The backend's coroutine store for the running loop (opened on first use);
+        None: run the sync store on a worker thread."""
+        loop = asyncio.get_running_loop()
+        if self._native_loop is None:
+            self._native_loop = loop
+            if self._backend is not None:
+                self._native_store = self._backend.async_checkpoints()
+        return self._native_store if loop is self._native_loop else None
+
+    async def aput(
+        self,
+        config: RunnableConfig,
+        checkpoint: Checkpoint,
+        metadata: CheckpointMetadata,
+        new_versions: ChannelVersions,
+    ) -> RunnableConfig:
+        native = self._native()
+        if native is None:
+            return await super().aput(config, checkpoint, metadata, new_versions)
+        row, blobs = self._put_row(config, checkpoint, metadata, new_versions)
+        await native.aput(row, blobs)
+        return self._put_done(config, row, checkpoint, new_versions)
+
+    async def aput_writes(
+        self,
+        config: RunnableConfig,
+        writes: Sequence[tuple[str, Any]],
+        task_id: str,
+        task_path: str = "",
+    ) -> None:
+        native = self._native()
+        if native is None:
+            return await super().aput_writes(config, writes, task_id, task_path)
+        thread_id, ns, _ = self._target(config)
+        rows = self._write_rows(writes, task_id, task_path)
+        await native.aput_writes(thread_id, ns, str(config["configurable"]["checkpoint_id"]), rows)
+
     async def setup(self) -> None:  # type: ignore[override]
         await asyncio.to_thread(self.store.setup)
 
     async def aclose(self) -> None:
+        native, self._native_store = self._native_store, None
+        if native is not None:
+            if asyncio.get_running_loop() is self._native_loop:
+                await native.aclose()
+            else:
+                _close_in(self._native_loop, native)
         await asyncio.to_thread(self.close)
+
+    def close(self) -> None:
+        native, self._native_store = self._native_store, None
+        if native is not None:
+            _close_in(self._native_loop, native)
+        super().close()
 
     async def __aenter__(self) -> AsyncBeeWeaveCheckpointer:
         return self
 
     async def __aexit__(self, *exc: object) -> None:
         await self.aclose()
+
+
+def _close_in(loop: asyncio.AbstractEventLoop | None, native: AsyncCheckpointStore) -> None:
+    """Close a coroutine store from outside its loop: scheduled there while it runs (a
+    finished loop's connections are gone with it)."""
+    if loop is None or loop.is_closed() or not loop.is_running():
+        return
+    asyncio.run_coroutine_threadsafe(native.aclose(), loop)

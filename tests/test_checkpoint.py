@@ -135,8 +135,8 @@ def test_checkpointed_messages_become_events_once(savers: Callable[..., Any]) ->
 
 async def test_async_graph_records_events(backend: str, tmp_path: Any) -> None:
     """``AsyncBeeWeaveCheckpointer.from_conn_string`` + ``graph.ainvoke``: the messages
-    become events on both backends, and what the async calls write the sync ones read
-    (and the other way round), from any event loop."""
+    become events on both backends; on Neo4j the writes await the async driver, and
+    what they write is what the sync store reads (and the other way round)."""
     url = str(tmp_path / "agent.db") if backend == "sqlite" else os.environ["NEO4J_URI"]
     async with AsyncBeeWeaveCheckpointer.from_conn_string(
         url, tenant=f"t-{uuid.uuid4().hex[:12]}", auth=neo4j_auth(),
@@ -147,6 +147,7 @@ async def test_async_graph_records_events(backend: str, tmp_path: Any) -> None:
             config = {"configurable": {"thread_id": "async-desk"}}
             for i in range(2):
                 state = await agent.ainvoke({"messages": [("user", f"refund {i}")]}, config)
+            assert (saver.async_store is not None) == (backend == "neo4j")
             events = _message_events(saver.weave, "async-desk")
             assert [e.payload["message_id"] for e in events] == [m.id for m in state["messages"]]
             listed = [c async for c in saver.alist(config)]
@@ -159,7 +160,7 @@ async def test_async_graph_records_events(backend: str, tmp_path: Any) -> None:
             assert (
                 again is not None and ("task-a", "messages", "async write") in again.pending_writes
             )
-            # … and a write from another event loop is read back here
+            # … and a write from another event loop goes through the sync store
             other = saver.aput_writes(latest.config, [("messages", "other loop")], "task-b")
             await asyncio.to_thread(asyncio.run, other)
             last = await saver.aget_tuple(latest.config)

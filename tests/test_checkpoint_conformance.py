@@ -79,10 +79,11 @@ async def test_conformance(
 async def test_conformance_async_from_conn_string(
     backend: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """The ``AsyncSqliteSaver``-shaped factory: ``async with …from_conn_string(...)``, on
-    a SQLite file and on Neo4j."""
+    """The ``AsyncSqliteSaver``-shaped factory: ``async with …from_conn_string(...)``; on
+    Neo4j its writes await the async driver (no worker thread), on SQLite they don't."""
     tenant = f"t-{uuid.uuid4().hex[:12]}"
     url = str(tmp_path / "agent.db") if backend == "sqlite" else os.environ["NEO4J_URI"]
+    natives: list[bool] = []
 
     @checkpointer_test(name=f"AsyncBeeWeaveCheckpointer.from_conn_string[{backend}]")
     async def factory() -> AsyncIterator[Any]:
@@ -94,6 +95,7 @@ async def test_conformance_async_from_conn_string(
             try:
                 yield saver
             finally:
+                natives.append(saver.async_store is not None)
                 purge = getattr(saver.store, "purge_tenant", None)
                 if purge is not None:  # Neo4j: this tenant's nodes go before the driver
                     await asyncio.to_thread(purge)
@@ -101,3 +103,4 @@ async def test_conformance_async_from_conn_string(
     report = await validate(factory)
     show(report, capsys)
     check(report)
+    assert natives and set(natives) == {backend == "neo4j"}

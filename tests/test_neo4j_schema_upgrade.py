@@ -106,3 +106,25 @@ def test_an_older_database_gets_terms_and_the_new_text_index_once(private_uri: s
         assert _text_indexes(driver)[q.FULLTEXT_INDEX]["id"] == indexes[q.FULLTEXT_INDEX]["id"]
     finally:
         driver.close()
+
+
+def test_an_older_database_gets_its_users_sessions_once(private_uri: str) -> None:
+    driver = neo4j.GraphDatabase.driver(private_uri, auth=None)
+    try:
+        store = Neo4jEventStore(driver=driver, tenant="pairs")
+        store.append([ev(f"r{i}", f"chat-{i % 3}", ts=100.0 + i, meta={"user_id": f"who{i % 2}"})
+                      for i in range(12)])  # fmt: skip
+        # as an older BeeWeave left it: no pairs, no mark of the upgrade
+        driver.execute_query("MATCH (p:UserSession) DELETE p")
+        driver.execute_query("MATCH (u:BeeweaveUpgrade {name: 'user_sessions'}) DELETE u")
+        assert store.recent_user_sessions("who0", 10) == []
+        upgraded = Neo4jEventStore(driver=driver, tenant="pairs")  # setup() backfills
+        # newest last event first: chat-2 ends at r11, chat-1 at r10, chat-0 at r9
+        assert [s for s, _ in upgraded.recent_user_sessions("who0", 10)] == [
+            "chat-2", "chat-1", "chat-0"]  # fmt: skip
+        assert len(upgraded.recent_user_sessions("who1", 10)) == 3
+        driver.execute_query("MATCH (p:UserSession {session_id: 'chat-2'}) DELETE p")
+        Neo4jEventStore(driver=driver, tenant="pairs")  # once: the mark is there now
+        assert len(upgraded.recent_user_sessions("who1", 10)) == 2
+    finally:
+        driver.close()

@@ -20,7 +20,7 @@ from beeweave_core.paths import default_url
 
 if TYPE_CHECKING:
     from beeweave_core.backends.neo4j.auth import AuthSpec
-    from beeweave_core.checkpoints import CheckpointStore
+    from beeweave_core.checkpoints import AsyncCheckpointStore, CheckpointStore
     from beeweave_core.index.base import EmbeddingIdentity, VectorIndex
     from beeweave_core.items import ItemIndex
     from beeweave_core.store import EventStore
@@ -51,6 +51,11 @@ class Backend(Protocol):
 
     def items(self) -> ItemIndex:
         """An item index beside the events; closed with the backend."""
+        ...
+
+    def async_checkpoints(self) -> AsyncCheckpointStore | None:
+        """The checkpoint store's writes as coroutines (None: the backend has no
+        async driver); not closed with the backend: its owner awaits ``aclose``."""
         ...
 
     def vector_kind(self, kind: str = "auto", vector_url: str | None = None) -> str:

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, ClassVar, Protocol, TypeVar
 from beeweave_core.backends import VECTOR_KINDS
 
 if TYPE_CHECKING:
-    from beeweave_core.checkpoints import CheckpointStore
+    from beeweave_core.checkpoints import AsyncCheckpointStore, CheckpointStore
     from beeweave_core.index.base import EmbeddingIdentity, VectorIndex
     from beeweave_core.items import ItemIndex
     from beeweave_core.store import EventStore
@@ -85,6 +85,12 @@ class BackendBase(ABC):
 
     def items(self) -> ItemIndex:
         return self._track(self._open_items)
+
+    def async_checkpoints(self) -> AsyncCheckpointStore | None:
+        """The checkpoint writes as coroutines, when the backend has an async driver
+        (None: the async saver runs the sync store on a worker thread).  Its owner
+        closes it with ``aclose`` in the event loop it ran in."""
+        return None
 
     # ------------------------------------------------------------------- vectors
     def vector_kind(self, kind: str = "auto", vector_url: str | None = None) -> str:

@@ -23,8 +23,11 @@ Graph model (Neo4j 5.26 LTS or newer, community edition is enough)::
     (:Event)-[:NEXT]->(:Event)              session order, materialised at write
     (:Event)-[:CAUSED_BY|REFERS_TO|SUMMARIZES|DERIVED_FROM|SUPERSEDES {meta}]->(:Event)
     (:Event)-[:HAS_ARTIFACT]->(:Artifact {tenant, sha256, chars, body})
-    (:Session {tenant, id, last_seq, context_terms})  seq allocator, locked by each
-                                            writer; tokens of its last content
+    (:Session {tenant, id, last_seq, context_terms, scopes, user_ids})  seq allocator,
+                                            locked by each writer; tokens of its last
+                                            content; what session_scopes.py and
+                                            user_sessions.py keep
+    (:UserSession {tenant, user_id, session_id})  a user took part in a session
 
 ``payload``, ``meta``, ``source``, ``parents`` and ``links`` hold canonical JSON
 text (Neo4j properties cannot be maps).  An edge may point at an event that is not
@@ -34,7 +37,7 @@ stored (yet): its target is a *placeholder* ``(:Event {tenant, id})`` without
 
 from __future__ import annotations
 
-from beeweave_core.backends.neo4j import session_scopes
+from beeweave_core.backends.neo4j import session_scopes, user_sessions
 from beeweave_core.events import EdgeType
 
 #: The full-text index ranks the tokens the SQLite store's FTS5 index holds (see
@@ -107,6 +110,12 @@ SCHEMA_STATEMENTS: tuple[str, ...] = (
     "FOR (s:Session) REQUIRE (s.tenant, s.id) IS UNIQUE",
     "CREATE CONSTRAINT beeweave_artifact_sha IF NOT EXISTS "
     "FOR (a:Artifact) REQUIRE (a.tenant, a.sha256) IS UNIQUE",
+    # which sessions a user took part in (user_sessions.py): by user, and by session
+    # for a purge
+    "CREATE CONSTRAINT beeweave_user_session IF NOT EXISTS "
+    "FOR (p:UserSession) REQUIRE (p.tenant, p.user_id, p.session_id) IS UNIQUE",
+    "CREATE INDEX beeweave_user_session_by_session IF NOT EXISTS "
+    "FOR (p:UserSession) ON (p.tenant, p.session_id)",
     # a user's sessions (CYPHER_GET_USER_SESSIONS), whether a user took part in a
     # session, one seek (CYPHER_RECENT_USER_SESSIONS)
     "CREATE INDEX beeweave_event_user_session IF NOT EXISTS "
@@ -187,7 +196,7 @@ UNWIND $sessions AS x
 MATCH (s:Session {{tenant: $tenant, id: x.id}})
 {session_scopes.EXTEND}
 SET s.last_seq = x.last_seq, s.context_terms = coalesce(x.context, s.context_terms)
-"""
+{user_sessions.MERGE_PAIRS}"""
 CYPHER_SET_LAST_SEQ = _SET_LAST_SEQ
 CYPHER_MERGE_ARTIFACTS = """
 UNWIND $artifacts AS a
@@ -395,6 +404,7 @@ CALL (n) {{ DETACH DELETE n }} IN TRANSACTIONS OF 5000 ROWS
         ("Event", "id"),
         ("Session", "id"),
         ("Artifact", "sha256"),
+        ("UserSession", "session_id"),
         # what the Neo4j vector index keeps per tenant (beeweave_core/index/neo4j_vector.py)
         ("BeeweaveChunk", "id"),
         ("BeeweaveIndexState", "identity"),
@@ -501,20 +511,25 @@ USING INDEX SEEK e:Event(tenant, user_id, session_id)
 WHERE e.session_id IS NOT NULL AND {_IN_SCOPES}
 RETURN DISTINCT e.session_id AS sid
 """
-#: A user's sessions with their last seq and its time: per session of the tenant (the
-#: Session nodes, by their constraint's index), one seek asking whether the user took
-#: part and one for its last event; never a walk over the user's events (``USING INDEX
-#: SEEK``: a fresh database's planner would scan the (tenant, user_id) index instead).
-CYPHER_RECENT_USER_SESSIONS = """
-MATCH (s:Session {tenant: $tenant})
+#: A user's sessions with their last seq and its time: the user's UserSession pairs
+#: (user_sessions.py), then per session one seek for an event of the user the reader
+#: may see and one for its last event; the cost follows the user's sessions, never the
+#: tenant's or the user's events (``USING INDEX SEEK``: a fresh database's planner
+#: would scan an index instead).
+CYPHER_RECENT_USER_SESSIONS = f"""
+MATCH (p:UserSession {{tenant: $tenant, user_id: $user_id}})
+USING INDEX SEEK p:UserSession(tenant, user_id, session_id)
+WHERE p.session_id IS NOT NULL
+MATCH (s:Session {{tenant: $tenant, id: p.session_id}})
 USING INDEX SEEK s:Session(tenant, id)
-WHERE s.id IS NOT NULL AND s.last_seq >= 0
-CALL (s) {
-  MATCH (u:Event {tenant: $tenant, user_id: $user_id, session_id: s.id})
-  USING INDEX SEEK u:Event(tenant, user_id, session_id)
-  RETURN u.id AS one LIMIT 1
-}
-MATCH (e:Event {tenant: $tenant, session_id: s.id, seq: s.last_seq})
+WHERE s.last_seq >= 0
+CALL (s) {{
+  MATCH (e:Event {{tenant: $tenant, user_id: $user_id, session_id: s.id}})
+  USING INDEX SEEK e:Event(tenant, user_id, session_id)
+  WHERE e.seq IS NOT NULL AND {_IN_SCOPES}
+  RETURN e.id AS one LIMIT 1
+}}
+MATCH (e:Event {{tenant: $tenant, session_id: s.id, seq: s.last_seq}})
 USING INDEX SEEK e:Event(tenant, session_id, seq)
 RETURN s.id AS sid, s.last_seq AS last_seq, e.ts AS ts
 """

@@ -19,7 +19,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from beeweave_core.backends.neo4j import session_scopes
+from beeweave_core.backends.neo4j import session_scopes, user_sessions
 from beeweave_core.backends.neo4j import terms as event_terms
 from beeweave_core.events import AppendResult, Edge, EdgeType
 from beeweave_core.store import Prepared
@@ -140,10 +140,13 @@ class Placement:
         return {"rows": created, **by, **nexts}
 
     def sessions(self) -> list[dict[str, Any]]:
-        """The append's ``$sessions``: new ``last_seq``, scopes and (an append's, not an
-        import's: its terms are recomputed) ``context_terms`` of the sessions written."""
+        """The append's ``$sessions``: per session its new ``last_seq``, the scopes and
+        the users of its new events, and (an append's, not an import's: its terms are
+        recomputed) its ``context_terms`` after them."""
         written = set() if self.keep_seq else {r["props"]["session_id"] for r in self.placed}
+        users = user_sessions.users_by_session(self.placed)
         return [
-            {**x, "context": self.context[x["id"]] if x["id"] in written else None}
+            {**x, "context": self.context[x["id"]] if x["id"] in written else None,
+             "users": users.get(x["id"])}
             for x in session_scopes.sessions_param(self.last, self.placed)
-        ]
+        ]  # fmt: skip

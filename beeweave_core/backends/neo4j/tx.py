@@ -3,27 +3,32 @@
 Sessions are bookmarked with the driver's ``execute_query`` manager, so a read sees
 the write before it even on a cluster, and mute only the UNRECOGNIZED notification
 class: "property key does not exist" for optional properties (``expires_at``,
-``metadata_blob`` …) that no node carries yet on a fresh database.
+``metadata_blob`` …) that no node carries yet on a fresh database.  The async driver
+of a store's coroutines (:func:`arun`) shares the sync driver's bookmark manager, so
+a write through one is seen by a read through the other.
 """
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import threading
 import time
 import weakref
+from collections.abc import Iterator
 from typing import Any
 
 from beeweave_core.errors import StoreClosed
 
 
-def session(driver: Any, database: str | None, *, read: bool = False) -> Any:
+def session(driver: Any, database: str | None, *, read: bool = False, bookmarks: Any = None) -> Any:
+    """A session of ``driver`` (sync or async); ``bookmarks``: another driver's manager."""
     import neo4j
 
     return driver.session(
         database=database,
         default_access_mode=neo4j.READ_ACCESS if read else neo4j.WRITE_ACCESS,
-        bookmark_manager=driver.execute_query_bookmark_manager,
+        bookmark_manager=bookmarks or driver.execute_query_bookmark_manager,
         notifications_disabled_classifications=[
             neo4j.NotificationDisabledClassification.UNRECOGNIZED
         ],
@@ -41,10 +46,15 @@ class IdleSessions:
     gives it back to the pool), so keeping one is free; building one costs ~30 µs of
     CPU, a tenth of a small statement's round trip (a checkpoint's ``put_writes``).
     Sessions are not thread-safe: a taken session is one caller's until given back.
+    An async driver's sessions are kept the same way (``bookmarks``: the manager they
+    share with a sync driver); their owner closes them (:meth:`kept`, :meth:`drain`).
     """
 
-    def __init__(self, driver: Any, database: str | None, *, keep: int = 8) -> None:
+    def __init__(
+        self, driver: Any, database: str | None, *, keep: int = 8, bookmarks: Any = None
+    ) -> None:
         self.driver, self.database, self.keep = driver, database, keep
+        self.bookmarks = bookmarks
         self._lock = threading.Lock()
         self._idle: dict[bool, list[Any]] = {False: [], True: []}  # by read access
         self._closed = False
@@ -55,21 +65,30 @@ class IdleSessions:
                 raise StoreClosed("the Neo4j store is closed")
             if self._idle[read]:
                 return self._idle[read].pop()
-        return session(self.driver, self.database, read=read)
+        return session(self.driver, self.database, read=read, bookmarks=self.bookmarks)
 
-    def give(self, s: Any, read: bool) -> None:
+    def kept(self, s: Any, read: bool) -> bool:
+        """Keep ``s`` for the next caller; False: not kept (the caller closes it)."""
         with self._lock:
             if not self._closed and len(self._idle[read]) < self.keep:
                 self._idle[read].append(s)
-                return
-        s.close()
+                return True
+        return False
 
-    def close(self) -> None:
+    def give(self, s: Any, read: bool) -> None:
+        if not self.kept(s, read):
+            s.close()
+
+    def drain(self) -> list[Any]:
+        """Every idle session, handed over for closing; none is kept after this."""
         with self._lock:
             self._closed = True
             idle = self._idle[False] + self._idle[True]
             self._idle = {False: [], True: []}
-        for s in idle:
+        return idle
+
+    def close(self) -> None:
+        for s in self.drain():
             with contextlib.suppress(Exception):  # a driver closed first took its connections
                 s.close()
 
@@ -93,17 +112,13 @@ def run(
     outcome (a connection lost during commit) is safe.  With ``sessions`` the session
     comes from (and, unless the statement failed, goes back to) that pool.
     """
-    import neo4j.exceptions as nx
-
-    for delay in (*RETRY_DELAYS, None):
+    for delay in attempts():
         s = sessions.take(read) if sessions else session(driver, database, read=read)
         try:
             records = list(s.run(query, params))
         except BaseException as exc:
             s.close()  # a failed session is not reused
-            retry = isinstance(exc, (nx.Neo4jError, nx.DriverError)) and exc.is_retryable()
-            if delay is None or not retry:
-                raise
+            retry_or_raise(exc, delay)
         else:
             if sessions:
                 sessions.give(s, read)
@@ -112,6 +127,45 @@ def run(
             return records
         time.sleep(delay)
     raise AssertionError("unreachable")  # pragma: no cover - the last attempt raises
+
+
+async def arun(
+    sessions: IdleSessions, query: str, params: dict[str, Any], *, read: bool = False
+) -> list[Any]:
+    """:func:`run` on an async driver's pooled sessions: no worker thread per statement.
+
+    Handing a statement to a thread and back costs more than the statement's own
+    Python work (two thread wake-ups, each a scheduler round on a busy machine), so
+    the async saver's hot calls await the driver directly.
+    """
+    for delay in attempts():
+        s = sessions.take(read)
+        try:
+            records = [r async for r in await s.run(query, params)]
+        except BaseException as exc:
+            await s.close()
+            retry_or_raise(exc, delay)
+        else:
+            if not sessions.kept(s, read):
+                await s.close()
+            return records
+        await asyncio.sleep(delay)
+    raise AssertionError("unreachable")  # pragma: no cover - the last attempt raises
+
+
+def attempts() -> Iterator[float]:
+    """The delays before each retry, then a sentinel (-1) for the last attempt."""
+    yield from RETRY_DELAYS
+    yield -1.0
+
+
+def retry_or_raise(exc: BaseException, delay: float) -> None:
+    """Re-raise ``exc`` unless the driver calls it transient and attempts are left."""
+    import neo4j.exceptions as nx
+
+    retry = isinstance(exc, (nx.Neo4jError, nx.DriverError)) and exc.is_retryable()
+    if delay < 0 or not retry:
+        raise exc
 
 
 #: Per live driver: the (database, statements) already ensured.  Weakly keyed, so a

@@ -384,8 +384,13 @@ class SQLiteEventStore(SideTables, BaseEventStore):
     def recent_user_sessions(self, user_id: str, limit: int) -> list[tuple[str, int]]:
         """The user's ``limit`` conversations with the newest last event, newest first, as
         (session id, last seq), from the (tenant, user_id, session_id) index: one seek
-        per session (a scoped view still reads only its scopes' events of them)."""
-        rows = self._read(q.RECENT_USER_SESSIONS, (self.tenant, user_id))
+        per session; a scoped view lists only sessions where the user has an event it
+        may read (one more seek per session)."""
+        scopes = sorted(self.scopes) if self.scopes is not None else []
+        scoped = "" if self.scopes is None else q.USER_IN_SCOPES.format(
+            scopes=", ".join(f"?{i}" for i in range(3, 3 + len(scopes))))  # fmt: skip
+        sql = q.RECENT_USER_SESSIONS.format(scoped=scoped)
+        rows = self._read(sql, (self.tenant, user_id, *scopes))
         rows = [r for r in rows if not r[0].startswith(ITEM_SESSION_PREFIX)]
         rows.sort(key=lambda r: (r[2], r[1]), reverse=True)
         return [(sid, int(seq)) for sid, seq, _ts in rows[: max(0, limit)]]

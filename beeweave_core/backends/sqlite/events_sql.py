@@ -239,6 +239,8 @@ USER_SESSION_IDS = (
 #: A user's sessions with their last seq and its time (``?1`` tenant, ``?2`` user): a
 #: loose index scan, one seek per session past the one before, then one seek for each
 #: session's last event; the cost follows the user's sessions, not their events.
+#: ``{scoped}``: a scoped view's check that the user has an event it may read there
+#: (:data:`USER_IN_SCOPES`), or nothing.
 RECENT_USER_SESSIONS = """
 WITH RECURSIVE s(sid) AS (
     SELECT (SELECT MIN(session_id) FROM events INDEXED BY events_user_session
@@ -250,12 +252,17 @@ WITH RECURSIVE s(sid) AS (
 ), last(sid, seq) AS (
     SELECT sid, (SELECT MAX(seq) FROM events INDEXED BY events_session_seq
                  WHERE tenant = ?1 AND session_id = s.sid)
-    FROM s WHERE s.sid IS NOT NULL
+    FROM s WHERE s.sid IS NOT NULL{scoped}
 )
 SELECT last.sid, last.seq, e.ts FROM last
 JOIN events e INDEXED BY events_session_seq
   ON e.tenant = ?1 AND e.session_id = last.sid AND e.seq = last.seq
 """
+
+USER_IN_SCOPES = """ AND EXISTS (
+    SELECT 1 FROM events INDEXED BY events_user_session
+    WHERE tenant = ?1 AND user_id = ?2 AND session_id = s.sid
+      AND (scope IS NULL OR scope IN ({scopes})))"""
 
 #: ``{indexed}``: ``INDEXED BY events_session_seq`` when sessions or a user are
 #: named (the planner would otherwise walk the type index over the whole tenant).

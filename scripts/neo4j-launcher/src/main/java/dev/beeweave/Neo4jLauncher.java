@@ -60,6 +60,9 @@ public final class Neo4jLauncher {
                     .setConfig(HttpsConnector.enabled, false)
                     .setConfig(GraphDatabaseSettings.pagecache_memory, ByteUnit.mebiBytes(256))
                     .setConfig(GraphDatabaseSettings.preallocate_logical_logs, false)
+                    // Benchmarks write millions of events: keep the transaction logs bounded
+                    // (the default keeps two days of them, which filled a disk).
+                    .setConfig(GraphDatabaseSettings.keep_logical_logs, "256M size")
                     .setConfig(GraphDatabaseSettings.udc_enabled, false)
                     // A test server: don't linger ~10 s in Bolt's graceful shutdown.
                     .setConfig(BoltConnectorInternalSettings.connection_shutdown_wait_time, Duration.ofSeconds(1))
