@@ -243,23 +243,25 @@ def test_a_reply_in_a_later_append_holds_the_turn_before_it(neo4j_store):
     assert found("pier") == []
 
 
-def test_a_big_append_indexes_the_same_text_as_small_ones(make):
-    """A big append tokenises on a worker thread and sets the terms after creating
-    the events; its events and sessions get what appends of one turn each give."""
-    from beeweave_core.backends.neo4j import terms
+def test_a_big_append_indexes_the_same_text_as_small_ones(make, monkeypatch):
+    """A big append tokenises a part at a time; its events and sessions get what
+    appends of one turn each give."""
+    from beeweave_core.backends.neo4j import parts
+
+    monkeypatch.setattr(parts, "PART_EVENTS", 16)
 
     words = ["otter", "canal", "lantern", "barge", "lock", "keeper", "moss", "tide"]
     events = [
         ev(f"b{i}", f"s{i % 3}", content="" if i % 11 == 5 else
            " ".join(words[(i * k) % len(words)] for k in range(1, 4 + i % 4)), ts=T0 + i)
-        for i in range(terms.OVERLAP_EVENTS + 40)
+        for i in range(104)
     ]  # fmt: skip
     big, small = make(), make()
     big.append(events[:30])
     # an edge to an event not stored yet: the big append fills its placeholder in
     ahead = Edge(src="b0", dst="b40", type=EdgeType.REFERS_TO)
     big.link([ahead])
-    big.append(events[30:])  # at least OVERLAP_EVENTS: the worker-thread path
+    big.append(events[30:])  # in parts
     for e in events:
         small.append([e])
         if e.id == "b0":
@@ -275,6 +277,64 @@ def test_a_big_append_indexes_the_same_text_as_small_ones(make):
     assert stored(big) == stored(small)
     assert big.edges(event_id="b0") == small.edges(event_id="b0")
     assert all(stored(big)[0].values()) and len(stored(big)[0]) == len(events)
+
+
+def graph_of(store: Neo4jEventStore) -> dict[str, Any]:
+    """Everything an append wrote for a tenant, read from the graph itself."""
+    t = store.tenant
+    rel = ("MATCH (a:Event {tenant: $t})-[r]->(b) "
+           "RETURN a.id AS a, type(r) AS r, coalesce(b.id, b.sha256) AS b")  # fmt: skip
+    node = ("MATCH (e:Event {tenant: $t}) RETURN e.id AS id, e.seq AS seq, e.session_id AS sid, "
+            "e.terms AS terms, labels(e) AS labels")  # fmt: skip
+    sess = "MATCH (s:Session {tenant: $t}) RETURN s.id AS id, s.last_seq AS n, s.context_terms AS c"
+    return {
+        "edges": sorted((r["a"], r["r"], r["b"]) for r in cypher(store, rel, t=t)),
+        "nodes": sorted(
+            (r["id"], r["seq"], r["sid"], r["terms"], sorted(r["labels"]))
+            for r in cypher(store, node, t=t)
+        ),  # fmt: skip
+        "sessions": sorted((r["id"], r["n"], r["c"]) for r in cypher(store, sess, t=t)),
+    }
+
+
+def test_an_append_in_many_parts_writes_what_single_events_write(make, monkeypatch):
+    """Parts of a few events each: a session's order and NEXT chain run across parts,
+    edges reach events of earlier parts (by seek) and of later ones (drawn at the end),
+    placeholders and duplicates behave as in one statement, artifacts are linked."""
+    from beeweave_core.backends.neo4j import parts
+
+    monkeypatch.setattr(parts, "PART_EVENTS", 7)
+    n = 77
+    long_text = "a warehouse inventory line " * 3000  # past the inline limit: an artifact
+    events = []
+    for i in range(n):
+        links = {}
+        if i % 9 == 2 and i + 20 < n:
+            links[EdgeType.REFERS_TO] = (f"p{i + 20}",)  # an event of a later part
+        if i % 10 == 8:
+            links[EdgeType.DERIVED_FROM] = (f"p{i - 8}", f"p{i - 1}")  # earlier part, same part
+        events.append(ev(
+            f"p{i}", f"s{i % 3}", content=long_text if i == 30 else f"lighthouse log {i} gull",
+            ts=T0 + i, parents=(f"p{i - 3}",) if i >= 3 else (), links=links,
+        ))  # fmt: skip
+    big, small = make(), make()
+    ahead = Edge(src="x-first", dst="p40", type=EdgeType.SUMMARIZES)  # p40: a placeholder
+    for store in (big, small):
+        store.append([ev("x-first", "s0", content="before the batch", ts=T0 - 1)])
+        store.link([ahead])
+    first = big.append(events[:5])
+    result = big.append(events)  # the first five again: duplicates
+    for e in events:
+        small.append([e])
+
+    assert (first.inserted, result.inserted, result.duplicates) == (5, n - 5, 5)
+    assert result.ids == [e.id for e in events[5:]]
+    assert graph_of(big) == graph_of(small)  # seqs, NEXT chain, edges, labels, terms
+    graph = graph_of(big)
+    assert ("p2", "REFERS_TO", "p22") in graph["edges"] and ("p6", "NEXT", "p9") in graph["edges"]
+    assert [e.seq for e in big.timeline("s1")] == list(range(len(big.timeline("s1"))))
+    body = big.get(["p30"])[0].payload["$artifact"]
+    assert big.get_artifact(body["sha256"]) == long_text
 
 
 def test_an_imported_session_is_found_with_its_previous_turns(make):

@@ -207,3 +207,22 @@ def test_neo4j_plan_check_catches_a_label_scan(recorded_neo4j: Any) -> None:
     query = "MATCH (e:Event) WHERE e.content CONTAINS $w RETURN e.id"
     _, summary, _ = store.driver.execute_query("EXPLAIN " + query, {"w": "kettle"})
     assert {op for op, _ in _operators(summary.plan)} & _NEO4J_FULL_SCAN
+
+
+def test_neo4j_append_reaches_every_node_it_links_by_a_seek(recorded_neo4j: Any) -> None:
+    """The append's CREATE draws edges to events of an earlier part by element id and
+    to stored ones through the (tenant, id) index: never a scan, whatever the store holds."""
+    from beeweave_core.backends.neo4j import events_cypher as q
+
+    store, _ = recorded_neo4j
+    params = {
+        "tenant": store.tenant, "sessions": [],
+        "rows": [{"props": {"tenant": store.tenant, "id": "new-1"}, "label": "UserMessage"}],
+        "near": {"CAUSED_BY": [[0, 0]]}, "far": {"REFERS_TO": [[0, "4:x:1"]]},
+        "seek": {"DERIVED_FROM": [[0, "stored-1"]]},
+        "next_near": [], "next_far": [["4:x:1", 0]], "next_seek": [["stored-1", 0]],
+    }  # fmt: skip
+    _, summary, _ = store.driver.execute_query("EXPLAIN " + q.CYPHER_CREATE_EVENTS, params)
+    ops = list(_operators(summary.plan))
+    assert not [(op, d) for op, d in ops if op in _NEO4J_FULL_SCAN]
+    assert {"NodeByElementIdSeek", "NodeUniqueIndexSeek(Locking)"} <= {op for op, _ in ops}

@@ -28,9 +28,11 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Iterable, Sequence
+from functools import partial
 from typing import Any
 
 from beeweave_core.backends.neo4j import events_cypher as q
+from beeweave_core.backends.neo4j import parts as append_parts
 from beeweave_core.backends.neo4j import session_scopes, user_sessions
 from beeweave_core.backends.neo4j import terms as event_terms
 from beeweave_core.backends.neo4j import tx as neo4j_tx
@@ -53,6 +55,7 @@ from beeweave_core.scopes import Readable, narrow
 from beeweave_core.store import BaseEventStore, Prepared, StoreError
 from beeweave_core.text import lucene
 from beeweave_core.text.lexical import CONTEXT_CHARS
+from beeweave_core.text.lucene import Turn
 
 #: Events per write transaction; a bigger ``append`` is split (each chunk atomic).
 DEFAULT_WRITE_BATCH = 2_000
@@ -100,22 +103,6 @@ def _artifact_refs(payload: dict[str, Any]) -> list[str]:
     return [r["sha256"] for r in refs if isinstance(r, dict) and "sha256" in r]
 
 
-def _refer_within(rows: list[dict[str, Any]]) -> None:
-    """Point the new rows' predecessors and edge targets that are rows of the same
-    batch at their positions (CYPHER_CREATE_EVENTS reaches those without a seek)."""
-    at = {r["props"]["id"]: i for i, r in enumerate(rows)}
-    for r in rows:
-        if r["prev"] in at:
-            r["prev_at"], r["prev"] = at[r["prev"]], None
-        near: dict[str, list[int]] = {}
-        for etype, targets in r["edges"].items():
-            inside = [at[d] for d in targets if d in at]
-            if inside:
-                near[etype] = inside
-                r["edges"][etype] = [d for d in targets if d not in at]
-        r["near"] = near
-
-
 def _found(tx: Any, tenant: str, ids: list[str]) -> dict[str, bool]:
     """Which of ``ids`` exist, each as stored (True) or a placeholder (False)."""
     rows = tx.run(q.CYPHER_FIND_IDS, tenant=tenant, ids=ids).single()["found"]
@@ -125,16 +112,6 @@ def _found(tx: Any, tenant: str, ids: list[str]) -> dict[str, bool]:
 def _edge_types(types: Iterable[EdgeType | str]) -> list[str]:
     """Relationship types as fixed enum values (never user text)."""
     return [EdgeType(t).value for t in types]
-
-
-def _sessions_param(
-    last: dict[str, int], rows: list[dict[str, Any]], context: dict[str, str]
-) -> list[dict[str, Any]]:
-    """The append's ``$sessions``: per session its new ``last_seq``, the scopes and the
-    users of its new events, and its ``context_terms`` after them."""
-    users = user_sessions.users_by_session(rows)
-    return [{**x, "context": context.get(x["id"]), "users": users.get(x["id"])}
-            for x in session_scopes.sessions_param(last, rows)]  # fmt: skip
 
 
 def _run(tx: Any, query: str, params: dict[str, Any]) -> Any:
@@ -383,89 +360,85 @@ class Neo4jEventStore(BaseEventStore):
         t = self.tenant
         sids = sorted({p.event.session_id for p in prepared})
         ids = [p.event.id for p in prepared]
-        contents = [p.event.content or "" for p in prepared]
-        # a big append tokenises its texts while the server works (event_terms.start);
-        # a small one while the server takes the session locks (BEGIN in flight), as
-        # it makes the rows (but seq and predecessor), which need no stored data either
-        later = None if keep_seq or len(prepared) < event_terms.OVERLAP_EVENTS else (
-            event_terms.start(contents))  # fmt: skip
+        parts = append_parts.split(prepared, keep_seq)
+        # an import's terms follow its stored order: recomputed once it is stored (below)
+        build = partial(self._build, with_terms=not keep_seq)
         pending = tx.run(q.CYPHER_BEGIN_APPEND, tenant=t, session_ids=sids,
                          context_chars=CONTEXT_CHARS)  # fmt: skip
-        rows = [self._row(p) for p in prepared]
-        inline = not keep_seq and later is None
-        turns = dict(zip(ids, lucene.turn_tokens(contents), strict=True)) if inline else {}
+        # the rows (but seq and predecessor) and terms need no stored data: the first
+        # part's are built while the server takes the session locks
+        built = build(parts[0])
         begun = pending.single()["sessions"]
-        last = {x["sid"]: x["last_seq"] for x in begun}
-        prev = {x["sid"]: x["tail"] for x in begun}
-        context = event_terms.contexts(begun)
-        found = _found(tx, t, ids)
-        artifacts: dict[str, dict[str, Any]] = {}
-        new_rows: list[dict[str, Any]] = []
-        placeholder_rows: list[dict[str, Any]] = []
-        ordered: list[dict[str, Any]] = []  # both, in order (for their terms)
-        result = AppendResult()
-        for p, row in zip(prepared, rows, strict=True):
-            for sha, body in p.artifacts.items():
-                artifacts.setdefault(sha, {"sha256": sha, "chars": len(body), "body": body})
-            ev = p.event
-            if found.get(ev.id):
-                result.duplicates += 1
-                continue
-            sid = ev.session_id
-            if keep_seq:
-                seq, before = ev.seq, None  # NEXT by seq neighbours, below
-                last[sid] = max(last[sid], seq)
-            else:
-                seq = last[sid] = last[sid] + 1
-                before, prev[sid] = prev[sid], ev.id
-            row["props"]["seq"], row["prev"] = seq, before
-            (placeholder_rows if ev.id in found else new_rows).append(row)
-            ordered.append(row)
-            result.ids.append(ev.id)
-        if artifacts:
-            tx.run(q.CYPHER_MERGE_ARTIFACTS, tenant=t, artifacts=list(artifacts.values()))
-        if not result.ids:
-            return result
-        # an import's order is known once it is stored (below)
-        after = event_terms.fill(ordered, context, turns) if inline else {}
-        self._write_rows(tx, new_rows, placeholder_rows, _sessions_param(last, ordered, after))
-        if later is not None:
-            turns = dict(zip(ids, later.result(), strict=True))
-            event_terms.set_later(tx, t, ordered, context, turns)
-        if keep_seq:
+        placing = append_parts.Placement.begin(begun, _found(tx, t, ids), prepared, keep_seq)
+        self._merge_artifacts(tx, prepared)
+        creating: tuple[Any, list[dict[str, Any]]] | None = None
+        for i, part in enumerate(parts):
+            if creating is not None:  # the part before: its element ids are needed now
+                placing.created(creating[1], creating[0].single(strict=True)["made"])
+            params = placing.place(part, *built)
+            last_part = i == len(parts) - 1
+            sessions = placing.sessions() if last_part else []  # set by the last statement
+            creating = None
+            if params["rows"]:
+                # returns once the server has the statement, which it runs while the
+                # next part is built here (see parts.py)
+                pending = tx.run(q.CYPHER_CREATE_EVENTS, tenant=t, sessions=sessions, **params)
+                creating = (pending, params["rows"])
+            elif last_part and placing.result.ids:
+                tx.run(q.CYPHER_SET_LAST_SEQ, tenant=t, sessions=sessions).consume()
+            if not last_part:
+                built = build(parts[i + 1])
+        if creating is not None:
+            creating[0].consume()
+        result = placing.result
+        if result.ids:
+            self._finish(tx, placing)
+        if keep_seq and result.ids:
             tx.run(q.CYPHER_CREATE_NEXT, tenant=t, ids=result.ids).consume()
             event_terms.refresh(tx, [(t, sid) for sid in sids])
         result.inserted = len(result.ids)
         return result
 
-    def _write_rows(
-        self,
-        tx: Any,
-        new_rows: list[dict[str, Any]],
-        placeholder_rows: list[dict[str, Any]],
-        sessions: list[dict[str, Any]],
-    ) -> None:
+    def _merge_artifacts(self, tx: Any, prepared: list[Prepared]) -> None:
+        """The bodies the events' previews point to, each once (before the events)."""
+        artifacts: dict[str, dict[str, Any]] = {}
+        for p in prepared:
+            for sha, body in p.artifacts.items():
+                artifacts.setdefault(sha, {"sha256": sha, "chars": len(body), "body": body})
+        if artifacts:
+            tx.run(q.CYPHER_MERGE_ARTIFACTS, tenant=self.tenant,
+                   artifacts=list(artifacts.values())).consume()  # fmt: skip
+
+    def _build(
+        self, part: list[Prepared], with_terms: bool
+    ) -> tuple[list[dict[str, Any]], dict[str, Turn] | None]:
+        """A part's rows and (``with_terms``) each event's tokens, by id: all the
+        client work of an append that needs nothing from the server."""
+        rows = [self._row(p) for p in part]
+        if not with_terms:
+            return rows, None
+        turns = lucene.turn_tokens([p.event.content or "" for p in part])
+        return rows, dict(zip((p.event.id for p in part), turns, strict=True))
+
+    def _finish(self, tx: Any, placing: append_parts.Placement) -> None:
+        """What follows the parts: placeholders filled in (after every new event, as
+        their predecessor or an edge target may be one), edges to events of a later
+        part, and the artifact links."""
         t = self.tenant
-        # new events first: a placeholder's predecessor may be one of them (and a
-        # new event's predecessor or edge target that is a placeholder exists already)
-        if new_rows:
-            _refer_within(new_rows)
-            tx.run(q.CYPHER_CREATE_EVENTS, tenant=t, rows=new_rows, sessions=sessions).consume()
-        else:
-            tx.run(q.CYPHER_SET_LAST_SEQ, tenant=t, sessions=sessions).consume()
-        if placeholder_rows:
-            tx.run(q.CYPHER_FILL_PLACEHOLDERS, tenant=t, rows=placeholder_rows).consume()
-        refs = [
-            {"id": r["props"]["id"], "shas": r["artifacts"]}
-            for r in new_rows + placeholder_rows
-            if r["artifacts"]
-        ]
+        if placing.placeholders:
+            tx.run(q.CYPHER_FILL_PLACEHOLDERS, tenant=t, rows=placing.placeholders).consume()
+        if placing.late:
+            _merge_edges(tx, t, placing.late)
+        refs = [{"id": r["props"]["id"], "shas": r["artifacts"]}
+                for r in placing.placed if r["artifacts"]]  # fmt: skip
         if refs:
             tx.run(q.CYPHER_LINK_ARTIFACTS, tenant=t, rows=refs).consume()
 
     def _row(self, p: Prepared) -> dict[str, Any]:
-        """An event as CYPHER_CREATE_EVENTS takes it, but its ``seq`` and ``prev``
-        (its NEXT predecessor): those are known once its session is locked."""
+        """An event's ``props`` and ``label`` as CYPHER_CREATE_EVENTS takes them, with
+        its ``edges`` and ``prev`` (NEXT predecessor) for placing it (``parts.py``) or
+        filling its placeholder in; ``seq`` and ``prev`` are set once its session is
+        locked."""
         ev = p.event
         links = {k.value: list(v) for k, v in ev.links.items()}
         targets: dict[str, dict[str, None]] = {}  # each target once per type, in order
@@ -474,8 +447,6 @@ class Neo4jEventStore(BaseEventStore):
         row = {
             "label": TYPE_LABELS[ev.type],
             "prev": None,
-            "prev_at": None,
-            "near": {},
             "edges": {k: list(v) for k, v in targets.items()},
             "artifacts": _artifact_refs(ev.payload),
             "props": {

@@ -217,12 +217,11 @@ def _edge_foreach(verb: str) -> str:
     )
 
 
-def _near_foreach() -> str:
-    """One FOREACH per edge type to events created by the same statement: ``r.near``
-    maps type → their positions in ``made`` (no index seek, no lock)."""
+def _per_edge_type(subquery: str) -> str:
+    """``subquery`` once per edge type (``TYPE`` replaced: a written type, see
+    CYPHER_MERGE_EDGES), each an own ``CALL`` that runs once per statement."""
     return "\n".join(
-        f"FOREACH (b IN [i IN coalesce(r.near.{t.value}, []) | made[i]] | "
-        f"CREATE (e)-[:{t.value}]->(b))"
+        "CALL (made) { " + subquery.replace("TYPE", t.value) + " }"
         for t in EdgeType
         if t is not EdgeType.NEXT
     )
@@ -233,28 +232,49 @@ def _near_foreach() -> str:
 #: ``last_seq`` — one round trip.  ``CREATE``, not ``MERGE``: the store checked under
 #: the session lock that the ids are new (the (tenant, id) constraint refuses a
 #: concurrent writer of the same id in another session), and a new node has no
-#: edges yet.  ``made`` holds every new node before any edge is drawn; an edge or a
-#: predecessor within the batch is reached by its position there (``r.near``,
-#: ``r.prev_at``: most of a batch's edges, and no index seek or lock for them), one
-#: elsewhere by id (``r.edges``, ``r.prev``: a stored event, or a placeholder made
-#: for a target not stored yet).
+#: edges yet.  ``made`` holds every new node before any edge is drawn.  A big append
+#: is written in parts (see ``parts.py``), one statement each.  Edges come as lists
+#: per type of [position in ``made``, target] pairs, the target reached by its
+#: position when it is in the same part (``$near``), by element id when an earlier
+#: part of the append created it (``$far``), by id otherwise (``$seek``: a stored
+#: event, or a placeholder made for a target not stored yet); predecessors likewise
+#: as [predecessor, position] (``$next_near``, ``$next_far``, ``$next_seek``).  Only
+#: the edges there are cost work: nothing runs per event for the types it lacks.
+#: Returns the new nodes' element ids, in order, for the parts after.
 CYPHER_CREATE_EVENTS = f"""
 CALL () {{
 UNWIND $rows AS r
 CREATE (e:Event)
 SET e = r.props, e:$(r.label)
-WITH collect(e) AS made, collect(r) AS rows
-UNWIND range(0, size(made) - 1) AS at
-WITH made, made[at] AS e, rows[at] AS r
-{_near_foreach()}
-{_edge_foreach("CREATE")}
-FOREACH (p IN CASE WHEN r.prev_at IS NULL THEN [] ELSE [made[r.prev_at]] END |
-  CREATE (p)-[:NEXT]->(e))
-WITH e, r WHERE r.prev IS NOT NULL
-MATCH (p:Event {{tenant: $tenant, id: r.prev}})
-CREATE (p)-[:NEXT]->(e)
+WITH collect(e) AS made
+{
+    _per_edge_type(
+        "UNWIND coalesce($near.TYPE, []) AS x "
+        "WITH made[x[0]] AS e, made[x[1]] AS b CREATE (e)-[:TYPE]->(b)"
+    )
+}
+{
+    _per_edge_type(
+        "UNWIND coalesce($far.TYPE, []) AS x MATCH (b) WHERE elementId(b) = x[1] "
+        "WITH made[x[0]] AS e, b CREATE (e)-[:TYPE]->(b)"
+    )
+}
+{
+    _per_edge_type(
+        "UNWIND coalesce($seek.TYPE, []) AS x WITH made[x[0]] AS e, x[1] AS d "
+        "MERGE (b:Event {tenant: $tenant, id: d}) CREATE (e)-[:TYPE]->(b)"
+    )
+}
+CALL (made) {{ UNWIND $next_near AS x WITH made[x[0]] AS p, made[x[1]] AS e
+  CREATE (p)-[:NEXT]->(e) }}
+CALL (made) {{ UNWIND $next_far AS x MATCH (p) WHERE elementId(p) = x[0]
+  WITH p, made[x[1]] AS e CREATE (p)-[:NEXT]->(e) }}
+CALL (made) {{ UNWIND $next_seek AS x MATCH (p:Event {{tenant: $tenant, id: x[0]}})
+  WITH p, made[x[1]] AS e CREATE (p)-[:NEXT]->(e) }}
+RETURN [e IN made | elementId(e)] AS made
 }}
 CALL () {{{_SET_LAST_SEQ}}}
+RETURN made
 """
 #: Fill in placeholders (ids some edge pointed at before the event arrived); they
 #: may have edges already, so MERGE.

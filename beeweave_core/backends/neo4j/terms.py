@@ -11,9 +11,7 @@ in, a purge of single events) or when an older database has none (``setup()``).
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Sequence
-from concurrent.futures import Future
 from itertools import groupby
 from typing import Any
 
@@ -22,27 +20,6 @@ from beeweave_core.text.lucene import Turn, context_terms, session_terms, turn_t
 
 #: Sessions whose terms are recomputed per write transaction during an upgrade.
 SESSIONS_PER_TX = 200
-#: An append of at least this many events has its texts tokenised on a worker
-#: thread while the server creates the events (the driver waits on the socket,
-#: without the GIL) and sets the terms in a last statement; a smaller one (a single
-#: turn) writes them with its events, one statement less.
-OVERLAP_EVENTS = 64
-
-
-def start(contents: Sequence[str]) -> Future[list[Turn]]:
-    """:func:`~beeweave_core.text.lucene.turn_tokens` of ``contents`` on a thread of
-    its own (one per big append: no pool to outlive a fork of the process)."""
-    texts = list(contents)
-    done: Future[list[Turn]] = Future()
-
-    def work() -> None:
-        try:
-            done.set_result(turn_tokens(texts))
-        except BaseException as exc:  # handed to the append, which raises it
-            done.set_exception(exc)
-
-    threading.Thread(target=work, name="beeweave-terms", daemon=True).start()
-    return done
 
 
 def contexts(sessions: Sequence[dict[str, Any]]) -> dict[str, str]:
@@ -73,20 +50,6 @@ def fill(
         for r, t in zip(mine, terms, strict=True):
             r["props"]["terms"] = t
     return after
-
-
-def set_later(
-    tx: Any, tenant: str, rows: Sequence[dict[str, Any]], context: dict[str, str],
-    turns: dict[str, Turn],
-) -> None:  # fmt: skip
-    """:func:`fill` for events created already (in this transaction), and store it."""
-    after = fill(rows, context, turns)
-    tx.run(
-        q.CYPHER_SET_TERMS,
-        rows=[{"tenant": tenant, "id": r["props"]["id"], "terms": r["props"]["terms"]}
-              for r in rows],
-        sessions=[{"tenant": tenant, "id": s, "context": c} for s, c in after.items()],
-    ).consume()  # fmt: skip
 
 
 def refresh(tx: Any, sessions: Sequence[tuple[str, str]]) -> int:
