@@ -165,6 +165,13 @@ async def test_async_graph_records_events(backend: str, tmp_path: Any) -> None:
             await asyncio.to_thread(asyncio.run, other)
             last = await saver.aget_tuple(latest.config)
             assert last is not None and ("task-b", "messages", "other loop") in last.pending_writes
+            # the task writing again (awaited path too): the first regular write stays
+            await saver.aput_writes(latest.config, [("messages", "rewritten")], "task-a")
+            kept = saver.get_tuple(latest.config)
+            assert (
+                kept is not None and ("task-a", "messages", "rewritten") not in kept.pending_writes
+            )
+            assert len(kept.pending_writes) == len(last.pending_writes)
         finally:
             purge = getattr(saver.store, "purge_tenant", None)
             if purge is not None:
@@ -438,3 +445,24 @@ def test_delete_thread_hides_keeps_or_purges_the_events(savers: Callable[..., An
     assert hide.weave.store.timeline("gone") == []
     assert len(hide.weave.store.timeline("gone", include_inactive=True)) >= 6
     assert purge.weave.store.timeline("gone", include_inactive=True) == []
+
+
+def test_a_task_writing_again_keeps_its_writes_and_replaces_its_error(
+    savers: Callable[..., Any],
+) -> None:
+    """A task re-run after a resume sends its writes again: regular ones keep the
+    first value (as SqliteSaver's INSERT OR IGNORE), special ones (an error) are
+    replaced; nothing is duplicated."""
+    from langgraph.constants import ERROR
+
+    saver = savers(record_messages=False)
+    c = _put(saver, "rerun", {"source": "loop", "step": 0})
+    saver.put_writes(c, [("basket", "pears"), (ERROR, "first failure")], "picker")
+    saver.put_writes(c, [("basket", "plums"), (ERROR, "second failure")], "picker")
+    saver.put_writes(c, [("basket", "figs")], "packer")
+    writes = {(w[0], w[1]): w[2] for w in saver.get_tuple(c).pending_writes}
+    assert writes == {
+        ("picker", "basket"): "pears",
+        ("picker", ERROR): "second failure",
+        ("packer", "basket"): "figs",
+    }

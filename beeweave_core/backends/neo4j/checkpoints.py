@@ -235,9 +235,15 @@ class Neo4jCheckpointStore(neo4j_tx.TenantNodes, BranchOps):
     def put_writes(
         self, thread_id: str, checkpoint_ns: str, checkpoint_id: str, writes: Sequence[WriteRow]
     ) -> None:
-        if writes:
-            self._run(q.CYPHER_PUT_WRITES, **writes_params(thread_id, checkpoint_ns,
-                                                           checkpoint_id, writes))  # fmt: skip
+        import neo4j.exceptions as nx
+
+        if not writes:
+            return
+        params = writes_params(thread_id, checkpoint_ns, checkpoint_id, writes)
+        try:
+            self._run(q.CYPHER_CREATE_WRITES, **params)
+        except nx.ConstraintError:  # the task ran before: keep or replace, write by write
+            self._run(q.CYPHER_PUT_WRITES, **params)
 
     def get(
         self, thread_id: str, checkpoint_ns: str, checkpoint_id: str | None

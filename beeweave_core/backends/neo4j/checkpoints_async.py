@@ -50,9 +50,15 @@ class AsyncNeo4jCheckpointStore:
     async def aput_writes(
         self, thread_id: str, checkpoint_ns: str, checkpoint_id: str, writes: Sequence[WriteRow]
     ) -> None:
-        if writes:
-            await self._run(q.CYPHER_PUT_WRITES, **writes_params(thread_id, checkpoint_ns,
-                                                                 checkpoint_id, writes))  # fmt: skip
+        import neo4j.exceptions as nx
+
+        if not writes:
+            return
+        params = writes_params(thread_id, checkpoint_ns, checkpoint_id, writes)
+        try:  # as the sync store: new nodes first, the keep-or-replace MERGE if refused
+            await self._run(q.CYPHER_CREATE_WRITES, **params)
+        except nx.ConstraintError:
+            await self._run(q.CYPHER_PUT_WRITES, **params)
 
     async def aclose(self) -> None:
         """Close the idle sessions and the driver (in the loop they ran in)."""
