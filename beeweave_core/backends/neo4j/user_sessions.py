@@ -52,7 +52,8 @@ CALL (x, s) {
 """
 #: The database-wide mark of the upgrade (see session_scopes: same node label).
 UPGRADE = "user_sessions"
-#: Pairs of every tenant from the events, a slice of the user index per transaction.
+#: Pairs of every tenant from its events (one pass over every event, once per database),
+#: 2,000 pairs per transaction; ``Session.user_ids`` is not set: an append MERGEs again.
 CYPHER_BACKFILL = """
 MATCH (e:Event)
 WHERE e.user_id IS NOT NULL AND e.session_id IS NOT NULL AND e.seq IS NOT NULL

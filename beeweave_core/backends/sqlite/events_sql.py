@@ -232,11 +232,9 @@ RECENT_SESSION_ROWS = (
     "AND ts <= ? AND NOT (ts = ? AND rowid >= ?) AND status = 'active' {where} "
     "ORDER BY ts DESC, rowid DESC LIMIT ?"
 )
-#: A user's sessions with their last seq and its time (``?1`` tenant, ``?2`` user): a
-#: loose index scan, one seek per session past the one before, then one seek for each
-#: session's last event; the cost follows the user's sessions, not their events.
-#: ``{scoped}``: a scoped view's check that the user has an event it may read there
-#: (:data:`USER_IN_SCOPES`), or nothing.
+#: The sessions of a user as the CTE ``s(sid)`` (``?1`` tenant, ``?2`` user): a loose
+#: scan of the (tenant, user_id, session_id) index, one seek per session past the one
+#: before; the cost follows the user's sessions, not their events.
 _USER_SESSIONS = """
 WITH RECURSIVE s(sid) AS (
     SELECT (SELECT MIN(session_id) FROM events INDEXED BY events_user_session
@@ -258,14 +256,15 @@ IN_USER_SESSIONS = """ AND session_id IN (
         FROM us WHERE us.sid IS NOT NULL
     )
     SELECT sid FROM us WHERE sid IS NOT NULL)"""
-#: The sessions a user took part in (``?1`` tenant, ``?2`` user, ``{scoped}`` as below):
-#: the loose index scan alone, one seek per session, however many events they hold.
+#: The sessions a user took part in; ``{scoped}``: a scoped view's check that the user
+#: has an event it may read there (:data:`USER_IN_SCOPES`), or nothing.
 USER_SESSION_IDS = (
     _USER_SESSIONS
     + """
 SELECT sid FROM s WHERE s.sid IS NOT NULL{scoped}
 """
 )
+#: The same with each session's last seq and its time (one more seek per session).
 RECENT_USER_SESSIONS = (
     _USER_SESSIONS
     + """, last(sid, seq) AS (
@@ -278,7 +277,7 @@ JOIN events e INDEXED BY events_session_seq
   ON e.tenant = ?1 AND e.session_id = last.sid AND e.seq = last.seq
 """
 )
-
+#: ``{scopes}``: numbered marks from ``?3`` on, one per scope the view reads.
 USER_IN_SCOPES = """ AND EXISTS (
     SELECT 1 FROM events INDEXED BY events_user_session
     WHERE tenant = ?1 AND user_id = ?2 AND session_id = s.sid
