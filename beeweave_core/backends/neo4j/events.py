@@ -670,7 +670,8 @@ class Neo4jEventStore(BaseEventStore):
             self._write(_run, q.CYPHER_SET_TOKENS, {"tenant": self.tenant, "rows": done})
 
     def user_session_ids(self, user_id: str) -> list[str]:
-        """The sessions ``user_id`` took part in, through the (tenant, user_id) index."""
+        """The sessions ``user_id`` took part in: a few seeks per session of the user
+        (user_sessions.py); a scoped view's, where it may read one of the user's events."""
         return self._user_sessions(user_id, None)
 
     def recent_user_sessions(self, user_id: str, limit: int) -> list[tuple[str, int]]:

@@ -116,8 +116,7 @@ SCHEMA_STATEMENTS: tuple[str, ...] = (
     "FOR (p:UserSession) REQUIRE (p.tenant, p.user_id, p.session_id) IS UNIQUE",
     "CREATE INDEX beeweave_user_session_by_session IF NOT EXISTS "
     "FOR (p:UserSession) ON (p.tenant, p.session_id)",
-    # a user's sessions (CYPHER_GET_USER_SESSIONS), whether a user took part in a
-    # session, one seek (CYPHER_RECENT_USER_SESSIONS)
+    # whether a user has an event in a session, one seek (_USER_SESSIONS)
     "CREATE INDEX beeweave_event_user_session IF NOT EXISTS "
     "FOR (e:Event) ON (e.tenant, e.user_id, e.session_id)",
     "CREATE INDEX beeweave_event_scope IF NOT EXISTS FOR (e:Event) ON (e.tenant, e.scope)",
@@ -504,10 +503,11 @@ WHERE e.seq IS NOT NULL AND e.status = 'active' AND {_IN_SCOPES}
 """
     + _STATS_TAIL
 )
-#: Sessions a user took part in (any status, like SQLite's ``sessions(user_id=)``): the
-#: user's UserSession pairs (user_sessions.py), each confirmed by a seek for an event of
-#: the user the reader may see; never a walk over the user's events.
-CYPHER_GET_USER_SESSIONS = f"""
+#: The sessions a user took part in, ``p`` bound for each: the user's UserSession
+#: pairs (user_sessions.py), each confirmed by a seek for an event of the user the
+#: reader may see; never a walk over the user's events, nor the tenant's sessions
+#: (``USING INDEX SEEK``: a fresh database's planner would scan an index instead).
+_USER_SESSIONS = f"""
 MATCH (p:UserSession {{tenant: $tenant, user_id: $user_id}})
 USING INDEX SEEK p:UserSession(tenant, user_id, session_id)
 WHERE p.session_id IS NOT NULL
@@ -517,30 +517,20 @@ CALL (p) {{
   WHERE e.seq IS NOT NULL AND {_IN_SCOPES}
   RETURN e.id AS one LIMIT 1
 }}
-RETURN p.session_id AS sid
 """
-#: A user's sessions with their last seq and its time: the user's UserSession pairs
-#: (user_sessions.py), then per session one seek for an event of the user the reader
-#: may see and one for its last event; the cost follows the user's sessions, never the
-#: tenant's or the user's events (``USING INDEX SEEK``: a fresh database's planner
-#: would scan an index instead).
-CYPHER_RECENT_USER_SESSIONS = f"""
-MATCH (p:UserSession {{tenant: $tenant, user_id: $user_id}})
-USING INDEX SEEK p:UserSession(tenant, user_id, session_id)
-WHERE p.session_id IS NOT NULL
-MATCH (s:Session {{tenant: $tenant, id: p.session_id}})
+#: Sessions a user took part in (any status, like SQLite's ``sessions(user_id=)``).
+CYPHER_GET_USER_SESSIONS = _USER_SESSIONS + "RETURN p.session_id AS sid\n"
+#: The same with each session's last seq and its time (two more seeks per session).
+CYPHER_RECENT_USER_SESSIONS = (
+    _USER_SESSIONS
+    + """MATCH (s:Session {tenant: $tenant, id: p.session_id})
 USING INDEX SEEK s:Session(tenant, id)
 WHERE s.last_seq >= 0
-CALL (s) {{
-  MATCH (e:Event {{tenant: $tenant, user_id: $user_id, session_id: s.id}})
-  USING INDEX SEEK e:Event(tenant, user_id, session_id)
-  WHERE e.seq IS NOT NULL AND {_IN_SCOPES}
-  RETURN e.id AS one LIMIT 1
-}}
-MATCH (e:Event {{tenant: $tenant, session_id: s.id, seq: s.last_seq}})
+MATCH (e:Event {tenant: $tenant, session_id: s.id, seq: s.last_seq})
 USING INDEX SEEK e:Event(tenant, session_id, seq)
 RETURN s.id AS sid, s.last_seq AS last_seq, e.ts AS ts
 """
+)
 #: The scope of stored events, whatever the reader may see (to refuse, not to show).
 CYPHER_GET_SCOPES_OF_IDS = """
 UNWIND $ids AS id
