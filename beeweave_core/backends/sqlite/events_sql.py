@@ -232,30 +232,30 @@ RECENT_SESSION_ROWS = (
     "AND ts <= ? AND NOT (ts = ? AND rowid >= ?) AND status = 'active' {where} "
     "ORDER BY ts DESC, rowid DESC LIMIT ?"
 )
-#: The sessions of a user as the CTE ``s(sid)`` (``?1`` tenant, ``?2`` user): a loose
-#: scan of the (tenant, user_id, session_id) index, one seek per session past the one
-#: before; the cost follows the user's sessions, not their events.
-_USER_SESSIONS = """
+
+
+def _user_sessions(tenant: str, user: str) -> str:
+    """The sessions of a user as the CTE ``s(sid)`` (``tenant``/``user``: the marks of
+    their values): a loose scan of the (tenant, user_id, session_id) index, one seek
+    per session past the one before; the cost follows the user's sessions, not their
+    events."""
+    return f"""
 WITH RECURSIVE s(sid) AS (
     SELECT (SELECT MIN(session_id) FROM events INDEXED BY events_user_session
-            WHERE tenant = ?1 AND user_id = ?2)
+            WHERE tenant = {tenant} AND user_id = {user})
     UNION ALL
     SELECT (SELECT MIN(session_id) FROM events INDEXED BY events_user_session
-            WHERE tenant = ?1 AND user_id = ?2 AND session_id > s.sid)
+            WHERE tenant = {tenant} AND user_id = {user} AND session_id > s.sid)
     FROM s WHERE s.sid IS NOT NULL
 )"""
+
+
+_USER_SESSIONS = _user_sessions("?1", "?2")
 #: ``AND session_id IN`` the sessions of a user (values: tenant, user, tenant, user),
 #: for a filter inside a bigger statement: the same loose scan, by position.
-IN_USER_SESSIONS = """ AND session_id IN (
-    WITH RECURSIVE us(sid) AS (
-        SELECT (SELECT MIN(session_id) FROM events INDEXED BY events_user_session
-                WHERE tenant = ? AND user_id = ?)
-        UNION ALL
-        SELECT (SELECT MIN(session_id) FROM events INDEXED BY events_user_session
-                WHERE tenant = ? AND user_id = ? AND session_id > us.sid)
-        FROM us WHERE us.sid IS NOT NULL
-    )
-    SELECT sid FROM us WHERE sid IS NOT NULL)"""
+IN_USER_SESSIONS = (
+    " AND session_id IN (" + _user_sessions("?", "?") + "\nSELECT sid FROM s WHERE sid IS NOT NULL)"
+)
 #: The sessions a user took part in; ``{scoped}``: a scoped view's check that the user
 #: has an event it may read there (:data:`USER_IN_SCOPES`), or nothing.
 USER_SESSION_IDS = (
