@@ -227,7 +227,7 @@ class BaseEventStore:
     #: The scopes this view reads and writes (``None``: every scope).
     scopes: Readable = None
     inline_limit: int = DEFAULT_INLINE_LIMIT
-    #: A SQLite append costs well under a millisecond: write each journal tick.
+    #: Default: written each journal tick (a SQLite append costs well under a ms).
     write_interval: float = 0.0
     #: Bumped by every status change or purge made through this object, so a reader
     #: holding derived state (the context engine) knows when to read again.
@@ -429,6 +429,16 @@ class BaseEventStore:
         default reads the user's session stats."""
         found = [(s.session_id, s.last_seq) for s in self.sessions(user_id=user_id)]
         return found[: max(0, limit)]
+
+    @staticmethod
+    def _newest_conversations(
+        rows: Iterable[tuple[str, int, float | None]], limit: int
+    ) -> list[tuple[str, int]]:
+        """``recent_user_sessions``'s answer from (session id, last seq, its time) rows
+        a backend read from its indexes: store items left out, newest ``limit`` first."""
+        kept = [r for r in rows if not r[0].startswith(ITEM_SESSION_PREFIX)]
+        kept.sort(key=lambda r: (r[2] or 0.0, r[1]), reverse=True)
+        return [(sid, int(seq)) for sid, seq, _ in kept[: max(0, limit)]]
 
     def _session_stats(
         self, session_ids: list[str] | None, *, user_id: str | None = None

@@ -49,7 +49,6 @@ from beeweave_core.events import (
     SessionStats,
     Status,
 )
-from beeweave_core.items import ITEM_SESSION_PREFIX
 from beeweave_core.payloads import dumps
 from beeweave_core.scopes import Readable, narrow
 from beeweave_core.store import BaseEventStore, Prepared, StoreError
@@ -679,9 +678,9 @@ class Neo4jEventStore(BaseEventStore):
         (session id, last seq): a few seeks per session of the user (user_sessions.py);
         a scoped view lists only sessions where the user has an event it may read."""
         rows = self._read(q.CYPHER_RECENT_USER_SESSIONS, user_id=user_id)
-        rows = [r for r in rows if not str(r["sid"]).startswith(ITEM_SESSION_PREFIX)]
-        rows.sort(key=lambda r: (r["ts"] or 0.0, r["last_seq"]), reverse=True)
-        return [(str(r["sid"]), int(r["last_seq"])) for r in rows[: max(0, limit)]]
+        return self._newest_conversations(
+            ((str(r["sid"]), r["last_seq"], r["ts"]) for r in rows), limit
+        )
 
     def _user_sessions(self, user_id: str, within: list[str] | None) -> list[str]:
         """Sessions ``user_id`` took part in (any status), narrowed to ``within``."""

@@ -26,7 +26,6 @@ from beeweave_core.events import (
     SessionStats,
     Status,
 )
-from beeweave_core.items import ITEM_SESSION_PREFIX
 from beeweave_core.payloads import dumps
 from beeweave_core.scopes import Readable, narrow
 from beeweave_core.store import BaseEventStore, Prepared
@@ -386,9 +385,7 @@ class SQLiteEventStore(SideTables, BaseEventStore):
         (session id, last seq): the sessions as :meth:`user_session_ids` finds them,
         and one seek for each one's last event."""
         rows = self._user_sessions_read(q.RECENT_USER_SESSIONS, user_id)
-        rows = [r for r in rows if not r[0].startswith(ITEM_SESSION_PREFIX)]
-        rows.sort(key=lambda r: (r[2], r[1]), reverse=True)
-        return [(sid, int(seq)) for sid, seq, _ts in rows[: max(0, limit)]]
+        return self._newest_conversations(((r[0], r[1], r[2]) for r in rows), limit)
 
     def _user_sessions_read(self, sql: str, user_id: str) -> list[Any]:
         scopes = sorted(self.scopes) if self.scopes is not None else []
