@@ -226,3 +226,26 @@ def test_neo4j_append_reaches_every_node_it_links_by_a_seek(recorded_neo4j: Any)
     ops = list(_operators(summary.plan))
     assert not [(op, d) for op, d in ops if op in _NEO4J_FULL_SCAN]
     assert {"NodeByElementIdSeek", "NodeUniqueIndexSeek(Locking)"} <= {op for op, _ in ops}
+
+
+def test_neo4j_append_plans_kept_across_counts_seek_at_any_count(recorded_neo4j: Any) -> None:
+    """The append's statements keep their first plan (``replan=skip``): planned anew
+    now (``replan=force``: on a fresh server the store holds a few dozen events, the
+    counts a kept plan is made with), each still finds its nodes by a seek."""
+    from beeweave_core.backends.neo4j import events_cypher as q
+
+    store, _ = recorded_neo4j
+    session = {"id": "s0", "last_seq": 3, "context": "kettl", "users": ["u0"], "scopes": []}
+    statements = {
+        q.CYPHER_BEGIN_APPEND: {"session_ids": ["s0", "s-new"], "context_chars": 2000},
+        q.CYPHER_FIND_IDS: {"ids": ["e-1", "e-2"]},
+        q.CYPHER_SET_LAST_SEQ: {"sessions": [session]},
+    }
+    for statement, params in statements.items():
+        assert statement.startswith(q.KEEP_PLAN)
+        forced = "CYPHER replan=force EXPLAIN " + statement.removeprefix(q.KEEP_PLAN)
+        _, summary, _ = store.driver.execute_query(forced, {"tenant": store.tenant, **params})
+        ops = list(_operators(summary.plan))
+        assert not [(op, d) for op, d in ops if op in _NEO4J_FULL_SCAN], statement
+        assert any("Seek" in op for op, _ in ops), (statement, ops)
+    assert q.CYPHER_CREATE_EVENTS.startswith(q.KEEP_PLAN)  # its seeks: the test above

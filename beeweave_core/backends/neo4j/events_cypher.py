@@ -156,13 +156,20 @@ _IN_SCOPES = "($scopes IS NULL OR e.scope IS NULL OR e.scope IN $scopes)"
 _VISIBLE = f"e.seq IS NOT NULL AND ($all OR e.status = 'active') AND {_IN_SCOPES}"
 
 # ------------------------------------------------------------------ writes
+#: Prefix of the statements every append sends: plan them once per server and keep
+#: the plan.  Neo4j replans a cached statement when the label counts it was planned
+#: with drift (a store growing from empty, a big purge), and planning the append's
+#: CREATE takes about 0.3 s: each round of replans stalled one append by 0.5–0.9 s.
+#: Their lookups are unique-constraint seeks, element-id seeks and hinted range
+#: seeks, the same plan at any count (``test_query_plans`` checks them).
+KEEP_PLAN = "CYPHER replan=skip\n"
 #: Start of every append: lock each session the batch writes to (sorted ids, so
 #: writers never deadlock), creating it on first use, and read ``last_seq``, the id
 #: of the event there (the new events' NEXT predecessor) and ``context_terms`` (the
 #: first new event's previous turn, see ``terms``) only once the lock is held.  A
 #: session an older BeeWeave wrote has no ``context_terms`` yet: the start of its
 #: last content is looked up instead (once: this append stores the session's context).
-CYPHER_BEGIN_APPEND = """
+CYPHER_BEGIN_APPEND = KEEP_PLAN + """
 UNWIND $session_ids AS sid
 MERGE (s:Session {tenant: $tenant, id: sid})
 ON CREATE SET s.last_seq = -1, s.context_terms = ''
@@ -174,6 +181,7 @@ OPTIONAL CALL (sid, s) {
   // an empty seq range unless needed (a filter on s alone is applied after the seek)
   WITH sid, CASE WHEN s.context_terms IS NULL THEN s.last_seq ELSE -1 END AS upto
   MATCH (p:Event {tenant: $tenant, session_id: sid})
+  USING INDEX SEEK p:Event(tenant, session_id, seq)
   WHERE p.seq <= upto AND p.content <> ''
   RETURN left(p.content, $context_chars) AS before ORDER BY p.seq DESC LIMIT 1
 }
@@ -183,7 +191,7 @@ RETURN collect({sid: sid, last_seq: s.last_seq, tail: t.id, context: s.context_t
 #: Then, still under the locks, which of the batch's ids exist: stored events
 #: (redeliveries) or placeholders (to fill in).  A statement of its own: one that
 #: writes (the MERGE above) would seek each id with a lock on its index entry.
-CYPHER_FIND_IDS = """
+CYPHER_FIND_IDS = KEEP_PLAN + """
 UNWIND $ids AS id
 MATCH (e:Event {tenant: $tenant, id: id})
 RETURN collect({id: e.id, stored: e.seq IS NOT NULL}) AS found
@@ -196,7 +204,7 @@ MATCH (s:Session {{tenant: $tenant, id: x.id}})
 {session_scopes.EXTEND}
 SET s.last_seq = x.last_seq, s.context_terms = coalesce(x.context, s.context_terms)
 {user_sessions.MERGE_PAIRS}"""
-CYPHER_SET_LAST_SEQ = _SET_LAST_SEQ
+CYPHER_SET_LAST_SEQ = KEEP_PLAN + _SET_LAST_SEQ
 CYPHER_MERGE_ARTIFACTS = """
 UNWIND $artifacts AS a
 MERGE (x:Artifact {tenant: $tenant, sha256: a.sha256})
@@ -240,7 +248,7 @@ def _per_edge_type(subquery: str) -> str:
 #: as [predecessor, position] (``$next_near``, ``$next_far``, ``$next_seek``).  Only
 #: the edges there are cost work: nothing runs per event for the types it lacks.
 #: Returns the new nodes' element ids, in order, for the parts after.
-CYPHER_CREATE_EVENTS = f"""
+CYPHER_CREATE_EVENTS = KEEP_PLAN + f"""
 CALL () {{
 UNWIND $rows AS r
 CREATE (e:Event)
