@@ -169,7 +169,9 @@ KEEP_PLAN = "CYPHER replan=skip\n"
 #: first new event's previous turn, see ``terms``) only once the lock is held.  A
 #: session an older BeeWeave wrote has no ``context_terms`` yet: the start of its
 #: last content is looked up instead (once: this append stores the session's context).
-CYPHER_BEGIN_APPEND = KEEP_PLAN + """
+CYPHER_BEGIN_APPEND = (
+    KEEP_PLAN
+    + """
 UNWIND $session_ids AS sid
 MERGE (s:Session {tenant: $tenant, id: sid})
 ON CREATE SET s.last_seq = -1, s.context_terms = ''
@@ -188,14 +190,18 @@ OPTIONAL CALL (sid, s) {
 RETURN collect({sid: sid, last_seq: s.last_seq, tail: t.id, context: s.context_terms,
                 before: before}) AS sessions
 """
+)
 #: Then, still under the locks, which of the batch's ids exist: stored events
 #: (redeliveries) or placeholders (to fill in).  A statement of its own: one that
 #: writes (the MERGE above) would seek each id with a lock on its index entry.
-CYPHER_FIND_IDS = KEEP_PLAN + """
+CYPHER_FIND_IDS = (
+    KEEP_PLAN
+    + """
 UNWIND $ids AS id
 MATCH (e:Event {tenant: $tenant, id: id})
 RETURN collect({id: e.id, stored: e.seq IS NOT NULL}) AS found
 """
+)
 #: A session's new ``last_seq``, its scopes (see ``session_scopes``) and, after an
 #: append (not an import: ``terms`` recomputes its sessions), its ``context_terms``.
 _SET_LAST_SEQ = f"""
@@ -248,30 +254,32 @@ def _per_edge_type(subquery: str) -> str:
 #: as [predecessor, position] (``$next_near``, ``$next_far``, ``$next_seek``).  Only
 #: the edges there are cost work: nothing runs per event for the types it lacks.
 #: Returns the new nodes' element ids, in order, for the parts after.
-CYPHER_CREATE_EVENTS = KEEP_PLAN + f"""
+CYPHER_CREATE_EVENTS = (
+    KEEP_PLAN
+    + f"""
 CALL () {{
 UNWIND $rows AS r
 CREATE (e:Event)
 SET e = r.props, e:$(r.label)
 WITH collect(e) AS made
 {
-    _per_edge_type(
-        "UNWIND coalesce($near.TYPE, []) AS x "
-        "WITH made[x[0]] AS e, made[x[1]] AS b CREATE (e)-[:TYPE]->(b)"
-    )
-}
+        _per_edge_type(
+            "UNWIND coalesce($near.TYPE, []) AS x "
+            "WITH made[x[0]] AS e, made[x[1]] AS b CREATE (e)-[:TYPE]->(b)"
+        )
+    }
 {
-    _per_edge_type(
-        "UNWIND coalesce($far.TYPE, []) AS x MATCH (b) WHERE elementId(b) = x[1] "
-        "WITH made[x[0]] AS e, b CREATE (e)-[:TYPE]->(b)"
-    )
-}
+        _per_edge_type(
+            "UNWIND coalesce($far.TYPE, []) AS x MATCH (b) WHERE elementId(b) = x[1] "
+            "WITH made[x[0]] AS e, b CREATE (e)-[:TYPE]->(b)"
+        )
+    }
 {
-    _per_edge_type(
-        "UNWIND coalesce($seek.TYPE, []) AS x WITH made[x[0]] AS e, x[1] AS d "
-        "MERGE (b:Event {tenant: $tenant, id: d}) CREATE (e)-[:TYPE]->(b)"
-    )
-}
+        _per_edge_type(
+            "UNWIND coalesce($seek.TYPE, []) AS x WITH made[x[0]] AS e, x[1] AS d "
+            "MERGE (b:Event {tenant: $tenant, id: d}) CREATE (e)-[:TYPE]->(b)"
+        )
+    }
 CALL (made) {{ UNWIND $next_near AS x WITH made[x[0]] AS p, made[x[1]] AS e
   CREATE (p)-[:NEXT]->(e) }}
 CALL (made) {{ UNWIND $next_far AS x MATCH (p) WHERE elementId(p) = x[0]
@@ -283,6 +291,7 @@ RETURN [e IN made | elementId(e)] AS made
 CALL () {{{_SET_LAST_SEQ}}}
 RETURN made
 """
+)
 #: Fill in placeholders (ids some edge pointed at before the event arrived); they
 #: may have edges already, so MERGE.
 CYPHER_FILL_PLACEHOLDERS = f"""
