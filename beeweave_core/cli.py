@@ -802,7 +802,11 @@ def bench_checkpoint(
     notes = [
         f"target: BeeWeave sqlite <= {checkpoint.TARGET_RATIO}x AsyncSqliteSaver "
         "(median; put, get_tuple, list)",
-        *(["target: BeeWeave neo4j <= 1.0x Neo4jSaver (median; list, put_writes)"] if uri else []),
+        *(
+            ["target: BeeWeave neo4j <= 1.0x Neo4jSaver (median; list, both put_writes)"]
+            if uri
+            else []
+        ),
         *(f"{k}: {v}" for k, v in summary.items()),
     ]
     report("checkpoint", rows, out=out,
