@@ -781,7 +781,10 @@ def bench_checkpoint(
     steps: Annotated[
         int, typer.Option(help="Checkpoints per thread (messages grow by one).")
     ] = 200,
-    rounds: Annotated[int, typer.Option(help="Rounds; each rotates the savers' order.")] = 3,
+    rounds: Annotated[
+        int | None,
+        typer.Option(help="Rounds, each rotating the savers' order (default: one per saver)."),
+    ] = None,
     reads: Annotated[int, typer.Option(help="get_tuple calls per round (list: a quarter).")] = 200,
     neo4j: Annotated[
         str | None, typer.Option("--neo4j", help="Neo4j URI to add (default: $NEO4J_URI).")
