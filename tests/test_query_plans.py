@@ -228,7 +228,7 @@ def test_neo4j_append_reaches_every_node_it_links_by_a_seek(recorded_neo4j: Any)
     assert {"NodeByElementIdSeek", "NodeUniqueIndexSeek(Locking)"} <= {op for op, _ in ops}
 
 
-def test_neo4j_append_plans_kept_across_counts_seek_at_any_count(recorded_neo4j: Any) -> None:
+def test_neo4j_append_statements_keep_a_plan_that_seeks(recorded_neo4j: Any) -> None:
     """The append's statements keep their first plan (``replan=skip``): planned anew
     now (``replan=force``: on a fresh server the store holds a few dozen events, the
     counts a kept plan is made with), each still finds its nodes by a seek."""
