@@ -274,24 +274,6 @@ class BeeWeaveCheckpointer(BaseCheckpointSaver[str]):
         conf = config["configurable"]
         return str(conf["thread_id"]), conf.get("checkpoint_ns", ""), get_checkpoint_id(config)
 
-    def _list_args(
-        self,
-        config: RunnableConfig | None,
-        filter: dict[str, Any] | None,
-        before: RunnableConfig | None,
-        limit: int | None,
-    ) -> dict[str, Any]:
-        conf = (config or {}).get("configurable") or {}
-        thread_id = conf.get("thread_id")
-        return {
-            "thread_id": str(thread_id) if thread_id is not None else None,
-            "checkpoint_ns": conf.get("checkpoint_ns"),
-            "checkpoint_id": conf.get("checkpoint_id"),
-            "filter": self._redact(filter),  # metadata holds placeholders
-            "before": get_checkpoint_id(before) if before else None,
-            "limit": limit,
-        }
-
     def _put_row(
         self,
         config: RunnableConfig,
@@ -335,14 +317,21 @@ class BeeWeaveCheckpointer(BaseCheckpointSaver[str]):
             )
         return _config(row.thread_id, row.checkpoint_ns, row.checkpoint_id)
 
-    def _write_rows(
-        self, writes: Sequence[tuple[str, Any]], task_id: str, task_path: str
-    ) -> list[WriteRow]:
+    def _writes_args(
+        self,
+        config: RunnableConfig,
+        writes: Sequence[tuple[str, Any]],
+        task_id: str,
+        task_path: str,
+    ) -> tuple[str, str, str, list[WriteRow]]:
+        """The store's ``put_writes`` arguments: thread, namespace, checkpoint, rows."""
+        thread_id, ns, _ = self._target(config)
         dumps = self.serde.dumps_typed
-        return [
+        rows = [
             WriteRow(task_id, task_path, WRITES_IDX_MAP.get(ch, idx), ch, dumps(self._redact(v)))
             for idx, (ch, v) in enumerate(writes)
         ]
+        return thread_id, ns, str(config["configurable"]["checkpoint_id"]), rows
 
     # ------------------------------------------------------------ sync API
     def get_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
@@ -357,7 +346,17 @@ class BeeWeaveCheckpointer(BaseCheckpointSaver[str]):
         before: RunnableConfig | None = None,
         limit: int | None = None,
     ) -> Iterator[CheckpointTuple]:
-        for row in self.store.list(**self._list_args(config, filter, before, limit)):
+        conf = (config or {}).get("configurable") or {}
+        thread_id = conf.get("thread_id")
+        rows = self.store.list(
+            thread_id=str(thread_id) if thread_id is not None else None,
+            checkpoint_ns=conf.get("checkpoint_ns"),
+            checkpoint_id=conf.get("checkpoint_id"),
+            filter=self._redact(filter),  # metadata holds placeholders
+            before=get_checkpoint_id(before) if before else None,
+            limit=limit,
+        )
+        for row in rows:
             yield self._row_to_tuple(row)
 
     def put(
@@ -378,9 +377,7 @@ class BeeWeaveCheckpointer(BaseCheckpointSaver[str]):
         task_id: str,
         task_path: str = "",
     ) -> None:
-        thread_id, ns, _ = self._target(config)
-        rows = self._write_rows(writes, task_id, task_path)
-        self.store.put_writes(thread_id, ns, str(config["configurable"]["checkpoint_id"]), rows)
+        self.store.put_writes(*self._writes_args(config, writes, task_id, task_path))
 
     def delete_thread(self, thread_id: str) -> None:
         """Delete the thread's checkpoints and writes; hide (or purge, or keep) its events
@@ -630,9 +627,7 @@ class AsyncBeeWeaveCheckpointer(BeeWeaveCheckpointer):
         native = self._native()
         if native is None:
             return await super().aput_writes(config, writes, task_id, task_path)
-        thread_id, ns, _ = self._target(config)
-        rows = self._write_rows(writes, task_id, task_path)
-        await native.aput_writes(thread_id, ns, str(config["configurable"]["checkpoint_id"]), rows)
+        await native.aput_writes(*self._writes_args(config, writes, task_id, task_path))
 
     async def setup(self) -> None:  # type: ignore[override]
         await asyncio.to_thread(self.store.setup)

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
 from beeweave_core.backends.neo4j import checkpoints_cypher as q
@@ -46,14 +46,8 @@ def _bytes(value: Any) -> bytes | None:
     return bytes(value) if value is not None else None
 
 
-#: ``(statement, parameters)`` of one round trip; ``$tenant`` is added by the store.
-Statement = tuple[str, dict[str, Any]]
-#: The statement fetching one page of ``list`` (page size, the row it starts after).
-PageStatement = Callable[[int, "CheckpointRow | None"], Statement]
-
-
-# The rows and statements below are shared by the sync store and its async twin
-# (checkpoints_async.py): the two differ only in how a statement is sent.
+# The parameters below are shared by the sync store and its async twin
+# (checkpoints_async.py, writes only): the two differ only in how a statement is sent.
 def put_params(row: CheckpointRow, blobs: Mapping[tuple[str, str], Typed | None]) -> dict[str, Any]:
     """``CYPHER_PUT_CHECKPOINT``'s parameters: the checkpoint, its new blobs, its keys."""
     mtype, mblob = row.metadata_exact or (None, None)
@@ -89,7 +83,7 @@ def put_params(row: CheckpointRow, blobs: Mapping[tuple[str, str], Typed | None]
 def writes_params(
     thread_id: str, checkpoint_ns: str, checkpoint_id: str, writes: Sequence[WriteRow]
 ) -> dict[str, Any]:
-    """``CYPHER_PUT_WRITES``'s parameters."""
+    """``CYPHER_CREATE_WRITES``' (and ``CYPHER_PUT_WRITES``') parameters."""
     return {
         "thread_id": thread_id,
         "checkpoint_ns": checkpoint_ns,
@@ -100,75 +94,6 @@ def writes_params(
             for w in writes
         ],
     }  # fmt: skip
-
-
-def get_statement(thread_id: str, checkpoint_ns: str, checkpoint_id: str | None) -> Statement:
-    """``get``: that checkpoint, or without an id the active branch's head / the newest."""
-    params: dict[str, Any] = {"thread_id": thread_id, "checkpoint_ns": checkpoint_ns}
-    if checkpoint_id:
-        return q.CYPHER_GET_CHECKPOINT, {**params, "checkpoint_id": checkpoint_id}
-    return q.CYPHER_GET_LATEST_CHECKPOINT, params
-
-
-def list_statements(
-    thread_id: str | None,
-    checkpoint_ns: str | None,
-    checkpoint_id: str | None,
-    filter: Mapping[str, Any] | None,
-    before: str | None,
-) -> PageStatement:
-    """``list``'s page statement: one namespace pages in index order, each below the
-    last; across threads or namespaces it pages over the full order."""
-    must, null_keys = filter_pairs(filter or {})
-    if thread_id is not None and checkpoint_ns is not None and checkpoint_id is None:
-        ns = {"thread_id": thread_id, "checkpoint_ns": checkpoint_ns,
-              "must": must, "null_keys": null_keys}  # fmt: skip
-
-        def namespace_page(page: int, after: CheckpointRow | None) -> Statement:
-            below = after.checkpoint_id if after is not None else before  # after < before
-            query = q.CYPHER_LIST_NAMESPACE if below is None else q.CYPHER_LIST_NAMESPACE_BELOW
-            return query, {**ns, "limit": page, "below": below}
-
-        return namespace_page
-    query = q.CYPHER_LIST_THREAD if thread_id is not None else q.CYPHER_LIST_ALL
-    params: dict[str, Any] = {
-        "thread_id": thread_id, "checkpoint_ns": checkpoint_ns,
-        "checkpoint_id": checkpoint_id, "before": before, "must": must,
-        "null_keys": null_keys, "after_id": None, "after_thread": None, "after_ns": None,
-    }  # fmt: skip
-
-    def page_after(page: int, after: CheckpointRow | None) -> Statement:
-        if after is not None:
-            params.update(after_id=after.checkpoint_id, after_thread=after.thread_id,
-                          after_ns=after.checkpoint_ns)  # fmt: skip
-        return query, {**params, "limit": page}
-
-    return page_after
-
-
-def row_of(rec: Mapping[str, Any]) -> CheckpointRow:
-    """A ``CHECKPOINT_MAP`` record as the saver's row (writes in LangGraph's order)."""
-    writes = sorted(
-        (
-            WriteRow(w["task_id"], w["task_path"] or "", w["idx"], w["channel"],
-                     (w["type"], _bytes(w["value"])))
-            for w in rec["writes"]
-        ),
-        key=lambda w: (w.task_path, w.task_id, w.idx),
-    )  # fmt: skip
-    mtype = rec.get("metadata_type")
-    return CheckpointRow(
-        thread_id=rec["thread_id"],
-        checkpoint_ns=rec["checkpoint_ns"],
-        checkpoint_id=rec["checkpoint_id"],
-        parent_checkpoint_id=rec.get("parent_checkpoint_id"),
-        checkpoint=(rec["type"], _bytes(rec["checkpoint"])),
-        metadata=json.loads(rec["metadata"]),
-        channel_versions=json.loads(rec["channel_versions"]),
-        values={v["channel"]: (v["type"], _bytes(v["blob"])) for v in rec["values"]},
-        writes=writes,
-        metadata_exact=(mtype, _bytes(rec.get("metadata_blob"))) if mtype else None,
-    )
 
 
 class _ForkTx:
@@ -228,7 +153,7 @@ class Neo4jCheckpointStore(neo4j_tx.TenantNodes, BranchOps):
     def _session(self, *, read: bool = False) -> Any:
         return neo4j_tx.session(self.driver, self.database, read=read)
 
-    # ------------------------------------------------- writes and reads
+    # --------------------------------------------------------------- writes
     def put(self, row: CheckpointRow, blobs: Mapping[tuple[str, str], Typed | None]) -> None:
         self._run(q.CYPHER_PUT_CHECKPOINT, **put_params(row, blobs))
 
@@ -245,12 +170,42 @@ class Neo4jCheckpointStore(neo4j_tx.TenantNodes, BranchOps):
         except nx.ConstraintError:  # the task ran before: keep or replace, write by write
             self._run(q.CYPHER_PUT_WRITES, **params)
 
+    # ---------------------------------------------------------------- reads
+    @staticmethod
+    def _row(rec: Mapping[str, Any]) -> CheckpointRow:
+        writes = sorted(
+            (
+                WriteRow(w["task_id"], w["task_path"] or "", w["idx"], w["channel"],
+                         (w["type"], _bytes(w["value"])))
+                for w in rec["writes"]
+            ),
+            key=lambda w: (w.task_path, w.task_id, w.idx),
+        )  # fmt: skip
+        mtype = rec.get("metadata_type")
+        return CheckpointRow(
+            thread_id=rec["thread_id"],
+            checkpoint_ns=rec["checkpoint_ns"],
+            checkpoint_id=rec["checkpoint_id"],
+            parent_checkpoint_id=rec.get("parent_checkpoint_id"),
+            checkpoint=(rec["type"], _bytes(rec["checkpoint"])),
+            metadata=json.loads(rec["metadata"]),
+            channel_versions=json.loads(rec["channel_versions"]),
+            values={v["channel"]: (v["type"], _bytes(v["blob"])) for v in rec["values"]},
+            writes=writes,
+            metadata_exact=(mtype, _bytes(rec.get("metadata_blob"))) if mtype else None,
+        )
+
     def get(
         self, thread_id: str, checkpoint_ns: str, checkpoint_id: str | None
     ) -> CheckpointRow | None:
-        query, params = get_statement(thread_id, checkpoint_ns, checkpoint_id)
-        recs = self._run(query, read=True, **params)
-        return row_of(recs[0]["row"]) if recs else None
+        params = {"thread_id": thread_id, "checkpoint_ns": checkpoint_ns}
+        if checkpoint_id:
+            recs = self._run(
+                q.CYPHER_GET_CHECKPOINT, read=True, checkpoint_id=checkpoint_id, **params
+            )
+        else:
+            recs = self._run(q.CYPHER_GET_LATEST_CHECKPOINT, read=True, **params)
+        return self._row(recs[0]["row"]) if recs else None
 
     def list(
         self,
@@ -263,11 +218,45 @@ class Neo4jCheckpointStore(neo4j_tx.TenantNodes, BranchOps):
         limit: int | None = None,
     ) -> Iterator[CheckpointRow]:
         """Newest first, a page per round trip; metadata filters run inside Neo4j."""
-        page_statement = list_statements(thread_id, checkpoint_ns, checkpoint_id, filter, before)
+        must, null_keys = filter_pairs(filter or {})
+        if thread_id is not None and checkpoint_ns is not None and checkpoint_id is None:
+            return self._list_namespace(thread_id, checkpoint_ns, before, must, null_keys, limit)
+        query = q.CYPHER_LIST_THREAD if thread_id is not None else q.CYPHER_LIST_ALL
+        params: dict[str, Any] = {
+            "thread_id": thread_id, "checkpoint_ns": checkpoint_ns,
+            "checkpoint_id": checkpoint_id, "before": before, "must": must,
+            "null_keys": null_keys, "after_id": None, "after_thread": None, "after_ns": None,
+        }  # fmt: skip
 
         def fetch(page: int, after: CheckpointRow | None) -> list[CheckpointRow]:
-            query, params = page_statement(page, after)
-            return [row_of(r["row"]) for r in self._run(query, read=True, **params)]
+            if after is not None:
+                params.update(
+                    after_id=after.checkpoint_id,
+                    after_thread=after.thread_id,
+                    after_ns=after.checkpoint_ns,
+                )
+            return [self._row(r["row"]) for r in self._run(query, read=True, limit=page, **params)]
+
+        return paged(fetch, limit)
+
+    def _list_namespace(
+        self,
+        thread_id: str,
+        checkpoint_ns: str,
+        before: str | None,
+        must: list[str],
+        null_keys: list[str],
+        limit: int | None,
+    ) -> Iterator[CheckpointRow]:
+        """One thread and namespace: pages read in index order, each below the last."""
+        params = {"thread_id": thread_id, "checkpoint_ns": checkpoint_ns,
+                  "must": must, "null_keys": null_keys}  # fmt: skip
+
+        def fetch(page: int, after: CheckpointRow | None) -> list[CheckpointRow]:
+            below = after.checkpoint_id if after is not None else before  # after < before
+            query = q.CYPHER_LIST_NAMESPACE if below is None else q.CYPHER_LIST_NAMESPACE_BELOW
+            recs = self._run(query, read=True, limit=page, below=below, **params)
+            return [self._row(r["row"]) for r in recs]
 
         return paged(fetch, limit)
 
