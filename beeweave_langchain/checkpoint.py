@@ -517,23 +517,17 @@ class BeeWeaveCheckpointer(BaseCheckpointSaver[str]):
         """Hand the messages this thread has not recorded yet to the weave's recorder.
 
         Only the tail past the last message recorded from this thread is passed on
-        (LangGraph's ``add_messages`` gives every message an id, so the prefix is
-        checked by id); a rewritten history is passed whole — the recorder's keys
-        make that idempotent.  Never raises into the graph.
+        (see :func:`_unrecorded`); a rewritten history is passed whole — the
+        recorder's keys make that idempotent.  Never raises into the graph.
         """
         try:
             messages = checkpoint["channel_values"].get(self.messages_channel)
             if not isinstance(messages, list) or not messages:
                 return
-            msgs = [m for m in messages if isinstance(m, BaseMessage)]
             key = (thread_id, checkpoint_ns)
             with self._woven_lock:
                 done = self._woven.get(key)
-            tail = msgs
-            if done is not None and all(m.id for m in msgs):
-                n, last_id = done
-                if len(msgs) >= n and msgs[n - 1].id == last_id:
-                    tail = msgs[n:]
+            tail = _unrecorded(messages, done)
             if tail and self._recorder is not None:
                 meta = {k: conf[k] for k in ("user_id", "agent_id") if isinstance(conf.get(k), str)}
                 source = {
@@ -544,14 +538,34 @@ class BeeWeaveCheckpointer(BaseCheckpointSaver[str]):
                     "run_id": metadata.get("run_id"),
                 }
                 self._recorder.record(thread_id, to_messages(tail), meta=meta, source=source)
-            if msgs[-1].id:
+            last = messages[-1]
+            if isinstance(last, BaseMessage) and last.id:
                 with self._woven_lock:
-                    self._woven[key] = (len(msgs), msgs[-1].id)
+                    self._woven[key] = (len(messages), last.id)
                     self._woven.move_to_end(key)
                     if len(self._woven) > _MAX_WOVEN_THREADS:
                         self._woven.popitem(last=False)
         except Exception:  # recording must never break the graph
             log.exception("beeweave: recording checkpointed messages failed (thread %s)", thread_id)
+
+
+def _unrecorded(messages: list[Any], done: tuple[int, str] | None) -> list[BaseMessage]:
+    """The messages of a thread's channel past the ``done`` one (its count, its id).
+
+    Each checkpoint holds the whole history, so looking at more than its new end
+    would make every step cost in proportion to the thread's length.  The tail alone
+    is enough when the list still holds the recorded message where it was and every
+    message after it has an id (``add_messages`` gives one to each): the recorder
+    keys those by id.  A message without one is keyed by its content and how often
+    that content came before it, which only the whole list tells.
+    """
+    if done is not None:
+        n, last_id = done
+        if len(messages) >= n and getattr(messages[n - 1], "id", None) == last_id:
+            tail = [m for m in messages[n:] if isinstance(m, BaseMessage)]
+            if all(m.id for m in tail):
+                return tail
+    return [m for m in messages if isinstance(m, BaseMessage)]
 
 
 class AsyncBeeWeaveCheckpointer(BeeWeaveCheckpointer):

@@ -24,7 +24,7 @@ from collections.abc import Callable, Iterator
 from typing import Annotated, Any, TypedDict
 
 import pytest
-from langchain_core.messages import AIMessage, ToolMessage
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
 from langgraph.channels.delta import DeltaChannel
 from langgraph.checkpoint.base import empty_checkpoint
 from langgraph.graph import END, START, StateGraph
@@ -131,6 +131,45 @@ def test_checkpointed_messages_become_events_once(savers: Callable[..., Any]) ->
             assert ev.parents == (prev.id,)
         if ev.type == EventType.USER_MESSAGE:
             assert ev.parents == ()
+
+
+def _put_history(saver: BeeWeaveCheckpointer, config: dict[str, Any], history: list[Any]) -> Any:
+    """A checkpoint whose messages channel holds ``history`` (what each step stores)."""
+    cp = empty_checkpoint()
+    version = saver.get_next_version(None, None)
+    cp["channel_values"] = {"messages": list(history)}
+    cp["channel_versions"] = {"messages": version}
+    return saver.put(config, cp, {"source": "loop", "step": len(history)}, {"messages": version})
+
+
+def test_an_unnamed_message_after_recorded_ones_is_counted_against_the_whole_history(
+    savers: Callable[..., Any],
+) -> None:
+    """Steps pass on only what came after the last recorded message, but a message
+    without an id is told apart by how often its text came before: the same short
+    reply given twice in one thread is two events, each recorded once."""
+    saver = savers()
+    config: dict[str, Any] = {"configurable": {"thread_id": "greenhouse", "checkpoint_ns": ""}}
+    history: list[BaseMessage] = [
+        HumanMessage("water the tomato bed at six", id="h-1"),
+        AIMessage("scheduled: tomato bed, 06:00", id="a-1"),
+    ]
+    config = _put_history(saver, config, history)
+    # no id, as a hand-built state may have; the step ends on a message with one
+    history += [HumanMessage("thanks"), AIMessage("anything else?", id="a-2")]
+    config = _put_history(saver, config, history)
+    history.append(HumanMessage("thanks"))
+    config = _put_history(saver, config, history)
+    config = _put_history(saver, config, history)  # a step that adds nothing
+
+    contents = [e.content for e in _message_events(saver.weave, "greenhouse")]
+    assert contents == [
+        "water the tomato bed at six",
+        "scheduled: tomato bed, 06:00",
+        "thanks",
+        "anything else?",
+        "thanks",
+    ]
 
 
 async def test_async_graph_records_events(backend: str, tmp_path: Any) -> None:
