@@ -96,6 +96,17 @@ def writes_params(
     }  # fmt: skip
 
 
+def create_writes(
+    thread_id: str, checkpoint_ns: str, checkpoint_id: str, writes: Sequence[WriteRow]
+) -> tuple[str, dict[str, Any]]:
+    """The statement that stores ``writes`` as new nodes, with its parameters."""
+    params = writes_params(thread_id, checkpoint_ns, checkpoint_id, writes)
+    if len(writes) != 1:
+        return q.CYPHER_CREATE_WRITES, params
+    (one,) = params.pop("writes")
+    return q.CYPHER_CREATE_WRITE, {**params, **one}
+
+
 class _ForkTx:
     """:class:`~beeweave_core.checkpoints.ForkTx` on one managed Neo4j transaction."""
 
@@ -164,11 +175,12 @@ class Neo4jCheckpointStore(neo4j_tx.TenantNodes, BranchOps):
 
         if not writes:
             return
-        params = writes_params(thread_id, checkpoint_ns, checkpoint_id, writes)
+        query, params = create_writes(thread_id, checkpoint_ns, checkpoint_id, writes)
         try:
-            self._run(q.CYPHER_CREATE_WRITES, **params)
+            self._run(query, **params)
         except nx.ConstraintError:  # the task ran before: keep or replace, write by write
-            self._run(q.CYPHER_PUT_WRITES, **params)
+            self._run(q.CYPHER_PUT_WRITES, **writes_params(thread_id, checkpoint_ns,
+                                                           checkpoint_id, writes))  # fmt: skip
 
     # ---------------------------------------------------------------- reads
     @staticmethod

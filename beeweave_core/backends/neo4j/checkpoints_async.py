@@ -21,7 +21,7 @@ from typing import Any
 
 from beeweave_core.backends.neo4j import checkpoints_cypher as q
 from beeweave_core.backends.neo4j import tx as neo4j_tx
-from beeweave_core.backends.neo4j.checkpoints import put_params, writes_params
+from beeweave_core.backends.neo4j.checkpoints import create_writes, put_params, writes_params
 from beeweave_core.checkpoints import CheckpointRow, Typed, WriteRow
 
 
@@ -54,11 +54,12 @@ class AsyncNeo4jCheckpointStore:
 
         if not writes:
             return
-        params = writes_params(thread_id, checkpoint_ns, checkpoint_id, writes)
+        query, params = create_writes(thread_id, checkpoint_ns, checkpoint_id, writes)
         try:  # as the sync store: new nodes first, the keep-or-replace MERGE if refused
-            await self._run(q.CYPHER_CREATE_WRITES, **params)
+            await self._run(query, **params)
         except nx.ConstraintError:
-            await self._run(q.CYPHER_PUT_WRITES, **params)
+            await self._run(q.CYPHER_PUT_WRITES, **writes_params(thread_id, checkpoint_ns,
+                                                                 checkpoint_id, writes))  # fmt: skip
 
     async def aclose(self) -> None:
         """Close the idle sessions and the driver (in the loop they ran in)."""

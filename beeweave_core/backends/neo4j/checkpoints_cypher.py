@@ -92,6 +92,14 @@ CREATE (x:LgCheckpointWrite {tenant: $tenant, thread_id: $thread_id, checkpoint_
                            task_path: w.task_path, channel: w.channel, type: w.type,
                            value: w.value})
 """
+#: :data:`CYPHER_CREATE_WRITES` for one write (a graph's last node: most calls) from
+#: flat parameters: unwinding a one-item list costs the server ~15 µs more, 2% of
+#: the whole call.
+CYPHER_CREATE_WRITE = """
+CREATE (x:LgCheckpointWrite {tenant: $tenant, thread_id: $thread_id, checkpoint_ns: $checkpoint_ns,
+                           checkpoint_id: $checkpoint_id, task_id: $task_id, idx: $idx,
+                           task_path: $task_path, channel: $channel, type: $type, value: $value})
+"""
 #: Regular writes are kept once per (task, idx); special ones (idx < 0) are replaced.
 CYPHER_PUT_WRITES = """
 UNWIND $writes AS w
