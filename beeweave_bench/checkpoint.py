@@ -7,7 +7,9 @@ one task, by turns as a graph step sends it (the node's update and the trigger o
 edge it takes: what ``StateGraph`` writes for every node but the last) and as a last
 node does (the update alone); then ``get_tuple`` of the latest and of random older
 checkpoints, and ``list(limit=10)``.
-Rounds rotate the savers' order so a noisy neighbour hurts them all alike.  Each call's
+An untimed pass of every saver warms the server first; rounds then vary the savers'
+order (each saver in every place, after every other) so a noisy neighbour or one
+saver's after-effects hurt them all alike.  Each call's
 process CPU time is kept beside its wall time: on a shared machine the wall ratios of
 two runs can differ by half, the CPU ones hardly move (CPU counts every thread of the
 process, so a saver's background work is charged to it).  LangGraph is imported lazily:
@@ -182,36 +184,62 @@ async def _cleanup(saver: Any, threads: list[str]) -> None:
         await asyncio.to_thread(purge)
 
 
+def balanced_order(n: int, r: int) -> list[int]:
+    """Round ``r``'s order of ``n`` savers, a Williams design: over ``n`` rounds (``2n``
+    when ``n`` is odd) each saver runs once in every place and right after every other
+    saver equally often.  A rotation of one fixed order puts the same saver before each
+    one in almost every round, so whatever a saver leaves behind (its purge, the
+    server's collector or checkpoint it made due) always lands in the same neighbour's
+    calls; balanced, every saver shares those after-effects alike."""
+    first, low, high = [0], 1, n - 1
+    while len(first) < n:
+        first.append(low)
+        low += 1
+        if len(first) < n:
+            first.append(high)
+            high -= 1
+    row = [(i + r) % n for i in first]
+    return row[::-1] if n % 2 and (r // n) % 2 else row
+
+
+async def _pass(factory: SaverFactory, name: str, tid: str, steps: int, reads: int) -> Samples:
+    """One saver through one workload, from a collected heap, its thread deleted after."""
+    async with factory() as saver:
+        # a full pass of the collector is due every so many surviving objects: collect
+        # here, untimed, so the pass that the savers before (InMemorySaver keeps every
+        # checkpoint) or this one's opening made due does not land in this saver's
+        # calls (~70 ms: 0.1 ms per call)
+        gc.collect()
+        try:
+            return await _workload(saver, tid, steps, reads)
+        finally:
+            if "neo4j" in name.lower():
+                await _cleanup(saver, [tid])
+
+
 async def _run(
     steps: int, rounds: int | None, reads: int, neo4j_uri: str | None, auth: Any
-) -> dict[str, Samples]:
-    """``rounds`` None: one per saver, so each saver runs once in every place of the
-    rotation (after each other saver): with three rounds, where a saver fell beside
-    the others' after-effects (a purge, InMemorySaver's heap) moved its median ratio
-    by up to ±7% between runs of the same code."""
-    samples: dict[str, Samples] = {}
+) -> list[dict[str, Samples]]:
+    """Per round, each saver's samples.  First an untimed pass of every saver: a
+    fresh server compiles its plans and its JIT warms on the first statements it
+    sees, which put a 2-4x slower round on whichever Neo4j saver ran first.
+    ``rounds`` None: one per saver (two if their number is odd), so each saver runs
+    once in every place and after every other saver (:func:`balanced_order`)."""
+    per_round: list[dict[str, Samples]] = []
     tenant = f"bench-{uuid.uuid4().hex[:8]}"
     with tempfile.TemporaryDirectory() as d:
         factories = _savers(Path(d), neo4j_uri, auth, tenant)
         names = list(factories)
-        for r in range(rounds or len(names)):
-            order = names[r % len(names) :] + names[: r % len(names)]
-            for name in order:
-                async with factories[name]() as saver:
-                    # a full pass of the collector is due every so many surviving
-                    # objects: collect here, untimed, so the pass that the savers before
-                    # (InMemorySaver keeps every checkpoint) or this one's opening made
-                    # due does not land in this saver's calls (~70 ms: 0.1 ms per call)
-                    gc.collect()
-                    tid = f"bench-{r}-{uuid.uuid4().hex[:6]}"
-                    try:
-                        got = await _workload(saver, tid, steps, reads)
-                    finally:
-                        if "neo4j" in name.lower():
-                            await _cleanup(saver, [tid])
-                for op, values in got.items():
-                    samples.setdefault(name, {}).setdefault(op, []).extend(values)
-    return samples
+        for name in names:
+            await _pass(factories[name], name, f"warm-{uuid.uuid4().hex[:6]}", steps, reads)
+        n = len(names)
+        for r in range(rounds or n * (1 + n % 2)):
+            got: dict[str, Samples] = {}
+            for i in balanced_order(n, r):
+                tid = f"bench-{r}-{uuid.uuid4().hex[:6]}"
+                got[names[i]] = await _pass(factories[names[i]], names[i], tid, steps, reads)
+            per_round.append(got)
+    return per_round
 
 
 def _ratios(rows: list[dict[str, Any]], ours: str, base: str, key: str) -> dict[str, float]:
@@ -219,12 +247,30 @@ def _ratios(rows: list[dict[str, Any]], ours: str, base: str, key: str) -> dict[
     return {op: round(by[(ours, op)] / by[(base, op)], 3) for op in OPS if (base, op) in by}
 
 
-def _summary(rows: list[dict[str, Any]]) -> dict[str, Any]:
+def _round_ranges(
+    per_round: list[dict[str, Samples]], ours: str, base: str
+) -> dict[str, list[float]]:
+    """Per operation, the lowest and highest of the rounds' own median ratios: how far
+    one round's figure strays from the pooled one (the noise of a short run)."""
+    ranges: dict[str, list[float]] = {}
+    for op in OPS:
+        ratios = [
+            median([w for w, _ in got[ours][op]]) / median([w for w, _ in got[base][op]])
+            for got in per_round
+            if ours in got and base in got and got[ours][op] and got[base][op]
+        ]
+        if ratios:
+            ranges[op] = [round(min(ratios), 3), round(max(ratios), 3)]
+    return ranges
+
+
+def _summary(rows: list[dict[str, Any]], per_round: list[dict[str, Samples]]) -> dict[str, Any]:
     ours = _ratios(rows, OURS, BASELINE, "median_us")
     core = ("put", "get_tuple latest", "get_tuple by id", "list limit=10")
     summary: dict[str, Any] = {
         "beeweave_sqlite_x_async_sqlite": ours,
         "beeweave_sqlite_cpu_x_async_sqlite": _ratios(rows, OURS, BASELINE, "cpu_median_us"),
+        "beeweave_sqlite_x_async_sqlite_round_range": _round_ranges(per_round, OURS, BASELINE),
         "target_x": TARGET_RATIO,
         "meets_target": all(ours[op] <= TARGET_RATIO for op in core),
     }
@@ -234,6 +280,9 @@ def _summary(rows: list[dict[str, Any]]) -> dict[str, Any]:
             "beeweave_neo4j_x_neo4jsaver": neo,
             "beeweave_neo4j_cpu_x_neo4jsaver": _ratios(
                 rows, NEO4J_OURS, NEO4J_BASELINE, "cpu_median_us"
+            ),
+            "beeweave_neo4j_x_neo4jsaver_round_range": _round_ranges(
+                per_round, NEO4J_OURS, NEO4J_BASELINE
             ),
             "neo4j_meets_target": all(neo[op] <= 1.0 for op in NEO4J_TARGET_OPS),
         }
@@ -250,7 +299,12 @@ def run(
 ) -> tuple[list[dict[str, Any]], dict[str, Any]]:
     """Rows (saver × operation: wall median/p95/mean µs, CPU median µs, ratio to
     AsyncSqliteSaver) + summary (the ratios the targets are read on)."""
-    samples = asyncio.run(_run(steps, rounds, reads, neo4j_uri, auth))
+    per_round = asyncio.run(_run(steps, rounds, reads, neo4j_uri, auth))
+    samples: dict[str, Samples] = {}
+    for got in per_round:
+        for name, ops in got.items():
+            for op, values in ops.items():
+                samples.setdefault(name, {}).setdefault(op, []).extend(values)
     base = {op: median([w for w, _ in samples[BASELINE][op]]) for op in OPS}
     rows = []
     for name, ops in samples.items():
@@ -268,4 +322,4 @@ def run(
                     "x_async_sqlite": median(wall) / base[op],
                 }
             )
-    return rows, _summary(rows)
+    return rows, _summary(rows, per_round)

@@ -783,7 +783,10 @@ def bench_checkpoint(
     ] = 200,
     rounds: Annotated[
         int | None,
-        typer.Option(help="Rounds, each rotating the savers' order (default: one per saver)."),
+        typer.Option(
+            help="Rounds, each in another order of the savers (default: one per saver, "
+            "two if their number is odd: each runs in every place, after every other)."
+        ),
     ] = None,
     reads: Annotated[int, typer.Option(help="get_tuple calls per round (list: a quarter).")] = 200,
     neo4j: Annotated[
