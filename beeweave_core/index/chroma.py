@@ -31,6 +31,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
+from beeweave_core.heap import overwrite_reused_memory
 from beeweave_core.index.base import (
     Chunk,
     EmbeddingIdentity,
@@ -167,6 +168,7 @@ def _make_client(location: str | os.PathLike[str] | None) -> Any:
         )
     path = Path(parts.path if parts.scheme == "file" else text).expanduser()
     private_dir(path)
+    overwrite_reused_memory()  # hnswlib writes unused heap bytes into its files
     client = chromadb.PersistentClient(path=str(path), settings=_settings())
     make_tree_private(path)  # chroma.sqlite3 and segments: readable by the user only
     return client
