@@ -8,8 +8,9 @@ twelve weaves opened and filled one after another in one process, each with a
 few made-up words, left those words in the HNSW file ``data_level0.bin`` of 2 and
 of 8 (two runs); none with the heap's perturbation on.  glibc's
 ``mallopt(M_PERTURB)`` (what ``MALLOC_PERTURB_`` sets at start-up) fills every block
-it hands out with one fixed byte and every block it takes back with another, so
-no allocation made after this call can carry older bytes.
+it hands out with one fixed byte and every block it takes back with another, so a
+block handed out after this call carries no older bytes (but for a ``realloc`` that
+grows a block in place over memory freed before the call).
 """
 
 from __future__ import annotations
