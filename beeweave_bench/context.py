@@ -1,17 +1,21 @@
 """Context retention on long conversations: BeeWeave vs full history, ``trim_messages``
 and LlamaIndex ``ChatMemoryBuffer``, same scenarios, same budget, one run.
 
-Scenario format and scoring: ``bench/scenarios/README.md`` (shared data, not in the
-repo).  A probe is *retained* when every ``expect`` string occurs in the assembled
-text (case-insensitive, whitespace folded) and *stale* when a ``forbid`` string does.
-Stale rate is reported over the probes that have a ``forbid`` list (the only ones that
-can be stale).  Tokens are exact cl100k_base counts of the whole message list.
+Scenario format and scoring: the shared ``scenarios`` README (data not in the repo).
+A probe is *retained* when every ``expect`` string occurs in the assembled text
+(case-insensitive, whitespace folded) and *stale* when a ``forbid`` string occurs there
+with no ``expect`` string after it: an old value the same prompt corrects further on is
+not what the model will take as current (``stale_any`` counts any occurrence).  Stale
+rate is over the probes that have a ``forbid`` list.  Tokens are exact cl100k_base
+counts of the whole message list.  Probes carry a ``kind`` (``updated``, ``rejected``,
+``distinct``, ``plain``, ``sibling``): one row per system, then one per kind.
 
-BeeWeave sees the conversation as an agent run would: turns are captured one by one
-through the bus, and before each user turn's model call the context upkeep runs
-(memory catch-up, summary refresh, compaction when the trigger is passed).  A second
-BeeWeave row ("lazy") captures everything first and assembles once at the end, which
-exercises the catch-up path alone.
+BeeWeave sees the conversation as an agent run would, through the capture bus with the
+product's defaults (semantic recall on): turn by turn, a model call's ``assemble``
+after each user turn, and maintenance caught up by the time the late question comes.
+``beeweave (cold)`` captures everything and asks at once: the read never waits, so it
+shows what a first call gets while maintenance is still behind.  The fit check: with a
+budget above the whole history, the context must be every turn verbatim and in order.
 """
 
 from __future__ import annotations
@@ -27,7 +31,7 @@ from beeweave_bench.report import median
 from beeweave_core.tokens import TokenCounter
 
 ENCODING = "cl100k_base"
-SYSTEMS = ("beeweave", "beeweave (lazy)", "full history", "trim_messages", "ChatMemoryBuffer")
+SYSTEMS = ("beeweave", "beeweave (cold)", "full history", "trim_messages", "ChatMemoryBuffer")
 
 
 # ------------------------------------------------------------------ scenarios
@@ -71,14 +75,25 @@ def openai_message(turn: dict[str, Any]) -> dict[str, Any]:
 
 
 def score(text: str, probe: dict[str, Any]) -> tuple[bool, bool | None]:
-    """(retained, stale) of one probe against an assembled text."""
+    """(retained, stale) of one probe against an assembled text (see the docstring:
+    a forbidden wording followed later by an expected one is not stale)."""
+    retained, stale, _any = score_all(text, probe)
+    return retained, stale
+
+
+def score_all(text: str, probe: dict[str, Any]) -> tuple[bool, bool | None, bool | None]:
+    """(retained, stale in order, stale anywhere)."""
     from beeweave_core.text.language import fold
 
     t = fold(text)
-    retained = all(fold(e) in t for e in probe["expect"])
-    forbid = probe.get("forbid") or []
-    stale = any(fold(f) in t for f in forbid) if forbid else None
-    return retained, stale
+    expect = [fold(e) for e in probe["expect"]]
+    retained = all(e in t for e in expect)
+    forbid = [fold(f) for f in probe.get("forbid") or []]
+    if not forbid:
+        return retained, None, None
+    last_expect = max((t.rfind(e) for e in expect), default=-1)
+    found = [i for f in forbid if (i := t.rfind(f)) >= 0]
+    return retained, any(i > last_expect for i in found), bool(found)
 
 
 # ------------------------------------------------------------------ baselines
@@ -140,51 +155,93 @@ BASELINES: dict[str, Callable[..., list[dict[str, Any]]]] = {
 
 
 # ------------------------------------------------------------------- beeweave
+def _open(tmp: str, name: str) -> Any:
+    from beeweave_core.weave import Weave
+
+    return Weave.open(f"sqlite:///{tmp}/{name}.db", spool_dir=tmp, tenant=f"bench-{name}")
+
+
 def _beeweave(
-    scn: dict[str, Any], counter: TokenCounter, tmp: str, *, lazy: bool
+    scn: dict[str, Any], counter: TokenCounter, tmp: str, *, cold: bool
 ) -> list[dict[str, Any]]:
     from beeweave_core.context import record_messages
-    from beeweave_core.weave import Weave
 
     sid = scn["id"]
     budget = int(scn["budget_tokens"])
     probes = sorted(enumerate(scn["probes"]), key=lambda p: p[1]["at"])
-    # one session per user here, so the semantic index (cross-session recall) is off
-    weave = Weave.open(f"sqlite:///{tmp}/{sid}-{'lazy' if lazy else 'live'}.db", spool_dir=tmp,
-                       tenant=f"bench-{sid}", index=False)  # fmt: skip
+    weave = _open(tmp, f"{sid}-{'cold' if cold else 'live'}")
     rows: list[dict[str, Any]] = []
     try:
-        engine = weave.context
         turns = scn["turns"]
         nxt = 0
         for i in range(len(turns) + 1):
+            if nxt < len(probes) and probes[nxt][1]["at"] == i:
+                weave.flush(60, wait_index=True)
+                if not cold:
+                    weave.context.update(sid)  # maintenance had the time a late question gives
             while nxt < len(probes) and probes[nxt][1]["at"] == i:
                 idx, probe = probes[nxt]
                 t0 = time.perf_counter()
-                ctx = engine.assemble(sid, probe["query"], budget_tokens=budget, counter=counter)
+                ctx = weave.assemble(sid, probe["query"], budget_tokens=budget, counter=counter)
                 ms = (time.perf_counter() - t0) * 1000
-                retained, stale = score(ctx.text(), probe)
+                retained, stale, stale_any = score_all(ctx.text(), probe)
                 full = counter.count_messages([openai_message(t) for t in turns[:i]])
                 rows.append({"probe": idx, "retained": retained, "stale": stale,
-                             "tokens": ctx.total_tokens, "full_tokens": full, "ms": ms,
-                             "layers": ctx.tokens_by_layer,
+                             "stale_any": stale_any, "tokens": ctx.total_tokens,
+                             "full_tokens": full, "ms": ms, "layers": ctx.tokens_by_layer,
                              "compaction": (ctx.compaction or {}).get("stats")})  # fmt: skip
                 nxt += 1
             if i == len(turns):
                 break
             record_messages(weave, sid, [turns[i]], user_id=f"user-{sid}", key_prefix=f"t{i}")
-            if not lazy and turns[i]["role"] == "user":
-                engine.compact(sid, window_tokens=budget, counter=counter)
+            if not cold and turns[i]["role"] == "user":  # the model call this turn asks for
+                weave.assemble(sid, budget_tokens=budget, counter=counter)
     finally:
         weave.close()
     return rows
+
+
+def _verbatim(messages: list[dict[str, Any]]) -> list[tuple[str, str, str]]:
+    """(role, content, tool calls) of every non-system message; a call's arguments as
+    their JSON value (the order of an object's keys is not part of what was said)."""
+
+    def calls(m: dict[str, Any]) -> str:
+        out = []
+        for c in m.get("tool_calls") or ():
+            fn = c.get("function") or {}
+            try:
+                args = json.loads(fn.get("arguments") or "{}")
+            except ValueError:
+                args = fn.get("arguments")
+            out.append([fn.get("name"), args])
+        return json.dumps(out, sort_keys=True)
+
+    return [(m["role"], str(m.get("content") or ""), calls(m))
+            for m in messages if m["role"] != "system"]  # fmt: skip
+
+
+def _fit(scn: dict[str, Any], counter: TokenCounter, tmp: str) -> dict[str, Any]:
+    """The whole history under a budget above it: every turn verbatim, in order."""
+    from beeweave_core.context import record_messages
+
+    msgs = [openai_message(t) for t in scn["turns"]]
+    full = counter.count_messages(msgs)
+    sid = f"{scn['id']}-fit"
+    weave = _open(tmp, sid)
+    try:
+        record_messages(weave, sid, msgs, user_id=f"user-{sid}", key_prefix="t")
+        ctx = weave.assemble(sid, budget_tokens=full + 1_000, counter=counter)
+    finally:
+        weave.close()
+    want = _verbatim(msgs)
+    return {"scenario": scn["id"], "turns": len(msgs), "tokens": ctx.total_tokens,
+            "full_tokens": full, "verbatim": _verbatim(ctx.messages) == want}  # fmt: skip
 
 
 def _short_session(scn: dict[str, Any], counter: TokenCounter, tmp: str) -> dict[str, Any] | None:
     """The scenario's opening turns while they fit half its budget: the whole history
     fits, so BeeWeave must send no more than the history itself (a plain buffer)."""
     from beeweave_core.context import record_messages
-    from beeweave_core.weave import Weave
 
     budget = int(scn["budget_tokens"])
     msgs: list[dict[str, Any]] = []
@@ -198,24 +255,28 @@ def _short_session(scn: dict[str, Any], counter: TokenCounter, tmp: str) -> dict
     if not msgs:
         return None
     sid = f"{scn['id']}-short"
-    with Weave.open(f"sqlite:///{tmp}/{sid}.db", spool_dir=tmp, tenant=f"bench-{sid}",
-                    index=False) as weave:  # fmt: skip
+    weave = _open(tmp, sid)
+    try:
         record_messages(weave.store, sid, msgs, user_id=f"user-{sid}", key_prefix="t")
         ctx = weave.context.assemble(sid, budget_tokens=budget, counter=counter)
+    finally:
+        weave.close()
     return {"scenario": scn["id"], "turns": len(msgs), "tokens": ctx.total_tokens,
-            "full_tokens": counter.count_messages(msgs)}  # fmt: skip
+            "full_tokens": counter.count_messages(msgs),
+            "verbatim": _verbatim(ctx.messages) == _verbatim(msgs)}  # fmt: skip
 
 
-def _short_row(cases: list[dict[str, Any]]) -> dict[str, Any]:
+def _short_row(cases: list[dict[str, Any]], name: str, kind: str) -> dict[str, Any]:
     def mean(values: list[float]) -> float:
         return sum(values) / len(values) if values else float("nan")
 
     return {
-        "system": "beeweave (short session)",
-        "kind": "history fits",
+        "system": name,
+        "kind": kind,
         "probes": len(cases),
         "tokens_share": mean([c["tokens"] / c["full_tokens"] for c in cases]),
         "within_budget": mean([c["tokens"] <= c["full_tokens"] for c in cases]),
+        "verbatim": mean([c["verbatim"] for c in cases]),
         "mean_tokens": mean([c["tokens"] for c in cases]),
     }
 
@@ -226,15 +287,17 @@ def run(directory: str | Path) -> tuple[list[dict[str, Any]], list[dict[str, Any
     counter = TokenCounter(encoding=ENCODING)
     details: list[dict[str, Any]] = []
     short: list[dict[str, Any]] = []
+    fits: list[dict[str, Any]] = []
     with tempfile.TemporaryDirectory() as tmp:
         for scn in scenarios:
             if (case := _short_session(scn, counter, tmp)) is not None:
                 short.append(case)
+            fits.append(_fit(scn, counter, tmp))
             budget = int(scn["budget_tokens"])
             base = {"scenario": scn["id"], "lang": scn.get("lang", "?"), "budget": budget}
             kinds = [p.get("kind", "plain") for p in scn["probes"]]
-            for system, lazy in (("beeweave", False), ("beeweave (lazy)", True)):
-                for r in _beeweave(scn, counter, tmp, lazy=lazy):
+            for system, cold in (("beeweave", False), ("beeweave (cold)", True)):
+                for r in _beeweave(scn, counter, tmp, cold=cold):
                     details.append({**base, "system": system, "kind": kinds[r["probe"]], **r})
             for idx, probe in enumerate(scn["probes"]):
                 msgs = [openai_message(t) for t in scn["turns"][: probe["at"]]]
@@ -245,13 +308,14 @@ def run(directory: str | Path) -> tuple[list[dict[str, Any]], list[dict[str, Any
                     ms = (time.perf_counter() - t0) * 1000
                     from beeweave_core.context.messages import message_text
 
-                    retained, stale = score(message_text(out), probe)
+                    retained, stale, stale_any = score_all(message_text(out), probe)
                     details.append({**base, "system": system, "probe": idx, "kind": kinds[idx],
-                                    "retained": retained,
-                                    "stale": stale, "tokens": counter.count_messages(out),
+                                    "retained": retained, "stale": stale, "stale_any": stale_any,
+                                    "tokens": counter.count_messages(out),
                                     "full_tokens": full, "ms": ms})  # fmt: skip
     rows = by_kind(details)
-    rows.append(_short_row(short))
+    rows.append(_short_row(short, "beeweave (short session)", "history fits"))
+    rows.append(_short_row(fits, "beeweave (fit check)", "budget above history"))
     comp = [d["compaction"] for d in details if d["system"] == "beeweave" and d.get("compaction")]
     src = sum(c.get("source_tokens") or 0 for c in comp)
     dst = sum(c.get("summary_tokens") or 0 for c in comp)
@@ -262,7 +326,8 @@ def run(directory: str | Path) -> tuple[list[dict[str, Any]], list[dict[str, Any
         "summaries_rolled_back": sum(c.get("rolled_back") or 0 for c in comp),
         # short sessions: the history fits, so BeeWeave's prompt must not exceed it
         # ("within_budget" of that row = share of cases with tokens <= full history)
-        "short_session_le_full_history": _short_row(short)["within_budget"],
+        "short_session_le_full_history": _short_row(short, "", "")["within_budget"],
+        "fit_verbatim": _short_row(fits, "", "")["verbatim"],
         "short_sessions": short,
     }
     return rows, details, extra
@@ -291,6 +356,7 @@ def _aggregate(system: str, kind: str, ds: list[dict[str, Any]]) -> dict[str, An
         "probes": len(ds),
         "retention": sum(d["retained"] for d in ds) / len(ds) if ds else float("nan"),
         "stale_rate": sum(bool(d["stale"]) for d in forb) / len(forb) if forb else 0.0,
+        "stale_any": sum(bool(d.get("stale_any")) for d in forb) / len(forb) if forb else 0.0,
         "tokens_share": sum(d["tokens"] / d["full_tokens"] for d in ds) / len(ds)
         if ds
         else float("nan"),

@@ -285,7 +285,7 @@ class Grower:
 
     def assemble(self) -> Callable[[], object]:
         sid, query = self.session(), self.qtext.query()
-        return lambda: self.weave.assemble(sid, query, budget_tokens=2_000, dry_run=True)
+        return lambda: self.weave.assemble(sid, query, budget_tokens=2_000, record=False)
 
     def measure(self, total: int, rate: float, ref: Grower | None = None) -> dict[str, Any]:
         """One row; ``ref`` (the first step's store, kept as it was) is measured call

@@ -1,79 +1,149 @@
-"""Supersession alone, and the choice of its one threshold by cross-validation.
+"""``beeweave bench supersession``: fit the supersession scorer and choose its threshold
+by leave-one-conversation-out cross-validation, reporting both of its errors.
 
-Every user sentence of a conversation goes through a :class:`SlotIndex` in order; at
-the end a probe is *right* when the sentence holding its ``expect`` value is still in
-force and no sentence holding its ``forbid`` wording is.  Runs in milliseconds, so the
-threshold (how many extra words an unlinked restatement may carry) is chosen on some
-conversations and scored on the others (k folds over conversations, never one).
+Each conversation's turns are read as the memory writer reads them
+(:func:`beeweave_core.memory.extract.statements`).  The probes label the pairs: a
+statement holding a probe's ``forbid`` wording is replaced by the later one holding its
+``expect`` value (and, for a setting changed twice, by the later ``forbid`` one); every
+other pair of statements is not a replacement.  Per held-out conversation:
+
+* *missed* — statements holding a ``forbid`` wording that no later statement replaces
+  (the old value would still be taken as current);
+* *merged* — statements holding an ``expect`` value (a live item, a look-alike) that some
+  later statement is taken to replace (a live item lost).
+
+The threshold minimises missed + merged on the other conversations; the weights are a
+class-balanced logistic regression fitted on them.  ``--write`` fits on every
+conversation and saves the scorer the product ships.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from beeweave_bench.context import load_scenarios
-from beeweave_core.context.supersession import SlotIndex
+from beeweave_core.memory.extract import Turn, statements
+from beeweave_core.memory.supersession import FEATURES, Said, Scorer, features, prepare
 from beeweave_core.text import language as L
-from beeweave_core.text.statements import is_statement
 
-CHOICES = (0, 1, 2, 3)
+THRESHOLDS = (*(round(0.05 * i, 2) for i in range(2, 19)), 0.95, 0.97, 0.98, 0.99)
+EPOCHS = 600
 
 
-def score_conversation(scn: dict[str, Any], max_extra: int) -> list[dict[str, Any]]:
-    """One row per probe: kind, right (value kept and overturned wording gone)."""
-    index = SlotIndex(max_unlinked_extra=max_extra)
-    live: dict[str, str] = {}
-    for i, turn in enumerate(scn["turns"]):
-        if turn["role"] != "user":
+@dataclass
+class Conversation:
+    """One conversation's statements, their pairs' features and labels."""
+
+    name: str
+    said: list[Said]
+    pairs: list[tuple[int, int]]
+    x: np.ndarray
+    y: np.ndarray
+    old: set[int]  # statements holding a forbid wording
+    live: set[int]  # statements holding an expect value
+
+
+def read(scn: dict[str, Any]) -> Conversation:
+    """The conversation's statements (as the writer reads them) and labelled pairs."""
+    items: list[tuple[str, str, int, bool]] = []
+    before: Turn | None = None
+    for i, t in enumerate(scn["turns"]):
+        if t["role"] not in ("user", "assistant"):
             continue
-        for j, sent in enumerate(L.sentences(turn.get("content") or "")):
-            if not is_statement(sent):
-                continue
-            sid = f"{i}:{j}"
-            for gone in index.observe(sid, sent, i):
-                live.pop(gone, None)
-            live[sid] = sent
-    folded = [L.fold(s) for s in live.values()]
-    rows = []
+        turn = Turn(f"t{i}", i, t["role"], t.get("content") or "")
+        for n, st in enumerate(statements(turn, before)):
+            items.append((f"{i}:{n}", st.text, st.seq, st.by_user))
+        if t["role"] == "assistant" and turn.text:
+            before = turn
+        elif t["role"] == "user":
+            before = None
+    said = prepare(items)
+    folded = [L.fold(s.text) for s in said]
+    old: set[int] = set()
+    live: set[int] = set()
+    chains: list[list[int]] = []
     for p in scn["probes"]:
-        kept = all(any(L.fold(e) in f for f in folded) for e in p["expect"])
-        stale = any(L.fold(f) in s for f in p.get("forbid") or () for s in folded)
-        rows.append({"scenario": scn["id"], "kind": p.get("kind", "plain"),
-                     "right": kept and not stale, "kept": kept, "stale": stale})  # fmt: skip
-    return rows
+        forb = [k for k, f in enumerate(folded) for w in p.get("forbid") or () if L.fold(w) in f]
+        exp = [k for k, f in enumerate(folded) for w in p["expect"] if L.fold(w) in f]
+        old.update(forb)
+        live.update(exp)
+        if forb and exp:
+            chains.append(sorted(set(forb)) + [min(exp)])
+    positive = {(a, b) for ch in chains for i, a in enumerate(ch) for b in ch[i + 1 :]}
+    pairs = [(a, b) for b in range(len(said)) for a in range(b)]
+    x = (
+        np.array([features(said[a], said[b]) for a, b in pairs])
+        if pairs
+        else np.zeros((0, len(FEATURES)))
+    )
+    y = np.array([1 if (a, b) in positive else 0 for a, b in pairs])
+    return Conversation(scn["id"], said, pairs, x, y, old - live, live)
 
 
-def _accuracy(rows: Sequence[dict[str, Any]]) -> float:
-    return sum(r["right"] for r in rows) / len(rows) if rows else float("nan")
+def fit(x: np.ndarray, y: np.ndarray, l2: float = 1e-3) -> tuple[np.ndarray, float]:
+    """Class-balanced logistic regression by gradient descent (features standardised
+    inside, weights returned on the raw scale)."""
+    mu, sd = x.mean(axis=0), x.std(axis=0) + 1e-9
+    z = (x - mu) / sd
+    pos = max(1, int(y.sum()))
+    neg = max(1, len(y) - pos)
+    sw = np.where(y == 1, len(y) / (2 * pos), len(y) / (2 * neg))
+    w = np.zeros(z.shape[1])
+    b = 0.0
+    for _ in range(EPOCHS):
+        p = 1 / (1 + np.exp(-(z @ w + b)))
+        g = (p - y) * sw / len(y)
+        w -= 0.5 * (z.T @ g + l2 * w)
+        b -= 0.5 * g.sum()
+    return w / sd, float(b - (w / sd) @ mu)
 
 
-def cross_validate(directory: str | Path, folds: int = 3) -> dict[str, Any]:
-    """Choose ``max_unlinked_extra`` on k-1 folds, score on the held-out fold."""
-    scenarios = load_scenarios(directory)
-    if folds < 2 or len(scenarios) < folds:
-        raise ValueError(
-            f"--folds {folds} needs at least 2 folds and {folds} scenarios; {directory} has "
-            f"{len(scenarios)}"
-        )
-    cache = {(s["id"], c): score_conversation(s, c) for s in scenarios for c in CHOICES}
-    held_out: list[dict[str, Any]] = []
-    chosen = []
-    for k in range(folds):
-        test = [s for n, s in enumerate(scenarios) if n % folds == k]
-        train = [s for n, s in enumerate(scenarios) if n % folds != k]
-        acc = {c: _accuracy([r for s in train for r in cache[(s["id"], c)]]) for c in CHOICES}
-        top = max(acc.values())
-        tied = [c for c in CHOICES if acc[c] == top]
-        choice = tied[len(tied) // 2]  # the middle of a tie, not its edge
-        chosen.append({"fold": k, "train_accuracy": acc, "chosen": choice,
-                       "test": [s["id"] for s in test]})  # fmt: skip
-        held_out += [r for s in test for r in cache[(s["id"], choice)]]
-    kinds = sorted({r["kind"] for r in held_out})
-    return {
-        "folds": chosen,
-        "held_out_accuracy": _accuracy(held_out),
-        "held_out_by_kind": {k: _accuracy([r for r in held_out if r["kind"] == k]) for k in kinds},
-        "wrong": [r for r in held_out if not r["right"]],
+def errors(conv: Conversation, s: Scorer) -> tuple[int, int]:
+    """(missed, merged) of one conversation under scorer ``s``."""
+    taken = {(a, b) for (a, b), f in zip(conv.pairs, conv.x, strict=True) if s.decides(f)}
+    replaced = {a for a, _b in taken}
+    return len(conv.old - replaced), len(conv.live & replaced)
+
+
+def _rates(convs: Sequence[Conversation], s: Scorer) -> tuple[float, float]:
+    m = sum(errors(c, s)[0] for c in convs)
+    g = sum(errors(c, s)[1] for c in convs)
+    return m / max(1, sum(len(c.old) for c in convs)), g / max(1, sum(len(c.live) for c in convs))
+
+
+def choose(convs: Sequence[Conversation]) -> Scorer:
+    """Weights fitted on ``convs``, the threshold minimising missed + merged on them."""
+    x = np.vstack([c.x for c in convs])
+    y = np.concatenate([c.y for c in convs])
+    w, b = fit(x, y)
+    best = min(THRESHOLDS, key=lambda t: (sum(_rates(convs, Scorer(w, b, t))), -t))
+    return Scorer(w, b, best)
+
+
+def run(
+    directories: Sequence[Path], write: Path | None = None
+) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+    convs = [read(s) for d in directories for s in load_scenarios(d)]
+    rows = []
+    for held in convs:
+        s = choose([c for c in convs if c is not held])
+        missed, merged = errors(held, s)
+        rows.append({"held_out": held.name, "threshold": s.threshold, "statements": len(held.said),
+                     "old": len(held.old), "missed": missed, "live": len(held.live), "merged": merged})  # fmt: skip
+    final = choose(convs)
+    if write is not None:
+        final.save(write)
+    total = {k: sum(r[k] for r in rows) for k in ("old", "missed", "live", "merged")}
+    summary = {
+        "held_out_missed_rate": total["missed"] / max(1, total["old"]),
+        "held_out_merged_rate": total["merged"] / max(1, total["live"]),
+        "dev_missed_rate, dev_merged_rate": _rates(convs, final),
+        "threshold": final.threshold,
+        "weights": dict(zip(FEATURES, [round(float(v), 3) for v in final.w], strict=True)),
     }
+    return rows, summary

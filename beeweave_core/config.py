@@ -244,10 +244,11 @@ class ContextConfig:
     ``str -> str``; a shortcut for ``summarizer=LLMSummarizer(llm)``.  ``policy``: when and how to compact.
     ``edit_policy``: what the immediate layer drops or cuts.  ``memory_llm``: a chat
     model that extracts memories the rules miss (optional).  ``presets``: layer
-    shares per phase, over the built-in ones.  ``catch_up_in_background``: a long backlog (a
-    first call on a long session this process never read, an import) is read by a
-    background thread while calls answer from the session's newest turns (True, the
-    default: no call waits); False makes the call that meets it wait for the complete answer.
+    shares per phase, over the built-in ones.  ``catch_up_in_background``: maintenance
+    (memories, supersession, compaction) runs in a background worker while ``assemble``
+    reads what it last published (True, the default: no call waits for it); False makes
+    each ``assemble`` first wait until maintenance has read everything stored (the
+    answer is then complete, as a test or a batch job may want, at a call's cost).
     """
 
     summarizer: Summarizer | None = None

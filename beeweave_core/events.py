@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import functools
 import hashlib
+import json
 import time
 import uuid
 from datetime import datetime, timezone
@@ -200,3 +201,20 @@ class AppendResult(BaseModel):
     inserted: int = 0
     duplicates: int = 0
     ids: list[str] = Field(default_factory=list)
+
+
+def tool_name(ev: Event) -> str:
+    """The tool a tool invocation or result names (``tool`` when it names none)."""
+    p = ev.payload or {}
+    return str(p.get("name") or p.get("tool") or "tool")
+
+
+def tool_args(ev: Event) -> Any:
+    """A tool invocation's arguments: the payload's, else its content read as JSON."""
+    p = ev.payload or {}
+    if "args" in p:
+        return p["args"]
+    try:
+        return json.loads(ev.content) if ev.content else {}
+    except ValueError:
+        return ev.content

@@ -1,6 +1,6 @@
 """Memory the agent keeps on purpose: remember, recall, update, forget, list.
 
-The memory writer (:mod:`beeweave_core.context.memory`) extracts memories on its own;
+The memory writer (:mod:`beeweave_core.memory.writer`) extracts memories on its own;
 these operations are what an agent calls when it *decides* something must outlive the
 window.  Both write the same ``memory`` events, so recall, assembly, the audit trail and
 purges treat them alike.
@@ -13,8 +13,8 @@ who wrote it (``meta.agent_id``) and where it came from (DERIVED_FROM edges to t
 conversation turn it was taken from).
 
 Keeping memory true over time reuses the writer's machinery: a new memory that gives
-another value to a setting already remembered supersedes it (the
-:class:`~beeweave_core.context.supersession.SlotIndex`), an update is a new version with
+another value to a setting already remembered supersedes it (the scorer of
+:mod:`beeweave_core.memory.supersession`), an update is a new version with
 a SUPERSEDES edge, and nothing is ever deleted by these tools -- superseded and
 forgotten memories are invalidated with a reason, kept for audit, and never recalled.
 """
@@ -29,10 +29,11 @@ from typing import TYPE_CHECKING, Any, Literal, TypedDict
 
 from pydantic import BaseModel, Field, ValidationError
 
-from beeweave_core.context.memory import HALF_LIFE_DAYS, KINDS
-from beeweave_core.context.supersession import SlotIndex
 from beeweave_core.errors import shown
 from beeweave_core.events import Edge, EdgeType, Event, EventType, Status, new_event_id
+from beeweave_core.memory.kinds import KINDS
+from beeweave_core.memory.supersession import Index, prepare
+from beeweave_core.ranking import HALF_LIFE_DAYS
 from beeweave_core.scopes import META_KEY as SCOPE_KEY
 from beeweave_core.scopes import ScopeError, derived, write_scope
 from beeweave_core.text import language as L
@@ -252,11 +253,14 @@ class MemoryOps:
             if sources:
                 self.writer.link(_derived(same.id, sources))
             return OpResult(f"already remembered as {same.id}: {same.content}", [same.id])
-        index = SlotIndex()
-        for m in active:
-            if "path" not in m.payload:  # memory files are documents, not settings
-                index.observe(m.id, m.content, m.seq, supersede=False)
-        replaced = index.superseded_by(text)
+        settings = [m for m in active if "path" not in m.payload]  # files are documents
+        newest = max((m.seq for m in settings), default=0)  # said right after them
+        said = prepare([(m.id, m.content, m.seq, True) for m in settings]
+                       + [("_new", text, newest + 1, True)])  # fmt: skip
+        index = Index()
+        for item in said[:-1]:
+            index.add(item)
+        replaced = index.replaced_by(said[-1])
         mem = self.write_memory(ns, text, kind, list(tags), sources, replaced)
         for old in replaced:
             self.writer.invalidate([old], f"superseded by {mem.id}: {text[:120]}", by=mem.id)

@@ -185,6 +185,11 @@ _ENCODERS: dict[str, tiktoken.Encoding] = {}
 _ENCODERS_LOCK = threading.Lock()
 
 
+def is_built(name: str) -> bool:
+    """Has the process built ``name``'s encoder already?"""
+    return name in _ENCODERS
+
+
 def get_encoding(name: str) -> tiktoken.Encoding:
     """The shared ``tiktoken.Encoding`` for ``name``, built offline on first use.
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import logging
 import os
+import threading
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import replace
@@ -31,7 +32,8 @@ if TYPE_CHECKING:
     from typing_extensions import Unpack
 
     from beeweave_core.context.assembler import AssembledContext
-    from beeweave_core.context.engine import AssembleOptions, ContextEngine
+    from beeweave_core.context.engine import ContextEngine
+    from beeweave_core.context.request import AssembleOptions
     from beeweave_core.index.base import Embedder, VectorIndex
     from beeweave_core.index.indexer import Indexer
     from beeweave_core.retrieval import Hit, RetrieveOptions, Retriever
@@ -147,6 +149,7 @@ class Weave:
         if self.indexer is not None:
             self.bus.subscribe(self.indexer.on_stored)
             self.on_close(self.indexer.close)
+        _warm_tokenizer()
 
     @classmethod
     def open(
@@ -287,6 +290,7 @@ class Weave:
         if session_id is None and ids is None and user_id is None:
             raise ValueError("purge needs session_id=, ids= or user_id=")
         self.flush()
+        self._settle([session_id] if session_id else [], user_id)
         wanted = set(ids or ())
         if user_id is not None:
             wanted.update(self.user_event_ids(user_id))
@@ -311,6 +315,26 @@ class Weave:
         if checkpoints and session_id is not None:
             self.backend.checkpoints().delete_thread(session_id)
         return n
+
+    def hide_session(self, session_id: str, reason: str) -> int:
+        """Hide every event of ``session_id`` from every read (a soft delete: kept on
+        disk for audit, ``include_inactive`` shows them), the memories and summaries
+        maintenance made of its turns included.  Returns the events hidden."""
+        self.flush()
+        self._settle([session_id], None)
+        ids = [e.id for e in self.store.timeline(session_id)]
+        return self.store.soft_delete(ids, reason) if ids else 0
+
+    def _settle(self, session_ids: Sequence[str], user_id: str | None) -> None:
+        """Let context maintenance finish what it was doing with these sessions (or the
+        user's), so nothing it derives from their turns is written after they go."""
+        if not self._contexts:
+            return
+        sids = list(session_ids)
+        if user_id is not None:
+            sids += self.store.user_session_ids(user_id)
+        for engine in list(self._contexts.values()):
+            engine.settle(sids)
 
     def user_event_ids(self, user_id: str) -> list[str]:
         """Every stored event id of ``user_id`` (``meta["user_id"]``), whatever its status."""
@@ -468,6 +492,17 @@ class Weave:
 
     def __repr__(self) -> str:
         return f"Weave(url={self.url!r}, tenant={self.tenant!r})"
+
+
+def _warm_tokenizer() -> None:
+    """Build the default model's tokenizer in the background (0.2-0.8 s of parsing),
+    so a first ``assemble`` does not pay for it: the process keeps one per encoding."""
+    from beeweave_core import tokens
+
+    name = tokens.encoding_for_model(tokens.DEFAULT_MODEL)
+    if not tokens.is_built(name):
+        threading.Thread(target=tokens.get_encoding, args=(name,), daemon=True,
+                         name="beeweave-tokenizer").start()  # fmt: skip
 
 
 def _with_index_options(

@@ -391,9 +391,7 @@ class BeeWeaveCheckpointer(BaseCheckpointSaver[str]):
         if self.delete_events == "purge":
             self.weave.purge(session_id=thread_id)
         else:
-            ids = [e.id for e in self.weave.store.timeline(thread_id)]
-            if ids:
-                self.weave.store.soft_delete(ids, "thread deleted (BeeWeaveCheckpointer)")
+            self.weave.hide_session(thread_id, "thread deleted (BeeWeaveCheckpointer)")
         if self._recorder is not None:
             self._recorder.forget(thread_id)
 

@@ -2,10 +2,9 @@
 
 ``create_react_agent(model, tools, pre_model_hook=beeweave_context_hook(weave,
 budget_tokens=8000))``: before every model call the hook records the state's new
-messages (same keys as the callback handler, so nothing is stored twice), lets the
-context engine compact the session when it passed its trigger, and returns the
-assembled context — pinned system prompt, working state, recalled memories and
-summaries, latest turns verbatim, within ``budget_tokens`` exactly — as
+messages (same keys as the callback handler, so nothing is stored twice) and returns
+the assembled context — pinned system prompt, working state, what recall finds for the
+latest request, latest turns verbatim, within ``budget_tokens`` exactly — as
 ``llm_input_messages``.  The graph's own ``messages`` state is left untouched, so the
 checkpointer still keeps the full conversation.
 
@@ -104,7 +103,6 @@ class BeeWeaveContextHook:
         session_id: str | None = None,
         model: str | None = DEFAULT_MODEL,
         window_tokens: int | None = None,
-        compact: bool = True,
         record: bool = True,
         user_id: str | None = None,
         agent_id: str | None = None,
@@ -119,7 +117,6 @@ class BeeWeaveContextHook:
         self.session_id = session_id
         self.model = model
         self.window_tokens = window_tokens
-        self.compact = compact
         self.record = record
         self.user_id = user_id
         self.agent_id = agent_id
@@ -165,8 +162,8 @@ class BeeWeaveContextHook:
     def context(
         self, session_id: str, messages: Sequence[BaseMessage], *, branch: bool = False
     ) -> list[BaseMessage]:
-        """What the model should read instead of ``messages``: records the new ones,
-        compacts the session when due, and returns the assembly as messages.
+        """What the model should read instead of ``messages``: records the new ones and
+        returns the assembly as messages (maintenance compacts in the background).
 
         ``branch``: ``messages`` are the whole conversation of the checkpoint being
         resumed (a checkpointed graph), so the assembly keeps to their events and a
@@ -178,7 +175,7 @@ class BeeWeaveContextHook:
         lineage = [i for i in ids if i] if branch else None
         ctx = self.weave.assemble(
             session_id, budget_tokens=self.budget_tokens, model=self.model,
-            window_tokens=self.window_tokens, compact=self.compact, user_id=self.user_id,
+            window_tokens=self.window_tokens, user_id=self.user_id,
             agent_id=self.agent_id, lineage=lineage, **self.assemble_kw,
         )  # fmt: skip
         self.last = ctx

@@ -64,7 +64,6 @@ class BeeWeaveMemory(BaseMemory):
     model: str | None = DEFAULT_MODEL
     user_id: str | None = None
     agent_id: str | None = None
-    compact: bool = True
     #: Extra keyword arguments for ``weave.assemble`` (``phase``, ``single_system`` …).
     assemble_kwargs: dict[str, Any] = Field(default_factory=dict)
 
@@ -129,7 +128,7 @@ class BeeWeaveMemory(BaseMemory):
 
     def _assemble_kw(self) -> dict[str, Any]:
         return {"budget_tokens": self.max_token_limit, "model": self.model,
-                "compact": self.compact, "user_id": self.user_id, **self.assemble_kwargs}  # fmt: skip
+                "user_id": self.user_id, **self.assemble_kwargs}  # fmt: skip
 
     def _format(self, ctx: Any) -> dict[str, Any]:
         self.last_context = ctx
@@ -147,9 +146,9 @@ class BeeWeaveMemory(BaseMemory):
         return self._format(ctx)
 
     def inspect(self, inputs: dict[str, Any] | None = None) -> dict[str, Any]:
-        """What ``load_memory_variables`` would return, writing nothing (no memories,
-        compaction or audit record): for looking at the context without changing it."""
-        kw = {**self._assemble_kw(), "dry_run": True}
+        """What ``load_memory_variables`` would return, without the audit record: for
+        looking at the context without leaving a trace of it."""
+        kw = {**self._assemble_kw(), "record": False}
         return self._format(self.weave.assemble(self.session_id, self._query(inputs or {}), **kw))
 
     async def aload_memory_variables(self, inputs: dict[str, Any]) -> dict[str, Any]:

@@ -2,9 +2,8 @@
 
 ``create_agent(model, tools, system_prompt=..., middleware=[BeeWeaveContextMiddleware(
 weave, budget_tokens=8000)])``: around every model call the middleware records the
-state's new messages, lets the context engine compact the session when it passed its
-trigger, and hands the model the assembled context — pinned system prompt, working
-state, recalled memories and summaries, latest turns verbatim, within
+state's new messages and hands the model the assembled context — pinned system prompt,
+working state, what recall finds for the latest request, latest turns verbatim, within
 ``budget_tokens`` exactly — instead of the full message list.  The agent's state is
 left untouched, so a checkpointer still keeps the whole conversation.
 
@@ -36,7 +35,7 @@ class BeeWeaveContextMiddleware(AgentMiddleware):
 
     Options are :class:`~beeweave_langchain.hooks.BeeWeaveContextHook`'s
     (``session_id`` — default the run's ``thread_id`` —, ``model``, ``window_tokens``,
-    ``compact``, ``record``, ``user_id``, ``agent_id`` and ``weave.assemble`` keywords);
+    ``record``, ``user_id``, ``agent_id`` and ``weave.assemble`` keywords);
     ``middleware.hook.last`` is the last assembly.
 
     ``pin_system_prompt=True`` records the agent's ``system_prompt`` as the session's

@@ -10,9 +10,9 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 from beeweave_core.context.assembler import LAYERS
-from beeweave_core.context.memory import expired
 from beeweave_core.events import EdgeType, Event, EventType
 from beeweave_core.governance.health import pooled, session_health
+from beeweave_core.memory.writer import expired
 from beeweave_core.store import EventStore, NotFound
 from beeweave_core.tokens import count_batch
 from beeweave_core.weave import Weave

@@ -20,10 +20,15 @@ def call(cid: str, name: str, args: dict[str, Any]) -> dict[str, Any]:
 
 
 def say(weave: Weave, session_id: str, messages: Sequence[dict[str, Any]], *, user_id: str = "u1",
-        prefix: str | None = None, ts: float | None = None) -> list[str]:  # fmt: skip
-    """Record ``messages`` synchronously (straight into the store) and return their ids."""
-    return record_messages(weave.store, session_id, list(messages), user_id=user_id,
-                           key_prefix=prefix, ts=ts)  # fmt: skip
+        prefix: str | None = None, ts: float | None = None, maintain: bool = True) -> list[str]:  # fmt: skip
+    """Record ``messages`` synchronously (straight into the store) and return their ids;
+    ``maintain``: then wait for the context engine's maintenance to read them (memories,
+    supersession), as a later call in a real agent finds them."""
+    ids = record_messages(weave.store, session_id, list(messages), user_id=user_id,
+                          key_prefix=prefix, ts=ts)  # fmt: skip
+    if maintain:
+        weave.context.update(session_id)
+    return ids
 
 
 def chatter(n: int, lang: str = "en") -> list[dict[str, Any]]:

@@ -37,8 +37,9 @@ def test_layers_provenance_and_audit_event(weave_factory):
     )
     msgs = ctx.messages
     assert msgs[0] == {"role": "system", "content": "You are a crawler assistant."}
-    assert msgs[1]["content"].startswith("Working state")
-    assert msgs[2]["content"].startswith("Recalled by BeeWeave")
+    # layers in reading order: system, working (when an item fits its small cap), recalled
+    at = 2 if msgs[1]["content"].startswith("Working state") else 1
+    assert msgs[at]["content"].startswith("Recalled by BeeWeave")
     assert msgs[-1] == {"role": "user", "content": "How many URLs did the sitemap have?"}
     assert "8821" in ctx.text() and "BeeBot/3.2" in ctx.text()
     assert ctx.total_tokens <= 300 < ctx.full_history_tokens
@@ -51,7 +52,7 @@ def test_layers_provenance_and_audit_event(weave_factory):
         a, b = piece.seq_range
         assert f"#{a}" in piece.text  # tagged with its turn range
     notes = {p.note for p in ctx.layers["immediate"].left_out}
-    assert "edited out: repeats a later turn" in notes  # the audit says what editing dropped
+    assert notes == {"older than the window"}  # nothing edited out: turns are never hidden
     # the assembly is on record
     weave.flush()
     (rec,) = weave.store.timeline("s", types=(EventType.RETRIEVAL,))
@@ -59,7 +60,7 @@ def test_layers_provenance_and_audit_event(weave_factory):
     p = rec.payload
     assert p["total_tokens"] == ctx.total_tokens and p["budget_tokens"] == 300
     assert p["tokens_by_layer"] == ctx.tokens_by_layer
-    assert {x["layer"] for x in p["included"]} == {"system", "working", "recalled", "immediate"}
+    assert {"system", "recalled", "immediate"} <= {x["layer"] for x in p["included"]}
     assert p["left_out"] and all("score" in x and "event_ids" in x for x in p["included"])
 
 
@@ -83,15 +84,19 @@ def test_phase_presets_and_options(weave_factory):
     assert weave.assemble("t", budget_tokens=300).phase == "closing"
     for name, shares in PRESETS.items():
         assert abs(shares.working + shares.recalled + shares.immediate - 1) < 1e-9, name
-    # the same history gives the immediate layer more room while gathering requirements
+    # the same history gives the newest turns a higher floor while gathering requirements:
+    # a query that recall matches all over the session keeps more of them verbatim
+    assert PRESETS["requirement"].immediate > PRESETS["closing"].immediate
     say(weave, "t", [m for i in range(12) for m in (
         {"role": "user", "content": f"Step {'abcdefghijkl'[i]}: compare page template {'mnopqrstuvwx'[i]} in detail."},
         {"role": "assistant", "content": f"Template {'mnopqrstuvwx'[i]} checked; nothing unusual found there."})],
         prefix="more")  # fmt: skip
-    req = weave.assemble("t", budget_tokens=600, phase="requirement", compact=False)
-    clo = weave.assemble("t", budget_tokens=600, phase="closing", compact=False)
-    assert req.layers["immediate"].budget > clo.layers["immediate"].budget
+    say(weave, "t", chatter(10), prefix="after")  # the steps are no longer the newest turns
+    q = "compare the page templates in detail: what was checked?"
+    req = weave.assemble("t", q, budget_tokens=600, phase="requirement")
+    clo = weave.assemble("t", q, budget_tokens=600, phase="closing")
     assert req.layers["immediate"].tokens > clo.layers["immediate"].tokens
+    assert req.layers["recalled"].tokens < clo.layers["recalled"].tokens
     one = weave.assemble("t", "q?", budget_tokens=600, single_system=True, include_query=True)
     assert [m["role"] for m in one.messages].count("system") == 1
     assert one.messages[-1] == {"role": "user", "content": "q?"}
@@ -101,6 +106,8 @@ def test_phase_presets_and_options(weave_factory):
 async def test_aassemble_matches_assemble(weave_factory):
     weave = weave_factory(index=False)
     _long_session(weave)
+    # maintenance settled first: a call tells it the window, and it may compact after
+    weave.context.compact("s", window_tokens=400)
     a = weave.assemble("s", "urls?", budget_tokens=400, record=False)
     b = await weave.aassemble("s", "urls?", budget_tokens=400, record=False)
     assert a.messages == b.messages and a.total_tokens == b.total_tokens
@@ -138,7 +145,8 @@ def test_bench_context_runs_all_systems_on_a_tiny_scenario(tmp_path):
     (tmp_path / "tiny.json").write_text(json.dumps(scn))
     rows, details, extra = context.run(tmp_path)
     by = {r["system"]: r for r in rows}
-    assert set(by) == {*context.SYSTEMS, "beeweave (short session)"}
+    assert set(by) == {*context.SYSTEMS, "beeweave (short session)", "beeweave (fit check)"}
+    assert by["beeweave (fit check)"]["verbatim"] == 1.0  # a budget above it: every turn as is
     short = by["beeweave (short session)"]  # the opening turns fit: never above the history
     assert short["probes"] == 1 and short["within_budget"] == 1.0
     assert extra["short_sessions"][0]["tokens"] <= extra["short_sessions"][0]["full_tokens"]

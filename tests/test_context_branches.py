@@ -77,6 +77,6 @@ def test_delete_thread_then_a_new_run_starts_clean(weave_factory: Any) -> None:
     assert "Hello again" in p and "4929" not in p and "deposit" not in p
     weave.flush()
     assert all("4929" not in e.content for e in weave.store.timeline("payments"))
-    ctx = weave.assemble("payments", "card number", budget_tokens=2_000, dry_run=True)
+    ctx = weave.assemble("payments", "card number", budget_tokens=2_000, record=False)
     assert "4929" not in ctx.text()
     assert weave.store.search_text("4929", session_id="payments") == []

@@ -137,7 +137,7 @@ def test_budget_below_the_pinned_system_layer_is_a_clear_error(weave_factory):
 def test_latest_user_message_is_cut_not_dropped_when_alone_too_big(weave_factory):
     weave = weave_factory(index=False)
     say(weave, "s", [{"role": "user", "content": "word " * 3000}])
-    ctx = weave.assemble("s", budget_tokens=200, compact=False)
+    ctx = weave.assemble("s", budget_tokens=200)
     assert ctx.total_tokens <= 200
     assert ctx.messages[-1]["role"] == "user" and ctx.messages[-1]["content"].endswith(
         "[cut by BeeWeave]"
@@ -160,7 +160,7 @@ def test_tool_group_stays_whole_at_every_budget(weave_factory):
     ])  # fmt: skip
     shown = 0
     for budget in range(40, 420, 3):
-        ctx = weave.assemble("s", budget_tokens=budget, compact=False, record=False)
+        ctx = weave.assemble("s", budget_tokens=budget, record=False)
         assert ctx.total_tokens <= budget
         check_pairs(ctx.messages)
         calls = [m for m in ctx.messages if m.get("tool_calls")]

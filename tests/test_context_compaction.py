@@ -157,14 +157,22 @@ def test_segments_merge_hierarchically_with_compression(weave_factory):
 def test_thrash_guard_warns_and_backs_off(weave_factory):
     weave, engine = _engine(weave_factory, policy=CompactionPolicy(segment_turns=2, thrash_turns=4))
     compactions, backoffs = [], []
+
+    def segments() -> set[int]:  # turns compacted so far (a rebuilt segment is not new)
+        return {int(x.payload["seq_from"]) for x in _summaries(weave, "s")
+                if int(x.payload.get("level", 0)) == 0}  # fmt: skip
+
     for step in range(16):
+        before = segments()
         big = f"Measurement run {step} gave load_{step} = {1000 + step}. " + " ".join(
             f"Sample {step}-{j} stayed near {j * 7 + step} units." for j in range(25)
         )
         say(weave, "s", [{"role": "user", "content": big},
                          {"role": "assistant", "content": f"Recorded run {step}."}], prefix=f"p{step}")  # fmt: skip
         report = engine.compact("s", window_tokens=1000, model="gpt-4")
-        if report.triggered:
+        # (maintenance may have compacted in the background before this call: count
+        # the turns compacted, whoever compacted them)
+        if segments() - before:
             compactions.append(step)
         if report.reason.startswith("backing off"):
             backoffs.append(step)
@@ -179,9 +187,7 @@ def test_thrash_guard_warns_and_backs_off(weave_factory):
     assert max(gaps) > min(gaps), f"gaps between compactions should grow: {compactions}"
     assert engine.compactor.level("s") >= 1
     # and the assembler shrinks the immediate layer at that level
-    ctx = weave.assemble(
-        "s", "load_3?", budget_tokens=1000, model="gpt-4", phase="execution", compact=False
-    )
+    ctx = weave.assemble("s", "load_3?", budget_tokens=1000, model="gpt-4", phase="execution")
     avail = 1000 - ctx.overhead_tokens - ctx.layers["system"].tokens
     assert (
         ctx.layers["immediate"].budget - (avail - int(avail * 0.3) - int(avail * 0.3))
@@ -191,16 +197,18 @@ def test_thrash_guard_warns_and_backs_off(weave_factory):
 
 def test_summary_is_rebuilt_when_the_user_overturns_what_it_holds(weave_factory):
     weave, engine = _engine(weave_factory, policy=CompactionPolicy(segment_turns=2))
-    say(weave, "s", [{"role": "user", "content": "Store results in SQLite."},
-                     {"role": "assistant", "content": "Will do, SQLite it is for results."},
+    say(weave, "s", [{"role": "user", "content": "The export batch size is 500 rows."},
+                     {"role": "assistant", "content": "Noted, exports go out in 500-row batches."},
                      *chatter(3),
                      {"role": "user", "content": "Next please."}], prefix="a")  # fmt: skip
     engine.compact("s", window_tokens=80, model="gpt-4", force=True)
-    first = [s for s in _summaries(weave, "s") if "store results in sqlite" in fold(s.content)]
-    assert first, "the instruction is in a summary before it is overturned"
-    say(weave, "s", [{"role": "user", "content": "Actually, drop SQLite: store the results as JSON Lines files."}],
+    first = [s for s in _summaries(weave, "s") if "batch size is 500 rows" in fold(s.content)]
+    assert first, "the setting is in a summary before it is overturned"
+    say(weave, "s", [{"role": "user", "content": "Let us raise the export batch size to 800 rows."}],
         prefix="b")  # fmt: skip
-    ctx = weave.assemble("s", "where do results go?", budget_tokens=400, model="gpt-4")
+    # maintenance rebuilds the summary (explicit compaction waits for it)
+    engine.compact("s", window_tokens=80, model="gpt-4")
+    ctx = weave.assemble("s", "what batch size do exports use?", budget_tokens=400, model="gpt-4")
     old = weave.store.get([first[0].id], include_inactive=True)[0]
     assert old.status == Status.INVALIDATED and "overturned" in old.status_reason
     newer = [
@@ -208,10 +216,13 @@ def test_summary_is_rebuilt_when_the_user_overturns_what_it_holds(weave_factory)
         for e in weave.store.edges(event_id=old.id, types=[EdgeType.SUPERSEDES], direction="in")
     ]
     assert newer and all(
-        "store results in sqlite" not in fold(e.content) for e in weave.store.get(newer)
+        "batch size is 500 rows" not in fold(e.content) for e in weave.store.get(newer)
     )
-    assert "store results in sqlite" not in fold(ctx.text())
-    assert "JSON Lines" in ctx.text()
+    # the turns themselves are never hidden: the old one, if shown, comes before the new
+    text = fold(ctx.text())
+    assert "800 rows" in text
+    if "500 rows" in text:
+        assert text.index("500 rows") < text.rindex("800 rows")
 
 
 def test_extractive_summarizer_keeps_values_and_cues_in_both_languages():

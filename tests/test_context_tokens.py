@@ -102,7 +102,7 @@ def test_full_history_tokens_count_every_tool_call(weave_factory, real_tiktoken)
         {"role": "tool", "tool_call_id": "b", "content": "two"},
     ]  # fmt: skip
     say(weave, "s", msgs)
-    ctx = weave.assemble("s", budget_tokens=10_000, model="gpt-4", compact=False)
+    ctx = weave.assemble("s", budget_tokens=10_000, model="gpt-4")
     enc = real_tiktoken["cl100k_base"]
     # stored args are re-serialised with ensure_ascii=False: count what is actually sent
     sent = [m for m in ctx.messages if m["role"] != "system" or m["content"] == "sys"]

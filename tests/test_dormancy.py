@@ -29,7 +29,7 @@ def at(w: Weave, t: float, **kw) -> None:
 def look(w: Weave, query: str):
     """The working state, and what the memory layers (working, recalled) injected: the
     session's own turns may still hold the words verbatim in the immediate layer."""
-    ctx = w.assemble("g", query, budget_tokens=900, record=False, compact=False)
+    ctx = w.assemble("g", query, budget_tokens=900, record=False)
     text = "\n".join(p.text for p in ctx.provenance if p.layer in ("working", "recalled"))
     return ctx.working_state, text
 

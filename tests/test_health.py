@@ -109,9 +109,10 @@ def _session(store, facts_in_summary: bool) -> dict[str, Event]:
 
 def _render(store, room: int):
     """A stand-in assembler: active top summaries, then the newest ``room`` turns no
-    active (and not hidden) summary stands for — what a budget lets through."""
+    active (and not hidden) summary stands for — what a budget lets through (the same
+    text whichever facts are asked for)."""
 
-    def text(hidden) -> str:
+    def text(hidden, facts=()) -> str:
         sums = [s for s in store.timeline("n", types=(EventType.SUMMARY,)) if s.id not in hidden]
         merged = {c for s in sums for c in s.payload.get("children") or ()}
         covered = {q for s in sums for q in range(s.payload["seq_from"], s.payload["seq_to"] + 1)}
@@ -202,7 +203,7 @@ def test_engine_runs_the_guard_and_leaves_no_trace_when_not_to_blame(tmp_path, w
             report = w.context.compact("s", window_tokens=window, force=True)
             assert report.triggered and report.rolled_back == []
             assert w.store.timeline("s", types=(EventType.WARNING,)) == []
-            ctx = w.assemble("s", budget_tokens=window, dry_run=True)
+            ctx = w.assemble("s", budget_tokens=window, record=False)
             texts.append([m["content"] for m in ctx.messages])
     assert texts[0] == texts[1]
     assert ("Okonkwo" in "\n".join(map(str, texts[0]))) is (window == 240)

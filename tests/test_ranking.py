@@ -10,7 +10,7 @@ from __future__ import annotations
 import bm25s
 import pytest
 
-from beeweave_core.context.memory import decay as memory_decay
+from beeweave_core.context import decay as memory_decay
 from beeweave_core.events import Event, EventType
 from beeweave_core.ranking import (
     BM25_K1,

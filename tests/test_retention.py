@@ -90,9 +90,9 @@ def test_archive_remove_reimport_identical(backend: str, weave_factory, home: Pa
     assert [m.id for m in w.context.memories("orchard-0")] == [m.id for m in memories]
     assert all(R.archived_in(w.store, m) == [archive.name] for m in memories)
     q = "how many litres for watering code W004?"
-    ctx = w.assemble("orchard-0", q, budget_tokens=2000, dry_run=True)
+    ctx = w.assemble("orchard-0", q, budget_tokens=2000, record=False)
     assert "W004" in "\n".join(str(m["content"]) for m in ctx.messages)
-    ctx = w.assemble("orchard-1", budget_tokens=2000, dry_run=True)  # half archived
+    ctx = w.assemble("orchard-1", budget_tokens=2000, record=False)  # half archived
     assert ctx.tokens_by_layer["recalled"] > 0 and ctx.tokens_by_layer["immediate"] > 0
     assert w.store.timeline("orchard-2")  # young session untouched
     assert stat.S_IMODE(archive.stat().st_mode) == 0o600

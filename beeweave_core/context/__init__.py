@@ -17,10 +17,11 @@ from beeweave_core.context.assembler import (
 from beeweave_core.context.compactor import CompactionPolicy, CompactionReport, Compactor
 from beeweave_core.context.editing import Editor, EditPolicy, cut_tool_output
 from beeweave_core.context.engine import ContextEngine
-from beeweave_core.context.memory import KINDS, MemoryWriter, decay
 from beeweave_core.context.messages import Unit, split_units
 from beeweave_core.context.summarizers import ExtractiveSummarizer, LLMSummarizer, Summarizer
 from beeweave_core.context.working_state import WorkingState, build_working_state
+from beeweave_core.memory.kinds import KINDS, decay
+from beeweave_core.memory.writer import MemoryWriter
 from beeweave_core.ranking import HALF_LIFE_DAYS
 from beeweave_core.transcript import record_messages
 

@@ -1,42 +1,57 @@
-"""Layered assembly under an exact token budget.
+"""Layered assembly under an exact token budget: verbatim while it fits, evidence first
+when it does not.
 
 Four layers, in the order a model reads them:
 
 1. **system** — the session's system prompt(s), pinned: never dropped or cut (a budget
    smaller than this layer is an error, not a silent truncation);
-2. **working** — the structured working state (goal, constraints, decisions …);
-3. **recalled** — memories and summaries from earlier, each tagged as recalled with its
-   session and turn range;
-4. **immediate** — the latest turns verbatim, newest first while they fit, a tool
-   call always together with its result.
+2. **working** — items of the working state the request touches (settings, decisions,
+   conflicts, memories that need confirmation), within a small cap;
+3. **recalled** — what the retriever found for this request outside the recent turns:
+   the matching turns and tool results (with the neighbours the retriever brought and,
+   for a turn a later one replaced, that later turn), memories and summaries, packed by
+   rank and shown oldest first, each with its turn number;
+4. **immediate** — the newest turns verbatim, a tool call always with its result,
+   starting on a user turn.
 
-Each layer gets a share of the budget by task phase (``requirement`` / ``execution``
-/ ``closing``); what a layer does not use is handed on to the next, and what is left
-at the end goes back to the layers that had to leave things out.  The final message
-list is counted with the model's tokenizer and is never over budget.
+While the whole history fits the budget it is sent as it is, in order, as a plain buffer
+would (nothing is edited, nothing dropped).  When it does not, the newest turns get a
+floor (the phase's ``immediate`` share), recall takes what its hits need of the rest by
+rank, and what recall leaves goes back to the newest turns: a question about the past
+gets the room, one about the last few turns keeps them.  The final message list is
+counted with the model's tokenizer and is never over budget.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from functools import lru_cache
 from typing import Any
 
+from beeweave_core.context.editing import EditPolicy, cut_tool_output, tool_digest
 from beeweave_core.context.messages import Unit, message_text
-from beeweave_core.context.recall import Recallable
-from beeweave_core.context.working_state import PRIORITY, TITLES, Item, WorkingState
+from beeweave_core.context.working_state import PRIORITY, Item, WorkingState
+from beeweave_core.events import Event, EventType
 from beeweave_core.text import language as L
 from beeweave_core.tokens import TokenCounter
 
 LAYERS = ("system", "working", "recalled", "immediate")
-#: Working-state sections made from turns (not memories): shown verbatim, they go.
-TURN_SECTIONS = frozenset({"goal", "todos", "open_questions"})
-RECALL_HEADER = "Recalled by BeeWeave (earlier context, not the current turns; latest wins):"
+RECALL_HEADER = (
+    "Recalled by BeeWeave for this request (earlier turns and notes, oldest first; "
+    "not the latest turns):"
+)
+OTHER_SESSIONS_HEADER = "From this user's other sessions:"
+#: Working-state sections shown whatever the query (they ask the model to check).
+ALWAYS_SHOWN = frozenset({"conflicts", "needs_confirmation"})
 
 
 @dataclass(frozen=True)
 class LayerShares:
-    """Fractions of the budget left after the system layer (they sum to 1)."""
+    """How a budget left after the system layer is split (fractions summing to 1):
+    ``working`` caps the working layer, ``immediate`` is the newest turns' floor, and
+    ``recalled`` is what recall may take at most beyond them (unused: to the newest)."""
 
     working: float
     recalled: float
@@ -48,18 +63,18 @@ class LayerShares:
             raise ValueError(f"layer shares must be >= 0 and sum to 1, got {total}")
 
     def shrink_immediate(self, factor: float) -> LayerShares:
-        """Move part of the immediate share to recall (the thrash guard's adaptation)."""
+        """Move part of the immediate floor to recall (the thrash guard's adaptation)."""
         imm = self.immediate * factor
         return LayerShares(self.working, self.recalled + self.immediate - imm, imm)
 
 
+#: The newest turns' floor per phase: what was just said matters most while
+#: requirements are gathered, least when wrapping up.  Chosen by cross-validation over
+#: conversations (``beeweave bench context`` and ``bench locomo``'s assembled figures).
 PRESETS: dict[str, LayerShares] = {
-    # gathering requirements: what was just said matters most
-    "requirement": LayerShares(working=0.25, recalled=0.15, immediate=0.60),
-    # doing the work: constraints, decisions and earlier results matter as much
-    "execution": LayerShares(working=0.30, recalled=0.30, immediate=0.40),
-    # wrapping up: the whole story, less of the last few turns
-    "closing": LayerShares(working=0.35, recalled=0.40, immediate=0.25),
+    "requirement": LayerShares(working=0.10, recalled=0.55, immediate=0.35),
+    "execution": LayerShares(working=0.10, recalled=0.65, immediate=0.25),
+    "closing": LayerShares(working=0.10, recalled=0.75, immediate=0.15),
 }
 
 
@@ -127,9 +142,8 @@ class AssembledContext:
     overhead_tokens: int = 0
     retrieval_event_id: str | None = None
     compaction: dict[str, Any] | None = None
-    #: answered from the session's newest turns while its full view is built in the
-    #: background (no memories, summaries or recall of older turns yet; see
-    #: context/tail.py); ``full_history_tokens`` then counts the turns read
+    #: maintenance has not read the whole session yet: memories, supersession and the
+    #: working state cover what it has read; the turns and recall are complete
     catching_up: bool = False
 
     @property
@@ -154,166 +168,140 @@ class AssembledContext:
         return message_text(self.messages)
 
 
-# ---------------------------------------------------------------- text blocks
-@dataclass
-class _Block:
-    """The recalled layer's system message: a header, then lines grouped by source."""
+# ---------------------------------------------------------------- recall lines
+@dataclass(frozen=True)
+class Line:
+    """One recalled line: a turn, a tool call's digest, a memory or a summary."""
 
-    counter: TokenCounter
-    header: str
-    groups: dict[str, list[str]] = field(default_factory=dict)
+    event_id: str
+    session_id: str
+    seq: int
+    ts: float
+    kind: str  # turn | tool | memory | summary | note
+    text: str
+    note: str = ""
+    #: ids whose text this line stands for (a memory's sources, a tool call's pair)
+    covers: tuple[str, ...] = ()
 
-    def content(self) -> str:
-        if not self.groups:
-            return ""
-        out = [self.header]
-        for g, lines in self.groups.items():
-            out.append(g)
-            out += lines
-        return "\n".join(out)
-
-    def cost(self) -> int:
-        text = self.content()
-        return self.counter.count_message({"role": "system", "content": text}) if text else 0
-
-    def add(self, group: str, line: str) -> None:
-        self.groups.setdefault(group, []).append(line)
-
-    def message(self) -> dict[str, Any] | None:
-        text = self.content()
-        return {"role": "system", "content": text} if text else None
+    def render(self) -> str:
+        return f"#{self.seq} {self.text}" + (f" ({self.note})" if self.note else "")
 
 
-#: Within this many tokens of a budget the fill re-counts exactly instead of estimating.
-MARGIN = 8
-#: Exact re-counts one fill may make near its budget (each counts the whole block).
-MAX_RECOUNTS = 6
-#: Recalled candidates listed as left out in the audit (the best-scored first).
-LEFT_OUT_SHOWN = 100
+@dataclass(frozen=True)
+class Candidate:
+    """A retriever hit as recall can show it: its lines, by the hit's rank."""
+
+    rank: int
+    score: float
+    lines: tuple[Line, ...]
+    via: str = "retriever"
+
+    @property
+    def key(self) -> str:
+        return self.lines[0].event_id
 
 
-def _greedy(
-    exact: Callable[[list[Any]], int],
-    line_cost: Callable[[Any, list[Any]], int],
-    items: Iterable[Any],
-    budget: int,
-    chosen: list[Any],
-    skipped: list[Any],
-) -> int:
-    """Add items in order while the exact cost stays within ``budget``.
+@dataclass(frozen=True)
+class RecallInputs:
+    """What the read gathered for the recalled layer (decided by the engine)."""
 
-    Each item's cost is estimated from its own line; only near the budget is the whole
-    block re-counted, so filling is linear, and the final exact count has the last word.
-    """
-    used = exact(chosen)
-    recounts = 0
-    for item in items:
-        if recounts >= MAX_RECOUNTS:  # the block is full to within a line: stop trying
-            skipped.append(item)
-            continue
-        if not chosen:
-            cost = exact([item])
-            if cost <= budget:
-                chosen.append(item)
-                used = cost
-            else:
-                skipped.append(item)
-            continue
-        add = line_cost(item, chosen)
-        if used + add <= budget - MARGIN:
-            chosen.append(item)
-            used += add
-        elif used + add > budget + MARGIN:
-            skipped.append(item)
-        else:
-            cost = exact([*chosen, item])
-            recounts += 1
-            if cost <= budget:
-                chosen.append(item)
-                used = cost
-            else:
-                skipped.append(item)
-    used = exact(chosen)
-    while used > budget and chosen:
-        skipped.append(chosen.pop())
-        used = exact(chosen)
-    return used
+    session_id: str
+    candidates: Sequence[Candidate]
+    #: the day the newest turn was said (dates are shown only when lines differ from it)
+    today: str | None = None
 
 
-class _Seen:
-    """Whether a key occurs among the chosen items, kept as the list grows: the greedy
-    fill only appends while it asks, so asking is not a scan of all chosen so far."""
-
-    def __init__(self, key: Callable[[Any], str]) -> None:
-        self.key = key
-        self.keys: set[str] = set()
-        self.n = 0
-        self.last: object = None
-
-    def __call__(self, chosen: list[Any], k: str) -> bool:
-        n = self.n
-        if len(chosen) < n or (n and chosen[n - 1] is not self.last):
-            self.keys, n = set(), 0  # not grown from what was seen: start again
-        for x in chosen[n:]:
-            self.keys.add(self.key(x))
-        self.n = len(chosen)
-        self.last = chosen[-1] if chosen else None
-        return k in self.keys
+def day_of(ts: float) -> str:
+    """A timestamp's day as people write it: ``8 May 2023`` (UTC)."""
+    return _day(int(ts // 86_400))
 
 
-def _fill(
-    block: _Block,
-    candidates: Iterable[Recallable],
-    budget: int,
-    chosen: list[Recallable],
-    skipped: list[Recallable],
-) -> int:
-    """Recalled pieces by score while the grouped block fits (exact at the end)."""
-    c = block.counter
-
-    def exact(ch: list[Recallable]) -> int:
-        b = _Block(c, block.header)
-        for r in ch:
-            b.add(r.group, r.line())
-        return b.cost()
-
-    has = _Seen(lambda r: r.group)
-
-    def line_cost(r: Recallable, ch: list[Recallable]) -> int:
-        new_group = not has(ch, r.group)
-        return _text_tokens(c, r.line()) + 1 + (_text_tokens(c, r.group) + 1 if new_group else 0)
-
-    used = _greedy(exact, line_cost, candidates, budget, chosen, skipped)
-    block.groups = {}
-    for r in chosen:
-        block.add(r.group, r.line())
-    return used
+@lru_cache(maxsize=4096)
+def _day(day: int) -> str:
+    d = datetime.fromtimestamp(day * 86_400, tz=timezone.utc)
+    return f"{d.day} {d.strftime('%B')} {d.year}"
 
 
-_TEXT_TOKENS: dict[tuple[str, str], int] = {}
+def render_recall(lines: Sequence[Line], session_id: str, today: str | None) -> str:
+    """The recalled layer's text: this session's lines oldest first, then other
+    sessions' by session; a date line wherever the day changes (when any differs from
+    ``today``)."""
+    if not lines:
+        return ""
+    own = sorted((ln for ln in lines if ln.session_id == session_id), key=lambda ln: ln.seq)
+    others = sorted((ln for ln in lines if ln.session_id != session_id),
+                    key=lambda ln: (ln.ts, ln.session_id, ln.seq))  # fmt: skip
+    dated = any(day_of(ln.ts) != today for ln in lines if ln.ts)
+    out = [RECALL_HEADER]
+    out += _dated(own, dated)
+    if others:
+        out.append(OTHER_SESSIONS_HEADER)
+        current = None
+        for ln in others:
+            if ln.session_id != current:
+                current = ln.session_id
+                out.append(f"[session {ln.session_id}]")
+            out += _dated([ln], dated, _last_day(out))
+    return "\n".join(out)
 
 
-def _text_tokens(c: TokenCounter, text: str) -> int:
-    """Tokens of a line; lines recur from call to call, so they are counted once."""
-    key = (c.encoding_name, text)
-    n = _TEXT_TOKENS.get(key)
-    if n is None:
-        if len(_TEXT_TOKENS) > 200_000:
-            _TEXT_TOKENS.clear()
-        n = _TEXT_TOKENS[key] = c.count_text(text)
-    return n
+def _last_day(out: list[str]) -> str | None:
+    for s in reversed(out):
+        if s.startswith("— ") and s.endswith(" —"):
+            return s[2:-2]
+    return None
 
 
-def _unit_cost(counter: TokenCounter, unit: Unit) -> int:
-    """Tokens of a unit's messages, kept on the unit (the same stored turns, edited
-    once by the edit cache, recur every call and several times within one)."""
-    key = counter.encoding_name
-    n = unit.memo.get(key)
-    if n is None:
-        n = unit.memo[key] = sum(counter.count_message(m) for m in unit.messages)
-    return n
+def _dated(lines: Sequence[Line], dated: bool, day: str | None = None) -> list[str]:
+    out: list[str] = []
+    for ln in lines:
+        if dated and ln.ts:
+            d = day_of(ln.ts)
+            if d != day:
+                out.append(f"— {d} —")
+                day = d
+        out.append(ln.render())
+    return out
 
 
+def event_line(
+    ev: Event,
+    related: dict[str, Event],
+    policy: EditPolicy,
+    resolve: Callable[[str], str | None] | None,
+    note: str = "",
+) -> Line | None:
+    """The line ``ev`` is recalled as (``None``: nothing a model should read)."""
+    t = ev.type
+    if t in (EventType.USER_MESSAGE, EventType.ASSISTANT_MESSAGE):
+        if not (ev.content or "").strip():
+            return None
+        role = "user" if t == EventType.USER_MESSAGE else "assistant"
+        text = cut_tool_output(ev, policy, resolve) or ev.content
+        return Line(ev.id, ev.session_id, ev.seq, ev.ts, "turn", f"{role}: {text}", note)
+    if t == EventType.TOOL_RESULT:
+        inv = next((related[p] for p in ev.parents if p in related
+                    and related[p].type == EventType.TOOL_INVOCATION), None)  # fmt: skip
+        covers = (inv.id,) if inv is not None else ()
+        digest = tool_digest(ev, inv, policy, resolve)
+        return Line(ev.id, ev.session_id, ev.seq, ev.ts, "tool", f"tool {digest}", note, covers)
+    if t == EventType.MEMORY:
+        seq = int(ev.payload.get("source_seq", ev.seq))
+        kind = str(ev.payload.get("kind", "fact"))
+        sources = tuple(str(s) for s in ev.payload.get("source_ids") or ())
+        return Line(ev.id, ev.session_id, seq, ev.ts, "memory", f"(noted {kind}) {ev.content}",
+                    note, sources)  # fmt: skip
+    if t == EventType.SUMMARY and ev.content:
+        a = int(ev.payload.get("seq_from", ev.seq))
+        b = int(ev.payload.get("seq_to", ev.seq))
+        return Line(ev.id, ev.session_id, a, ev.ts, "summary",
+                    f"(summary of #{a}-#{b}) {ev.content}", note)  # fmt: skip
+    if t == EventType.ERROR and ev.content:
+        return Line(ev.id, ev.session_id, ev.seq, ev.ts, "turn", f"error: {ev.content}", note)
+    return None
+
+
+# ---------------------------------------------------------------- the plan
 @dataclass
 class Plan:
     """Inputs of one assembly, decided by the engine."""
@@ -326,16 +314,17 @@ class Plan:
     shares: LayerShares
     systems: list[str]
     system_ids: list[str]
-    units: list[Unit]  # edited, oldest first (acks already dropped)
-    edited_out: list[tuple[Unit, str]]  # what editing dropped, and why
+    units: list[Unit]  # the newest turns read, oldest first
     working: WorkingState
-    #: (first seq of the immediate window, items already in the working layer)
-    #: -> scored candidates for the recalled layer
-    recall: Callable[[int, Sequence[Item]], list[Recallable]]
+    #: candidates for the recalled layer, by rank; called with the ids shown verbatim
+    recall: Callable[[set[str]], RecallInputs]
     query_message: dict[str, Any] | None = None
     single_system: bool = False
-    #: the edited units are the whole history and fit: send them as they are
+    #: ``units`` are the whole history and fit: send them as they are
     whole_history: bool = False
+    #: big tool outputs in the newest turns are cut to key fields (history over budget)
+    policy: EditPolicy = field(default_factory=EditPolicy)
+    resolve: Callable[[str], str | None] | None = None
 
 
 @dataclass
@@ -345,48 +334,54 @@ class _Fill:
     avail: int
     w_in: list[Item] = field(default_factory=list)
     w_out: list[Item] = field(default_factory=list)
-    r_in: list[Recallable] = field(default_factory=list)
-    r_out: list[Recallable] = field(default_factory=list)
+    lines: list[Line] = field(default_factory=list)
+    scores: dict[str, tuple[float, int]] = field(default_factory=dict)
+    r_out: list[Candidate] = field(default_factory=list)
     window: list[Unit] = field(default_factory=list)
     dropped: list[Unit] = field(default_factory=list)
     w_used: int = 0
-    r_used: int = 0
+    session_id: str = ""
+    today: str | None = None
 
 
 def assemble(plan: Plan) -> tuple[list[dict[str, Any]], dict[str, LayerReport], int]:
-    """Run the layered fill of ``plan``: (messages, layer reports, overhead tokens).
-
-    When the whole (edited) history fits, it is sent as it is, after the system
-    prompt: a plain buffer would send no less, and layers would only add tokens."""
-    c = plan.counter
+    """Fill the layers of ``plan``: (messages, layer reports, overhead tokens)."""
     reports = {name: LayerReport(name, 0) for name in LAYERS}
     sys_msg, overhead, avail = _system_layer(plan, reports)
-    if plan.whole_history and (not plan.units or plan.units[0].kind == "user"):
+    if plan.whole_history:
         f = _whole_history(plan, reports, avail)
     else:
         f = _fill_layers(plan, reports, avail)
-        _share_spare(plan, reports, f)
-        _drop_repeats(f)
-    wmsg = _working_message(plan.working, f.w_in)
-    rmsg = _recall_message(c, f.r_in)
-    messages = _within_budget(plan, sys_msg, f, wmsg, rmsg)
+    messages = _within_budget(plan, sys_msg, f)
     _account(plan, reports, f)
     return messages, reports, overhead
 
 
 def _whole_history(plan: Plan, reports: dict[str, LayerReport], avail: int) -> _Fill:
-    """The session's history as it is; only what other sessions of the user hold is
-    recalled beside it (this session's own memories would repeat its turns)."""
+    """The session's history as it is; beside it, only what its turns do not hold:
+    other sessions of the user, and this session's notes whose turns are gone (archived
+    by retention) or that never had any (a memory tool's) — recall leaves out whatever
+    the window shows."""
     c = plan.counter
-    f = _Fill(avail, window=list(plan.units))
+    f = _Fill(avail, window=list(plan.units), session_id=plan.session_id)
     used = sum(_unit_cost(c, u) for u in f.window)
-    window_from = f.window[0].seq_from if f.window else 1 << 62
-    others = [r for r in plan.recall(window_from, []) if r.session_id != plan.session_id]
-    if others:
-        reports["recalled"].budget = avail - used
-        f.r_used = _fill(_Block(c, RECALL_HEADER), others, avail - used, f.r_in, f.r_out)
     reports["immediate"].budget = used
+    if avail - used > 0:
+        shown = {i for u in f.window for i in u.ids}
+        inputs = plan.recall(shown)
+        others = [k for k in inputs.candidates
+                  if k.lines[0].session_id != plan.session_id or _notes_only(k)]  # fmt: skip
+        if others:
+            f.today = inputs.today
+            reports["recalled"].budget = avail - used
+            _pack(c, f, others, avail - used)
     return f
+
+
+def _notes_only(k: Candidate) -> bool:
+    """A candidate of memories or summaries only (no turn: the window has every turn
+    this request may see, so a turn outside it is one it must not)."""
+    return all(ln.kind not in ("turn", "tool") for ln in k.lines)
 
 
 def _system_layer(
@@ -413,128 +408,191 @@ def _system_layer(
 
 
 def _fill_layers(plan: Plan, reports: dict[str, LayerReport], avail: int) -> _Fill:
-    """Working, then recalled, then immediate; each hands what it left to the next."""
+    """Newest turns up to their floor, the working items the request touches, recall
+    by rank, then the newest turns again with what recall left."""
     c = plan.counter
-    f = _Fill(avail)
-    b_work = int(avail * plan.shares.working)
-    b_rec = int(avail * plan.shares.recalled)
-    b_imm = avail - b_work - b_rec
-    # a first look at the immediate window, so recall skips what it will show verbatim
-    window, _ = _fit_newest(c, plan.units, b_imm)
-    window_from = window[0].seq_from if window else 1 << 62
+    f = _Fill(avail, session_id=plan.session_id)
+    units = _cut_big_outputs(plan)
+    floor = int(avail * plan.shares.immediate)
+    f.window, f.dropped = _fit_newest(c, units, floor)
     items = _rank_items(plan.working, plan.query)
+    b_work = int(avail * plan.shares.working)
     f.w_used = _fill_working(c, plan.working, items, b_work, f.w_in, f.w_out)
     reports["working"].budget = b_work
-    b_rec += b_work - f.w_used
-    reports["recalled"].budget = b_rec
-    candidates = plan.recall(window_from, f.w_in)[: max(64, (b_rec + b_imm) // 4)]
-    f.r_used = _fill(_Block(c, RECALL_HEADER), candidates, b_rec, f.r_in, f.r_out)
-    b_imm += b_rec - f.r_used
-    reports["immediate"].budget = b_imm
-    f.window, f.dropped = _fit_newest(c, plan.units, b_imm)
+    shown = {i for u in f.window for i in u.ids}
+    inputs = plan.recall(shown)
+    f.today = inputs.today
+    room = avail - f.w_used - sum(_unit_cost(c, u) for u in f.window)
+    reports["recalled"].budget = room
+    _pack(c, f, [k for k in inputs.candidates if k.key not in shown], room)
+    spare = avail - f.w_used - _recall_cost(c, f) - sum(_unit_cost(c, u) for u in f.window)
+    _widen(plan, f, units, spare)
+    reports["immediate"].budget = sum(_unit_cost(c, u) for u in f.window)
     return f
 
 
-def _share_spare(plan: Plan, reports: dict[str, LayerReport], f: _Fill) -> None:
-    """What is left goes back to the layers that had to leave things out."""
+def _cut_big_outputs(plan: Plan) -> list[Unit]:
+    """The newest turns with tool outputs over the policy's size cut to key fields."""
+    out = []
+    for u in plan.units:
+        if u.kind != "tool_group":
+            out.append(u)
+            continue
+        by_id = {e.id: e for e in u.events}
+        msgs = []
+        for m in u.messages:
+            if m.get("role") == "tool":
+                ev = by_id.get(u.results.get(m.get("tool_call_id", ""), ""))
+                cut = cut_tool_output(ev, plan.policy, plan.resolve) if ev is not None else None
+                if cut is not None:
+                    m = {**m, "content": cut}
+            msgs.append(m)
+        out.append(Unit(u.kind, u.events, msgs, u.results))
+    return out
+
+
+def _widen(plan: Plan, f: _Fill, units: Sequence[Unit], spare: int) -> None:
+    """Give what recall left to the newest turns: the window grows back in time; a turn
+    it reaches that recall already shows leaves recall (it is verbatim now)."""
     c = plan.counter
-    imm_used = sum(_unit_cost(c, u) for u in f.window)
-    spare = f.avail - (f.w_used + f.r_used + imm_used)
-    if spare > 0 and f.w_out:
-        retry, f.w_out = f.w_out, []
-        reports["working"].budget = f.w_used + spare
-        f.w_used = _fill_working(c, plan.working, retry, f.w_used + spare, f.w_in, f.w_out)
-        spare = f.avail - (f.w_used + f.r_used + imm_used)
-    if spare > 0 and f.r_out:
-        retry_r, f.r_out = f.r_out, []
-        reports["recalled"].budget = f.r_used + spare
-        f.r_used = _fill(_Block(c, RECALL_HEADER), retry_r, f.r_used + spare, f.r_in, f.r_out)
+    while spare > 0 and f.dropped:
+        prev = f.dropped[-1]
+        cost = _unit_cost(c, prev)
+        freed = _lines_of(c, f, set(prev.ids))
+        if cost > spare + freed:
+            break
+        f.dropped.pop()
+        f.window.insert(0, prev)
+        if freed:
+            f.lines = [ln for ln in f.lines if ln.event_id not in set(prev.ids)]
+        spare -= cost - freed
+    while f.window and f.window[0].kind != "user":
+        f.dropped.append(f.window.pop(0))  # the window starts on a user turn
 
 
-def _drop_repeats(f: _Fill) -> None:
-    """Nothing twice: recalled pieces and turn-derived working items whose turns the
-    final immediate window shows verbatim are taken out (the window may have grown
-    past the first look that recall was told about)."""
-    shown = {i for u in f.window for i in u.ids}
-    if not shown:
-        return
-    for r in [r for r in f.r_in if shown.intersection(r.event_ids)]:
-        f.r_in.remove(r)
-        f.r_out.append(r)
-    for it in [
-        it for it in f.w_in if it.section in TURN_SECTIONS and shown.issuperset(it.event_ids)
-    ]:
-        f.w_in.remove(it)
-        f.w_out.append(it)
+def _lines_of(c: TokenCounter, f: _Fill, ids: set[str]) -> int:
+    return sum(_text_tokens(c, ln.render()) + 1 for ln in f.lines if ln.event_id in ids)
 
 
-def _recall_message(c: TokenCounter, chosen: Sequence[Recallable]) -> dict[str, Any] | None:
-    block = _Block(c, RECALL_HEADER)
-    for r in chosen:
-        block.add(r.group, r.line())
-    return block.message()
+def _pack(c: TokenCounter, f: _Fill, candidates: Sequence[Candidate], budget: int) -> None:
+    """Candidates by rank while their new lines fit (exact at the end)."""
+    have = {ln.event_id for ln in f.lines}
+    covered = {i for ln in f.lines for i in ln.covers}
+    used = _recall_cost(c, f)
+    for cand in candidates:
+        new = [ln for ln in cand.lines if ln.event_id not in have and ln.event_id not in covered]
+        new = [ln for ln in new if not (ln.kind == "memory" and have.intersection(ln.covers))]
+        if not new:
+            continue
+        add = sum(_text_tokens(c, ln.render()) + 1 for ln in new) + (0 if f.lines else 40)
+        if used + add > budget:
+            f.r_out.append(cand)
+            continue
+        f.lines += new
+        for ln in new:
+            f.scores[ln.event_id] = (cand.score, cand.rank)
+            have.add(ln.event_id)
+            covered.update(ln.covers)
+        used += add
+    while f.lines and _recall_cost(c, f) > budget:
+        f.lines.pop()
 
 
-def _within_budget(
-    plan: Plan,
-    sys_msg: dict[str, Any] | None,
-    f: _Fill,
-    wmsg: dict[str, Any] | None,
-    rmsg: dict[str, Any] | None,
-) -> list[dict[str, Any]]:
+def _recall_cost(c: TokenCounter, f: _Fill) -> int:
+    msg = _recall_message(f)
+    return c.count_message(msg) if msg else 0
+
+
+def _recall_message(f: _Fill) -> dict[str, Any] | None:
+    text = render_recall(f.lines, f.session_id, f.today)
+    return {"role": "system", "content": text} if text else None
+
+
+_TEXT_TOKENS: dict[tuple[str, str], int] = {}
+
+
+def _text_tokens(c: TokenCounter, text: str) -> int:
+    """Tokens of a line; lines recur from call to call, so they are counted once."""
+    key = (c.encoding_name, text)
+    n = _TEXT_TOKENS.get(key)
+    if n is None:
+        if len(_TEXT_TOKENS) > 200_000:
+            _TEXT_TOKENS.clear()
+        n = _TEXT_TOKENS[key] = c.count_text(text)
+    return n
+
+
+_UNIT_TOKENS: dict[tuple[Any, ...], int] = {}
+
+
+def _unit_cost(counter: TokenCounter, unit: Unit) -> int:
+    """Tokens of a unit's messages, kept on the unit and by its events (the same stored
+    turns are read again by call after call; a cut unit is counted on its own)."""
+    key = counter.encoding_name
+    n = unit.memo.get(key)
+    if n is None:
+        sig = (key, *unit.ids, *(len(str(m.get("content") or "")) for m in unit.messages))
+        n = _UNIT_TOKENS.get(sig)
+        if n is None:
+            if len(_UNIT_TOKENS) > 200_000:
+                _UNIT_TOKENS.clear()
+            n = _UNIT_TOKENS[sig] = sum(counter.count_message(m) for m in unit.messages)
+        unit.memo[key] = n
+    return n
+
+
+def _within_budget(plan: Plan, sys_msg: dict[str, Any] | None, f: _Fill) -> list[dict[str, Any]]:
     """Compose, then drop until the exact count fits (the count has the last word)."""
     c = plan.counter
-    messages = _compose(plan, sys_msg, wmsg, rmsg, f.window)
+    messages = _compose(plan, sys_msg, f)
     while c.count_messages(messages) > plan.budget:
-        if f.window and (len(f.window) > 1 or not rmsg):
-            f.dropped.append(f.window.pop(0))
-            while f.window and f.window[0].kind != "user" and len(f.window) > 1:
-                f.dropped.append(f.window.pop(0))  # the window starts on a user turn
-        elif f.r_in:
-            f.r_out.append(f.r_in.pop())
-            rmsg = _recall_message(c, f.r_in)
+        if f.lines:
+            f.lines.pop()
         elif f.w_in:
             f.w_out.append(f.w_in.pop())
-            wmsg = _working_message(plan.working, f.w_in)
+        elif len(f.window) > 1:
+            f.dropped.append(f.window.pop(0))
+            while f.window and f.window[0].kind != "user" and len(f.window) > 1:
+                f.dropped.append(f.window.pop(0))
         elif f.window:
             f.dropped.append(f.window.pop(0))
         else:
             break
-        messages = _compose(plan, sys_msg, wmsg, rmsg, f.window)
+        messages = _compose(plan, sys_msg, f)
     return messages
+
+
+def _compose(plan: Plan, sys_msg: dict[str, Any] | None, f: _Fill) -> list[dict[str, Any]]:
+    wmsg = _working_message(plan.working, f.w_in)
+    head = [m for m in (sys_msg, wmsg, _recall_message(f)) if m]
+    if plan.single_system and len(head) > 1:
+        head = [{"role": "system", "content": "\n\n".join(m["content"] for m in head)}]
+    out = head + [m for u in f.window for m in u.messages]
+    if plan.query_message:
+        out.append(plan.query_message)
+    return out
 
 
 def _account(plan: Plan, reports: dict[str, LayerReport], f: _Fill) -> None:
     c, sid = plan.counter, plan.session_id
     wr, rr, ir = reports["working"], reports["recalled"], reports["immediate"]
     wmsg = _working_message(plan.working, f.w_in)
-    rmsg = _recall_message(c, f.r_in)
+    rmsg = _recall_message(f)
     wr.tokens = c.count_message(wmsg) if wmsg else 0
     rr.tokens = c.count_message(rmsg) if rmsg else 0
     ir.tokens = sum(_unit_cost(c, u) for u in f.window)
     wr.pieces = [_item_piece(c, it, sid) for it in f.w_in]
     wr.left_out = [_item_piece(c, it, sid, note="over budget") for it in f.w_out]
-    rr.pieces = [_recall_piece(c, r) for r in f.r_in]
-    rr.left_out = [_recall_piece(c, r, note="over budget") for r in f.r_out[:LEFT_OUT_SHOWN]]
+    rr.pieces = [_line_piece(c, ln, f.scores.get(ln.event_id)) for ln in f.lines]
+    rr.left_out = [_line_piece(c, k.lines[0], (k.score, k.rank), "over budget")
+                   for k in f.r_out[:LEFT_OUT_SHOWN]]  # fmt: skip
     ir.pieces = [_unit_piece(c, u, sid) for u in f.window]
-    ir.left_out = [_unit_piece(c, u, sid, note="older than the window") for u in f.dropped]
-    ir.left_out += [_unit_piece(c, u, sid, note=why) for u, why in plan.edited_out]
+    ir.left_out = [_unit_piece(c, u, sid, note="older than the window")
+                   for u in f.dropped[-LEFT_OUT_SHOWN:]]  # fmt: skip
 
 
-def _compose(
-    plan: Plan,
-    sys_msg: dict[str, Any] | None,
-    wmsg: dict[str, Any] | None,
-    rmsg: dict[str, Any] | None,
-    window: Sequence[Unit],
-) -> list[dict[str, Any]]:
-    head = [m for m in (sys_msg, wmsg, rmsg) if m]
-    if plan.single_system and len(head) > 1:
-        head = [{"role": "system", "content": "\n\n".join(m["content"] for m in head)}]
-    out = head + [m for u in window for m in u.messages]
-    if plan.query_message:
-        out.append(plan.query_message)
-    return out
+#: Recalled candidates listed as left out in the audit (the best-ranked first).
+LEFT_OUT_SHOWN = 100
 
 
 def _working_message(ws: WorkingState, chosen: Sequence[Item]) -> dict[str, Any] | None:
@@ -550,34 +608,31 @@ def _fill_working(
     chosen: list[Item],
     skipped: list[Item],
 ) -> int:
-    """Working items by priority while the rendered state fits (exact at the end)."""
-
-    def exact(ch: list[Item]) -> int:
-        msg = _working_message(ws, ch)
-        return c.count_message(msg) if msg else 0
-
-    has = _Seen(lambda it: it.section)
-
-    def line_cost(it: Item, ch: list[Item]) -> int:
-        new_section = not has(ch, it.section)
-        return (
-            _text_tokens(c, it.render())
-            + 1
-            + (_text_tokens(c, TITLES.get(it.section, "")) + 2 if new_section else 0)
-        )
-
-    return _greedy(exact, line_cost, items, budget, chosen, skipped)
+    """Working items in order while the rendered state fits (exact)."""
+    used = 0
+    for it in items:
+        msg = _working_message(ws, [*chosen, it])
+        cost = c.count_message(msg) if msg else 0
+        if cost <= budget:
+            chosen.append(it)
+            used = cost
+        else:
+            skipped.append(it)
+    return used
 
 
 def _rank_items(ws: WorkingState, query: str | None) -> list[Item]:
-    """Working items in the order they claim budget: section priority, then relevance."""
+    """Working items in the order they claim the layer's cap: those that ask the model
+    to check (conflicts, dormant memories) first, then by how much of the request they
+    share, then the newest (the latest word on a setting is the one that holds)."""
     q = set(L.terms(query or ""))
 
-    def key(it: Item) -> tuple[float, float, int]:
+    def key(it: Item) -> tuple[bool, float, int, float]:
         rel = len(q & set(L.terms(it.text))) / (len(q) or 1)
-        return (PRIORITY.get(it.section, 1.0), rel, it.seq)
+        return (it.section in ALWAYS_SHOWN, rel, it.seq, PRIORITY.get(it.section, 1.0))
 
-    return sorted(ws.items(), key=key, reverse=True)
+    # what tools returned is evidence: recall brings it when the request asks for it
+    return sorted((it for it in ws.items() if it.section != "done"), key=key, reverse=True)
 
 
 def _fit_newest(
@@ -640,25 +695,48 @@ def _newest_that_fit(
 
 def _item_piece(c: TokenCounter, it: Item, sid: str, note: str | None = None) -> Piece:
     line = it.render()
-    return Piece(
-        "working",
-        it.section,
-        line,
-        c.count_text(line),
-        it.event_ids,
-        sid,
-        (it.seq, it.seq),
-        None,
-        note,
-    )
+    return Piece("working", it.section, line, _text_tokens(c, line), it.event_ids, sid,
+                 (it.seq, it.seq), None, note)  # fmt: skip
 
 
-def _recall_piece(c: TokenCounter, r: Recallable, note: str | None = None) -> Piece:
-    line = r.line()
-    return Piece("recalled", r.kind, f"{r.group} {line}", _text_tokens(c, line), r.event_ids,
-                 r.session_id, r.seq_range, r.score, note or f"via {r.via}")  # fmt: skip
+def _line_piece(
+    c: TokenCounter, ln: Line, score: tuple[float, int] | None, note: str | None = None
+) -> Piece:
+    text = ln.render()
+    kind = {"turn": "original", "tool": "tool_result"}.get(ln.kind, ln.kind)
+    return Piece("recalled", kind, text, _text_tokens(c, text), (ln.event_id, *ln.covers),
+                 ln.session_id, (ln.seq, ln.seq), score[0] if score else None,
+                 note or (f"via retriever, rank {score[1]}" if score else None))  # fmt: skip
 
 
 def _unit_piece(c: TokenCounter, u: Unit, sid: str, note: str | None = None) -> Piece:
-    return Piece("immediate", u.kind, message_text(u.messages), _unit_cost(c, u), tuple(u.ids), sid,
+    # every message's words (a tool group: what the assistant said, then what came back)
+    text = " ".join(str(m["content"]) for m in u.messages if m.get("content"))[:200]
+    return Piece("immediate", u.kind, text, _unit_cost(c, u), tuple(u.ids), sid,
                  (u.seq_from, u.seq_to), None, note)  # fmt: skip
+
+
+def lines_for(
+    hits: Iterable[tuple[Sequence[Event], float]],
+    related: dict[str, Event],
+    superseded: dict[str, tuple[str, ...]],
+    policy: EditPolicy,
+    resolve: Callable[[str], str | None] | None,
+) -> list[Candidate]:
+    """Each hit (the events it shows: a turn, or a memory's source turns) as a
+    candidate: their lines and, for a turn a later one replaced, the later turn after it
+    (what it said changed: both are shown, the newer last)."""
+    out: list[Candidate] = []
+    for rank, (events, score) in enumerate(hits, 1):
+        lines: list[Line] = []
+        for ev in events:
+            newer = [related[i] for i in superseded.get(ev.id, ()) if i in related]
+            note = "later on this: " + ", ".join(f"#{n.seq}" for n in newer) if newer else ""
+            first = event_line(ev, related, policy, resolve, note)
+            if first is None:
+                continue
+            lines.append(first)
+            lines += [ln for n in newer if (ln := event_line(n, related, policy, resolve))]
+        if lines:
+            out.append(Candidate(rank, score, tuple(lines)))
+    return out

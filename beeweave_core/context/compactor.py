@@ -24,7 +24,7 @@ from __future__ import annotations
 import bisect
 import re
 import threading
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -149,6 +149,8 @@ class Compactor:
         self._unit_tokens: dict[tuple[Any, ...], int] = {}
         #: session -> (last covered seq, sentences said up to it): grows with coverage
         self._seen: dict[str, tuple[int, set[str]]] = {}
+        #: called between segments (maintenance gives way to reads there)
+        self.pause: Callable[[], None] = lambda: None
 
     # ----------------------------------------------------------------- state
     def summaries(self, session_id: str, *, include_inactive: bool = False) -> list[Event]:
@@ -265,6 +267,7 @@ class Compactor:
         last_seq = units[-1].seq_to if units else -1
         cooldown = p.thrash_turns * 2 ** (level - 1) if level else 0
         for seg in segments:
+            self.pause()
             ev = self._segment(session_id, seg, editor, seen, counter,
                                {"at_seq": last_seq, "window_tokens": window,
                                 "thrash_level": level, "cooldown_turns": cooldown})  # fmt: skip

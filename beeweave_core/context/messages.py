@@ -16,7 +16,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from beeweave_core.events import Event, EventType
+from beeweave_core.events import Event, EventType, tool_args, tool_name
 from beeweave_core.store import EventStore
 
 #: Event types that are part of what was said (everything else is bookkeeping).
@@ -63,21 +63,6 @@ class Unit:
 def tool_call_id(ev: Event) -> str:
     p = ev.payload or {}
     return str(p.get("tool_call_id") or p.get("id") or ev.id)
-
-
-def tool_name(ev: Event) -> str:
-    p = ev.payload or {}
-    return str(p.get("name") or p.get("tool") or "tool")
-
-
-def tool_args(ev: Event) -> Any:
-    p = ev.payload or {}
-    if "args" in p:
-        return p["args"]
-    try:
-        return json.loads(ev.content) if ev.content else {}
-    except ValueError:
-        return ev.content
 
 
 def _call_dict(inv: Event) -> dict[str, Any]:
@@ -178,6 +163,11 @@ class UnitBuilder:
 
     def units(self) -> list[Unit]:
         """The finished units, oldest first (unanswered calls left out)."""
+        self.units_view()
+        return list(self._out)
+
+    def units_view(self) -> None:
+        """Finish the units that changed since the last call (no copy of the list)."""
         if self._dirty:
             lo = min(self._dirty)
             for i in sorted(self._dirty):
@@ -191,7 +181,18 @@ class UnitBuilder:
                 if u is not None:
                     self._out.append(u)
                     self._out_pos.append(i)
-        return list(self._out)
+
+    def since(self, i: int) -> list[Unit]:
+        """The finished units from position ``i`` on (call :meth:`units_view` first)."""
+        return self._out[i:]
+
+    def count(self) -> int:
+        """How many finished units there are (call :meth:`units_view` first)."""
+        return len(self._out)
+
+    def newest(self, n: int) -> list[Unit]:
+        """The newest ``n`` finished units, oldest first (call :meth:`units_view` first)."""
+        return self._out[-n:] if n > 0 else []
 
     def finished(self, i: int) -> Unit | None:
         """The finished unit at raw position ``i`` (``None``: nothing a model may read)."""

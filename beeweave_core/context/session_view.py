@@ -19,15 +19,14 @@ from __future__ import annotations
 import bisect
 import heapq
 import threading
-from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
-from beeweave_core.context.compactor import top_of, units_between
-from beeweave_core.context.messages import CONVERSATION_TYPES, Unit, UnitBuilder, split_units
-from beeweave_core.context.recall import parsed_lines
-from beeweave_core.context.working_state import TurnScan, WorkingState, build_working_state
+from beeweave_core.context.compactor import units_between
+from beeweave_core.context.messages import CONVERSATION_TYPES, Unit, UnitBuilder
+from beeweave_core.context.working_state import TurnScan
 from beeweave_core.events import AppendResult, Event, EventType, Status
 from beeweave_core.store import EventStore
 from beeweave_core.text import segment
@@ -141,6 +140,8 @@ class SessionView:
     _ov_by_memory: dict[str, list[tuple[str, str]]] = field(default_factory=dict)
     #: the event types folded in (another session's recall view: memories and summaries)
     kept: tuple[EventType, ...] = _KEPT
+    #: the newest seq the store held when the view last looked (any type)
+    stored_to: int = -1
 
     # ------------------------------------------------------------ reading
     def catch_up(self, store: EventStore, upto: int | None = None) -> int:
@@ -198,6 +199,30 @@ class SessionView:
         elif ev.type == EventType.WARNING and (ev.payload or {}).get("kind") == "thrash":
             self.thrash += 1
 
+    def last_units(self, n: int) -> list[Unit]:
+        """The newest ``n`` finished units (no copy of the whole list)."""
+        self.builder.units_view()
+        return list(self.builder.newest(n))
+
+    def replaced(self) -> dict[str, tuple[str, ...]]:
+        """turn id -> the turns of the memories that overturned what it said."""
+        out: dict[str, list[str]] = {}
+        for mid, pairs in self._ov_by_memory.items():
+            mem = self.memories.get(mid)
+            if mem is None:
+                continue
+            newer = [i for i in mem.payload.get("source_ids") or () if i != mid]
+            for src, _text in pairs:
+                have = out.setdefault(src, [])
+                have += [i for i in newer if i not in have and i != src]
+        return {k: tuple(v) for k, v in out.items() if v}
+
+    def compaction_stats(self, max_level: int) -> dict[str, Any]:
+        """The compaction stats row of the session, from the counts the view keeps."""
+        from beeweave_core.context.compactor import stats_row
+
+        return stats_row(self.tally, len(self.rolled), min(self.thrash, max_level))
+
     def holds(self, ids: Iterable[str]) -> bool:
         """Does this view hold one of the memories or summaries ``ids``?"""
         return any(i in self.memories or i in self.summaries for i in ids)
@@ -227,13 +252,6 @@ class SessionView:
                 self.rolled.append(ev)
         for c in ev.payload.get("children") or ():
             self.parent_of[c] = ev.id
-        for n, (ln, terms) in enumerate(parsed_lines(ev) if ev.content else ()):
-            for t in terms:
-                if t not in segment.STOPWORDS:
-                    keys = self._line_postings.setdefault(t, [])
-                    keys.append((ev.id, n, ln.seq))
-                    if len(keys) > 2 * MAX_POSTINGS:
-                        del keys[:MAX_POSTINGS]
         self._count(ev, +1)
         self.summary_version += 1
         self.version += 1
@@ -295,11 +313,17 @@ class SessionView:
         return self.builder.systems
 
     def units(self) -> list[Unit]:
-        units = self.builder.units()
-        for u in units[self._scanned :]:
+        self.scanned()
+        return self.builder.units()
+
+    def scanned(self) -> TurnScan:
+        """The working state's turn scan with every finished unit folded in (the new
+        ones only; no copy of the unit list)."""
+        self.builder.units_view()
+        for u in self.builder.since(self._scanned):
             self.scan.add(u)
-        self._scanned = len(units)
-        return units
+        self._scanned = self.builder.count()
+        return self.scan
 
     def history_tokens(self, counter: TokenCounter) -> int:
         """Tokens of every turn as stored (what a plain buffer would send), kept as a
@@ -468,15 +492,24 @@ class Views:
                     return
         self.get(session_id)
 
-    def get(self, session_id: str) -> tuple[SessionView, int]:
-        """The caught-up view of ``session_id`` and how many events it just read."""
+    def get(self, session_id: str, *, limit: int | None = None) -> tuple[SessionView, int]:
+        """The view of ``session_id`` caught up (by at most ``limit`` seqs: the rest is
+        read by the next call, see ``view.stored_to``) and how many events it just read."""
         with self.lock:
             self._follow_changes()
             view = self._views.pop(session_id, None) or SessionView(session_id)
             self._views[session_id] = view  # most recently used last
             while len(self._views) > self.max_sessions:
                 self._views.pop(next(iter(self._views)))
-            return view, view.catch_up(self.store)
+            if limit is None:
+                n = view.catch_up(self.store)
+                view.stored_to = max(view.stored_to, view.cursor)
+                return view, n
+            newest = self.store.timeline(session_id, last=1, include_inactive=True)
+            view.stored_to = newest[-1].seq if newest else -1
+            if view.cursor >= view.stored_to:
+                return view, 0
+            return view, view.catch_up(self.store, upto=min(view.cursor + limit, view.stored_to))
 
     def other(self, session_id: str, last: int, *, read_new: bool = False) -> SessionView:
         """The memories and summaries of ``session_id`` (another session of the user), up
@@ -588,143 +621,7 @@ class WatchedStore:
         )
 
 
-def overturned_of(memories: Iterable[Event]) -> dict[str, list[str]]:
-    """event id -> wording the user later overturned (for editing verbatim text)."""
-    out: dict[str, list[str]] = {}
-    for m in memories:
-        for item in m.payload.get("overturned") or ():
-            for src in item.get("sources") or ():
-                out.setdefault(src, []).append(item["text"])
-    return out
-
-
-@dataclass
-class Snapshot:
-    """A session as one assembly reads it: the view's state cut to one branch."""
-
-    session_id: str
-    systems: list[Event]
-    units: list[Unit]
-    memories: list[Event]  # the working layer's candidates
-    summaries: list[Event]  # every summary on the branch, any status
-    overturned: Mapping[str, Sequence[str]]
-    level: int
-    user_id: str | None
-    working: WorkingState
-    view: SessionView
-    branch: set[str] | None = None  # ids on the branch (None: the whole session)
-    recent_memories: int = 200
-    #: Dormant memories (see governance/dormancy.py): recall does not offer them.
-    asleep: frozenset[str] = frozenset()
-    #: ``view`` is the call's own (a tail's, see tail.py), read without the views' lock
-    private: bool = False
-
-    @property
-    def last_seq(self) -> int:
-        return self.units[-1].seq_to if self.units else 0
-
-    #: the whole session's (top summaries, rolled back, uncovered turns), from the view
-    whole: tuple[list[Event], list[Event], list[Unit]] | None = None
-
-    @property
-    def top_summaries(self) -> list[Event]:
-        if self.whole is not None:
-            return self.whole[0]
-        return top_of(self.summaries)
-
-    @property
-    def rolled_back(self) -> list[Event]:
-        if self.whole is not None:
-            return self.whole[1]
-        return [s for s in self.summaries if s.payload.get("level", 0) == 0
-                and (s.payload.get("retention") or {}).get("outcome") == "rolled_back"]  # fmt: skip
-
-    @property
-    def uncovered(self) -> list[Unit]:
-        """Turns no active summary on the branch stands for (the newest, bounded)."""
-        if self.whole is not None:
-            return self.whole[2]
-        covered: set[str] = set()
-        for s in self.summaries:
-            if s.status == Status.ACTIVE:
-                covered.update(s.payload.get("raw_ids") or s.payload.get("source_ids") or ())
-        out: list[Unit] = []
-        for u in reversed(self.units):
-            if not covered.issuperset(u.ids):
-                out.append(u)
-                if len(out) >= MAX_UNCOVERED:
-                    break
-        return out[::-1]
-
-    def recall_memories(self, query: str) -> list[Event]:
-        """Recall's candidates: the newest memories and those sharing a word with ``query``."""
-        view = self.view
-        ids = set(view.memories_matching(index_terms(query)))
-        ids.update(m.id for m in view.newest_memories(self.recent_memories))
-        mems = [view.memories[i] for i in ids if i in view.memories and i not in self.asleep]
-        if self.branch is not None:
-            mems = [m for m in mems if _on_branch(m, self.branch)]
-        return sorted(mems, key=lambda m: m.seq)
-
-    def history_tokens(self, counter: TokenCounter) -> int:
-        """What the whole history costs (systems and turns as stored)."""
-        sys_cost = counter.count_messages([{"role": "system", "content": e.content}
-                                           for e in self.systems], prime_reply=False)  # fmt: skip
-        if self.branch is None:
-            return sys_cost + self.view.history_tokens(counter) + counter.count_messages([])
-        msgs = [m for u in self.units for m in u.messages]
-        return sys_cost + counter.count_messages(msgs)
-
-
-#: Uncovered turns offered to recall as originals (the newest).
-MAX_UNCOVERED = 48
-
-
-def snapshot(
-    view: SessionView,
-    lineage: Collection[str] | None,
-    *,
-    working_items: int,
-    recent_memories: int,
-    agent_id: str | None = None,
-) -> Snapshot:
-    """Cut ``view`` to the branch whose conversation events are ``lineage`` and, with
-    ``agent_id``, to that agent's part: its own turns and those of no agent (the user's).
-    Another agent's turns, tool results, and what was derived only from them stay out."""
-    units = view.units()
-    systems = list(view.systems)
-    if agent_id is not None:
-        own = {e.id for u in units for e in u.events if e.agent_id in (None, agent_id)}
-        lineage = own if lineage is None else own.intersection(lineage)
-        systems = [s for s in systems if s.agent_id in (None, agent_id)]
-    whole = lineage is None or view.conversation_ids.issubset(lineage)
-    branch: set[str] | None = None
-    memories = _working_candidates(view, working_items)
-    summaries: list[Event] = []
-    scan: TurnScan | None = view.scan
-    cached = (view.tops(), list(view.rolled), view.uncovered(units, MAX_UNCOVERED))
-    if not whole:
-        cached = None
-        summaries = list(view.summaries.values())
-        keep = set(lineage or ())
-        events = [e for u in units for e in u.events if _in_lineage(e, keep)]
-        _sys, units = split_units(events)
-        branch = {e.id for u in units for e in u.events}
-        memories = [m for m in view.memories.values() if _on_branch(m, branch)]
-        summaries = [s for s in summaries if branch.issuperset(_sources(s))]
-        scan = None
-    overturned = overturned_of(memories) if branch is not None else view.overturned()
-    working = build_working_state(view.session_id, memories, units, scan=scan,
-                                  per_section=working_items, overturned=overturned)  # fmt: skip
-    return Snapshot(
-        session_id=view.session_id, systems=systems, units=units, memories=memories,
-        summaries=summaries, overturned=overturned,
-        level=view.thrash, user_id=view.user_id, working=working, view=view, branch=branch,
-        recent_memories=recent_memories, whole=cached,
-    )  # fmt: skip
-
-
-def _working_candidates(view: SessionView, per_kind: int) -> list[Event]:
+def working_candidates(view: SessionView, per_kind: int) -> list[Event]:
     """The newest memories of each kind, plus those flagged as conflicting."""
     picked: dict[str, Event] = {}
     for kind in view.kinds:
@@ -740,21 +637,9 @@ def _working_candidates(view: SessionView, per_kind: int) -> list[Event]:
     return sorted(picked.values(), key=lambda m: m.seq)
 
 
-def _in_lineage(ev: Event, lineage: set[str]) -> bool:
-    """On the branch: named by it, or a tool call made by an answer that is."""
-    if ev.id in lineage:
-        return True
-    return ev.type == EventType.TOOL_INVOCATION and any(p in lineage for p in ev.parents)
-
-
 def _seq_of(ev: Event) -> int:
     return ev.seq
 
 
 def _sources(ev: Event) -> list[str]:
     return list(ev.payload.get("raw_ids") or ev.payload.get("source_ids") or ())
-
-
-def _on_branch(memory: Event, branch: set[str]) -> bool:
-    sources = _sources(memory)
-    return not sources or any(s in branch for s in sources)

@@ -12,9 +12,9 @@ from __future__ import annotations
 from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 
-from beeweave_core.context.memory import conflicts, expired
 from beeweave_core.context.messages import Unit
 from beeweave_core.events import Event, EventType
+from beeweave_core.memory.kinds import conflicts, expired
 from beeweave_core.text import language as L
 
 SECTIONS = (
@@ -39,6 +39,11 @@ TITLES = {
     "conflicts": "Conflicts (ask the user which holds)",
     "needs_confirmation": "Needs confirmation (dormant: not affirmed for a long time)",
 }
+#: Sections shown as one list in the order said (what the user settled: a later line
+#: on the same thing is the one that holds), and the kind each line is tagged with.
+SETTLED = frozenset({"constraints", "preferences", "decisions", "done"})
+_KIND_OF_SECTION = {"constraints": "constraint", "preferences": "preference",
+                    "decisions": "decision", "done": "done"}  # fmt: skip
 #: Which items survive first when the layer's budget is short (higher first).
 PRIORITY = {
     "conflicts": 6.0,
@@ -63,10 +68,11 @@ class Item:
     seq: int
     reason: str | None = None
 
-    def render(self) -> str:
+    def render(self, tag: str = "") -> str:
         ref = f" [#{self.seq}]" if self.seq >= 0 else ""
         why = f" (reason: {self.reason})" if self.reason and self.reason not in self.text else ""
-        return f"- {self.text}{why}{ref}"
+        kind = f"({tag}) " if tag else ""
+        return f"- {kind}{self.text}{why}{ref}"
 
 
 @dataclass
@@ -100,12 +106,16 @@ class WorkingState:
         if not chosen:
             return ""
         lines = ["Working state (kept by BeeWeave from this session; latest wins):"]
+        goal = [i for i in chosen if i.section == "goal"]
+        if goal:
+            lines.append(f"Goal: {goal[0].text}")
+        settled = sorted((i for i in chosen if i.section in SETTLED), key=lambda i: i.seq)
+        if settled:  # one list in the order said: a later line on the same thing wins
+            lines.append("Settled so far (oldest first):")
+            lines += [i.render(tag=_KIND_OF_SECTION[i.section]) for i in settled]
         for name in SECTIONS:
             sec = [i for i in chosen if i.section == name]
-            if not sec:
-                continue
-            if name == "goal":
-                lines.append(f"Goal: {sec[0].text}")
+            if not sec or name == "goal" or name in SETTLED:
                 continue
             lines.append(f"{TITLES[name]}:")
             lines += [i.render() for i in sorted(sec, key=lambda i: i.seq)]

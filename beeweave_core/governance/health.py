@@ -22,7 +22,6 @@ the agent's path:
 
 from __future__ import annotations
 
-import inspect
 import re
 from collections.abc import Callable, Collection, Iterable, Sequence
 from dataclasses import dataclass, field
@@ -124,17 +123,14 @@ def weave_health(
 ) -> tuple[list[Health], Health]:
     """Each session's health (or only ``session_id``'s) and the pooled figures.
 
-    The amnesia check reads a dry-run assembly when the engine offers one (nothing
-    written, nothing compacted); otherwise what the latest recorded assembly carried.
+    The amnesia check reads an assembly that records nothing (``assemble`` is a pure
+    read: it writes only its audit record, and that is turned off here).
     """
     sids = [session_id] if session_id else [s.session_id for s in weave.store.sessions()]
     engine = weave.context
-    dry = "dry_run" in inspect.signature(engine.assemble).parameters
 
     def text(sid: str) -> str:
-        if dry:
-            return context_text(engine.assemble(sid, budget_tokens=budget_tokens, dry_run=True))
-        return recorded_text(weave.store, sid)
+        return context_text(engine.assemble(sid, budget_tokens=budget_tokens, record=False))
 
     def asleep(memories: Sequence[Event]) -> Collection[str]:
         return dormant_ages(weave.store, memories, engine.dormancy).keys()
@@ -209,15 +205,20 @@ def key_tokens(text: str) -> list[str]:
     return numeric or sorted(found, key=len, reverse=True)[:2]
 
 
+def early_facts(memories: Sequence[Event], sample: int = AMNESIA_SAMPLE) -> list[Event]:
+    """The facts an amnesia check samples: evenly over the oldest third of ``memories``."""
+    ordered = sorted(memories, key=lambda m: int(m.payload.get("source_seq", m.seq)))
+    early = ordered[: max(1, len(ordered) // 3)] if ordered else []
+    step = max(1, len(early) // sample) if early else 1
+    return early[::step][:sample]
+
+
 def amnesia_check(
     memories: Sequence[Event], assembled: str, sample: int = AMNESIA_SAMPLE
 ) -> AmnesiaReport:
     """Sample facts from the oldest third of the live memories; each must still show
-    its key tokens in ``assembled`` (the text a dry-run assembly would send)."""
-    ordered = sorted(memories, key=lambda m: int(m.payload.get("source_seq", m.seq)))
-    early = ordered[: max(1, len(ordered) // 3)] if ordered else []
-    step = max(1, len(early) // sample) if early else 1
-    picked = early[::step][:sample]
+    its key tokens in ``assembled`` (the text an assembly sends, recording nothing)."""
+    picked = early_facts(memories, sample)
     text = assembled.casefold()
     missing = [
         m.content
@@ -250,19 +251,23 @@ def _judge(health: Health) -> None:
 AMNESIA_ROLLBACK = "amnesia check failed after compaction"
 
 
+#: ``(summary ids to leave out, facts to ask for) -> the text the answers hold``
+FactText = Callable[[Collection[str], Sequence[Event]], str]
+
+
 def guard_compaction(
     store: EventStore,
     session_id: str,
     written: Sequence[str],
-    assemble_text: Callable[[Collection[str]], str],
+    assemble_text: FactText,
     asleep: Callable[[Sequence[Event]], Collection[str]],
     memories: Sequence[Event] | None = None,
 ) -> tuple[list[str], AmnesiaReport | None]:
     """Run the amnesia check on the context as it is right after a compaction wrote the
     summaries ``written``; roll back those that made early facts go missing.
 
-    ``assemble_text(hidden)`` is a dry-run assembly as if the summaries ``hidden`` were
-    rolled back.  A fact is blamed on the compaction only when a written segment holds
+    ``assemble_text(hidden, facts)`` is what assemblies asking for each of ``facts``
+    carry, as if the summaries ``hidden`` were rolled back (nothing recorded).  A fact is blamed on the compaction only when a written segment holds
     the turn it came from *and* the context without those segments carries it again
     (a fact the budget had already dropped is not the compaction's doing).  ``store``
     must be the engine's own (its invalidations reach the session views).  Returns the
@@ -276,7 +281,8 @@ def guard_compaction(
     memories = [m for m in memories if m.id not in gone]
     if not memories or not written:
         return [], None
-    report = amnesia_check(memories, assemble_text(()))
+    facts = early_facts(memories)
+    report = amnesia_check(memories, assemble_text((), facts))
     if report.ok:
         return [], report
     lost = [
@@ -290,7 +296,7 @@ def guard_compaction(
     if not suspects:
         return [], report
     ids = sorted(suspects)
-    without = amnesia_check(memories, assemble_text(ids))
+    without = amnesia_check(memories, assemble_text(ids, facts))
     if len(without.missing) >= len(report.missing):
         return [], report  # rolling back would not bring them back: keep the compaction
     store.invalidate(ids, f"{AMNESIA_ROLLBACK}; originals kept")

@@ -12,7 +12,7 @@ import json
 import os
 import sqlite3
 from collections.abc import Callable, Iterable, Sequence
-from typing import Any
+from typing import Any, cast
 
 from beeweave_core.backends.sqlite import events_sql as q
 from beeweave_core.backends.sqlite import wide_search as ws
@@ -38,7 +38,26 @@ def _marks(n: int) -> str:
     return ",".join("?" * n)
 
 
+#: Decoded events kept by row (an event is immutable: the same row decodes to the same
+#: value, and the newest turns are read by call after call).  A row that changed in any
+#: column (a status change, an id written again after a purge) is decoded again.
+_DECODED_MAX = 50_000
+_decoded: dict[tuple[str, str], tuple[tuple[Any, ...], Event]] = {}
+
+
 def _row_to_event(tenant: str, row: Sequence[Any]) -> Event:
+    key = (tenant, row[0])
+    hit = _decoded.get(key)
+    if hit is not None and hit[0] == row:
+        return hit[1]
+    ev = _decode(tenant, row)
+    if len(_decoded) >= _DECODED_MAX:
+        _decoded.clear()
+    _decoded[key] = (tuple(row), ev)
+    return ev
+
+
+def _decode(tenant: str, row: Sequence[Any]) -> Event:
     (eid, sid, seq, etype, role, content, payload, ts, parents, links, meta, source, st, sr) = row
     return Event.model_construct(
         id=eid,
@@ -243,6 +262,7 @@ class SQLiteEventStore(SideTables, BaseEventStore):
                 n = c.execute(q.PURGE_IDS.format(ids=m), (t, *ids)).rowcount
             c.execute(q.PURGE_ORPHAN_ARTIFACTS, (t,))
         if n:
+            self._forget_scopes()
             self._scrub()
         return n
 
@@ -526,34 +546,93 @@ class SQLiteEventStore(SideTables, BaseEventStore):
         where, params = where + clause, params + values
         if session_id is None and user_id is None:
             return self._rank_wide(query, int(k), 0, where, params)
-        sql = q.SCOPE_ROWIDS.format(where=where)
-        rowids = [r[0] for r in self._read(sql, (self.tenant, *params, q.LEXICAL_WINDOW))]
-        if len(rowids) <= q.SMALL_SCOPE:
-            return self._rank_scope(rowids, match, int(k))
-        return self._rank_wide(query, int(k), rowids[-1], where, params)
-
-    def _rank_scope(self, rowids: list[int], match: str, k: int) -> list[tuple[Event, float]]:
-        """BM25 among the scope's own events (a temporary FTS table of them).
-
-        The table is kept after the search: the next search of the same scope, with
-        nothing written in between, reuses it instead of copying the text again.
-        """
-        if not rowids:
-            return []
-        shared = self.connection
+        # a temporary table holds the scope's sessions' events of those types (a rare
+        # type, as notes are, is a small scope ranked whole); times filter the search
+        base, base_params = _scope_where(self.tenant, session_id, user_id, types, None, None)
+        key = (str(base) + clause, (*base_params, *values))
         with self._lock:
-            c = self._conn
-            c.execute(q.SCOPE_FTS_CREATE)
-            scope = tuple(rowids)
-            if shared.temp_keys.get("scope_fts") != (scope, shared.write_mark()):
-                shared.temp_keys.pop("scope_fts", None)
-                c.execute(q.SCOPE_FTS_CLEAR)
-                for i in range(0, len(rowids), 500):
-                    chunk = rowids[i : i + 500]
-                    c.execute(q.SCOPE_FTS_FILL.format(rowids=_marks(len(chunk))), chunk)
-                shared.temp_keys["scope_fts"] = (scope, shared.write_mark())
-            rows = c.execute(q.SCOPE_FTS_SEARCH, (match, k)).fetchall()
+            ranked = self._rank_scope(key, match, int(k), (where, params))
+        if isinstance(ranked, list):
+            return ranked
+        return self._rank_wide(query, int(k), ranked, where, params)
+
+    def _scope_mark(self) -> int:
+        """Commits by other connections: while it stays, what changed in the file since
+        a scope table was filled is what this connection appended, or events taken out
+        of reads (the search filters on status; a purge empties the tables)."""
+        return int(self._conn.execute("PRAGMA data_version").fetchone()[0])
+
+    def _forget_scopes(self) -> None:
+        """Empty the scope tables: what they hold of a purged event must go with it."""
+        with self._lock:
+            for table in q.SCOPE_TABLES:
+                if self.connection.temp_keys.pop(table, None) is not None:
+                    self._conn.execute(q.SCOPE_FTS_CLEAR.format(table=table))
+
+    def _rank_scope(
+        self,
+        key: tuple[str, tuple[Any, ...]],
+        match: str,
+        k: int,
+        within: tuple[str, list[Any]],
+    ) -> list[tuple[Event, float]] | int:
+        """BM25 among the scope's own events (a temporary FTS table of them); when the
+        scope is too large to rank on its own, the lowest rowid of its newest
+        ``LEXICAL_WINDOW`` events instead, where a wide search stops (lock held).
+
+        The table is kept after the search.  The next search of the same scope, with
+        only this store's appends in between, adds the events stored since (a range of
+        the table's key) instead of reading the scope again; another process's commit
+        fills it anew, and so does a scope that needs the table (the least recently used
+        of :data:`~events_sql.SCOPE_TABLES`).  A scope found too large is remembered as
+        such until then.
+        """
+        where, params = key
+        c = self._conn
+        mark = self._scope_mark()
+        table, held = self._scope_table(key)
+        if held is not None and held[:2] == (key, mark):
+            _key, _mark, top, count, low = held
+            if count > q.SMALL_SCOPE:
+                return low  # (the newest events the wide search reads anyway)
+            sql = q.SCOPE_ROWIDS_AFTER.format(where=where)
+            new = [r[0] for r in c.execute(sql, (top, self.tenant, *params))]
+            if new:
+                self._fill_scope(table, new)
+                top, count = new[-1], count + len(new)
+        else:
+            sql = q.SCOPE_ROWIDS.format(where=where)
+            rowids = [r[0] for r in c.execute(sql, (self.tenant, *params, q.LEXICAL_WINDOW))]
+            c.execute(q.SCOPE_FTS_CREATE.format(table=table))
+            c.execute(q.SCOPE_FTS_CLEAR.format(table=table))
+            top, count = (rowids[0] if rowids else 0), len(rowids)
+            low = rowids[-1] if rowids else 0
+            if count <= q.SMALL_SCOPE:
+                self._fill_scope(table, rowids)
+        self.connection.temp_keys[table] = (key, mark, top, count, low)
+        if count > q.SMALL_SCOPE:
+            return low
+        sql = q.SCOPE_FTS_SEARCH.format(table=table, where=within[0])
+        rows = c.execute(sql, (match, *within[1], k)).fetchall()
         return [(_row_to_event(self.tenant, r[:-1]), float(r[-1])) for r in rows]
+
+    def _scope_table(self, key: tuple[str, tuple[Any, ...]]) -> tuple[str, ScopeHeld | None]:
+        """The temporary table that holds ``key``'s scope, else the least recently used
+        one (its content then replaced), and what it holds."""
+        keys = self.connection.temp_keys
+        order = cast(list[str], keys.setdefault("scope_order", list(q.SCOPE_TABLES)))
+        table = next((t for t in order if _held(keys.get(t), key)), order[-1])
+        order.remove(table)
+        order.insert(0, table)
+        held = keys.get(table)
+        return table, held if isinstance(held, tuple) else None
+
+    def _fill_scope(self, table: str, rowids: list[int]) -> None:
+        c = self._conn
+        c.execute(q.SCOPE_FTS_CREATE.format(table=table))
+        for i in range(0, len(rowids), 500):
+            chunk = rowids[i : i + 500]
+            c.execute(q.SCOPE_FTS_FILL.format(table=table, rowids=_marks(len(chunk))), chunk)
 
     def _rank_wide(
         self, query: str, k: int, low: int, where: str, params: list[Any]
@@ -587,6 +666,14 @@ class SQLiteEventStore(SideTables, BaseEventStore):
             sql = q.EVENTS_BY_ROWID.format(rowids=_marks(len(ranked)))
             found = {r[0]: r[1:] for r in c.execute(sql, [r for r, _ in ranked])}
         return [(_row_to_event(self.tenant, found[r]), s) for r, s in ranked if r in found]
+
+
+#: What a scope table holds: (scope key, store mark, newest rowid, events, oldest rowid).
+ScopeHeld = tuple[tuple[str, tuple[Any, ...]], int, int, int, int]
+
+
+def _held(held: object, key: tuple[str, tuple[Any, ...]]) -> bool:
+    return isinstance(held, tuple) and held[0] == key
 
 
 def _scope_where(

@@ -117,7 +117,8 @@ FTS_PENDING = (
     "SELECT (SELECT COALESCE(MAX(rowid), 0) FROM events) "
     "> (SELECT COALESCE(MAX(rowid), 0) FROM events_fts)"
 )
-#: Index the next ``?`` pending rows, with the text of the event before each one.
+#: Index the next ``?`` pending rows, with the text of the active event before each
+#: one (a hidden event's words must not make the next one findable).
 #: Merge all FTS segments, dropping the terms of deleted rows (after a purge).
 FTS_OPTIMIZE = "INSERT INTO events_fts (events_fts) VALUES ('optimize')"
 FTS_CATCH_UP = """
@@ -125,7 +126,7 @@ INSERT INTO events_fts (rowid, body, context)
 SELECT e.rowid, beeweave_fts_text(e.content), beeweave_fts_text(COALESCE((
     SELECT substr(p.content, 1, 2000) FROM events p
     WHERE p.tenant = e.tenant AND p.session_id = e.session_id AND p.seq < e.seq
-      AND p.content != '' ORDER BY p.seq DESC LIMIT 1), ''))
+      AND p.content != '' AND p.status = 'active' ORDER BY p.seq DESC LIMIT 1), ''))
 FROM events e WHERE e.rowid > (SELECT COALESCE(MAX(rowid), 0) FROM events_fts)
 ORDER BY e.rowid LIMIT ?
 """
@@ -323,22 +324,32 @@ SCOPE_ROWIDS = """
 SELECT rowid FROM events INDEXED BY events_session_seq WHERE tenant = ? AND status = 'active'
 {where} ORDER BY rowid DESC LIMIT ?
 """
-#: A per-connection, in-memory FTS table (same tokenizer) that holds one scope's
+#: Per-connection, in-memory FTS tables (same tokenizer), each holding one scope's
 #: indexed text while it is ranked; BM25 there weighs words by their rarity in the
-#: scope.  Filled from the main index by rowid (no re-segmenting), refilled when the scope or the database changed.
+#: scope.  Filled from the main index by rowid (no re-segmenting), refilled when the
+#: scope or the database changed.  An assembly ranks its session and its user's
+#: sessions, for turns and for notes, in turn: four tables (``{table}``: one of them).
+SCOPE_TABLES = ("scope_fts_0", "scope_fts_1", "scope_fts_2", "scope_fts_3")
 SCOPE_FTS_CREATE = (
-    "CREATE VIRTUAL TABLE IF NOT EXISTS temp.scope_fts USING fts5("
+    "CREATE VIRTUAL TABLE IF NOT EXISTS temp.{table} USING fts5("
     "body, context, tokenize = 'porter unicode61 remove_diacritics 2')"
 )
 SCOPE_FTS_FILL = (
-    "INSERT INTO temp.scope_fts (rowid, body, context) "
+    "INSERT INTO temp.{table} (rowid, body, context) "
     "SELECT rowid, body, context FROM events_fts WHERE rowid IN ({rowids})"
 )
-SCOPE_FTS_CLEAR = "DELETE FROM temp.scope_fts"
+SCOPE_FTS_CLEAR = "DELETE FROM temp.{table}"
 SCOPE_FTS_SEARCH = f"""
-SELECT {EVENT_COLUMNS}, -bm25(scope_fts, 1.0, 0.5) AS score
-FROM temp.scope_fts JOIN events ON events.rowid = scope_fts.rowid
-WHERE scope_fts MATCH ? ORDER BY bm25(scope_fts, 1.0, 0.5) LIMIT ?
+SELECT {EVENT_COLUMNS}, -bm25({{table}}, 1.0, 0.5) AS score
+FROM temp.{{table}} JOIN events ON events.rowid = {{table}}.rowid
+WHERE {{table}} MATCH ? AND events.status = 'active' {{where}}
+ORDER BY bm25({{table}}, 1.0, 0.5) LIMIT ?
+"""
+#: The scope's events stored after rowid ``?`` (a range of the table's own key: what
+#: was appended since the temporary table was filled, read without walking the scope).
+SCOPE_ROWIDS_AFTER = """
+SELECT rowid FROM events NOT INDEXED WHERE rowid > ? AND tenant = ? AND status = 'active'
+{where} ORDER BY rowid
 """
 #: Wide search: rows read per query phrase (newest first, for its frequency), rows read
 #: from conjunctions of the rarest phrases (with their lengths, to pick the pool), rows

@@ -1,0 +1,1 @@
+"""Long-term memory: what a conversation states (speech acts), and how it stays true."""
