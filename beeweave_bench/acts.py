@@ -116,10 +116,13 @@ def judge(m: ActModel, items: Sequence[tuple[str, str]]) -> dict[str, Any]:
     }
 
 
-def run(write: Path | None = None) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+def run(
+    write: Path | None = None, per_act: int = 320
+) -> tuple[list[dict[str, Any]], dict[str, Any]]:
     """Cross-validate, fit on everything, judge on the held-out sentences; ``write``
-    saves the weights there (the shipped file is ``beeweave_core/data/acts-minilm.npz``)."""
-    data = corpus()
+    saves the weights there (the shipped file is ``beeweave_core/data/acts-minilm.npz``,
+    fitted with the default ``per_act``: generated sentences per act and language)."""
+    data = corpus(per_act=per_act)
     texts = [d.text for d in data]
     x = embed(texts)
     shapes = np.array([shape(t) for t in texts], dtype=np.float32)

@@ -250,7 +250,8 @@ def _short_session(scn: dict[str, Any], counter: TokenCounter, tmp: str) -> dict
         if counter.count_messages([*msgs, m]) > budget // 2:
             break
         msgs.append(m)
-    while msgs and msgs[-1]["role"] != "assistant":  # end on a finished exchange
+    # end on a finished exchange: an answer, not a tool call still waiting for its result
+    while msgs and (msgs[-1]["role"] != "assistant" or msgs[-1].get("tool_calls")):
         msgs.pop()
     if not msgs:
         return None

@@ -969,13 +969,18 @@ def bench_acts(
     write: Annotated[
         bool, typer.Option(help="Save the classifier fitted on the whole corpus (the shipped one).")
     ] = False,
+    per_act: Annotated[
+        int, typer.Option(help="Generated training sentences per act (the shipped fit: 320).")
+    ] = 320,
     out: OutOpt = None,
 ) -> None:
     """The speech-act classifier: cross-validated on generated sentences, judged on others."""
     from beeweave_bench import acts
     from beeweave_bench.report import report
 
-    rows, summary = acts.run(write=acts.WEIGHTS if write else None)
+    if per_act < 10:
+        fail(f"--per-act must be at least 10, got {per_act}")
+    rows, summary = acts.run(write=acts.WEIGHTS if write else None, per_act=per_act)
     report("acts", rows, out=out, params=summary, notes=[f"{k}: {v}" for k, v in summary.items()])
 
 

@@ -220,7 +220,8 @@ class Weave:
         ``scope`` (or ``meta["scope"]``) names the event's business line; a weave of one
         scope fills in its own, one of several must be told (:class:`ScopeError`).
         """
-        meta = with_scope(meta, self.store.scopes, scope)
+        if meta is None or isinstance(meta, Mapping):  # (anything else: the bus refuses it)
+            meta = with_scope(meta, self.store.scopes, scope)
         return self.bus.emit(
             type, content, session_id=session_id, role=role, payload=payload, parents=parents,
             links=links, meta=meta, source=source, key=key, ts=ts, priority=priority,

@@ -8,27 +8,13 @@ every request without it gets 401 before it reaches the MCP app.
 
 from __future__ import annotations
 
-import hmac
-import ipaddress
-import secrets
 from collections.abc import Awaitable, Callable, MutableMapping
 from typing import Any
 
+from beeweave_core.access import is_loopback, new_token, token_matches
+
 Scope = MutableMapping[str, Any]
 ASGIApp = Callable[[Scope, Callable[..., Awaitable[Any]], Callable[..., Awaitable[Any]]], Awaitable[None]]  # fmt: skip
-
-
-def is_loopback(host: str) -> bool:
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host.strip("[]")).is_loopback
-    except ValueError:
-        return False
-
-
-def new_token() -> str:
-    return secrets.token_urlsafe(32)
 
 
 class TokenGuard:
@@ -63,7 +49,7 @@ class TokenGuard:
         headers = dict(scope.get("headers") or [])
         raw = headers.get(b"authorization", b"").decode("latin-1")
         scheme, _, given = raw.partition(" ")
-        if scheme.lower() != "bearer" or not hmac.compare_digest(given.strip(), self.token):
+        if scheme.lower() != "bearer" or not token_matches(given.strip(), self.token):
             return 401, "beeweave mcp: missing or wrong bearer token\n"
         return None
 

@@ -54,9 +54,12 @@ def _int(request: Request, name: str, default: int | None) -> int | None:
     if raw in (None, ""):
         return default
     try:
-        return int(raw)
+        value = int(raw)
     except ValueError:
-        raise ValueError(f"{name} must be an integer, got {raw!r}") from None
+        raise ValueError(f"{name} must be an integer, got {raw[:40]!r}") from None
+    if not -(2**63) <= value < 2**63:  # what a store's integer column holds
+        raise ValueError(f"{name} is out of range: {raw[:40]!r}")
+    return value
 
 
 def _where(url: str) -> str:

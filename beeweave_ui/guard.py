@@ -9,29 +9,14 @@ start, once as ``?token=`` (then kept in a cookie) or as ``Authorization: Bearer
 
 from __future__ import annotations
 
-import hmac
-import ipaddress
-import secrets
 from http.cookies import SimpleCookie
 
 from starlette.types import ASGIApp, Receive, Scope, Send
 
+from beeweave_core.access import is_loopback, token_matches
+
 COOKIE = "beeweave_ui_token"
 LOCAL_HOSTNAMES = frozenset({"localhost", "127.0.0.1", "::1", "[::1]"})
-
-
-def new_token() -> str:
-    return secrets.token_urlsafe(24)
-
-
-def is_loopback(host: str | None) -> bool:
-    """True for 127.0.0.0/8 and ::1; anything unparsable (a name, a proxy tag) is not."""
-    if not host:
-        return False
-    try:
-        return ipaddress.ip_address(host.strip("[]")).is_loopback
-    except ValueError:
-        return False
 
 
 def _presented_token(scope: Scope) -> tuple[str | None, bool]:
@@ -64,7 +49,7 @@ class AccessGuard:
         client = scope.get("client")
         local = is_loopback(client[0] if client else None) and _local_host_header(scope)
         presented, in_query = _presented_token(scope)
-        holds = bool(self.token and presented and hmac.compare_digest(presented, self.token))
+        holds = token_matches(presented, self.token)
         if not (local or holds):
             await _refuse(send)
             return

@@ -6,9 +6,9 @@ import threading
 import webbrowser
 from collections.abc import Callable
 
+from beeweave_core.access import is_loopback, new_token
 from beeweave_core.weave import Weave
 from beeweave_ui.app import build_app
-from beeweave_ui.guard import is_loopback, new_token
 
 
 def serve(
@@ -22,7 +22,7 @@ def serve(
     """Serve until interrupted.  Bound beyond loopback, a fresh token guards the UI."""
     import uvicorn
 
-    local = host == "localhost" or is_loopback(host)
+    local = is_loopback(host)
     token = None if local else new_token()
     app = build_app(weave, token=token)
     shown = f"[{host}]" if ":" in host else host

@@ -257,6 +257,18 @@ def test_refused_events_are_dead_lettered_never_raised(db, tmp_path, caplog):
     bus.close()
 
 
+def test_a_weave_emit_of_any_argument_shape_never_raises(tmp_path):
+    with Weave.open(f"sqlite:///{tmp_path / 'w.db'}", spool_dir=tmp_path, index=False) as w:
+        odd = [{"meta": [1, 2]}, {"meta": "user=ana"}, {"payload": [1, 2]}, {"source": "x"},
+               {"links": [1]}, {"parents": 5}]  # fmt: skip
+        ids = [w.emit("user_message", "hi", session_id="s", **kw) for kw in odd]  # type: ignore[arg-type]
+        kept = w.emit("user_message", "fine", session_id="s")
+        assert all(isinstance(i, str) and i for i in ids)
+        w.flush()
+        assert [e.id for e in w.store.timeline("s")] == [kept]
+        assert w.stats()["refused"] == len(odd)
+
+
 class Weird:
     def __repr__(self) -> str:
         raise RuntimeError("repr explodes")

@@ -19,9 +19,10 @@ from mcp import Client, StdioServerParameters
 from mcp.client.streamable_http import streamable_http_client
 
 from beeweave_core import Weave
+from beeweave_core.access import is_loopback
 from beeweave_core.events import EventType
 from beeweave_core.memory_ops import namespace
-from beeweave_mcp.http import TokenGuard, is_loopback
+from beeweave_mcp.http import TokenGuard
 
 REPO = Path(__file__).resolve().parents[1]
 PREF = "Tomás wants every invoice total shown in Chilean pesos."
@@ -164,6 +165,11 @@ async def _guard_refuses_remote_without_token() -> None:
     assert sent[0]["status"] == 403 and {"type": "reached"} not in sent
     sent.clear()
     await TokenGuard(app, "s3cret")(remote, None, send)
+    assert sent[0]["status"] == 401
+    sent.clear()
+    # a token that is not ASCII is a wrong token (401), never an error in the guard
+    odd = {**remote, "headers": [(b"authorization", "Bearer s3crét✓".encode())]}
+    await TokenGuard(app, "s3cret")(odd, None, send)
     assert sent[0]["status"] == 401
     sent.clear()
     authed = {**remote, "headers": [(b"authorization", b"Bearer s3cret")]}

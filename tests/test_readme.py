@@ -39,6 +39,7 @@ SMALLER = {
     "beeweave bench checkpoint": "--steps 4 --rounds 1 --reads 10",
     "beeweave bench assemble": "--sizes 60 --calls 2 --neo4j-size 60",
     "beeweave bench scale": "--max-events 10000 --queries 3",
+    "beeweave bench acts": "--per-act 12",
 }
 SKIPPED = {
     "curl ": "downloads from the network",

@@ -82,6 +82,8 @@ def test_non_local_clients_are_refused_without_the_token(two_tenants: tuple[Weav
     with TestClient(guarded, client=REMOTE, base_url="http://10.1.2.3:8765") as c:
         assert c.get("/api/sessions").status_code == 403
         assert c.get("/api/sessions", headers={"authorization": "Bearer wrong"}).status_code == 403
+        odd = {"authorization": "Bearer s3crét-töken".encode()}  # not ASCII: refused, no 500
+        assert c.get("/api/sessions", headers=odd).status_code == 403
         ok = c.get("/api/sessions", headers={"authorization": "Bearer s3cret-token"})
         assert ok.status_code == 200 and ok.json()[0]["session_id"] == "north-1"
         first = c.get("/?token=s3cret-token")  # the link printed at start
@@ -102,6 +104,16 @@ def test_writes_need_the_action_header(two_tenants: tuple[Weave, Weave]) -> None
         r = c.post(f"/api/memories/{mem.id}/explode", json={}, headers={"x-beeweave-action": "1"})
         assert r.status_code == 400
     assert a.store.get([mem.id])[0].status.value == "active"
+
+
+def test_bad_query_numbers_are_a_400_with_one_line(two_tenants: tuple[Weave, Weave]) -> None:
+    a, _ = two_tenants
+    with TestClient(build_app(a), client=LOOPBACK, base_url="http://127.0.0.1:8765") as c:
+        for raw in ("9223372036854775808", "-9223372036854775809", "ten"):
+            r = c.get("/api/sessions/north-1/graph", params={"seq_from": raw})
+            assert r.status_code == 400 and "seq_from" in r.json()["error"], raw
+            assert "\n" not in r.json()["error"]
+        assert c.get("/api/sessions/north-1/graph", params={"seq_from": "0"}).status_code == 200
 
 
 def _other_tenant_marks(weave: Weave, session_id: str) -> set[str]:

@@ -632,6 +632,7 @@ def _rank_items(ws: WorkingState, query: str | None) -> list[Item]:
         return (it.section in ALWAYS_SHOWN, rel, it.seq, PRIORITY.get(it.section, 1.0))
 
     # what tools returned is evidence: recall brings it when the request asks for it
+    # (pinning done steps here cost the hand-written set 0.96 -> 0.93 retention)
     return sorted((it for it in ws.items() if it.section != "done"), key=key, reverse=True)
 
 
