@@ -270,13 +270,15 @@ class ContextEngine:
             raise ValueError(f"unknown phase {req.phase!r}; known: {', '.join(self.presets)}")
         c = self.counter(req.model, req.counter)
         req = req.bounded(c)
+        flush = req.flush
         if not self.config.catch_up_in_background:  # asked to wait for the full answer
-            if req.flush:
+            if flush:
                 self._flush()
+                flush = False
             self.maintenance.run(req.session_id, compact=req.window_tokens or req.budget_tokens,
                                  counter=c)  # fmt: skip
         with self.maintenance.reading():  # maintenance gives way from here on
-            if req.flush:
+            if flush:
                 self._flush()
             ctx = self._read(req, c)
         if req.record and ctx.messages:

@@ -12,6 +12,7 @@ sentences of domains no benchmark uses and reports them on sentences written apa
 
 from __future__ import annotations
 
+import functools
 import math
 import re
 import threading
@@ -113,16 +114,13 @@ def softmax(z: np.ndarray) -> np.ndarray:
     return e / e.sum(axis=1, keepdims=True)
 
 
-_lock = threading.Lock()
-_model: list[ActModel] = []
+_lock = threading.Lock()  # guards the cache below
 
 
+@functools.cache
 def model() -> ActModel:
     """The shipped classifier (loaded once)."""
-    with _lock:
-        if not _model:
-            _model.append(ActModel.load())
-        return _model[0]
+    return ActModel.load()
 
 
 #: Acts already decided, by sentence (chat repeats itself; a batch is decided at once).

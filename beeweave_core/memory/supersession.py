@@ -22,9 +22,9 @@ cross-validation (both errors reported: a change missed, a live item merged away
 
 from __future__ import annotations
 
+import functools
 import math
 import re
-import threading
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -231,16 +231,10 @@ class Scorer:
         return self.probability(f) >= self.threshold
 
 
-_lock = threading.Lock()
-_scorer: list[Scorer] = []
-
-
+@functools.cache
 def scorer() -> Scorer:
     """The shipped scorer (loaded once)."""
-    with _lock:
-        if not _scorer:
-            _scorer.append(Scorer.load())
-        return _scorer[0]
+    return Scorer.load()
 
 
 class Index:
