@@ -43,6 +43,7 @@ from beeweave_core.store import EventStore
 from beeweave_core.telemetry import traced
 from beeweave_core.text.segment import tokens
 from beeweave_core.text.timehints import TimeWindow, find_windows
+from beeweave_core.tokens import bounded_query
 
 if TYPE_CHECKING:
     from beeweave_core.index.indexer import Indexer
@@ -428,11 +429,13 @@ class Retriever:
         "user", "tenant") overrides the inference.  ``paths`` picks paths (default:
         all that apply).  ``now`` is the reference time for decay and for dates
         without a year.  Keyword ``overrides`` replace :class:`RetrievalConfig`
-        fields for this call (e.g. ``half_life=None``).
+        fields for this call (e.g. ``half_life=None``).  Only the query's first
+        :data:`~beeweave_core.tokens.MAX_QUERY_TOKENS` tokens are searched for.
         """
         _check_query(query)
         if k <= 0:
             return []
+        query = bounded_query(query)
         return self.fuse(self._rankings(query, session_id, user_id, filters, paths, scope, now,
                                         config, overrides), k)  # fmt: skip
 
@@ -455,8 +458,9 @@ class Retriever:
         settings, without searching again: what choosing weights by cross-validation
         needs.  Arguments as :meth:`retrieve`.
         """
-        return self._rankings(query, session_id, user_id, filters, paths, scope, now, config,
-                              overrides)  # fmt: skip
+        _check_query(query)
+        return self._rankings(bounded_query(query), session_id, user_id, filters, paths, scope,
+                              now, config, overrides)  # fmt: skip
 
     def _rankings(
         self,

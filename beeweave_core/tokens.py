@@ -75,6 +75,8 @@ __all__ = [
     "encoding_for_model",
     "get_encoding",
     "serialize_tool_arguments",
+    "MAX_QUERY_TOKENS",
+    "bounded_query",
     "truncate_to_tokens",
 ]
 
@@ -502,6 +504,27 @@ def truncate_to_tokens(
         return str(truncate(text, max_tokens))
     _check_max_tokens(max_tokens)
     return _truncate_by_search(text, max_tokens, tok.count)
+
+
+#: Tokens of a query that steer a search; the rest is cut before any ranking (what a
+#: question says is in its first few hundred tokens; a pasted document is not a query,
+#: and a 5 MB one must cost what a normal query does).
+MAX_QUERY_TOKENS = 256
+#: Characters read of a query before it is tokenised at all (a 5 MB paste is not
+#: encoded whole to learn that it is long).
+_QUERY_CHARS = MAX_QUERY_TOKENS * 16
+
+
+def bounded_query(query: str, counter: TokenCounter | None = None) -> str:
+    """``query`` cut to :data:`MAX_QUERY_TOKENS` tokens of ``counter``'s model (without
+    one, :data:`DEFAULT_MODEL`'s: the encoding a weave builds when it opens); itself
+    when shorter."""
+    if len(query) <= MAX_QUERY_TOKENS * 2:
+        return query
+    head = query[:_QUERY_CHARS]
+    if counter is not None:
+        return counter.truncate_to_tokens(head, MAX_QUERY_TOKENS)
+    return truncate_to_tokens(head, MAX_QUERY_TOKENS, tokenizer=encoding_for_model(DEFAULT_MODEL))
 
 
 def count_batch(texts: Iterable[str], *, encoding: str = DEFAULT_ENCODING) -> list[int]:

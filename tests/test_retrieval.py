@@ -15,6 +15,7 @@ import pytest
 
 from beeweave_core.events import EventType
 from beeweave_core.retrieval import PATHS, Filters, Hit, RetrievalConfig
+from beeweave_core.tokens import MAX_QUERY_TOKENS, TokenCounter, bounded_query
 from beeweave_core.weave import Weave
 
 DAY = 86_400.0
@@ -314,6 +315,29 @@ def test_recall_without_a_vector_index(open_weave):
     hits = w.retrieve("tracking number PT-7788-X", session_id="s", now=NOW)
     assert hits[0].event.id in (ids["result"], ids["answer"])
     assert all("semantic" not in h.paths for h in hits)
+
+
+def test_a_pasted_document_is_searched_for_its_opening_only(open_weave):
+    """Only the first MAX_QUERY_TOKENS tokens of a query are searched for: words far past
+    the cut change nothing, words inside it still steer the ranking."""
+    w = open_weave(index=False)
+    agent_turn(w, "s", NOW, "Book the ferry to Hvar for Monday.", "book", '{"to": "Hvar"}',
+               '{"ref": "FR-3310"}', "Booked, reference FR-3310.")  # fmt: skip
+    agent_turn(w, "s", NOW + 60, "Reserve a kayak in Korcula.", "rent", '{"item": "kayak"}',
+               '{"ref": "KY-0192"}', "Reserved, reference KY-0192.")  # fmt: skip
+    settle(w)
+    padding = " lorem" * 200_000
+    opening = "Which reference did the ferry booking get?"
+    plain = w.retrieve(opening, session_id="s", now=NOW, k=3)
+    long = w.retrieve(opening + padding + " kayak Korcula KY-0192", session_id="s", now=NOW)
+    padded = w.retrieve(opening + padding, session_id="s", now=NOW)
+    assert [h.event.id for h in long] == [h.event.id for h in padded]
+    ferry = [h.event.id for h in plain if "FR-3310" in h.event.content]
+    assert ferry and ferry[0] in [h.event.id for h in long[:3]]
+    assert bounded_query(opening + padding) != opening + padding
+    assert (
+        TokenCounter("gpt-4o-mini").count_text(bounded_query(opening + padding)) <= MAX_QUERY_TOKENS
+    )
 
 
 # ------------------------------------------------------------ the benchmark

@@ -2,8 +2,8 @@
 
 A request is a value: the read path takes it and nothing else, so what a call may do
 is visible in one place.  Bad input is one ``ValueError``/``TypeError`` line naming the
-argument; a query longer than :data:`MAX_QUERY_TOKENS` is cut before it reaches ranking,
-so a huge query costs what a normal one does.
+argument; a query longer than :data:`~beeweave_core.tokens.MAX_QUERY_TOKENS` is cut
+before it reaches ranking, so a huge query costs what a normal one does.
 """
 
 from __future__ import annotations
@@ -14,14 +14,7 @@ from typing import TypedDict
 
 from typing_extensions import Required
 
-from beeweave_core.tokens import DEFAULT_MODEL, TokenCounter
-
-#: Tokens of the query that steer recall; the rest is cut before any search (what a
-#: question says is in its first few hundred tokens; a pasted document is not a query).
-MAX_QUERY_TOKENS = 256
-#: Characters read of a query before it is tokenised at all (a 5 MB paste is not
-#: encoded whole to learn that it is long).
-_QUERY_CHARS = MAX_QUERY_TOKENS * 16
+from beeweave_core.tokens import DEFAULT_MODEL, MAX_QUERY_TOKENS, TokenCounter, bounded_query
 
 
 @dataclass(frozen=True)
@@ -95,10 +88,7 @@ class AssembleRequest:
     def bounded(self, counter: TokenCounter) -> AssembleRequest:
         """This request with its query cut to :data:`MAX_QUERY_TOKENS` tokens."""
         q = self.query
-        if q is None or len(q) <= MAX_QUERY_TOKENS * 2:
-            return self
-        head = q[:_QUERY_CHARS]
-        cut = counter.truncate_to_tokens(head, MAX_QUERY_TOKENS)
+        cut = q if q is None else bounded_query(q, counter)
         return self if cut == q else replace(self, query=cut)
 
 
