@@ -55,6 +55,7 @@ __all__ = [
     "CL100K_BASE",
     "DEFAULT_ENCODING",
     "DEFAULT_MODEL",
+    "MAX_QUERY_TOKENS",
     "O200K_BASE",
     "OPENAI_CHAT_OVERHEADS",
     "OPENAI_TOOL_SCHEMA_OVERHEADS",
@@ -71,12 +72,11 @@ __all__ = [
     "Tokenizer",
     "TokenizerDataError",
     "ToolSchemaOverheads",
+    "bounded_query",
     "count_batch",
     "encoding_for_model",
     "get_encoding",
     "serialize_tool_arguments",
-    "MAX_QUERY_TOKENS",
-    "bounded_query",
     "truncate_to_tokens",
 ]
 
