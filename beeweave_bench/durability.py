@@ -33,6 +33,9 @@ from beeweave_core.weave import Weave
 #: The documented bound: an event is on disk this long after emit() returned.
 CONTRACT_WINDOW = 0.1
 SID = "dur"
+#: A paced child is signalled only once it has emitted this many events, however slow
+#: the machine: the kill must land mid-stream, not during start-up.
+PACED_BEFORE_KILL = 60
 
 
 @dataclass
@@ -175,6 +178,8 @@ def kill_run(
     child = spawn(url, tmp / "spool", mode=mode, n=n, pace=pace, extra=list(extra))
     child.wait_for("ready")
     time.sleep(delay)
+    if mode == "paced":
+        child.wait_for(f"e {PACED_BEFORE_KILL}")
     t_kill = time.monotonic()
     child.proc.send_signal(sig)
     code = child.proc.wait(60)

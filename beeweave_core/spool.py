@@ -139,9 +139,13 @@ class Spool:
         self.key = key
         self.tag = f"{os.getpid()}-{secrets.token_hex(3)}"
         self.path = self.file(SPOOL)
-        fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, FILE_MODE)
+        # Locked under a name no other process globs, then renamed into place: a spool
+        # is never visible unlocked, so no other process can take it for an orphan.
+        fresh = self.path.with_name(self.path.name + ".new")
+        fd = os.open(fresh, os.O_WRONLY | os.O_CREAT | os.O_APPEND, FILE_MODE)
         os.fchmod(fd, FILE_MODE)
         _lock(fd, block=True)
+        os.replace(fresh, self.path)
         self._f: IO[bytes] = os.fdopen(fd, "ab", buffering=0)
         self.end = 0
         self._synced = time.monotonic()
@@ -176,7 +180,7 @@ class Spool:
         """Release the lock; an empty spool is removed, a non-empty one left for replay."""
         try:
             os.fsync(self._f.fileno())
-            if self.end == 0 and self.path.stat().st_size == 0:
+            if self.end == 0 and os.fstat(self._f.fileno()).st_size == 0:
                 self.path.unlink(missing_ok=True)
         finally:
             self._f.close()

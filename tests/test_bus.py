@@ -325,3 +325,33 @@ def test_listeners_see_stored_batches_and_cannot_break_capture(db, tmp_path):
     assert seen == ids
     assert len(bus.store.timeline("s")) == 20
     bus.close()
+
+
+def test_a_live_spool_is_never_claimed_as_an_orphan(tmp_path):
+    """Spools created while another bus scans for orphans: none of the live ones is taken."""
+    from beeweave_core.spool import Spool
+
+    folder, made, claimed, stop = tmp_path / "sp", [], [], threading.Event()
+
+    def scan() -> None:
+        scanner = Spool(folder, "k")
+        while not stop.is_set():
+            for path, handle in scanner.orphans():
+                claimed.append(path)
+                if handle is not None:
+                    handle.close()
+        scanner.close()
+
+    t = threading.Thread(target=scan)
+    t.start()
+    try:
+        for _ in range(400):
+            made.append(Spool(folder, "k"))
+    finally:
+        stop.set()
+        t.join()
+    assert claimed == [], claimed[:3]
+    for spool in made:
+        spool.append(b'{"n": 0}\n')
+        spool.close()  # the file is still there: close() reads it
+    assert len(list(folder.glob("k.*.spool.jsonl"))) == len(made)
