@@ -670,7 +670,7 @@ class Retriever:
         """
         semantic = None
         if self.indexer is not None and (_on(c, "semantic") or _on(c, "temporal")):
-            self.indexer.sync(c.cfg.index_wait)  # read your writes, within reason
+            self.indexer.sync(c.cfg.index_wait, derived=False)  # read your writes, within reason
             if _on(c, "semantic"):
                 semantic = _workers().submit(self._semantic, c)
         runs = {"recent": self._recent, "lexical": self._lexical, "metadata": self._metadata}

@@ -25,6 +25,7 @@ from beeweave_core.events import AppendResult, EdgeType, Event, EventType
 from beeweave_core.governance.redaction import EVENT_FIELDS, env_redactor
 from beeweave_core.ids import check_tenant
 from beeweave_core.paths import beeweave_home, default_url
+from beeweave_core.read_gate import ReadGate
 from beeweave_core.scopes import META_KEY, Readable, derived, narrow, with_scope
 from beeweave_core.store import EventStore
 
@@ -140,6 +141,9 @@ class Weave:
         self._closers: list[Callable[[], None]] = []
         self._retrievers: dict[Readable, Retriever] = {}
         self._contexts: dict[Readable, ContextEngine] = {}
+        self._contexts_lock = threading.Lock()  # two first reads build one engine
+        #: reads in flight: the background workers of this weave give way to them
+        self.reads = ReadGate()
         #: Background vector indexer (``None`` without an index); see ``index/indexer.py``.
         self.indexer: Indexer | None = None
         if self.config.index.enabled:
@@ -373,14 +377,16 @@ class Weave:
     ) -> list[Hit]:  # fmt: skip
         """Find past events for ``query``; see :meth:`beeweave_core.retrieval.Retriever.retrieve`.
         ``scopes`` narrows this call to some of the weave's scopes."""
-        return self.retriever_for(scopes).retrieve(query, **kw)
+        with self.reads.reading():
+            return self.retriever_for(scopes).retrieve(query, **kw)
 
     async def aretrieve(
         self, query: str, *, scopes: Iterable[str] | str | None = None,
         **kw: Unpack[RetrieveOptions],
     ) -> list[Hit]:  # fmt: skip
         """Async twin of :meth:`retrieve` (runs in a worker thread)."""
-        return await self.retriever_for(scopes).aretrieve(query, **kw)
+        with self.reads.reading():
+            return await self.retriever_for(scopes).aretrieve(query, **kw)
 
     # ------------------------------------------------------------ context
     @property
@@ -391,22 +397,26 @@ class Weave:
     def context_for(self, scopes: Iterable[str] | str | None) -> ContextEngine:
         """The context engine of a narrower set of ``scopes`` (one per set)."""
         readable = narrow(self.store.scopes, scopes)
-        if readable not in self._contexts:
-            store = self._view(readable)
-            from functools import partial
+        with self._contexts_lock:
+            return self._contexts.get(readable) or self._new_context(readable)
 
-            from beeweave_core.context import ContextEngine
+    def _new_context(self, readable: Readable) -> ContextEngine:
+        from functools import partial
 
-            engine = ContextEngine(
-                self._writer_for(store), self.config.context,
-                emit=partial(self._emit_record, store),  # type: ignore[arg-type]
-                retrieve=partial(self.retrieve, scopes=readable), flush=self.flush,
-            )  # fmt: skip
-            self.bus.subscribe(engine.on_batch)
-            self.on_close(lambda: self.bus.unsubscribe(engine.on_batch))
-            self.on_close(engine.close)
-            self._contexts[readable] = engine
-        return self._contexts[readable]
+        from beeweave_core.context import ContextEngine
+
+        store = self._view(readable)
+        engine = ContextEngine(
+            self._writer_for(store), self.config.context,
+            emit=partial(self._emit_record, store),  # type: ignore[arg-type]
+            retrieve=partial(self.retrieve, scopes=readable), flush=self.flush,
+            gate=self.reads,
+        )  # fmt: skip
+        self.bus.subscribe(engine.on_batch)
+        self.on_close(lambda: self.bus.unsubscribe(engine.on_batch))
+        self.on_close(engine.close)
+        self._contexts[readable] = engine
+        return engine
 
     def _emit_record(
         self,

@@ -19,7 +19,12 @@ def _short(text: str, n: int = 90) -> str:
 
 
 def show_assembled_context(weave: Weave, session_id: str, console: Console) -> None:
-    """Assemble the context for :data:`LATE_QUESTION` and show how it was built."""
+    """Assemble the context for :data:`LATE_QUESTION` and show how it was built.
+
+    Between an agent's turns maintenance catches up in the background; the demo's turns
+    are scripted back to back, so it waits for that once, then reads."""
+    weave.flush()
+    weave.context.update(session_id)
     ctx = weave.assemble(session_id, LATE_QUESTION, budget_tokens=DEMO_BUDGET, model="gpt-4o-mini")
     weave.flush()
     console.rule("[bold]Assembled context for a late question")

@@ -19,10 +19,11 @@ import asyncio
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from langchain_core.messages import BaseMessage, convert_to_messages
+from langchain_core.messages import AIMessage, BaseMessage, convert_to_messages
 from langchain_core.runnables import RunnableConfig, RunnableLambda
 
-from beeweave_core.events import Event, EventType
+from beeweave_core.context.assembler import AssembledContext
+from beeweave_core.events import Event
 from beeweave_core.tokens import DEFAULT_MODEL
 from beeweave_core.transcript import transcript_for
 from beeweave_core.weave import Weave
@@ -39,48 +40,41 @@ def checkpointed(config: Mapping[str, Any] | None) -> bool:
     return ((config or {}).get("configurable") or {}).get(CHECKPOINTER_KEY) is not None
 
 
-def _tail_event_ids(ctx: Any, store: Any) -> list[str | None]:
-    """Event id of each message of ``ctx.messages`` (``None`` for the synthetic ones).
+def assembled_messages(
+    ctx: AssembledContext, known: Mapping[str, BaseMessage] | None = None
+) -> list[BaseMessage]:
+    """An :class:`~beeweave_core.context.AssembledContext` as LangChain messages, ids set.
 
-    The immediate layer's pieces list each unit's events in order; walking units and
-    messages from the end pairs a tool message with its result by tool_call_id, the
-    message before with the unit's user or assistant event.
-    """
-    msgs = ctx.messages
-    out: list[str | None] = [None] * len(msgs)
-    pieces = list(ctx.layers["immediate"].pieces) if "immediate" in ctx.layers else []
-    ids = [i for p in pieces for i in p.event_ids]
-    events = {e.id: e for e in store.get(ids)} if ids else {}
-    i = len(msgs) - 1
-    for piece in reversed(pieces):
-        evs = [events[x] for x in piece.event_ids if x in events]
-        results = {
-            str(e.payload.get("tool_call_id") or e.id): e.id
-            for e in evs
-            if e.type == EventType.TOOL_RESULT
-        }
-        while i >= 0 and msgs[i].get("role") == "tool":
-            out[i] = results.get(str(msgs[i].get("tool_call_id")))
-            i -= 1
-        if i < 0:
-            break
-        want = (
-            EventType.USER_MESSAGE if msgs[i].get("role") == "user" else EventType.ASSISTANT_MESSAGE
-        )
-        out[i] = next((e.id for e in evs if e.type == want), None)
-        i -= 1
-    return out
-
-
-def assembled_messages(ctx: Any, store: Any) -> list[BaseMessage]:
-    """An :class:`~beeweave_core.context.AssembledContext` as LangChain messages, ids set."""
-    event_ids = _tail_event_ids(ctx, store)
+    ``known``: event id -> the caller's own message for it (the graph state's); one the
+    assembly hands on unchanged is copied rather than rebuilt, which skips validating
+    every message of a long thread on every model call."""
     out: list[BaseMessage] = []
-    for n, (d, eid) in enumerate(zip(ctx.messages, event_ids, strict=True)):
-        msg = dict_to_message({**d, "id": f"{STORED_ID_PREFIX}{eid or f'~{ctx.session_id}:{n}'}"})
-        msg.additional_kwargs[BEEWEAVE_KWARG] = {"retrieval_event_id": ctx.retrieval_event_id}
+    tag = {BEEWEAVE_KWARG: {"retrieval_event_id": ctx.retrieval_event_id}}
+    ids = ctx.message_ids or [None] * len(ctx.messages)
+    for n, (d, eid) in enumerate(zip(ctx.messages, ids, strict=True)):
+        mid = f"{STORED_ID_PREFIX}{eid or f'~{ctx.session_id}:{n}'}"
+        mine = (known or {}).get(eid) if eid else None
+        if mine is not None and _same(mine, d):
+            out.append(mine.model_copy(update={"id": mid, "name": d.get("name"),  # as counted
+                                               "additional_kwargs": {**mine.additional_kwargs,
+                                                                     **tag}}))  # fmt: skip
+            continue
+        msg = dict_to_message({**d, "id": mid})
+        msg.additional_kwargs[BEEWEAVE_KWARG] = tag[BEEWEAVE_KWARG]
         out.append(msg)
     return out
+
+
+def _same(msg: BaseMessage, d: Mapping[str, Any]) -> bool:
+    """``msg`` says what the assembled dict ``d`` says (not redacted, cut or cleared)."""
+    if msg.content != d.get("content", ""):
+        return False
+    if isinstance(msg, AIMessage):
+        return [c["id"] for c in msg.tool_calls] == [c["id"] for c in d.get("tool_calls") or ()]
+    return msg.type == _LC_TYPE.get(str(d.get("role")))
+
+
+_LC_TYPE = {"user": "human", "tool": "tool", "system": "system"}
 
 
 class BeeWeaveContextHook:
@@ -173,13 +167,14 @@ class BeeWeaveContextHook:
         """
         ids = self.record_messages(session_id, messages) if self.record or branch else []
         lineage = [i for i in ids if i] if branch else None
+        known = {i: m for i, m in zip(ids, messages, strict=False) if i}
         ctx = self.weave.assemble(
             session_id, budget_tokens=self.budget_tokens, model=self.model,
             window_tokens=self.window_tokens, user_id=self.user_id,
             agent_id=self.agent_id, lineage=lineage, **self.assemble_kw,
         )  # fmt: skip
         self.last = ctx
-        return assembled_messages(ctx, self.weave.store)
+        return assembled_messages(ctx, known)
 
     async def acontext(
         self, session_id: str, messages: Sequence[BaseMessage], *, branch: bool = False

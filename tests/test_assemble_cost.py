@@ -12,12 +12,13 @@ from __future__ import annotations
 
 import json
 import re
-import sqlite3
+import threading
 from collections.abc import Callable
 from typing import Any
 
 import pytest
 
+from beeweave_core.backends.sqlite.db import SharedConnection
 from beeweave_core.weave import Weave
 
 from .context_helpers import say
@@ -63,20 +64,28 @@ def _read_steps(weave: Weave, session_id: str, turns: int) -> tuple[int, int]:
         weave.assemble(session_id, budget_tokens=1_500)
         weave.flush()
     say(weave, session_id, _turns(turns + 3, 1), user_id=None, prefix="m")
-    conn: sqlite3.Connection = weave.store.connection.conn  # type: ignore[attr-defined]
+    shared: SharedConnection = weave.store.connection  # type: ignore[attr-defined]
+    conn, caller = shared.conn, threading.get_ident()
     sent: list[str] = []
-    conn.set_trace_callback(sent.append)
+    # the calling thread's statements only: the text-index thread shares the connection
+    # (and a callback is set or cleared under the store's lock, as every use of it is)
+    with shared.lock:
+        conn.set_trace_callback(lambda sql: sent.append(sql) if threading.get_ident() == caller
+                                else None)  # fmt: skip
     try:
         weave.assemble(session_id, budget_tokens=1_500)
-        weave.flush()  # the audit record, written by the capture thread
     finally:
-        conn.set_trace_callback(None)
+        with shared.lock:
+            conn.set_trace_callback(None)
+    weave.flush()  # the audit record, written by the capture thread
     reads = [s for s in sent if re.match(r"\s*(SELECT|WITH)\b", s)]
-    return _steps(conn, lambda: [conn.execute(sql).fetchall() for sql in reads]), len(reads)
+    return _steps(shared, lambda: [conn.execute(sql).fetchall() for sql in reads]), len(reads)
 
 
-def _steps(conn: sqlite3.Connection, run: Callable[[], object]) -> int:
-    """VM instructions SQLite executes while ``run`` runs (to within :data:`STEP`)."""
+def _steps(shared: SharedConnection, run: Callable[[], object]) -> int:
+    """VM instructions SQLite executes while ``run`` runs (to within :data:`STEP`),
+    holding the store's lock so no background thread's statements count."""
+    conn = shared.conn
     ticks = 0
 
     def tick() -> int:
@@ -84,11 +93,12 @@ def _steps(conn: sqlite3.Connection, run: Callable[[], object]) -> int:
         ticks += 1
         return 0
 
-    conn.set_progress_handler(tick, STEP)
-    try:
-        run()
-    finally:
-        conn.set_progress_handler(None, 0)
+    with shared.lock:
+        conn.set_progress_handler(tick, STEP)
+        try:
+            run()
+        finally:
+            conn.set_progress_handler(None, 0)
     return ticks * STEP
 
 
@@ -119,9 +129,9 @@ def test_the_step_count_sees_a_whole_session_read(weave_factory):
     ws = weave_factory(index=False)
     say(ws, "plants", _turns(0, 40), user_id=None, prefix="s")
     say(ws, "more", _turns(0, 200), user_id=None, prefix="l")
-    conn: sqlite3.Connection = ws.store.connection.conn  # type: ignore[attr-defined]
-    counts = [(_steps(conn, lambda sid=sid: ws.store.scopes_in(sid)),
-               _steps(conn, lambda sid=sid: ws.store.timeline(sid)))
+    shared: SharedConnection = ws.store.connection  # type: ignore[attr-defined]
+    counts = [(_steps(shared, lambda sid=sid: ws.store.scopes_in(sid)),
+               _steps(shared, lambda sid=sid: ws.store.timeline(sid)))
               for sid in ("plants", "more")]  # fmt: skip
     (cheap_s, read_s), (cheap_l, read_l) = counts
     assert read_l >= 3 * read_s  # the detector grows with a whole-session read

@@ -121,14 +121,16 @@ def _rows_per_call(weave_factory: Any, per_session: int) -> int:
                         key_prefix=f"c{k}")  # fmt: skip
         sent: list[str] = []
         # only the calling thread's statements: maintenance shares the connection
-        conn.set_trace_callback(
-            lambda sql, sent=sent: sent.append(sql) if threading.get_ident() == caller else None
-        )
+        with shared.lock:  # set and cleared as every use of the connection is: locked
+            conn.set_trace_callback(
+                lambda sql, sent=sent: sent.append(sql) if threading.get_ident() == caller else None
+            )
         try:
             ctx = weave.assemble("now", "crate limit for dock 3?", budget_tokens=1_500,
                                  record=False)  # fmt: skip
         finally:
-            conn.set_trace_callback(None)
+            with shared.lock:
+                conn.set_trace_callback(None)
         assert any(p.session_id != "now" for p in ctx.layers["recalled"].pieces)
         counts.append(_rows_read(shared, sent))
     weave.close()  # (the next weave shares the file: its commits would refill the scope)

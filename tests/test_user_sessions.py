@@ -139,9 +139,8 @@ def test_sqlite_user_reads_cost_follows_the_users_sessions_not_their_length(
         store = make_store("sqlite", tmp_path / f"len{per}")
         store.append([turn(f"e{s}-{i}", f"talk-{s}", "ines", 10.0 * s + i / 1000)
                       for s in range(6) for i in range(per)])  # fmt: skip
-        conn = store.connection.conn  # type: ignore[attr-defined]
         assert len(store.user_session_ids("ines")) == 6
-        cost = _steps(conn, lambda: (store.user_session_ids("ines"),
+        cost = _steps(store.connection, lambda: (store.user_session_ids("ines"),
                                      store.recent_user_sessions("ines", 3)))  # fmt: skip
         store.close()
         return cost

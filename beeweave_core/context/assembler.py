@@ -24,7 +24,7 @@ counted with the model's tokenizer and is never over budget.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from functools import lru_cache
@@ -145,6 +145,8 @@ class AssembledContext:
     #: maintenance has not read the whole session yet: memories, supersession and the
     #: working state cover what it has read; the turns and recall are complete
     catching_up: bool = False
+    #: the stored event behind each message (``None``: a synthetic block or the query)
+    message_ids: list[str | None] = field(default_factory=list)
 
     @property
     def provenance(self) -> list[Piece]:
@@ -344,17 +346,32 @@ class _Fill:
     today: str | None = None
 
 
-def assemble(plan: Plan) -> tuple[list[dict[str, Any]], dict[str, LayerReport], int]:
-    """Fill the layers of ``plan``: (messages, layer reports, overhead tokens)."""
+@dataclass(frozen=True)
+class Filled:
+    """What :func:`assemble` hands back: the messages, the event behind each (``None``
+    for the synthetic ones), the layer reports, the fixed overhead in tokens."""
+
+    messages: list[dict[str, Any]]
+    message_ids: list[str | None]
+    reports: dict[str, LayerReport]
+    overhead: int
+    tokens: int
+
+
+def assemble(plan: Plan) -> Filled:
+    """Fill the layers of ``plan``."""
     reports = {name: LayerReport(name, 0) for name in LAYERS}
     sys_msg, overhead, avail = _system_layer(plan, reports)
     if plan.whole_history:
         f = _whole_history(plan, reports, avail)
     else:
         f = _fill_layers(plan, reports, avail)
-    messages = _within_budget(plan, sys_msg, f)
+    messages, tokens = _within_budget(plan, sys_msg, f)
     _account(plan, reports, f)
-    return messages, reports, overhead
+    tail: list[str | None] = [i for u in f.window for i in u.message_ids()]
+    if plan.query_message:
+        tail.append(None)
+    return Filled(messages, [None] * (len(messages) - len(tail)) + tail, reports, overhead, tokens)
 
 
 def _whole_history(plan: Plan, reports: dict[str, LayerReport], avail: int) -> _Fill:
@@ -364,7 +381,7 @@ def _whole_history(plan: Plan, reports: dict[str, LayerReport], avail: int) -> _
     the window shows."""
     c = plan.counter
     f = _Fill(avail, window=list(plan.units), session_id=plan.session_id)
-    used = sum(_unit_cost(c, u) for u in f.window)
+    used = sum(unit_cost(c, u) for u in f.window)
     reports["immediate"].budget = used
     if avail - used > 0:
         shown = {i for u in f.window for i in u.ids}
@@ -422,12 +439,12 @@ def _fill_layers(plan: Plan, reports: dict[str, LayerReport], avail: int) -> _Fi
     shown = {i for u in f.window for i in u.ids}
     inputs = plan.recall(shown)
     f.today = inputs.today
-    room = avail - f.w_used - sum(_unit_cost(c, u) for u in f.window)
+    room = avail - f.w_used - sum(unit_cost(c, u) for u in f.window)
     reports["recalled"].budget = room
     _pack(c, f, [k for k in inputs.candidates if k.key not in shown], room)
-    spare = avail - f.w_used - _recall_cost(c, f) - sum(_unit_cost(c, u) for u in f.window)
+    spare = avail - f.w_used - _recall_cost(c, f) - sum(unit_cost(c, u) for u in f.window)
     _widen(plan, f, units, spare)
-    reports["immediate"].budget = sum(_unit_cost(c, u) for u in f.window)
+    reports["immediate"].budget = sum(unit_cost(c, u) for u in f.window)
     return f
 
 
@@ -457,7 +474,7 @@ def _widen(plan: Plan, f: _Fill, units: Sequence[Unit], spare: int) -> None:
     c = plan.counter
     while spare > 0 and f.dropped:
         prev = f.dropped[-1]
-        cost = _unit_cost(c, prev)
+        cost = unit_cost(c, prev)
         freed = _lines_of(c, f, set(prev.ids))
         if cost > spare + freed:
             break
@@ -525,7 +542,7 @@ def _text_tokens(c: TokenCounter, text: str) -> int:
 _UNIT_TOKENS: dict[tuple[Any, ...], int] = {}
 
 
-def _unit_cost(counter: TokenCounter, unit: Unit) -> int:
+def unit_cost(counter: TokenCounter, unit: Unit) -> int:
     """Tokens of a unit's messages, kept on the unit and by its events (the same stored
     turns are read again by call after call; a cut unit is counted on its own)."""
     key = counter.encoding_name
@@ -541,11 +558,13 @@ def _unit_cost(counter: TokenCounter, unit: Unit) -> int:
     return n
 
 
-def _within_budget(plan: Plan, sys_msg: dict[str, Any] | None, f: _Fill) -> list[dict[str, Any]]:
-    """Compose, then drop until the exact count fits (the count has the last word)."""
-    c = plan.counter
+def _within_budget(
+    plan: Plan, sys_msg: dict[str, Any] | None, f: _Fill
+) -> tuple[list[dict[str, Any]], int]:
+    """Compose, then drop until the exact count fits (the count has the last word):
+    (messages, their tokens)."""
     messages = _compose(plan, sys_msg, f)
-    while c.count_messages(messages) > plan.budget:
+    while (tokens := _count(plan, messages, f)) > plan.budget:
         if f.lines:
             f.lines.pop()
         elif f.w_in:
@@ -559,7 +578,17 @@ def _within_budget(plan: Plan, sys_msg: dict[str, Any] | None, f: _Fill) -> list
         else:
             break
         messages = _compose(plan, sys_msg, f)
-    return messages
+    return messages, tokens
+
+
+def _count(plan: Plan, messages: Sequence[Mapping[str, Any]], f: _Fill) -> int:
+    """``count_messages(messages)``: the window's units by their kept costs, the rest
+    (head blocks, the query) counted."""
+    c = plan.counter
+    n_window = sum(len(u.messages) for u in f.window)
+    head, rest = len(messages) - n_window - (1 if plan.query_message else 0), messages
+    others = [*rest[:head], *rest[head + n_window :]]
+    return c.count_messages(others) + sum(unit_cost(c, u) for u in f.window)
 
 
 def _compose(plan: Plan, sys_msg: dict[str, Any] | None, f: _Fill) -> list[dict[str, Any]]:
@@ -580,7 +609,7 @@ def _account(plan: Plan, reports: dict[str, LayerReport], f: _Fill) -> None:
     rmsg = _recall_message(f)
     wr.tokens = c.count_message(wmsg) if wmsg else 0
     rr.tokens = c.count_message(rmsg) if rmsg else 0
-    ir.tokens = sum(_unit_cost(c, u) for u in f.window)
+    ir.tokens = sum(unit_cost(c, u) for u in f.window)
     wr.pieces = [_item_piece(c, it, sid) for it in f.w_in]
     wr.left_out = [_item_piece(c, it, sid, note="over budget") for it in f.w_out]
     rr.pieces = [_line_piece(c, ln, f.scores.get(ln.event_id)) for ln in f.lines]
@@ -654,7 +683,7 @@ def _fit_newest(
         while window and window[0].kind != "user":
             dropped.append(window.pop(0))
         return window, dropped
-    rest, _ = _newest_that_fit(c, units[j + 1 :], budget - _unit_cost(c, head))
+    rest, _ = _newest_that_fit(c, units[j + 1 :], budget - unit_cost(c, head))
     kept = {id(u) for u in rest}
     dropped = [u for u in units if id(u) not in kept and u is not units[j]]
     return [head, *rest], dropped
@@ -662,14 +691,14 @@ def _fit_newest(
 
 def _cut_user(c: TokenCounter, unit: Unit, budget: int) -> Unit | None:
     """``unit`` whole if it fits ``budget``, else its text cut to fit (or ``None``)."""
-    if _unit_cost(c, unit) <= budget:
+    if unit_cost(c, unit) <= budget:
         return unit
     room = budget - c.count_message({"role": "user", "content": ""}) - 12
     if room <= 0:
         return None
     text = c.truncate_to_tokens(unit.messages[0]["content"], room) + " [cut by BeeWeave]"
     cut = Unit("user", unit.events, [{"role": "user", "content": text}])
-    return cut if _unit_cost(c, cut) <= budget else None
+    return cut if unit_cost(c, cut) <= budget else None
 
 
 def _newest_that_fit(
@@ -681,7 +710,7 @@ def _newest_that_fit(
     used = 0
     for i in range(len(units) - 1, -1, -1):
         u = units[i]
-        cost = _unit_cost(c, u)
+        cost = unit_cost(c, u)
         if used + cost <= budget:
             window.insert(0, u)
             used += cost
@@ -713,7 +742,7 @@ def _line_piece(
 def _unit_piece(c: TokenCounter, u: Unit, sid: str, note: str | None = None) -> Piece:
     # every message's words (a tool group: what the assistant said, then what came back)
     text = " ".join(str(m["content"]) for m in u.messages if m.get("content"))[:200]
-    return Piece("immediate", u.kind, text, _unit_cost(c, u), tuple(u.ids), sid,
+    return Piece("immediate", u.kind, text, unit_cost(c, u), tuple(u.ids), sid,
                  (u.seq_from, u.seq_to), None, note)  # fmt: skip
 
 

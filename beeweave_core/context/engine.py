@@ -29,11 +29,12 @@ from beeweave_core.context.assembler import (
     day_of,
     infer_phase,
     lines_for,
+    unit_cost,
 )
 from beeweave_core.context.compactor import CompactionReport, Compactor
 from beeweave_core.context.editing import EditPolicy, tool_digest
 from beeweave_core.context.maintenance import Maintenance
-from beeweave_core.context.messages import Unit, split_units
+from beeweave_core.context.messages import Unit, UnitsMemo
 from beeweave_core.context.request import AssembleRequest
 from beeweave_core.context.session_view import Views, WatchedStore
 from beeweave_core.context.snapshot import Snapshot, index_terms
@@ -51,6 +52,7 @@ from beeweave_core.governance.dormancy import (
 )
 from beeweave_core.governance.health import context_text, guard_compaction
 from beeweave_core.memory.writer import MemoryWriter
+from beeweave_core.read_gate import ReadGate
 from beeweave_core.store import EventStore
 from beeweave_core.telemetry import traced
 from beeweave_core.tokens import DEFAULT_MODEL, TokenCounter
@@ -74,6 +76,7 @@ RECALL_CANDIDATES = 120
 _SAID = [t.value for t in (EventType.USER_MESSAGE, EventType.ASSISTANT_MESSAGE,
                            EventType.TOOL_RESULT, EventType.ERROR)]  # fmt: skip
 _NOTES = [EventType.MEMORY.value, EventType.SUMMARY.value]
+_RECALLED = [*_SAID, *_NOTES]
 NOTES_K = 8
 #: The retriever's paths recall uses: not ``recent``, nor ``metadata`` (which, with
 #: only a type filter, is the newest events of each session in scope: the newest
@@ -111,6 +114,7 @@ class ContextEngine:
         emit: Emit | None = None,
         retrieve: Retrieve | None = None,
         flush: Callable[[float], bool] | None = None,
+        gate: ReadGate | None = None,
     ) -> None:
         cfg = config or ContextConfig()
         summarizer = cfg.summarizer or (
@@ -123,6 +127,7 @@ class ContextEngine:
         self._retrieve = retrieve
         self._flush_fn = flush
         self.edit_policy = cfg.edit_policy or EditPolicy()
+        self._units_memo = UnitsMemo()
         self.presets = {**PRESETS, **cfg.presets}
         self.memory = MemoryWriter(self.store, llm=cfg.memory_llm, digest=self._digest,
                                    outside_changes=self.views.outside_changes)  # fmt: skip
@@ -137,7 +142,7 @@ class ContextEngine:
         #: Check early facts right after each compaction, rolling back what lost them.
         self.amnesia_guard = True
         self.maintenance = Maintenance(self.views, self.memory, self.compactor,
-                                       guard=self._guard)  # fmt: skip
+                                       guard=self._guard, gate=gate)  # fmt: skip
 
     def _digest(self, result: Event, invocation: Event | None) -> str:
         return tool_digest(result, invocation, self.edit_policy, self.store.get_artifact)
@@ -307,16 +312,18 @@ class ContextEngine:
             shares=shares, systems=[e.content for e in systems], system_ids=[e.id for e in systems],
             units=units, working=working, query_message=qmsg, single_system=req.single_system,
             whole_history=whole, policy=self.edit_policy, resolve=self.store.get_artifact,
-            recall=self._recall(req, snap, units, uid, asleep | hidden),
+            recall=self._recall(req, snap, units, uid, asleep | hidden, whole),
         )  # fmt: skip
-        messages, layers, overhead = assemble(plan)
+        filled = assemble(plan)
+        messages = filled.messages
         return AssembledContext(
-            session_id=sid, query=req.query, messages=messages, layers=layers,
-            total_tokens=c.count_messages(messages), budget_tokens=req.budget_tokens,
+            session_id=sid, query=req.query, messages=messages, layers=filled.reports,
+            total_tokens=filled.tokens, budget_tokens=req.budget_tokens,
             model=req.model, encoding=c.encoding_name, phase=phase, working_state=working,
             full_history_tokens=self._history_tokens(c, snap, tail, systems, units, whole),
-            overhead_tokens=overhead, compaction={"stats": dict(snap.compaction)},
+            overhead_tokens=filled.overhead, compaction={"stats": dict(snap.compaction)},
             catching_up=not tail.complete and snap.cursor < tail.first_seq,
+            message_ids=filled.message_ids,
         )  # fmt: skip
 
     # ------------------------------------------------------------ reading
@@ -333,8 +340,7 @@ class ContextEngine:
             found = [e for e in found if e.agent_id in (None, agent_id)]
         return list({e.id: e for e in found}.values())
 
-    @staticmethod
-    def _units(tail: Tail, req: AssembleRequest) -> list[Unit]:
+    def _units(self, tail: Tail, req: AssembleRequest) -> list[Unit]:
         """The tail's turns as units, cut to the branch and to one agent's part; they
         start on a user turn (no orphaned tool result at the cut)."""
         events = [e for e in tail.events if e.type != EventType.SYSTEM_PROMPT]
@@ -345,7 +351,8 @@ class ContextEngine:
         if not tail.complete:
             first = next((i for i, e in enumerate(events) if e.type == EventType.USER_MESSAGE), 0)
             events = events[first:]
-        return split_units(events)[1]
+        key = (tail.session_id, req.agent_id, req.lineage is not None, tail.complete)
+        return self._units_memo.units(key, events)
 
     @staticmethod
     def _fits(
@@ -353,7 +360,7 @@ class ContextEngine:
     ) -> bool:
         msgs = [{"role": "system", "content": "\n\n".join(dict.fromkeys(
             e.content for e in systems if e.content))}] if systems else []  # fmt: skip
-        return c.count_messages([*msgs, *(m for u in units for m in u.messages)]) <= budget
+        return c.count_messages(msgs) + sum(unit_cost(c, u) for u in units) <= budget
 
     @staticmethod
     def _history_tokens(
@@ -361,9 +368,9 @@ class ContextEngine:
         units: Sequence[Unit], whole: bool,
     ) -> int:  # fmt: skip
         """What the whole history costs as a plain buffer sends it."""
-        if tail.complete:
+        if tail.complete:  # (a unit's cost is its messages', kept on the unit)
             sys_msgs = [{"role": "system", "content": e.content} for e in systems]
-            return c.count_messages([*sys_msgs, *(m for u in units for m in u.messages)])
+            return c.count_messages(sys_msgs) + sum(unit_cost(c, u) for u in units)
         known = snap.history_tokens.get(c.encoding_name)
         if known is None:
             return tail.tokens
@@ -399,15 +406,17 @@ class ContextEngine:
         units: Sequence[Unit],
         uid: str | None,
         skip: frozenset[str],
+        whole: bool = False,
     ) -> Callable[[set[str]], RecallInputs]:
-        """The recalled layer's candidates, given the ids the newest turns show."""
+        """The recalled layer's candidates, given the ids the newest turns show
+        (``whole``: they show every turn of the session)."""
         query = req.query or _last_user_text(units)
         today = day_of(units[-1].events[-1].ts) if units else None
 
         def recall(shown: set[str]) -> RecallInputs:
             if req.use_retriever is False or not query.strip():
                 return RecallInputs(req.session_id, [], today)
-            hits = self._hits(req, query, uid)
+            hits = self._hits(req, query, uid, whole)
             twins = self._twins(hits)
             keep = [(ev, h.score) for h in hits
                     if (ev := self._pick(h, twins, req, shown, skip)) is not None]  # fmt: skip
@@ -420,20 +429,20 @@ class ContextEngine:
 
         return recall
 
-    def _hits(self, req: AssembleRequest, query: str, uid: str | None) -> list[Hit]:
+    def _hits(self, req: AssembleRequest, query: str, uid: str | None, whole: bool) -> list[Hit]:
         """The retriever's hits for this request: this session's, and the user's other
-        sessions' when there are any."""
+        sessions' when there are any.  When the window holds the whole session and the
+        user has no other, no turn can be recalled: only the notes are searched."""
         retrieve = self._retrieve or self._own_retriever()
         others = bool(uid) and len(self.store.recent_user_sessions(uid, 2)) >= 2  # type: ignore[arg-type]
         scope = {"user_id": uid} if others else {}
         try:
-            said = list(retrieve(query, session_id=req.session_id, k=RECALL_K,
-                                 candidates=RECALL_CANDIDATES, filters={"types": _SAID},
+            if whole and not others:
+                return list(retrieve(query, session_id=req.session_id, k=NOTES_K,
+                                     filters={"types": _NOTES}, paths=("lexical", "semantic")))  # fmt: skip
+            return list(retrieve(query, session_id=req.session_id, k=RECALL_K + NOTES_K,
+                                 candidates=RECALL_CANDIDATES, filters={"types": _RECALLED},
                                  paths=RECALL_PATHS, **scope))  # fmt: skip
-            notes = list(retrieve(query, session_id=req.session_id, k=NOTES_K,
-                                  filters={"types": _NOTES}, paths=("lexical", "semantic"),
-                                  **scope))  # fmt: skip
-            return said + notes
         except ImportError:
             return []
         except Exception:  # recall is a bonus: never fail an assembly on it

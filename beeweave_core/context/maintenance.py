@@ -11,9 +11,9 @@ one due session at a time and, from the session's cursor (it never re-reads a se
 
 A step reads at most :data:`CHUNK` events, so a long backlog (an import, a session
 another process wrote) is a series of short steps, published one after another.  The
-worker gives way to reads: while an ``assemble`` runs it waits between sub-steps (for
-at most :data:`YIELD_AT_MOST` seconds), so a read does not share the interpreter with a
-catch-up.  ``assemble`` only ever takes the newest published snapshot; explicit
+worker gives way to reads: while an ``assemble`` runs it waits between sub-steps (the
+weave's :class:`~beeweave_core.read_gate.ReadGate`), so a read does not share the
+interpreter with a catch-up.  ``assemble`` only ever takes the newest published snapshot; explicit
 maintenance (``compact``, ``update``, ``memories``) asks the worker and waits for it.
 """
 
@@ -21,9 +21,8 @@ from __future__ import annotations
 
 import logging
 import threading
-import time
-from collections.abc import Callable, Iterable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable, Iterable
+from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 
 from beeweave_core.context.compactor import CompactionReport, Compactor, SessionInputs
@@ -33,14 +32,13 @@ from beeweave_core.context.working_state import build_working_state
 from beeweave_core.errors import StoreClosed
 from beeweave_core.events import Event, EventType
 from beeweave_core.memory.writer import MemoryWriter
+from beeweave_core.read_gate import ReadGate
 from beeweave_core.tokens import TokenCounter
 
 log = logging.getLogger("beeweave.context")
 
 #: Events one step reads (memory extraction and the view's catch-up).
 CHUNK = 256
-#: Longest a step waits for reads in flight before it goes on anyway (no starvation).
-YIELD_AT_MOST = 0.25
 #: Events the full-text index takes per sync (reads wait for at most one batch).
 TEXT_BATCH = 256
 #: Seconds the worker waits after a batch makes a session due (an agent's turn is
@@ -92,6 +90,7 @@ class Maintenance:
         compactor: Compactor,
         *,
         guard: Guard | None = None,
+        gate: ReadGate | None = None,
     ) -> None:
         self.views = views
         self.memory = memory
@@ -102,7 +101,8 @@ class Maintenance:
         self._jobs: list[_Job] = []
         self._published: dict[str, Snapshot] = {}
         self._asks: dict[str, _Ask] = {}
-        self._readers = 0
+        #: reads in flight, shared with the weave's other background workers
+        self.gate = gate or ReadGate()
         self._closing = False
         self._thread: threading.Thread | None = None
         self._busy: str | None = None  # the session a step is working on
@@ -127,18 +127,9 @@ class Maintenance:
             if new or session_id not in self._published:
                 self._mark(session_id)
 
-    @contextmanager
-    def reading(self) -> Iterator[None]:
+    def reading(self) -> AbstractContextManager[None]:
         """Around a read: the worker waits between sub-steps while one runs."""
-        with self._cond:
-            self._readers += 1
-        try:
-            yield
-        finally:
-            with self._cond:
-                self._readers -= 1
-                if not self._readers:
-                    self._cond.notify_all()
+        return self.gate.reading()
 
     def behind(self, session_id: str, last_seq: int) -> bool:
         """Has maintenance not yet read up to ``last_seq`` (a stored seq) of the session?"""
@@ -253,14 +244,8 @@ class Maintenance:
                 return more
 
     def _give_way(self) -> None:
-        """Wait while reads are in flight (at most :data:`YIELD_AT_MOST` seconds)."""
-        deadline = time.monotonic() + YIELD_AT_MOST
-        with self._cond:
-            while self._readers and not self._closing:
-                left = deadline - time.monotonic()
-                if left <= 0:
-                    return
-                self._cond.wait(left)
+        if not self._closing:
+            self.gate.give_way()
 
     def _step(self, sid: str, job: _Job | None) -> bool:
         with self.step_lock:
@@ -296,7 +281,7 @@ class Maintenance:
         sync = getattr(self.views.store, "sync_text_index", None)
         while sync is not None and not self._closing:
             self._give_way()
-            if sync(TEXT_BATCH) < TEXT_BATCH:
+            if sync(TEXT_BATCH, limit=TEXT_BATCH) < TEXT_BATCH:
                 return
 
     def _compact(self, sid: str, view: SessionView, job: _Job | None) -> None:

@@ -12,7 +12,9 @@ from __future__ import annotations
 
 import bisect
 import json
-from collections.abc import Iterable, Mapping, Sequence
+import threading
+from collections import OrderedDict
+from collections.abc import Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -27,6 +29,9 @@ CONVERSATION_TYPES = (
     EventType.TOOL_INVOCATION,
     EventType.TOOL_RESULT,
 )
+
+
+_SAID_BY = {"user": EventType.USER_MESSAGE}
 
 
 @dataclass
@@ -58,6 +63,19 @@ class Unit:
     def turns(self) -> int:
         """How many chat messages (turns) the unit holds."""
         return len(self.messages)
+
+    def message_ids(self) -> list[str | None]:
+        """The event behind each message (``None``: a call message no assistant event
+        said), so a caller maps what the model reads back to the store without a read."""
+        said = {e.type: e.id for e in reversed(self.events)
+                if e.type in (EventType.USER_MESSAGE, EventType.ASSISTANT_MESSAGE)}  # fmt: skip
+        out: list[str | None] = []
+        for m in self.messages:
+            if m.get("role") == "tool":
+                out.append(self.results.get(str(m.get("tool_call_id"))))
+            else:
+                out.append(said.get(_SAID_BY.get(str(m.get("role")), EventType.ASSISTANT_MESSAGE)))
+        return out
 
 
 def tool_call_id(ev: Event) -> str:
@@ -197,6 +215,34 @@ class UnitBuilder:
     def finished(self, i: int) -> Unit | None:
         """The finished unit at raw position ``i`` (``None``: nothing a model may read)."""
         return self._done[i]
+
+
+class UnitsMemo:
+    """Units of event lists that grow at their end, built once per event.
+
+    Call after call of one session reads the same turns plus the newest one or two, so
+    a list whose start is the last list seen under its key only adds the new events to
+    that list's builder; any other list is built afresh.  Bounded: the oldest key goes.
+    """
+
+    def __init__(self, size: int = 64) -> None:
+        self.size = size
+        self._lock = threading.Lock()
+        self._memo: OrderedDict[Hashable, tuple[list[str], UnitBuilder]] = OrderedDict()
+
+    def units(self, key: Hashable, events: Sequence[Event]) -> list[Unit]:
+        """``split_units(events)[1]``, from what was built for ``key`` when it applies."""
+        ids = [e.id for e in events]
+        with self._lock:
+            seen, b = self._memo.pop(key, None) or ([], UnitBuilder())
+            if seen != ids[: len(seen)]:
+                seen, b = [], UnitBuilder()
+            for ev in events[len(seen) :]:
+                b.add(ev)
+            self._memo[key] = (ids, b)
+            while len(self._memo) > self.size:
+                self._memo.popitem(last=False)
+            return b.units()
 
 
 def split_units(events: Sequence[Event]) -> tuple[list[Event], list[Unit]]:

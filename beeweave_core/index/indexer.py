@@ -111,6 +111,8 @@ class Indexer:
         self._cond = threading.Condition()
         self._submitted = 0
         self._done = 0
+        #: the job ``sync`` waits for: the last one holding more than maintenance's notes
+        self._awaited = 0
         self._closing = False
         self._dirty_since: float | None = None
         self.stale: dict[EmbeddingIdentity, int] = {}
@@ -119,7 +121,7 @@ class Indexer:
         self.last_error: str | None = None
         self._backfill = backfill_on_open
         if backfill_on_open:
-            self._submitted = 1  # the gap check on open counts as a job: sync() waits for it
+            self._submitted = self._awaited = 1  # the gap check on open: sync() waits for it
         self._thread = threading.Thread(target=self._run, name="beeweave-indexer", daemon=True)
         self._thread.start()
 
@@ -161,12 +163,18 @@ class Indexer:
 
     # ------------------------------------------------------- listener side
     def on_stored(self, events: list[Event]) -> None:
-        """Bus listener: queue a stored batch for embedding (cheap, never blocks)."""
-        if self._closing or not events:
+        """Bus listener: queue a stored batch for embedding (cheap, never blocks).  A
+        batch with nothing to embed (an assembly's audit record) queues nothing, so a
+        search after it does not wait for the worker (the lexical path syncs its own
+        text index)."""
+        wanted = [e for e in events if self.policy.wants(e)] if not self._closing else []
+        if not wanted:
             return
         with self._cond:
-            self._queue.append(("index", [e.id for e in events if self.policy.wants(e)]))
+            self._queue.append(("index", [e.id for e in wanted]))
             self._submitted += 1
+            if not all(_derived(e) for e in wanted):
+                self._awaited = self._submitted
             self._cond.notify_all()
 
     def forget(self, event_ids: Sequence[str]) -> None:
@@ -175,14 +183,20 @@ class Indexer:
             return
         with self._cond:
             self._queue.append(("delete", list(event_ids)))
-            self._submitted += 1
+            self._submitted += 1  # not awaited by a search: it drops what the store lost
             self._cond.notify_all()
 
-    def sync(self, timeout: float = 30.0) -> bool:
-        """Wait until everything queued so far is embedded (True) or ``timeout`` passed."""
+    def sync(self, timeout: float = 30.0, *, derived: bool = True) -> bool:
+        """Wait until everything queued so far is embedded (True) or ``timeout`` passed.
+
+        ``derived=False`` (a search reading its caller's writes): what maintenance
+        derived in the background (memories, summaries) and vector removals are not
+        waited for unless something else was queued after them — a read waits for the
+        caller's writes, not for a catch-up it did not ask for (and a search hydrates
+        from the store, which drops what was invalidated or purged)."""
         deadline = time.monotonic() + timeout
         with self._cond:
-            target = self._submitted
+            target = self._submitted if derived else self._awaited
             while self._done < target:
                 left = deadline - time.monotonic()
                 if left <= 0 or not self._thread.is_alive():
@@ -553,6 +567,14 @@ def _missing_packages(
 
         need += MODEL_CHOICES[chosen_model()]
     return [n for n in need if find_spec(n) is None]
+
+
+#: Writers whose events maintenance derives in the background (``sync`` does not wait).
+_DERIVED_BY = frozenset({"memory", "compactor"})
+
+
+def _derived(ev: Event) -> bool:
+    return ev.source.get("framework") == "beeweave" and ev.source.get("component") in _DERIVED_BY
 
 
 __all__ = ["Indexer", "IndexState", "ReindexResult", "build_indexer"]

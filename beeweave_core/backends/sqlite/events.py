@@ -497,8 +497,9 @@ class SQLiteEventStore(SideTables, BaseEventStore):
         rows = self._read(q.GET_ARTIFACT, (self.tenant, sha256))
         return rows[0][0] if rows else None
 
-    def sync_text_index(self, batch: int = 5_000) -> int:
-        """Add events stored since the last call to the full-text index; returns how many.
+    def sync_text_index(self, batch: int = 5_000, *, limit: int | None = None) -> int:
+        """Add events stored since the last call to the full-text index; returns how many
+        (``limit``: stop after about that many, so a background caller can give way).
 
         Segmenting and indexing text costs about twice the event write itself, so
         ``append`` leaves it to this call: ``search_text`` makes it first (lexical
@@ -510,7 +511,7 @@ class SQLiteEventStore(SideTables, BaseEventStore):
             with self._tx() as c:
                 n = c.execute(q.FTS_CATCH_UP, (batch,)).rowcount
             done += max(n, 0)
-            if n <= 0:
+            if n <= 0 or (limit is not None and done >= limit):
                 break
         return done
 
