@@ -6,6 +6,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
+from beeweave_core.context import AssembledContext
 from beeweave_core.weave import Weave
 
 #: A question whose answer depends on early turns and on the change of plan.
@@ -18,15 +19,19 @@ def _short(text: str, n: int = 90) -> str:
     return one if len(one) <= n else one[: n - 1] + "…"
 
 
-def show_assembled_context(weave: Weave, session_id: str, console: Console) -> None:
-    """Assemble the context for :data:`LATE_QUESTION` and show how it was built.
-
-    Between an agent's turns maintenance catches up in the background; the demo's turns
-    are scripted back to back, so it waits for that once, then reads."""
+def _late_context(weave: Weave, session_id: str) -> AssembledContext:
+    """Between an agent's turns maintenance catches up in the background; the demo's
+    turns are scripted back to back, so it waits for that once, then reads."""
     weave.flush()
     weave.context.update(session_id)
     ctx = weave.assemble(session_id, LATE_QUESTION, budget_tokens=DEMO_BUDGET, model="gpt-4o-mini")
     weave.flush()
+    return ctx
+
+
+def show_assembled_context(weave: Weave, session_id: str, console: Console) -> None:
+    """Assemble the context for :data:`LATE_QUESTION` and show how it was built."""
+    ctx = _late_context(weave, session_id)
     console.rule("[bold]Assembled context for a late question")
     console.print(
         f"Question: [italic]{LATE_QUESTION}[/]  (phase: {ctx.phase}, tokenizer: {ctx.encoding})"
