@@ -240,6 +240,36 @@ def sqlite_lock_run(tmp: Path, n: int = 1_000) -> dict[str, Any]:
     }  # fmt: skip
 
 
+def purge_sibling_run(tmp: Path, n: int = 30) -> dict[str, Any]:
+    """A sibling process dies with a session still in its spool after this weave opened;
+    this weave purges the session; the next open must not replay it back."""
+    db, spool = tmp / "purge.db", tmp / "spool"
+    url = f"sqlite:///{db}"
+    with Weave.open(url, spool_dir=spool, index=False) as weave:
+        child = spawn(url, spool, mode="burst", n=n, pace=0.0, extra=["wait-go"])
+        child.wait_for("ready")
+        blocker = sqlite3.connect(db, isolation_level=None)
+        blocker.execute("BEGIN EXCLUSIVE")  # the sibling's events stay in its spool
+        (tmp / "go").touch()
+        child.wait_for("done")
+        deadline = time.monotonic() + 30
+        while _spooled(spool, weave.bus.spool_path) < n and time.monotonic() < deadline:
+            time.sleep(0.05)
+        pending = _spooled(spool, weave.bus.spool_path)
+        child.proc.kill()
+        child.proc.wait(60)
+        blocker.execute("ROLLBACK")
+        blocker.close()
+        purged = weave.purge(session_id=SID)
+    back = stored_events(url, spool)
+    return {"pending in the dead sibling": pending, "purged": purged, "resurrected": len(back)}
+
+
+def _spooled(folder: Path, own: Path) -> int:
+    """Lines in the spools of other processes."""
+    return sum(len(p.read_bytes().splitlines()) for p in folder.glob("*.spool.jsonl") if p != own)
+
+
 class _BadRepr:
     def __repr__(self) -> str:
         raise RuntimeError("repr explodes")
@@ -375,6 +405,8 @@ def table_row(row: dict[str, Any]) -> dict[str, Any]:
         beyond = row["lost"]  # the contract for these is: nothing lost
     elif name.startswith("poison"):
         beyond = row["lost"]
+    elif name.startswith("purge, a sibling"):
+        beyond = row["resurrected"]
     elif name.startswith("purge"):
         beyond = row["secret after restart"] + row["files with secret"]  # purged yet back
     else:
@@ -410,6 +442,7 @@ def run(
     scenario("SQLite write lock held", sqlite_lock_run)
     scenario("poison inputs", poison_run)
     scenario("purge, then SIGKILL", purge_run)
+    scenario("purge, a sibling died after open", purge_sibling_run)
     if neo4j_script is not None:
         scenario("Neo4j stopped, SIGKILL inside", lambda t: neo4j_outage_run(neo4j_script, t, port=neo4j_port))  # fmt: skip
     return rows

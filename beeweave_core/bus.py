@@ -448,6 +448,7 @@ class ContextBus:
                     self._overflow_f = None
                 for path in (self.overflow_path, self._spool.file(DRAINING)):
                     dropped += filter_file(path, lambda line: line_matches(line, match))
+            self._claim_orphans()
             for i, (path, _) in enumerate(self._orphans):
                 start = self._orphan_off if i == 0 else 0
                 dropped += filter_file(path, lambda line: line_matches(line, match), start)
@@ -455,6 +456,12 @@ class ContextBus:
             self._dead.forget(match)
         self._swake.set()
         return dropped
+
+    def _claim_orphans(self) -> None:
+        """Take on the spools of processes that died since this bus opened: a purge must
+        reach them (else the next start replays what it removed), and they are replayed."""
+        known = {path for path, _ in self._orphans}
+        self._orphans += [o for o in self._spool.orphans() if o[0] not in known]
 
     def _forget_memory(self, match: Match) -> int:
         def hit(it: tuple[Any, ...]) -> bool:

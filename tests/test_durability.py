@@ -225,3 +225,9 @@ def test_neo4j_stopped_during_capture_with_a_kill_inside_the_outage(tmp_path, ow
     assert row["emitted"] > 100 and row["outage s"] >= 2, row
     assert row["lost beyond window"] == 0, row
     assert row["seq gapless"] and row["NEXT unforked"], row
+
+
+def test_a_purge_reaches_the_spool_of_a_sibling_that_died_after_open(tmp_path):
+    row = dur.purge_sibling_run(tmp_path)
+    assert row["pending in the dead sibling"] == 30, row  # the events were only in its spool
+    assert row["purged"] >= 30 and row["resurrected"] == 0, row
