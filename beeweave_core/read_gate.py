@@ -1,11 +1,12 @@
 """Reads go first: background work in one process waits between its small steps while a
 read (``assemble``, ``retrieve``) runs.
 
-Maintenance and the text-index thread are CPU-bound Python.  Under the GIL a read that
-runs beside them gets a share of the interpreter, and each SQLite row it fetches hands
-the GIL back and waits up to a switch interval to get it again: a 20 ms read measured
-100-200 ms beside a catch-up.  One gate per weave, shared by every background worker,
-makes them pause at their next step boundary instead.
+Maintenance (extraction, compaction, the full-text index's catch-up) is CPU-bound
+Python.  Under the GIL a read that runs beside it gets a share of the interpreter, and
+each SQLite row it fetches hands the GIL back and waits up to a switch interval to get
+it again: a 20 ms read measured 100-200 ms beside a catch-up.  One gate per weave,
+shared by every context engine's maintenance worker, makes them pause at their next
+step boundary instead.
 """
 
 from __future__ import annotations

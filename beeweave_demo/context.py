@@ -22,8 +22,7 @@ def _short(text: str, n: int = 90) -> str:
 def _late_context(weave: Weave, session_id: str) -> AssembledContext:
     """Between an agent's turns maintenance catches up in the background; the demo's
     turns are scripted back to back, so it waits for that once, then reads."""
-    weave.flush()
-    weave.context.update(session_id)
+    weave.context.update(session_id)  # (flushes the bus first)
     ctx = weave.assemble(session_id, LATE_QUESTION, budget_tokens=DEMO_BUDGET, model="gpt-4o-mini")
     weave.flush()
     return ctx

@@ -67,7 +67,7 @@ def _read_steps(weave: Weave, session_id: str, turns: int) -> tuple[int, int]:
     shared: SharedConnection = weave.store.connection  # type: ignore[attr-defined]
     conn, caller = shared.conn, threading.get_ident()
     sent: list[str] = []
-    # the calling thread's statements only: the text-index thread shares the connection
+    # the calling thread's statements only: the maintenance thread (text index catch-up) shares it
     # (and a callback is set or cleared under the store's lock, as every use of it is)
     with shared.lock:
         conn.set_trace_callback(lambda sql: sent.append(sql) if threading.get_ident() == caller
