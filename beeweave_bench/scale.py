@@ -349,7 +349,9 @@ class Grower:
         for _ in range(n):
             query = self.qtext.query()
             ids = [ev.id for ev, _s in store.search_text(query, k=10)]
-            checks.append(ranking_share(store.connection.conn, store.tenant, query, ids, 10))
+            shared = store.connection
+            with shared.lock:  # maintenance's text-index catch-up shares the connection
+                checks.append(ranking_share(shared.conn, store.tenant, query, ids, 10))
         checks = [c for c in checks if not math.isnan(c.share)]  # a query with no match
         return (
             percentile([c.share for c in checks], 50),

@@ -406,7 +406,9 @@ def ranking_share(
     For benchmarks only: it asks FTS5 to rank the *whole* index (the walk the wide
     search avoids) and compares the exact scores of ``rowids`` (found by the search)
     with those of the exhaustive top ``k``.  Rows of equal score can make the overlap
-    lower than the share (another row of the same score is just as good).
+    lower than the share (another row of the same score is just as good).  Call with
+    the store's connection lock held: maintenance syncs the text index on the same
+    connection.
     """
     nan = RankingCheck(float("nan"), float("nan"))
     match = fts_query(query)
