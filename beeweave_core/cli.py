@@ -923,6 +923,8 @@ def bench_assemble(
                                  progress=lambda m: console.print(f"[dim]{m}[/]"))  # fmt: skip
     notes = ["targets: worst <= 3x p50 at 10k; p50 at 10k and 100k <= 2x p50 at 1k (both "
              "workloads); LangGraph hook's added time <= 2x InMemorySaver's turn + 5 ms",
+             "gc_paused_calls: calls a full garbage collection (the interpreter's, every "
+             "thread stopped for gc_pause_max_ms) fell in; worst_no_gc_over_p50 leaves them out",
              *(f"{k}: {v}" for k, v in verdict.items())]  # fmt: skip
     report("assemble", rows, out=out, params={"sizes": ns, "calls": calls, **verdict}, notes=notes,
            console=Console(width=max(console.width, 160)))  # fmt: skip

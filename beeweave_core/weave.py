@@ -40,6 +40,8 @@ if TYPE_CHECKING:
     from beeweave_core.retrieval import Hit, RetrieveOptions, Retriever
 
 log = logging.getLogger("beeweave")
+#: Events indexed for full-text search per batch while ``flush`` waits.
+_WORDS_BATCH = 2_000
 T = TypeVar("T")
 
 
@@ -241,15 +243,25 @@ class Weave:
         """Wait until captured events are in the store; False when some are only spooled on
         disk (replayed later) or were refused since the last flush (see ContextBus.flush).
 
-        Vectors are built in the background, so semantic recall lags a write by a moment;
+        Words are indexed before it returns (within ``timeout``), so a search right after
+        finds them without indexing them itself.  Vectors are built in the background, so semantic recall lags a write by a moment;
         ``wait_index=True`` also waits (within the same ``timeout``) until the indexer has
         embedded everything stored so far — for a caller that retrieves right after writing.
         """
         deadline = time.monotonic() + timeout
         stored = self.bus.flush(timeout)
+        self._sync_words(deadline)
         if not wait_index or self.indexer is None:
             return stored
         return self.indexer.sync(max(0.0, deadline - time.monotonic())) and stored
+
+    def _sync_words(self, deadline: float) -> None:
+        """Make what was just stored findable by its words (SQLite indexes text off the write
+        path): a bulk write waited for here costs its first search nothing afterwards."""
+        sync = getattr(self.store, "sync_text_index", None)
+        while sync is not None and time.monotonic() < deadline:
+            if sync(_WORDS_BATCH, limit=_WORDS_BATCH) < _WORDS_BATCH:
+                return
 
     def stats(self) -> dict[str, int | bool]:
         """What happened to every emitted event: counters, queue sizes, store up or not."""

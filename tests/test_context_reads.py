@@ -229,3 +229,18 @@ def test_bench_assemble_reports_every_call_of_both_workloads(
     for r in rows:
         assert r["calls"] == 3 and 0 < r["p50_ms"] <= r["worst_ms"] and r["buffer_p50_ms"] > 0
         assert r["worst_over_p50"] >= 1.0
+        assert r["worst_no_gc_over_p50"] <= r["worst_over_p50"] and r["gc_paused_calls"] >= 0
+
+
+def test_the_assemble_bench_marks_the_calls_a_full_collection_paused() -> None:
+    import gc
+    import time
+
+    from beeweave_bench.assemble import FullCollections
+
+    with FullCollections() as full:
+        t0 = time.perf_counter()
+        gc.collect()
+        t1 = time.perf_counter()
+        t2 = time.perf_counter()
+    assert full.paused(t0, t1) and not full.paused(t1 + 1e-6, t2 + 1e-6)
