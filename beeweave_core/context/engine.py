@@ -31,6 +31,7 @@ from beeweave_core.context.assembler import (
     lines_for,
     unit_cost,
 )
+from beeweave_core.context.code_links import with_code_links
 from beeweave_core.context.compactor import CompactionReport, Compactor
 from beeweave_core.context.editing import EditPolicy, tool_digest
 from beeweave_core.context.maintenance import Maintenance
@@ -420,6 +421,8 @@ class ContextEngine:
             twins = self._twins(hits)
             keep = [(ev, h.score) for h in hits
                     if (ev := self._pick(h, twins, req, shown, skip)) is not None]  # fmt: skip
+            keep = with_code_links(self.store, req.session_id, keep,
+                                   lambda e: self._recallable(e, req, shown, skip), query)  # fmt: skip
             related = self._related(keep, snap)
             shows = [(evs, score) for ev, score in keep
                      if (evs := _evidence(ev, related, req, shown))]  # fmt: skip
