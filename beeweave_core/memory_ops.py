@@ -171,6 +171,9 @@ class MemoryOps:
     ``shared`` namespace is always read too).  ``budget_tokens`` bounds every result,
     counted with ``model``'s tokenizer.  ``session_of`` names the conversation a call
     belongs to, so a new memory can point at the turn it was taken from.
+    ``scope_fixed``: the caller of a tool cannot pick another namespace (a server whose
+    clients are not trusted with the choice): a ``scope`` argument naming another is
+    refused in one line, and a memory id of another namespace is not found.
     """
 
     weave: Weave
@@ -180,6 +183,7 @@ class MemoryOps:
     budget_tokens: int = DEFAULT_BUDGET_TOKENS
     model: str | None = DEFAULT_MODEL
     clock: Callable[[], float] = time.time
+    scope_fixed: bool = False
     _counter: TokenCounter | None = field(default=None, repr=False)
 
     def __post_init__(self) -> None:
@@ -211,6 +215,10 @@ class MemoryOps:
             first = exc.errors()[0]
             where = ".".join(str(p) for p in first.get("loc", ())) or "arguments"
             return f"error: {op}: {where}: {first.get('msg', 'invalid')}"
+        asked = parsed.scope if isinstance(parsed, RememberArgs | RecallArgs | ListArgs) else None
+        if self.scope_fixed and asked is not None and asked != self.scope:
+            return (f"error: {op}: the scope is fixed to {shown(self.scope)} here; "
+                    f"this call named {shown(asked)}")  # fmt: skip
         try:
             return self._run(parsed, session_id)
         except (MemoryOpError, ScopeError) as exc:  # a memory of another business line
@@ -392,7 +400,8 @@ class MemoryOps:
             raise MemoryOpError("a memory id is needed (from recall or list_memories)")
         found = self.weave.store.get([memory_id.strip()], include_inactive=True)
         mem = found[0] if found else None
-        allowed = {namespace(self.user_id, scope_of(mem.session_id))} if mem else set()
+        allowed = (set(self.readable()) if self.scope_fixed
+                   else {namespace(self.user_id, scope_of(mem.session_id))} if mem else set())  # fmt: skip
         if mem is None or mem.type != EventType.MEMORY or mem.session_id not in allowed:
             raise MemoryOpError(f"no memory {shown(memory_id)} (use recall or list_memories)")
         if mem.status != Status.ACTIVE:

@@ -2,7 +2,9 @@
 ``get_context`` as tools; sessions and memories as resources.
 
 The tenant, user, agent and scope are fixed when the server starts (they are not tool
-arguments), so a client cannot read or write another tenant's or user's memory.  Tools
+arguments), so a client cannot read or write another tenant's or user's memory; a
+tool's ``scope`` argument naming another scope is refused in one ``error:`` line, and a
+memory id of another scope is not found.  Tools
 are thin: each forwards to :mod:`beeweave_core.memory_ops`,
 :mod:`beeweave_core.memory_files` or ``weave.assemble``.
 """
@@ -91,7 +93,7 @@ def build_server(weave: Weave, opts: ServerOptions | None = None) -> MCPServer:
     """An :class:`MCPServer` over ``weave`` (its tenant) for ``opts``'s user, agent, scope."""
     opts = opts or ServerOptions()
     ops = MemoryOps(weave, user_id=opts.user_id, agent_id=opts.agent_id, scope=opts.scope,
-                    budget_tokens=opts.budget_tokens, model=opts.model)  # fmt: skip
+                    budget_tokens=opts.budget_tokens, model=opts.model, scope_fixed=True)  # fmt: skip
     files = MemoryFiles(ops)
     server = MCPServer(
         name="beeweave",

@@ -182,3 +182,36 @@ async def _guard_refuses_remote_without_token() -> None:
 
 async def test_token_guard_on_the_app() -> None:
     await _guard_refuses_remote_without_token()
+
+
+async def test_a_client_cannot_pick_another_scope(tmp_path: Path) -> None:
+    """The server's scope is fixed: a ``scope`` argument naming another one is refused in
+    one line, and a memory of another scope cannot be updated or forgotten by id (a
+    control: the same calls through unfixed ops do reach it)."""
+    from beeweave_core.memory_ops import MemoryOps
+    from beeweave_mcp.server import ServerOptions, build_server
+
+    with Weave.open(f"sqlite:///{tmp_path / 'm.db'}", tenant="acme", index=False,
+                    spool_dir=tmp_path / "sp") as w:  # fmt: skip
+        hidden = MemoryOps(w, user_id="tomas", scope="vault")
+        mid = hidden.remember("The locker combination is 5521.", kind="fact").ids[0]
+        server = build_server(w, ServerOptions(user_id="tomas", scope="default"))
+
+        async def text(tool: str, args: dict[str, object]) -> str:
+            res = await server.call_tool(tool, args)
+            return res.content[0].text  # type: ignore[union-attr]
+
+        for tool, args in (("recall", {"query": "locker combination", "scope": "vault"}),
+                           ("remember", {"text": "Use the side door.", "scope": "vault"}),
+                           ("list_memories", {"scope": "vault"})):  # fmt: skip
+            out = await text(tool, args)
+            assert out.startswith(f"error: {tool}: the scope is fixed to 'default'"), out
+            assert "\n" not in out
+        assert "5521" not in await text("recall", {"query": "locker combination"})
+        changed = await text("update_memory", {"memory_id": mid, "text": "It is 0000 now."})
+        assert changed.startswith("error: no memory"), changed
+        gone = await text("forget", {"memory_id": mid, "reason": "client asked"})
+        assert gone.startswith("error: no memory"), gone
+        assert [m.content for m in hidden.weave.store.timeline(namespace("tomas", "vault"),
+                types=(EventType.MEMORY,))] == ["The locker combination is 5521."]  # fmt: skip
+        assert "5521" in hidden.recall("locker combination").text  # the control reads it
