@@ -15,7 +15,10 @@ background threads do the rest:
 So an event is on disk one journal tick after ``emit()`` returned, whether the
 store answers or not; see "Durability" in the README for the full contract.
 Bounds: at most ``max_low`` low-priority items wait in memory (beyond that the
-newest are dropped and counted); past ``max_high`` high-priority items go
+newest are dropped and counted), and at most ``max_low`` coalescing groups of at most
+``max_low`` fragments each wait for their window (beyond that the oldest group is
+written early, uncoalesced with what follows); a store slower than capture keeps at
+most ``READY_MAX`` journaled records in memory (the rest it reads from the spool); past ``max_high`` high-priority items go
 straight to an overflow file on the caller's thread, never dropped.
 """
 
@@ -64,6 +67,9 @@ from beeweave_core.store import EventStore
 
 T = TypeVar("T")
 log = logging.getLogger("beeweave.bus")
+#: Journaled records kept in memory for a store that is behind; beyond this the store
+#: thread reads them back from the spool file (memory stays bounded under any burst).
+READY_MAX = 20_000
 #: What :meth:`ContextBus.subscribe` takes: called with each batch once it is stored.
 Listener = Callable[[list[Event]], None]
 
@@ -209,6 +215,7 @@ class ContextBus:
         self._low: deque[tuple[Any, ...]] = deque()
         self._rejects: deque[tuple[int, str, tuple[Any, ...]]] = deque()
         self._pending_low: dict[tuple[Any, ...], list[tuple[Any, ...]]] = {}
+        self._pending_n = 0  # fragments in _pending_low (bounded by max_low)
         self._overflow_lock = threading.RLock()  # RLock: SIGTERM may land inside emit()
         self._overflow_f: IO[bytes] | None = None
         self._overflowing = False
@@ -486,6 +493,7 @@ class ContextBus:
                 self._pending_low[ck] = group
             else:
                 del self._pending_low[ck]
+        self._pending_n = sum(len(g) for g in self._pending_low.values())
         with self._spool_lock:
             for records, _ in self._ready:
                 dropped += sum(1 for r in records if match(*keys_of(r)))
@@ -535,7 +543,7 @@ class ContextBus:
             for ck, g in self._pending_low.items()
             if force or now - g[0][_TS] >= self.coalesce_window
         ]:
-            self._add_group(batch, self._pending_low.pop(ck))
+            self._add_group(batch, self._take_group(ck))
         self._persist(batch)
         done = seen
         if self._pending_low:
@@ -579,17 +587,27 @@ class ContextBus:
     def _coalesce(self, batch: list[Built], it: tuple[Any, ...]) -> None:
         ck = (it[_SID], it[_TYPE], it[_CK])
         group = self._pending_low.get(ck)
+        while self._pending_n >= self.max_low:  # the oldest group goes out early
+            oldest = next(iter(self._pending_low))
+            self._add_group(batch, self._take_group(oldest))
+            group = None if oldest == ck else group
+        self._pending_n += 1
         if group is not None and it[_TS] - group[0][_TS] <= self.coalesce_window:
             group.append(it)
             return
         if group is not None:
-            self._add_group(batch, self._pending_low.pop(ck))
+            self._add_group(batch, self._take_group(ck))
         self._pending_low[ck] = [it]
+
+    def _take_group(self, ck: tuple[Any, ...]) -> list[tuple[Any, ...]]:
+        group = self._pending_low.pop(ck)
+        self._pending_n -= len(group)
+        return group
 
     def _close_groups(self, batch: list[Built], session_id: str) -> None:
         """Fragments of a session precede the high-priority event that follows them."""
         for ck in [ck for ck in self._pending_low if ck[0] == session_id]:
-            self._add_group(batch, self._pending_low.pop(ck))
+            self._add_group(batch, self._take_group(ck))
 
     def _add_group(self, batch: list[Built], group: list[tuple[Any, ...]]) -> None:
         if len(group) == 1:
@@ -687,6 +705,9 @@ class ContextBus:
                 self._stats["spooled"] += 0 if self._store_up else len(records)
             else:
                 self._ready.append((records, end))
+                if len(self._ready) > 8 and sum(len(r) for r, _ in self._ready) > READY_MAX:
+                    self._ready.clear()  # a store behind the journal: it reads the spool
+                    self._disk = True
         self._stats["journaled"] += len(records)
         self._swake.set()
 

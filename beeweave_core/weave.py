@@ -250,7 +250,8 @@ class Weave:
         """
         deadline = time.monotonic() + timeout
         stored = self.bus.flush(timeout)
-        self._sync_words(deadline)
+        if stored:  # (a store that did not answer would hold this call on its lock)
+            self._sync_words(deadline)
         if not wait_index or self.indexer is None:
             return stored
         return self.indexer.sync(max(0.0, deadline - time.monotonic())) and stored

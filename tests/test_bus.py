@@ -72,6 +72,35 @@ def test_low_priority_fragments_are_coalesced(db, tmp_path):
     bus.close()
 
 
+def test_fragments_waiting_to_coalesce_are_bounded_by_max_low(db, tmp_path):
+    """Unique coalesce keys inside one window: without the bound every fragment waits
+    in memory for it; with it the oldest groups are written early, and nothing is lost."""
+    bus = open_bus(db, tmp_path, coalesce_window=5.0, max_low=40)
+    waiting = 0
+    for i in range(600):
+        bus.emit("internal_thought", f"f{i}", session_id="s", coalesce_key=f"k{i}")
+        if i % 10 == 9:
+            time.sleep(0.02)  # paced below the queue bound: only the coalescing map grows
+            waiting = max(waiting, bus.stats()["queue_low"])
+    assert waiting <= 2 * 40 and bus.stats()["dropped_low"] == 0  # queue + groups
+    assert bus.flush(30)
+    assert sorted(contents(bus.store)) == sorted(f"f{i}" for i in range(600))
+    bus.close()
+
+
+def test_one_key_flood_is_cut_into_groups_of_at_most_max_low(db, tmp_path):
+    bus = open_bus(db, tmp_path, coalesce_window=5.0, max_low=50)
+    for i in range(300):
+        bus.emit("internal_thought", "x", session_id="s", coalesce_key="run")
+        if i % 10 == 9:
+            time.sleep(0.02)
+    assert bus.flush(30) and bus.stats()["dropped_low"] == 0
+    parts = bus.store.timeline("s")
+    assert sum(len(e.content) for e in parts) == 300
+    assert max(len(e.content) for e in parts) <= 50 and len(parts) >= 6
+    bus.close()
+
+
 def test_fragments_further_apart_than_the_window_stay_separate(db, tmp_path):
     bus = open_bus(db, tmp_path, coalesce_window=0.05)
     bus.emit("internal_thought", "a", session_id="s", coalesce_key="k")
