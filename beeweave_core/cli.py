@@ -589,6 +589,8 @@ def reindex(
         if indexer is None:
             fail("this weave has no vector index (opened with index=False)")
         status = indexer.status()
+        if status["busy"]:
+            fail(status["busy"])
         console.print(f"index: {status['index']}  embeddings: {status['identity']}")
         for ident, n in status["stale_identities"].items():
             console.print(f"[yellow]vectors of another model:[/] {ident} ({n}); re-embedding")

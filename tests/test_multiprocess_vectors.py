@@ -38,6 +38,17 @@ WRITER = textwrap.dedent(
     """
 )
 
+STATUS = textwrap.dedent(
+    """
+    import sys
+    from beeweave_core.weave import Weave
+
+    with Weave.open(sys.argv[1]) as weave:
+        s = weave.indexer.status()
+        print(s["busy"], "|", s["chunks"])
+    """
+)
+
 
 def test_four_processes_graph_and_vectors_complete(tmp_path: Path) -> None:
     url = f"sqlite:///{tmp_path / 'shared.db'}"
@@ -90,3 +101,9 @@ def test_second_process_recalls_without_the_vectors(tmp_path: Path) -> None:
         assert proc.returncode == 0, proc.stderr[-3000:]
         assert "Traceback" not in proc.stderr
         assert len(holder.store.timeline("bed-late")) == 20
+        status = subprocess.run([sys.executable, "-c", STATUS, url], env=env,
+                                capture_output=True, text=True, timeout=300)  # fmt: skip
+        assert status.returncode == 0 and "Traceback" not in status.stderr, status.stderr[-3000:]
+        busy, chunks = status.stdout.split("|")
+        assert "another process holds" in busy and chunks.strip() == "None"
+        assert holder.indexer.status()["busy"] == ""  # the holder: its own figures

@@ -471,11 +471,19 @@ class Indexer:
         return index.query(vector, k=k, filters=filters)
 
     def status(self) -> dict[str, Any]:
-        idx = self.index
+        """What the indexer knows; ``busy`` (and no ``chunks``) while another process
+        holds the embedded index: a status call never fails on it."""
+        try:
+            idx: VectorIndex | None = self.index
+        except IndexBusy as exc:
+            idx, busy = None, str(exc)
+        else:
+            busy = ""
         return {
-            "index": repr(idx),
+            "index": repr(idx) if idx is not None else "held by another process",
+            "busy": busy,
             "identity": str(self.identity),
-            "chunks": idx.count(),
+            "chunks": idx.count() if idx is not None else None,
             "pending_batches": self.pending,
             "stale_identities": {str(k): v for k, v in self.stale.items()},
             "needs_reindex": self.needs_reindex,
