@@ -244,8 +244,8 @@ class Weave:
         disk (replayed later) or were refused since the last flush (see ContextBus.flush).
 
         Words are indexed before it returns (within ``timeout``), so a search right after
-        finds them without indexing them itself.  Vectors are built in the background, so semantic recall lags a write by a moment;
-        ``wait_index=True`` also waits (within the same ``timeout``) until the indexer has
+        finds them without indexing them itself.  Vectors are built in the background, so
+        semantic recall lags a write by a moment; ``wait_index=True`` also waits (within the same ``timeout``) until the indexer has
         embedded everything stored so far — for a caller that retrieves right after writing.
         """
         deadline = time.monotonic() + timeout
