@@ -421,14 +421,16 @@ class ContextBus:
         return {
             **self._stats,
             "queue_high": len(self._high),
-            "queue_low": len(self._low) + sum(len(g) for g in self._pending_low.values()),
+            "queue_low": len(self._low) + self._pending_n,
             "spool_pending": self._spool_pending(),
             "store_up": self._store_up and not self._store_unavailable(),
             "redacted": dict(self._redacted_counts),
         }
 
     def _spool_pending(self) -> bool:
-        return bool(self._orphans) or (not self._store_up and self._stored_off < self._spool.end)
+        """Events on disk the store does not have yet: a dead process's spool, the
+        overflow file, or this spool past what was stored (store down or behind)."""
+        return bool(self._orphans) or self._overflowing or self._stored_off < self._spool.end
 
     def _store_unavailable(self) -> bool:
         since = self._call_since

@@ -101,6 +101,17 @@ def test_one_key_flood_is_cut_into_groups_of_at_most_max_low(db, tmp_path):
     bus.close()
 
 
+def test_spool_pending_is_true_while_overflowed_events_wait(db, tmp_path):
+    bus = open_bus(db, tmp_path, max_high=5)
+    for i in range(2_000):
+        bus.emit("user_message", f"burst {i}", session_id="s")
+    st = bus.stats()
+    assert st["overflowed"] > 0 and st["store_up"] and st["spool_pending"]
+    assert bus.flush(60) and not bus.stats()["spool_pending"]
+    assert len(bus.store.timeline("s")) == 2_000
+    bus.close()
+
+
 def test_fragments_further_apart_than_the_window_stay_separate(db, tmp_path):
     bus = open_bus(db, tmp_path, coalesce_window=0.05)
     bus.emit("internal_thought", "a", session_id="s", coalesce_key="k")
