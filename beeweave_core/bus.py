@@ -589,7 +589,7 @@ class ContextBus:
     def _coalesce(self, batch: list[Built], it: tuple[Any, ...]) -> None:
         ck = (it[_SID], it[_TYPE], it[_CK])
         group = self._pending_low.get(ck)
-        while self._pending_n >= self.max_low:  # the oldest group goes out early
+        while self._pending_low and self._pending_n >= self.max_low:  # oldest goes out early
             oldest = next(iter(self._pending_low))
             self._add_group(batch, self._take_group(oldest))
             group = None if oldest == ck else group
