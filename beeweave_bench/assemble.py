@@ -11,11 +11,11 @@ the background, and they count.  Two workloads:
 
 Per size and workload: p50, p95, worst and worst/p50 of the calls, the first call, and a
 plain buffer over the same store (read the timeline, build the messages, count them),
-what assembling from the whole timeline costs at the least.  A full (generation-2) garbage collection
-stops every thread of the interpreter for tens of ms in a process of this size (any
-Python agent with LangChain loaded pays it, memory or not): the calls it paused are
-counted, its longest pause is reported, and the worst call is also given without them,
-which is what the engine itself made a call wait.  A LangGraph row compares a
+what assembling from the whole timeline costs at the least.  A full (generation-2)
+garbage collection stops every thread of the interpreter for tens of ms in a process of
+this size (any Python agent with LangChain loaded pays it, memory or not): the calls it
+paused are counted, its longest pause is reported, and the worst call is also given
+without them, which is what the engine itself made a call wait.  A LangGraph row compares a
 ReAct agent's turn with BeeWeave's pre-model hook against the same agent on
 ``InMemorySaver`` alone (fake chat model, labelled; same run).
 """

@@ -14,12 +14,12 @@ background threads do the rest:
 
 So an event is on disk one journal tick after ``emit()`` returned, whether the
 store answers or not; see "Durability" in the README for the full contract.
-Bounds: at most ``max_low`` low-priority items wait in memory (beyond that the
-newest are dropped and counted), and at most ``max_low`` coalescing groups of at most
-``max_low`` fragments each wait for their window (beyond that the oldest group is
-written early, uncoalesced with what follows); a store slower than capture keeps at
-most ``READY_MAX`` journaled records in memory (the rest it reads from the spool); past ``max_high`` high-priority items go
-straight to an overflow file on the caller's thread, never dropped.
+Bounds: at most ``max_low`` low-priority items wait in the queue (beyond that the
+newest are dropped and counted) and at most ``max_low`` fragments wait in coalescing
+groups (beyond that the oldest group is written early); a store slower than capture
+keeps at most ``READY_MAX`` journaled records in memory (it reads the rest from the
+spool); past ``max_high`` high-priority items go straight to an overflow file on the
+caller's thread, never dropped.
 """
 
 from __future__ import annotations
