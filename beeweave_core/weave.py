@@ -260,9 +260,8 @@ class Weave:
         """Make what was just stored findable by its words (SQLite indexes text off the write
         path): a bulk write waited for here costs its first search nothing afterwards."""
         sync = getattr(self.store, "sync_text_index", None)
-        while sync is not None and time.monotonic() < deadline:
-            if sync(_WORDS_BATCH, limit=_WORDS_BATCH) < _WORDS_BATCH:
-                return
+        if sync is not None:
+            sync(_WORDS_BATCH, go_on=lambda: time.monotonic() < deadline)
 
     def stats(self) -> dict[str, int | bool]:
         """What happened to every emitted event: counters, queue sizes, store up or not."""

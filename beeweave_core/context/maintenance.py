@@ -279,10 +279,12 @@ class Maintenance:
         path, and without a vector indexer nothing else would before a read), in small
         batches that give way to reads."""
         sync = getattr(self.views.store, "sync_text_index", None)
-        while sync is not None and not self._closing:
-            self._give_way()
-            if sync(TEXT_BATCH, limit=TEXT_BATCH) < TEXT_BATCH:
-                return
+        if sync is not None:
+            sync(TEXT_BATCH, go_on=self._may_go_on)
+
+    def _may_go_on(self) -> bool:
+        self._give_way()
+        return not self._closing
 
     def _compact(self, sid: str, view: SessionView, job: _Job | None) -> None:
         ask = self._asks.get(sid)

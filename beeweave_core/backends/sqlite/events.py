@@ -497,9 +497,12 @@ class SQLiteEventStore(SideTables, BaseEventStore):
         rows = self._read(q.GET_ARTIFACT, (self.tenant, sha256))
         return rows[0][0] if rows else None
 
-    def sync_text_index(self, batch: int = 5_000, *, limit: int | None = None) -> int:
+    def sync_text_index(
+        self, batch: int = 5_000, *, go_on: Callable[[], bool] | None = None
+    ) -> int:
         """Add events stored since the last call to the full-text index; returns how many
-        (``limit``: stop after about that many, so a background caller can give way).
+        (``go_on`` is asked before each batch: a background caller gives way there, a
+        caller with a deadline stops there when it returns False).
 
         Segmenting and indexing text costs about twice the event write itself, so
         ``append`` leaves it to this call: ``search_text`` makes it first (lexical
@@ -508,10 +511,12 @@ class SQLiteEventStore(SideTables, BaseEventStore):
         """
         done = 0
         while self._read(q.FTS_PENDING, ())[0][0]:
+            if go_on is not None and not go_on():
+                break
             with self._tx() as c:
                 n = c.execute(q.FTS_CATCH_UP, (batch,)).rowcount
             done += max(n, 0)
-            if n <= 0 or (limit is not None and done >= limit):
+            if n <= 0:
                 break
         return done
 
