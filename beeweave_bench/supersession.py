@@ -7,10 +7,12 @@ statement holding a probe's ``forbid`` wording is replaced by the later one hold
 ``expect`` value (and, for a setting changed twice, by the later ``forbid`` one); every
 other pair of statements is not a replacement.  Per held-out conversation:
 
-* *missed* — statements holding a ``forbid`` wording that no later statement replaces
-  (the old value would still be taken as current);
-* *merged* — statements holding an ``expect`` value (a live item, a look-alike) that some
-  later statement is taken to replace (a live item lost).
+* *missed* — statements holding a ``forbid`` wording that no later statement of their
+  own chain replaces (the old value would still be taken as current; being replaced by
+  an unrelated statement does not count as caught);
+* *merged* — labelled statements (an ``expect`` value: a live item, a look-alike; or a
+  ``forbid`` one) that a statement outside their chain is taken to replace (a live item
+  lost, or an old one pointed at the wrong correction).
 
 The threshold minimises missed + merged on the other conversations; the weights are a
 class-balanced logistic regression fitted on them.  ``--write`` fits on every
@@ -46,6 +48,7 @@ class Conversation:
     y: np.ndarray
     old: set[int]  # statements holding a forbid wording
     live: set[int]  # statements holding an expect value
+    after: dict[int, set[int]]  # a labelled statement -> the later ones of its chains
 
 
 def read(scn: dict[str, Any]) -> Conversation:
@@ -75,6 +78,9 @@ def read(scn: dict[str, Any]) -> Conversation:
         if forb and exp:
             chains.append(sorted(set(forb)) + [min(exp)])
     positive = {(a, b) for ch in chains for i, a in enumerate(ch) for b in ch[i + 1 :]}
+    after: dict[int, set[int]] = {k: set() for k in old | live}
+    for a, b in positive:
+        after[a].add(b)
     pairs = [(a, b) for b in range(len(said)) for a in range(b)]
     x = (
         np.array([features(said[a], said[b]) for a, b in pairs])
@@ -82,7 +88,7 @@ def read(scn: dict[str, Any]) -> Conversation:
         else np.zeros((0, len(FEATURES)))
     )
     y = np.array([1 if (a, b) in positive else 0 for a, b in pairs])
-    return Conversation(scn["id"], said, pairs, x, y, old - live, live)
+    return Conversation(scn["id"], said, pairs, x, y, old - live, live, after)
 
 
 def fit(x: np.ndarray, y: np.ndarray, l2: float = 1e-3) -> tuple[np.ndarray, float]:
@@ -105,15 +111,19 @@ def fit(x: np.ndarray, y: np.ndarray, l2: float = 1e-3) -> tuple[np.ndarray, flo
 
 def errors(conv: Conversation, s: Scorer) -> tuple[int, int]:
     """(missed, merged) of one conversation under scorer ``s``."""
-    taken = {(a, b) for (a, b), f in zip(conv.pairs, conv.x, strict=True) if s.decides(f)}
-    replaced = {a for a, _b in taken}
-    return len(conv.old - replaced), len(conv.live & replaced)
+    by: dict[int, set[int]] = {}
+    for (a, b), f in zip(conv.pairs, conv.x, strict=True):
+        if a in conv.after and s.decides(f):
+            by.setdefault(a, set()).add(b)
+    missed = sum(1 for a in conv.old if not by.get(a, set()) & conv.after[a])
+    merged = sum(1 for a, bs in by.items() if bs - conv.after[a])
+    return missed, merged
 
 
 def _rates(convs: Sequence[Conversation], s: Scorer) -> tuple[float, float]:
     m = sum(errors(c, s)[0] for c in convs)
     g = sum(errors(c, s)[1] for c in convs)
-    return m / max(1, sum(len(c.old) for c in convs)), g / max(1, sum(len(c.live) for c in convs))
+    return m / max(1, sum(len(c.old) for c in convs)), g / max(1, sum(len(c.after) for c in convs))
 
 
 def choose(convs: Sequence[Conversation]) -> Scorer:
@@ -134,14 +144,14 @@ def run(
         s = choose([c for c in convs if c is not held])
         missed, merged = errors(held, s)
         rows.append({"held_out": held.name, "threshold": s.threshold, "statements": len(held.said),
-                     "old": len(held.old), "missed": missed, "live": len(held.live), "merged": merged})  # fmt: skip
+                     "old": len(held.old), "missed": missed, "labelled": len(held.after), "merged": merged})  # fmt: skip
     final = choose(convs)
     if write is not None:
         final.save(write)
-    total = {k: sum(r[k] for r in rows) for k in ("old", "missed", "live", "merged")}
+    total = {k: sum(r[k] for r in rows) for k in ("old", "missed", "labelled", "merged")}
     summary = {
         "held_out_missed_rate": total["missed"] / max(1, total["old"]),
-        "held_out_merged_rate": total["merged"] / max(1, total["live"]),
+        "held_out_merged_rate": total["merged"] / max(1, total["labelled"]),
         "dev_missed_rate, dev_merged_rate": _rates(convs, final),
         "threshold": final.threshold,
         "weights": dict(zip(FEATURES, [round(float(v), 3) for v in final.w], strict=True)),

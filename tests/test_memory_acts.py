@@ -8,7 +8,15 @@ import pytest
 
 from beeweave_core.memory import acts as A
 from beeweave_core.memory.extract import Turn, statements
-from beeweave_core.memory.supersession import Index, Scorer, features, prepare, values
+from beeweave_core.memory.supersession import (
+    FEATURES,
+    Index,
+    Scorer,
+    features,
+    mask,
+    prepare,
+    values,
+)
 
 
 def test_the_shipped_classifier_tells_statements_from_the_rest():
@@ -57,6 +65,21 @@ def test_values_and_masking_keep_what_names_an_item():
     found = {v.text: v.kind for v in values("Ticket ZX-1204 moves to sprint 14, budget $3,000.")}
     assert found["ZX-1204"].startswith("id:") and "$3,000" in found
     assert "14" in {k.split()[0] for k in found}
+
+
+def test_a_measure_word_after_a_space_names_the_kind_and_stays_in_the_text():
+    """Typed Chinese often spaces a number from its measure word ("3 箱"): the measure
+    still tells two kinds of value apart (boxes are not a day of the month)."""
+    boxes = values("仓库每周补 3 箱矿泉水。")
+    day = values("对账放到每月 18 号。")
+    assert [(v.text, v.kind) for v in boxes] == [("3", "num:箱")]
+    assert [(v.text, v.kind) for v in day] == [("18", "num:号")]
+    assert "箱" in mask("仓库每周补 3 箱矿泉水。", boxes)
+    (a, b, c) = prepare([("a", "仓库每周补 3 箱矿泉水。", 1, True),
+                         ("b", "矿泉水卖得快，每周补 5 箱吧。", 30, True),
+                         ("c", "对账放到每月 18 号。", 31, True)])  # fmt: skip
+    assert features(a, b)[FEATURES.index("kind_changed")] == 1.0
+    assert features(a, c)[FEATURES.index("kind_changed")] == 0.0
 
 
 def test_a_new_value_for_the_same_setting_replaces_the_old_one_and_look_alikes_stay():

@@ -47,9 +47,11 @@ SAME_SENTENCE = 0.97
 NEAREST = 24
 
 _NUM = re.compile(
-    r"(?P<pre>[$€£¥])?(?P<num>\d+(?:[.,:]\d+)*)(?P<suf>%|[A-Za-z]{1,12}\b|["
+    r"(?P<pre>[$€£¥])?(?P<num>\d+(?:[.,:]\d+)*)(?:(?P<suf>%|[A-Za-z]{1,12}\b|["
     + segment.HAN
-    + r"]{1,2})?"
+    + r"]{1,2})|\s(?P<measure>["
+    + segment.HAN
+    + r"]))?"
 )
 #: Names: a run of capitalised words inside a sentence (one opening it is not told
 #: from a capitalised first word; counting those moved both errors by the same amount).
@@ -81,10 +83,11 @@ def values(text: str) -> list[Value]:
         if any(c.isdigit() for c in ident):
             out.setdefault(ident.casefold(), Value(ident, "id:" + _shape(ident)))
     for m in _NUM.finditer(text):
-        span = m.group()
+        # a measure word after a space ("20 斤") names the kind; it stays in the text
+        span = m.group()[: m.start("measure") - m.start() - 1] if m.group("measure") else m.group()
         if any(span.casefold() in k for k in out):
             continue
-        unit = (m.group("pre") or "") + (m.group("suf") or "")
+        unit = (m.group("pre") or "") + (m.group("suf") or m.group("measure") or "")
         out.setdefault(span.casefold(), Value(span, "num:" + unit.casefold()))
     for q in L.quoted(text):
         out.setdefault(q.casefold(), Value(q, "quoted"))

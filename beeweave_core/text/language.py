@@ -229,26 +229,6 @@ DECISION = re.compile(
           "取消", "算了", "以后", "从现在起", "确定"),
     re.I,
 )  # fmt: skip
-CHANGE = re.compile(
-    _words(
-        "change of plan", "actually", "instead", "rather than", "no longer", "any ?more",
-        "cancel", "scratch", "never mind", "forget (?:about )?(?:that|it|what i said|the|my|our)",
-        "drop", "switch from", "switch to", "replace", "changed my mind", "on second thought",
-        "correction", "void", "let's not", "let us not", "don't use", "do not use",
-        "stop using", "update:", "updated", "new plan", "revised", "(?:is|are) now",
-        "from now on", "going forward",
-    )
-    + "|"
-    + _zh("改一下", "方案调整", "不用", "不再", "改成", "改用", "换成", "取消", "算了", "作废",
-          "别用", "更正", "改为", "修改为", "不要再", "不要用", "调整为", "变更为", "更换为",
-          "以后都", "从现在起"),
-    re.I,
-)  # fmt: skip
-CANCEL_LAST = re.compile(
-    r"\b(?:cancel (?:that|it|this)|scratch that|never mind|forget (?:about )?(?:that|it|what i said))\b"
-    r"|^(?:算了|取消吧|不要了|作废)",
-    re.I,
-)
 PREFERENCE = re.compile(
     _words("prefer", "i like", "i'd like", "i would like", "i love", "i hate", "i dislike",
            "my favou?rite", "please always", "i'd rather", "i would rather")
@@ -264,12 +244,6 @@ TODO = re.compile(
     _words("todo", "to-do", "next step", "remaining", "still need", "still have to",
            "will need to", "follow up", "pending")
     + "|" + _zh("待办", "接下来", "下一步", "之后再", "还需要", "还要", "后续", "稍后"),
-    re.I,
-)  # fmt: skip
-DONE = re.compile(
-    _words("done", "finished", "completed", "created", "scheduled", "deployed", "saved",
-           "wrote", "succeeded", "merged", "shipped", "fixed")
-    + "|" + _zh("完成", "搞定", "成功", "已经", "已"),
     re.I,
 )  # fmt: skip
 CLOSING = re.compile(
@@ -398,10 +372,6 @@ def overturned_terms(text: str) -> list[str]:
         ):
             seen[p] = None
     return list(seen)
-
-
-def is_change(text: str) -> bool:
-    return bool(CHANGE.search(text or ""))
 
 
 # --------------------------------------------------------------- similarity
