@@ -43,3 +43,20 @@ def test_codes_are_identifiers_with_letters_and_digits():
         "KX-2093", "ab12cd"
     ]  # fmt: skip
     assert codes("商品 HM-T140 和 HM-T160 分开") == ["HM-T140", "HM-T160"]
+
+
+def test_a_linked_turn_ranked_low_moves_up_next_to_its_seed(weave_factory):
+    """The retriever found the second item's turn, but far down: following the code
+    puts it right after the turn that named the first, and not twice."""
+    weave = weave_factory("sqlite", index=False)
+    _session(weave, "s2")
+    turns = weave.store.timeline("s2")
+    first = next(e for e in turns if e.content.startswith("Two parcels"))
+    second = next(e for e in turns if e.content.startswith("Found it"))
+    filler = [e for e in turns if "KX-" not in e.content][:20]
+    keep = [(first, 1.0), *[(e, 0.5) for e in filler], (second, 0.01)]
+    out = code_links.with_code_links(weave.store, "s2", keep, lambda e: True)
+    ids = [e.id for e, _s in out]
+    at = ids.index(second.id)
+    assert ids[0] == first.id and at <= code_links.PER_CODE  # among the seed's links
+    assert ids.count(second.id) == 1 and out[at][1] == 1.0 * code_links.SHARE

@@ -44,13 +44,16 @@ def with_code_links(
 ) -> list[tuple[Event, float]]:
     """``keep`` (recalled events, best first) with, after each of its first turns that
     names a code, the session's other turns naming it (``accept`` decides what may be
-    shown; codes the query names itself are searched for by the query already)."""
+    shown; codes the query names itself are searched for by the query already).  A
+    linked turn the retriever ranked lower moves up next to its seed: ranked low, it is
+    the first thing a tight budget drops, though it is the only one naming the item."""
     named = set(codes(query))
-    have = {ev.id for ev, _s in keep}
+    rank = {ev.id: i for i, (ev, _s) in enumerate(keep)}
+    moved: set[str] = set()
     links: dict[str, list[tuple[Event, float]]] = {}
     followed = 0
-    for ev, score in keep[:SEEDS]:
-        if ev.type not in _NAMERS:
+    for i, (ev, score) in enumerate(keep[:SEEDS]):
+        if ev.type not in _NAMERS or ev.id in moved:
             continue
         for code in codes(ev.content or ""):
             if code in named or followed >= CODES:
@@ -60,16 +63,18 @@ def with_code_links(
             found = store.search_text(code, k=PER_CODE + 1, session_id=session_id,
                                       types=_NAMERS)  # fmt: skip
             fresh = [o for o, _bm25 in found
-                     if o.id not in have and code in (o.content or "") and accept(o)]  # fmt: skip
+                     if rank.get(o.id, len(keep)) > i and o.id not in moved
+                     and code in (o.content or "") and accept(o)]  # fmt: skip
             for other in fresh[:PER_CODE]:
-                have.add(other.id)
+                moved.add(other.id)
                 links.setdefault(ev.id, []).append((other, score * SHARE))
     if not links:
         return list(keep)
     out: list[tuple[Event, float]] = []
     for ev, score in keep:
-        out.append((ev, score))
-        out += links.get(ev.id, [])
+        if ev.id not in moved:
+            out.append((ev, score))
+            out += links.get(ev.id, [])
     return out
 
 
