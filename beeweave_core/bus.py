@@ -533,10 +533,12 @@ class ContextBus:
             self._refuse(item, reason)
             seen = max(seen, n)
         seen = max(seen, self._journal_memory())
-        if self._start_overflow_drain():
+        older = self._start_overflow_drain()
+        if older is not None:
             # what reached memory before the overflow file was cut off may be older than
-            # lines in it (a thread's next emit overflowed): those go first
-            seen = max(seen, self._journal_memory())
+            # lines in it (a thread's next emit overflowed): those go first; what came
+            # after the cut is newer than every line, and waits for the next cycle
+            seen = max(seen, self._journal_memory(older))
             self._drain_overflow()
         batch: list[Built] = []
         now = time.time()
@@ -554,11 +556,13 @@ class ContextBus:
             done = max(done, self._flush_target)
         self._commit(done)
 
-    def _journal_memory(self) -> int:
-        """Write what is queued now, in small chunks (each on disk before the next is
-        taken); the highest ``n`` written (-1: none)."""
+    def _journal_memory(self, budget: int | None = None) -> int:
+        """Write what is queued now (at most ``budget`` items, oldest queued first), in
+        small chunks (each on disk before the next is taken); the highest ``n`` written
+        (-1: none)."""
         seen = -1
-        budget = len(self._high) + len(self._low)
+        if budget is None:
+            budget = len(self._high) + len(self._low)
         while budget > 0:
             items = self._take(min(budget, _CHUNK))
             if not items:
@@ -713,13 +717,15 @@ class ContextBus:
         self._stats["journaled"] += len(records)
         self._swake.set()
 
-    def _start_overflow_drain(self) -> bool:
-        """Cut the overflow file off (new emits go to memory again); True if there is one."""
+    def _start_overflow_drain(self) -> int | None:
+        """Cut the overflow file off (new emits go to memory again).  ``None``: nothing to
+        drain; else how many items were queued in memory at the cut (they go before the
+        file's lines; a file left from before has only newer items after it: 0)."""
         draining = self._spool.file(DRAINING)
         if draining.exists():
-            return True
+            return 0
         if not self._overflowing:
-            return False
+            return None
         with self._overflow_lock:
             if self._overflow_f is not None:
                 self._overflow_f.close()
@@ -727,7 +733,8 @@ class ContextBus:
             if self.overflow_path.exists():
                 os.replace(self.overflow_path, draining)
             self._overflowing = False
-        return draining.exists()
+            queued = len(self._high) + len(self._low)
+        return queued if draining.exists() else None
 
     def _drain_overflow(self) -> None:
         """Move the overflow file into the spool, streamed in blocks (never loaded whole)."""
