@@ -121,8 +121,9 @@ def errors(conv: Conversation, s: Scorer) -> tuple[int, int]:
 
 
 def _rates(convs: Sequence[Conversation], s: Scorer) -> tuple[float, float]:
-    m = sum(errors(c, s)[0] for c in convs)
-    g = sum(errors(c, s)[1] for c in convs)
+    counts = [errors(c, s) for c in convs]
+    m = sum(missed for missed, _merged in counts)
+    g = sum(merged for _missed, merged in counts)
     return m / max(1, sum(len(c.old) for c in convs)), g / max(1, sum(len(c.after) for c in convs))
 
 

@@ -84,7 +84,7 @@ def values(text: str) -> list[Value]:
             out.setdefault(ident.casefold(), Value(ident, "id:" + _shape(ident)))
     for m in _NUM.finditer(text):
         # a measure word after a space ("20 斤") names the kind; it stays in the text
-        span = m.group()[: m.start("measure") - m.start() - 1] if m.group("measure") else m.group()
+        span = (m.group("pre") or "") + m.group("num") + (m.group("suf") or "")
         if any(span.casefold() in k for k in out):
             continue
         unit = (m.group("pre") or "") + (m.group("suf") or m.group("measure") or "")
