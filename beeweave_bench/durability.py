@@ -240,9 +240,13 @@ def sqlite_lock_run(tmp: Path, n: int = 1_000) -> dict[str, Any]:
     }  # fmt: skip
 
 
-def purge_sibling_run(tmp: Path, n: int = 30) -> dict[str, Any]:
-    """A sibling process dies with a session still in its spool after this weave opened;
-    this weave purges the session; the next open must not replay it back."""
+def purge_sibling_run(tmp: Path, n: int = 30, *, dies_after_purge: bool = False) -> dict[str, Any]:
+    """A sibling process holds a session in its spool after this weave opened; this
+    weave purges the session; the next open must not replay it back.
+
+    The sibling dies before the purge, or (``dies_after_purge``) is frozen (SIGSTOP)
+    through the purge and killed after it: its spool is a live process's file then,
+    which the purge cannot touch, and only the store's tombstone keeps it out."""
     db, spool = tmp / "purge.db", tmp / "spool"
     url = f"sqlite:///{db}"
     with Weave.open(url, spool_dir=spool, index=False) as weave:
@@ -256,13 +260,23 @@ def purge_sibling_run(tmp: Path, n: int = 30) -> dict[str, Any]:
         while _spooled(spool, weave.bus.spool_path) < n and time.monotonic() < deadline:
             time.sleep(0.05)
         pending = _spooled(spool, weave.bus.spool_path)
-        child.proc.kill()
-        child.proc.wait(60)
+        if dies_after_purge:
+            os.kill(child.proc.pid, signal.SIGSTOP)
+        else:
+            child.proc.kill()
+            child.proc.wait(60)
         blocker.execute("ROLLBACK")
         blocker.close()
         purged = weave.purge(session_id=SID)
-    back = stored_events(url, spool)
-    return {"pending in the dead sibling": pending, "purged": purged, "resurrected": len(back)}
+    if dies_after_purge:
+        child.proc.kill()
+        child.proc.wait(60)
+    with Weave.open(url, spool_dir=spool, index=False) as after:  # replays the dead spool
+        _flush_until(after, 300)
+        back = after.store.timeline(SID)
+        refused = after.stats().get("purged_copies", 0)
+    return {"pending in the dead sibling": pending, "purged": purged, "resurrected": len(back),
+            "copies refused at replay": refused}  # fmt: skip
 
 
 def _spooled(folder: Path, own: Path) -> int:
@@ -443,6 +457,8 @@ def run(
     scenario("poison inputs", poison_run)
     scenario("purge, then SIGKILL", purge_run)
     scenario("purge, a sibling died after open", purge_sibling_run)
+    scenario("purge, a sibling frozen through it, killed after",
+             lambda t: purge_sibling_run(t, dies_after_purge=True))  # fmt: skip
     if neo4j_script is not None:
         scenario("Neo4j stopped, SIGKILL inside", lambda t: neo4j_outage_run(neo4j_script, t, port=neo4j_port))  # fmt: skip
     return rows

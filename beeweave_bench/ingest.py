@@ -88,7 +88,7 @@ def purge_bench_data(store: EventStore) -> None:
         purge_tenant()
         return
     for s in store.sessions(include_items=True):
-        store.purge(session_id=s.session_id)
+        store.purge(session_id=s.session_id, tombstone=False)
 
 
 def _through_bus(backend: str, url: str, tmp: str, events: list[Event], auth: Any) -> float:

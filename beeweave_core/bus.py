@@ -42,6 +42,7 @@ from beeweave_core import shutdown, telemetry
 from beeweave_core.errors import StoreError, shown
 from beeweave_core.events import (
     HIGH_PRIORITY_TYPES,
+    AppendResult,
     EdgeType,
     Event,
     EventType,
@@ -243,7 +244,8 @@ class ContextBus:
         self._stats: dict[str, int] = dict.fromkeys(
             (
                 "emitted", "journaled", "written", "duplicates", "coalesced", "dropped_low",
-                "overflowed", "spooled", "replayed", "refused", "store_errors", "emit_errors",
+                "overflowed", "spooled", "replayed", "refused", "purged_copies", "store_errors",
+                "emit_errors",
             ),
             0,
         )  # fmt: skip
@@ -920,7 +922,7 @@ class ContextBus:
                 return False
             return self._store_one_by_one(events)
         self._call_since = None
-        self._stored(res.inserted, res.duplicates, events)
+        self._stored(res, events)
         return True
 
     def _store_one_by_one(self, events: list[Event]) -> bool:
@@ -940,12 +942,18 @@ class ContextBus:
                 self._strikes.pop(ev.id, None)
                 self._refuse(ev, f"store keeps failing it: {_reason(exc)}")
                 continue
-            self._stored(res.inserted, res.duplicates, [ev])
+            self._stored(res, [ev])
         return True
 
-    def _stored(self, inserted: int, duplicates: int, events: list[Event]) -> None:
-        self._stats["written"] += inserted
-        self._stats["duplicates"] += duplicates
+    def _stored(self, res: AppendResult, events: list[Event]) -> None:
+        """Count what the store took and tell listeners; copies of purged events (the
+        store refused them, ``res.purged``) are dropped here, never indexed."""
+        self._stats["written"] += res.inserted
+        self._stats["duplicates"] += res.duplicates
+        if res.purged:
+            self._stats["purged_copies"] += len(res.purged)
+            dead = set(res.purged)
+            events = [e for e in events if e.id not in dead]
         if not self._store_up:
             log.warning("beeweave: store is back; replaying the spool")
         self._store_up = True

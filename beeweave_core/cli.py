@@ -22,7 +22,7 @@ from rich.tree import Tree
 from beeweave_core.backends.neo4j.auth import Credentials, auth_from_env
 from beeweave_core.checkpoints import CheckpointStore, PruneLimits
 from beeweave_core.errors import StoreError, shown
-from beeweave_core.events import Event
+from beeweave_core.events import AppendResult, Event
 from beeweave_core.exports import export_thread, import_thread, parse_export
 from beeweave_core.extras import install_hint, missing_modules
 from beeweave_core.governance.retention import archived_in
@@ -491,7 +491,7 @@ def import_cmd(
         except (ValueError, StoreError) as exc:
             fail(" ".join(str(exc).split())[:300])
         console.print(
-            f"imported {res.inserted} events ({res.duplicates} already present), "
+            f"imported {res.inserted} events ({res.duplicates} already present{_refused(res)}), "
             f"{len(export.checkpoints)} checkpoints"
         )
 
@@ -503,10 +503,18 @@ def _import_archive(
 
     with opened(url, tenant, auth, scopes=scope or None) as weave:
         try:
-            inserted, duplicates = import_archive(weave.writer, sessions)
+            res = import_archive(weave.writer, sessions)
         except (ValueError, StoreError) as exc:
             fail(" ".join(str(exc).split())[:300])
-    console.print(f"imported {inserted} events ({duplicates} already present) from the archive")
+    console.print(
+        f"imported {res.inserted} events ({res.duplicates} already present{_refused(res)}) "
+        "from the archive"
+    )
+
+
+def _refused(res: AppendResult) -> str:
+    """The import's note on events a purge erased (refused by the store's tombstones)."""
+    return f", {len(res.purged)} refused: purged" if res.purged else ""
 
 
 retention_app = typer.Typer(help="Retention: archive what expired, prune the rest.")

@@ -201,6 +201,8 @@ class AppendResult(BaseModel):
     inserted: int = 0
     duplicates: int = 0
     ids: list[str] = Field(default_factory=list)
+    #: events refused because a purge erased them (see ``beeweave_core.tombstones``)
+    purged: list[str] = Field(default_factory=list)
 
 
 def tool_name(ev: Event) -> str:

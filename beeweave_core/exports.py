@@ -259,6 +259,6 @@ def import_thread(
         except Exception:
             checkpoints.delete_thread(export.session_id)
             if result.ids:
-                events.purge(ids=result.ids)
+                events.purge(ids=result.ids, tombstone=False)
             raise
     return result

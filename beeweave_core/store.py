@@ -190,7 +190,14 @@ class EventStore(Protocol):
     def session_stats(self, session_id: str) -> SessionStats: ...
     def soft_delete(self, ids: Sequence[str], reason: str) -> int: ...
     def invalidate(self, ids: Sequence[str], reason: str, *, by: str | None = None) -> int: ...
-    def purge(self, *, session_id: str | None = None, ids: Sequence[str] | None = None) -> int: ...
+    def purge(
+        self,
+        *,
+        session_id: str | None = None,
+        ids: Sequence[str] | None = None,
+        user_id: str | None = None,
+        tombstone: bool = True,
+    ) -> int: ...
     def get_artifact(self, sha256: str) -> str | None: ...
     def search_text(
         self,
@@ -500,7 +507,7 @@ class BaseEventStore:
             self.link(export.edges)
         except Exception:
             if result.ids:
-                self.purge(ids=result.ids)
+                self.purge(ids=result.ids, tombstone=False)
             raise
         return result
 

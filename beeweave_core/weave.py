@@ -292,6 +292,7 @@ class Weave:
         ids: Sequence[str] | None = None,
         user_id: str | None = None,
         checkpoints: bool = False,
+        tombstone: bool = True,
     ) -> int:
         """Delete for good: from the graph, the vector index, and what is still pending.
 
@@ -301,6 +302,8 @@ class Weave:
         file, and dead-letter entries, so nothing purged comes back at the next start.
         Pending copies are dropped first, so when the store is down this raises and
         can simply be called again.  Returns the events removed (stored + pending).
+        ``tombstone=False`` leaves no tombstone (retention, which archived the events
+        first so ``beeweave import`` can bring them back).
         ``checkpoints=True`` with ``session_id`` also deletes the LangGraph thread of that
         id (its checkpoints and pending writes).
         """
@@ -323,9 +326,11 @@ class Weave:
         targets = list(wanted)
         if session_id is not None:
             targets += [e.id for e in self.store.timeline(session_id, include_inactive=True)]
-            n += self.store.purge(session_id=session_id)
+            n += self.store.purge(session_id=session_id, tombstone=tombstone)
         if wanted:
-            n += self.store.purge(ids=sorted(wanted))
+            n += self.store.purge(ids=sorted(wanted), tombstone=tombstone)
+        if user_id is not None:  # the user's tombstone; events stored since the read above
+            n += self.store.purge(user_id=user_id, tombstone=tombstone)
         if self.indexer is not None and targets:
             self.indexer.forget(targets)
             self.indexer.sync()

@@ -231,3 +231,12 @@ def test_a_purge_reaches_the_spool_of_a_sibling_that_died_after_open(tmp_path):
     row = dur.purge_sibling_run(tmp_path)
     assert row["pending in the dead sibling"] == 30, row  # the events were only in its spool
     assert row["purged"] >= 30 and row["resurrected"] == 0, row
+
+
+def test_a_purge_holds_against_a_sibling_frozen_through_it_and_killed_after(tmp_path):
+    """The sibling's spool is a live process's file during the purge: only the store's
+    tombstone can refuse its replay at the next open."""
+    row = dur.purge_sibling_run(tmp_path, dies_after_purge=True)
+    assert row["pending in the dead sibling"] == 30, row
+    assert row["copies refused at replay"] == 30, row  # the spool was replayed, and refused
+    assert row["resurrected"] == 0, row

@@ -51,7 +51,7 @@ def test_valid_export_round_trips(backend, tmp_path, neo4j_if):
     try:
         data = a_session(store)
         assert len(data["artifacts"]) == 1
-        store.purge(session_id="greenhouse")
+        store.purge(session_id="greenhouse", tombstone=False)  # a move, not an erasure
         res = store.import_session(json.loads(json.dumps(data)))
         assert res.inserted == 2
         assert store.export_session("greenhouse") == data
@@ -66,7 +66,7 @@ def test_artifact_hash_mismatch_refused(backend, tmp_path, neo4j_if):
     try:
         data = a_session(store)
         sha = next(iter(data["artifacts"]))
-        store.purge(session_id="greenhouse")
+        store.purge(session_id="greenhouse", tombstone=False)  # a move, not an erasure
         forged = {**data, "artifacts": {sha: "soil is dry everywhere"}}
         with pytest.raises(ValueError, match="does not match its SHA-256"):
             store.import_session(forged)
@@ -81,7 +81,7 @@ def test_bad_edge_leaves_no_event(backend, tmp_path, neo4j_if):
     store = make_store(backend, tmp_path)
     try:
         data = a_session(store)
-        store.purge(session_id="greenhouse")
+        store.purge(session_id="greenhouse", tombstone=False)  # a move, not an erasure
         src = data["events"][0]["id"]
         bad = {**data, "edges": [{"src": src, "dst": "x", "type": "LOVES"}]}
         with pytest.raises(ValueError, match="edge #0"):

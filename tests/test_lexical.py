@@ -197,7 +197,7 @@ def test_index_follows_writes_and_purges(sqlite_store):
     assert ids(sqlite_store.search_text("alpha")) == ["one"]
     sqlite_store.append([ev("two", "s1", "alpha charlie")])
     assert set(ids(sqlite_store.search_text("alpha"))) == {"one", "two"}
-    sqlite_store.purge(session_id="s1")
+    sqlite_store.purge(session_id="s1", tombstone=False)  # so s1 may be written again
     assert sqlite_store.search_text("alpha") == []
     sqlite_store.append([ev("three", "s1", "alpha delta")])  # reuses the purged rowids
     assert ids(sqlite_store.search_text("alpha")) == ["three"]
@@ -260,7 +260,7 @@ def test_scoped_search_sees_every_change_between_searches(tmp_path: Path):
         # a purged top row's rowid is reused: the same scope rowids, other text
         a.append([ev("r1", "redo", "first draft about canoes")])
         assert ids(a.search_text("canoes", session_id="redo")) == ["r1"]
-        a.purge(session_id="redo")
+        a.purge(session_id="redo", tombstone=False)
         a.append([ev("r2", "redo", "second draft about rafts")])
         assert ids(a.search_text("rafts", session_id="redo")) == ["r2"]
         assert a.search_text("canoes", session_id="redo") == []

@@ -177,3 +177,21 @@ def test_cli_prunes_checkpoints_per_thread(home: Path):
     prune_to(1, "--checkpoint-days", "0.000005")  # older than ~0.4 s: only the newest stays
     bad = run(home, "retention", "apply", "--keep-checkpoints", "0", "--url", url, check=False)
     assert bad.returncode == 1 and "must be positive" in bad.stderr
+
+
+@pytest.mark.parametrize("backend", ["sqlite", "neo4j"], indirect=True)
+def test_an_archive_of_a_session_purged_since_is_refused_on_import(backend, weave_factory, home):
+    """Retention archives without a tombstone (so its archive can come back); a purge
+    after it is an erasure, and the store's tombstone keeps the archive out."""
+    now = time.time()
+    w = weave_factory(backend)
+    history(w, now - 30 * DAY)
+    w.flush()
+    report = R.apply_retention(w, home / "cold", [R.parse_rule("raw=14")], now=now)
+    assert report.archive is not None and report.expired["orchard-0"] == 20
+    back = R.import_archive(w.writer, R.read_archive(report.archive))  # control: it comes back
+    assert back.inserted == 32 and not back.purged, back
+    w.purge(session_id="orchard-0")
+    again = R.import_archive(w.writer, R.read_archive(report.archive))
+    assert again.inserted == 0 and len(again.purged) == 20, again  # orchard-1's 12 are present
+    assert w.store.timeline("orchard-0", include_inactive=True) == []

@@ -203,6 +203,36 @@ def test_purge(store):
         store.purge()
 
 
+def test_a_purge_leaves_a_tombstone_that_refuses_old_copies_only(store):
+    """Copies made before a purge (a spool, an archive) are refused wherever they come
+    from; what is said afterwards in the same session, or by the same user, is new."""
+    store.append([ev("keep-a", "other"), ev("m1", "notes", ts=T0), ev("m2", "notes", ts=T0 + 1)])
+    exported = store.export_session("notes")
+    assert store.purge(session_id="notes") == 2
+    late = time.time() + 1
+    res = store.append([ev("m1", "notes"), ev("m3", "notes", ts=T0 + 2),
+                        ev("m4", "notes", ts=late), ev("keep-b", "other")])  # fmt: skip
+    assert sorted(res.purged) == ["m1", "m3"] and res.inserted == 2, res
+    assert [e.id for e in store.timeline("notes")] == ["m4"]
+    assert store.import_session(exported).inserted == 0  # the archive of it, refused too
+    # an id purged is refused for good, whatever its date
+    assert store.purge(ids=["keep-a"]) == 1
+    assert store.append([ev("keep-a", "other", ts=late)]).purged == ["keep-a"]
+    # a user: every session, dated before the purge
+    store.append([ev("u1", "x", meta={"user_id": "dana"}), ev("u2", "y", meta={"user_id": "dana"}),
+                  ev("u3", "y", meta={"user_id": "eli"})])  # fmt: skip
+    assert store.purge(user_id="dana") == 2
+    res = store.append([ev("u1", "x", meta={"user_id": "dana"}), ev("u9", "z", meta={"user_id": "dana"}),
+                        ev("u8", "z", meta={"user_id": "dana"}, ts=late)])  # fmt: skip
+    assert sorted(res.purged) == ["u1", "u9"] and res.ids == ["u8"], res
+    assert [e.id for e in store.timeline("y")] == ["u3"]
+    # a purge without a tombstone (an import rolled back, retention) lets them in again
+    store.purge(session_id="other", tombstone=False)
+    assert store.append([ev("keep-b", "other")]).inserted == 1
+    with pytest.raises(ValueError):
+        store.purge(session_id="x", user_id="dana")
+
+
 def test_export_import_round_trip(store, tmp_path):
     big = "row,value\n" + "".join(f"{i},{i * 3}\n" for i in range(20_000))
     events = chain() + [ev("big", etype=EventType.TOOL_RESULT, content=big)]
@@ -212,7 +242,7 @@ def test_export_import_round_trip(store, tmp_path):
     store.invalidate(["s1-a"], "superseded", by="s1-ans")
     exported = store.export_session("s1")
     assert exported["artifacts"] and len(exported["events"]) == 7
-    store.purge(session_id="s1")
+    store.purge(session_id="s1", tombstone=False)  # a move, not an erasure
     assert store.get_artifact(next(iter(exported["artifacts"]))) is None
     res = store.import_session(exported)
     assert res.inserted == 7

@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from beeweave_core.checkpoints import CheckpointStore, PruneLimits
-from beeweave_core.events import Edge, EdgeType, Event, EventType, event_id_for
+from beeweave_core.events import AppendResult, Edge, EdgeType, Event, EventType, event_id_for
 from beeweave_core.exports import SessionExport, validate_export
 from beeweave_core.private import open_private, private_dir, write_private_text
 from beeweave_core.store import EventStore
@@ -176,7 +176,7 @@ def apply_retention(
     lines = [session_archive(store, s, {e.id for e in v}) for s, v in expired.items()]
     report.archive = write_archive(path, weave.tenant, lines, now)
     for line, (sid, events) in zip(lines, expired.items(), strict=True):
-        report.purged += weave.purge(ids=[e.id for e in events])
+        report.purged += weave.purge(ids=[e.id for e in events], tombstone=False)
         _note(weave.writer, sid, path.name, [e.id for e in events], line["incoming"], now)
     return report
 
@@ -270,17 +270,19 @@ def read_archive(path: Path) -> list[ArchivedSession]:
     return out
 
 
-def import_archive(store: EventStore, sessions: Sequence[ArchivedSession]) -> tuple[int, int]:
-    """Put archived events back, then the edges kept events had to them.  Returns
-    ``(inserted, duplicates)``."""
-    inserted = duplicates = 0
+def import_archive(store: EventStore, sessions: Sequence[ArchivedSession]) -> AppendResult:
+    """Put archived events back, then the edges kept events had to them.  Events a
+    purge erased since the archive was written stay out (``purged``)."""
+    total = AppendResult()
     for s in sessions:
         res = store.import_session(s.export)
-        inserted += res.inserted
-        duplicates += res.duplicates
+        total.inserted += res.inserted
+        total.duplicates += res.duplicates
+        total.ids += res.ids
+        total.purged += res.purged
         present = {e.id for e in store.get([e.src for e in s.incoming], include_inactive=True)}
         store.link([e for e in s.incoming if e.src in present])
-    return inserted, duplicates
+    return total
 
 
 def parse_rule(text: str) -> RetentionRule:

@@ -31,6 +31,7 @@ from collections.abc import Iterable, Sequence
 from functools import partial
 from typing import Any
 
+from beeweave_core import tombstones
 from beeweave_core.backends.neo4j import events_cypher as q
 from beeweave_core.backends.neo4j import parts as append_parts
 from beeweave_core.backends.neo4j import session_scopes, user_sessions
@@ -353,10 +354,16 @@ class Neo4jEventStore(BaseEventStore):
             result.inserted += part.inserted
             result.duplicates += part.duplicates
             result.ids += part.ids
+            result.purged += part.purged
         return result
 
     def _append_tx(self, tx: Any, prepared: list[Prepared], keep_seq: bool) -> AppendResult:
         t = self.tenant
+        dead = self._buried(tx, prepared)
+        if dead:
+            prepared = [p for p in prepared if p.event.id not in dead]
+            if not prepared:
+                return AppendResult(purged=sorted(dead))
         sids = sorted({p.event.session_id for p in prepared})
         ids = [p.event.id for p in prepared]
         parts = append_parts.split(prepared, keep_seq)
@@ -396,7 +403,19 @@ class Neo4jEventStore(BaseEventStore):
             tx.run(q.CYPHER_CREATE_NEXT, tenant=t, ids=result.ids).consume()
             event_terms.refresh(tx, [(t, sid) for sid in sids])
         result.inserted = len(result.ids)
+        result.purged = sorted(dead)
         return result
+
+    def _buried(self, tx: Any, prepared: list[Prepared]) -> set[str]:
+        """Ids among ``prepared`` that a purge erased, read in the append's transaction."""
+        events = [p.event for p in prepared]
+        found = [
+            tombstones.Tombstone(r["kind"], r["value"], r["at"])
+            for r in tx.run(
+                q.CYPHER_TOMBSTONES_OF, tenant=self.tenant, values=tombstones.keys(events)
+            )
+        ]
+        return tombstones.buried(events, found)
 
     def _merge_artifacts(self, tx: Any, prepared: list[Prepared]) -> None:
         """The bodies the events' previews point to, each once (before the events)."""
@@ -513,21 +532,37 @@ class Neo4jEventStore(BaseEventStore):
             self.link([Edge(src=by, dst=i, type=EdgeType.SUPERSEDES) for i in ids])
         return n
 
-    def purge(self, *, session_id: str | None = None, ids: Sequence[str] | None = None) -> int:
+    def purge(
+        self,
+        *,
+        session_id: str | None = None,
+        ids: Sequence[str] | None = None,
+        user_id: str | None = None,
+        tombstone: bool = True,
+    ) -> int:
         """Delete for good (GDPR-style): events, their relationships, artifacts and
-        placeholders nothing points to any more, and emptied sessions."""
-        if (session_id is None) == (ids is None):
-            raise ValueError("purge() takes exactly one of session_id= or ids=")
+        placeholders nothing points to any more, and emptied sessions; and leave a
+        tombstone in the same transaction, so a copy still pending anywhere is refused
+        when it arrives (see :mod:`beeweave_core.tombstones`).  ``tombstone=False``
+        (an import rolled back, retention that archived first) lets them in again."""
+        if sum(x is not None for x in (session_id, ids, user_id)) != 1:
+            raise ValueError("purge() takes exactly one of session_id=, ids= or user_id=")
         self._status_changed()
         wanted = list(dict.fromkeys(ids or []))
         if ids is not None and not wanted:
             return 0
         if session_id is not None:
             self._refuse_foreign_session(session_id)
+        if user_id is not None:
+            wanted = [r["id"] for r in self._read(q.CYPHER_GET_USER_EVENT_IDS, user_id=user_id)]
         self._refuse_foreign(wanted)
+        marks = tombstones.of_purge(session_id=session_id, ids=ids or (), user_id=user_id)
 
         def work(tx: Any) -> int:
             t = self.tenant
+            if tombstone:
+                tx.run(q.CYPHER_ADD_TOMBSTONES, tenant=t,
+                       rows=[m._asdict() for m in marks]).consume()  # fmt: skip
             if session_id is not None:
                 targets = [
                     r["id"]

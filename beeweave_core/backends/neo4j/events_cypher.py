@@ -120,6 +120,9 @@ SCHEMA_STATEMENTS: tuple[str, ...] = (
     "CREATE INDEX beeweave_event_user_session IF NOT EXISTS "
     "FOR (e:Event) ON (e.tenant, e.user_id, e.session_id)",
     "CREATE INDEX beeweave_event_scope IF NOT EXISTS FOR (e:Event) ON (e.tenant, e.scope)",
+    # what a purge erased (beeweave_core/tombstones.py), looked up by value per append
+    "CREATE CONSTRAINT beeweave_tombstone IF NOT EXISTS "
+    "FOR (x:Tombstone) REQUIRE (x.tenant, x.value, x.kind) IS UNIQUE",
     *(
         f"CREATE FULLTEXT INDEX {name} IF NOT EXISTS FOR (e:Event) "
         f"ON EACH [{', '.join('e.' + p for p in props)}] OPTIONS {{indexConfig: {{"
@@ -421,6 +424,7 @@ CALL (n) {{ DETACH DELETE n }} IN TRANSACTIONS OF 5000 ROWS
         ("Session", "id"),
         ("Artifact", "sha256"),
         ("UserSession", "session_id"),
+        ("Tombstone", "value"),
         # what the Neo4j vector index keeps per tenant (beeweave_core/index/neo4j_vector.py)
         ("BeeweaveChunk", "id"),
         ("BeeweaveIndexState", "identity"),
@@ -645,3 +649,17 @@ def bounded(template: str, max_hops: int) -> str:
     if isinstance(max_hops, bool) or not isinstance(max_hops, int) or max_hops < 1:
         raise ValueError(f"max_hops must be a positive int, got {max_hops!r}")
     return template.replace("{MAX_HOPS}", str(max_hops))
+
+
+#: The tombstones filed under any of ``$values`` (ids, sessions, users of a batch).
+CYPHER_TOMBSTONES_OF = """
+MATCH (x:Tombstone {tenant: $tenant}) WHERE x.value IN $values
+RETURN x.kind AS kind, x.value AS value, x.at AS at
+"""
+#: A purge's tombstones; a second purge of the same record moves its date forward.
+CYPHER_ADD_TOMBSTONES = """
+UNWIND $rows AS r
+MERGE (x:Tombstone {tenant: $tenant, value: r.value, kind: r.kind})
+SET x.at = CASE WHEN x.at IS NULL OR x.at < r.at THEN r.at ELSE x.at END
+"""
+CYPHER_GET_USER_EVENT_IDS = "MATCH (e:Event {tenant: $tenant, user_id: $user_id}) RETURN e.id AS id"

@@ -14,6 +14,7 @@ import sqlite3
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any, cast
 
+from beeweave_core import tombstones
 from beeweave_core.backends.sqlite import events_sql as q
 from beeweave_core.backends.sqlite import wide_search as ws
 from beeweave_core.backends.sqlite.db import SharedConnection, SideTables
@@ -159,6 +160,10 @@ class SQLiteEventStore(SideTables, BaseEventStore):
     def _append(self, prepared: list[Prepared], *, keep_seq: bool = False) -> AppendResult:
         result = AppendResult()
         with self._tx() as c:
+            dead = self._buried(c, prepared)
+            if dead:
+                result.purged = sorted(dead)
+                prepared = [p for p in prepared if p.event.id not in dead]
             existing: set[str] = set()
             ids = [p.event.id for p in prepared]
             for i in range(0, len(ids), 500):
@@ -239,32 +244,68 @@ class SQLiteEventStore(SideTables, BaseEventStore):
             self.link([Edge(src=by, dst=i, type=EdgeType.SUPERSEDES) for i in ids])
         return n
 
-    def purge(self, *, session_id: str | None = None, ids: Sequence[str] | None = None) -> int:
-        """Delete for good (GDPR-style): events, their edges, artifacts no one points to."""
-        if (session_id is None) == (ids is None):
-            raise ValueError("purge() takes exactly one of session_id= or ids=")
+    def purge(
+        self,
+        *,
+        session_id: str | None = None,
+        ids: Sequence[str] | None = None,
+        user_id: str | None = None,
+        tombstone: bool = True,
+    ) -> int:
+        """Delete for good (GDPR-style): events, their edges, artifacts no one points to;
+        and leave a tombstone in the same transaction, so a copy still pending anywhere
+        is refused when it arrives (see :mod:`beeweave_core.tombstones`).
+        ``tombstone=False`` (an import rolled back, retention that archived first) lets
+        the same events in again later."""
+        if sum(x is not None for x in (session_id, ids, user_id)) != 1:
+            raise ValueError("purge() takes exactly one of session_id=, ids= or user_id=")
         self._status_changed()
         if session_id is not None:
             self._refuse_foreign_session(session_id)
+        elif ids is not None:
+            ids = list(dict.fromkeys(ids))
+            self._refuse_foreign(ids)
+            if not ids:
+                return 0
         else:
-            self._refuse_foreign(list(ids or []))
+            self._refuse_foreign(
+                [r[0] for r in self._read(q.USER_EVENT_IDS, (self.tenant, user_id))]
+            )
         t = self.tenant
         with self._tx() as c:
             if session_id is not None:
                 c.execute(q.PURGE_SESSION_EDGES, (t, t, session_id, t, session_id))
                 n = c.execute(q.PURGE_SESSION, (t, session_id)).rowcount
+            elif user_id is not None:
+                c.execute(q.PURGE_USER_EDGES, (t, t, user_id, t, user_id))
+                n = c.execute(q.PURGE_USER, (t, user_id)).rowcount
             else:
-                ids = list(ids or [])
-                if not ids:
-                    return 0
-                m = _marks(len(ids))
+                m = _marks(len(ids or []))
                 c.execute(q.PURGE_IDS_EDGES.format(ids=m), (t, *ids, *ids))
                 n = c.execute(q.PURGE_IDS.format(ids=m), (t, *ids)).rowcount
             c.execute(q.PURGE_ORPHAN_ARTIFACTS, (t,))
+            if tombstone:
+                marks = tombstones.of_purge(session_id=session_id, ids=ids or (), user_id=user_id)
+                c.executemany(q.ADD_TOMBSTONE, [(t, *m) for m in marks])
         if n:
             self._forget_scopes()
             self._scrub()
         return n
+
+    def _buried(self, c: sqlite3.Connection, prepared: list[Prepared]) -> set[str]:
+        """Ids among ``prepared`` that a purge erased (read inside the append's
+        transaction, so a purge committing meanwhile is either seen or waited for)."""
+        t = self.tenant
+        if c.execute(q.HAS_TOMBSTONES, (t,)).fetchone() is None:
+            return set()
+        events = [p.event for p in prepared]
+        values = tombstones.keys(events)
+        found = []
+        for i in range(0, len(values), 500):
+            chunk = values[i : i + 500]
+            sql = q.TOMBSTONES_OF.format(ids=_marks(len(chunk)))
+            found += [tombstones.Tombstone(*r) for r in c.execute(sql, (t, *chunk))]
+        return tombstones.buried(events, found)
 
     def _scrub(self) -> None:
         """Leave no copy of purged text in the file.

@@ -7,7 +7,7 @@ take parameters; no user data is ever formatted into SQL text.
 
 #: Row of ``beeweave_meta`` holding this schema's version (see ``sqlite_db``).
 SCHEMA_KEY = "schema_version"
-SCHEMA_VERSION = 6
+SCHEMA_VERSION = 7
 
 #: (version, statements) applied in order by ``setup()``; never edit a released one.
 MIGRATIONS: list[tuple[int, list[str]]] = [
@@ -104,6 +104,19 @@ MIGRATIONS: list[tuple[int, list[str]]] = [
             # better, and no read orders a user's events by time: one index less to
             # write per event
             "DROP INDEX IF EXISTS events_user",
+        ],
+    ),
+    (
+        7,
+        [
+            # what a purge erased (beeweave_core/tombstones.py): append refuses copies
+            """CREATE TABLE IF NOT EXISTS tombstones (
+                tenant TEXT NOT NULL,
+                kind TEXT NOT NULL,
+                value TEXT NOT NULL,
+                at REAL NOT NULL,
+                PRIMARY KEY (tenant, value, kind)
+            )""",
         ],
     ),
 ]
@@ -301,6 +314,20 @@ PURGE_SESSION_EDGES = (
     "DELETE FROM edges WHERE tenant = ? AND (src IN (SELECT id FROM events WHERE tenant = ? "
     "AND session_id = ?) OR dst IN (SELECT id FROM events WHERE tenant = ? AND session_id = ?))"
 )
+#: Whether the tenant has any tombstone (most never do: the append then reads no more).
+HAS_TOMBSTONES = "SELECT 1 FROM tombstones WHERE tenant = ? LIMIT 1"
+TOMBSTONES_OF = "SELECT kind, value, at FROM tombstones WHERE tenant = ? AND value IN ({ids})"
+#: A second purge of the same record moves its date forward, never back.
+ADD_TOMBSTONE = (
+    "INSERT INTO tombstones (tenant, kind, value, at) VALUES (?, ?, ?, ?) "
+    "ON CONFLICT (tenant, value, kind) DO UPDATE SET at = max(at, excluded.at)"
+)
+PURGE_USER_EDGES = (
+    "DELETE FROM edges WHERE tenant = ? AND (src IN (SELECT id FROM events WHERE tenant = ? "
+    "AND user_id = ?) OR dst IN (SELECT id FROM events WHERE tenant = ? AND user_id = ?))"
+)
+USER_EVENT_IDS = "SELECT id FROM events WHERE tenant = ? AND user_id = ?"
+PURGE_USER = "DELETE FROM events WHERE tenant = ? AND user_id = ?"
 PURGE_SESSION = "DELETE FROM events WHERE tenant = ? AND session_id = ?"
 PURGE_IDS_EDGES = "DELETE FROM edges WHERE tenant = ? AND (src IN ({ids}) OR dst IN ({ids}))"
 PURGE_IDS = "DELETE FROM events WHERE tenant = ? AND id IN ({ids})"
