@@ -243,6 +243,14 @@ class BaseEventStore:
     def _status_changed(self) -> None:
         self.status_changes += 1
 
+    def _begin_purge(
+        self, session_id: str | None, ids: Sequence[str] | None, user_id: str | None
+    ) -> None:
+        """Every backend's purge names exactly one target; a view's status changes."""
+        if sum(x is not None for x in (session_id, ids, user_id)) != 1:
+            raise ValueError("purge() takes exactly one of session_id=, ids= or user_id=")
+        self._status_changed()
+
     #: Bumped by every ``link`` made through this object; with the sources of the
     #: newest links (see :meth:`linked_since`), a cache of what edges say (when a
     #: memory was last restated) drops only the entries a new edge changed.

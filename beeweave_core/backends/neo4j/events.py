@@ -545,9 +545,7 @@ class Neo4jEventStore(BaseEventStore):
         tombstone in the same transaction, so a copy still pending anywhere is refused
         when it arrives (see :mod:`beeweave_core.tombstones`).  ``tombstone=False``
         (an import rolled back, retention that archived first) lets them in again."""
-        if sum(x is not None for x in (session_id, ids, user_id)) != 1:
-            raise ValueError("purge() takes exactly one of session_id=, ids= or user_id=")
-        self._status_changed()
+        self._begin_purge(session_id, ids, user_id)
         wanted = list(dict.fromkeys(ids or []))
         if ids is not None and not wanted:
             return 0

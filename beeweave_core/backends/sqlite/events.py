@@ -257,9 +257,7 @@ class SQLiteEventStore(SideTables, BaseEventStore):
         is refused when it arrives (see :mod:`beeweave_core.tombstones`).
         ``tombstone=False`` (an import rolled back, retention that archived first) lets
         the same events in again later."""
-        if sum(x is not None for x in (session_id, ids, user_id)) != 1:
-            raise ValueError("purge() takes exactly one of session_id=, ids= or user_id=")
-        self._status_changed()
+        self._begin_purge(session_id, ids, user_id)
         if session_id is not None:
             self._refuse_foreign_session(session_id)
         elif ids is not None:
