@@ -4,8 +4,11 @@ One workload — a ``FunctionAgent`` turn (model → tool → model) with a FAKE
 (llama-index-core's ``MockFunctionCallingLLM``) so only LlamaIndex's own machinery runs —
 is timed three ways in the same process: no handlers, LlamaIndex's own in-memory span
 tracer (``SimpleSpanHandler``, the cheapest tracer it ships) and BeeWeave's event + span
-handlers.  Cases are interleaved in rounds so drift on a shared machine hits all alike.
-A second view times the recorder's hooks called directly (µs per hook).
+handlers.  The cases take turns run by run (none, tracer, BeeWeave, none, …), and an
+overhead is the median of each run's difference from the "no handlers" run next to it:
+an agent run is ~10 ms with ±2 ms of drift, so medians of separate rounds of runs move the
+~0.5 ms overheads by more than they differ.  A second view times the recorder's hooks
+called directly (µs per hook).
 """
 
 from __future__ import annotations
@@ -15,6 +18,7 @@ import gc
 import inspect
 import tempfile
 import time
+from collections.abc import Callable
 from typing import Any
 
 from llama_index.core.agent.workflow import FunctionAgent, ToolCall, ToolCallResult
@@ -30,7 +34,7 @@ from beeweave_bench.report import median, percentile
 from beeweave_core.weave import Weave
 from beeweave_llamaindex.instrumentation import BeeWeaveEventHandler
 
-ROUNDS = 5
+WARM_UP = 5
 HOOKS_PER_RUN = 8  # run span, 2 x (chat start, chat end), call_tool span enter/exit, tool span
 
 
@@ -47,16 +51,30 @@ def _script(messages: list[ChatMessage], **kwargs: Any) -> ChatMessage:
         tool_call_id="c1", tool_name="lookup", tool_kwargs={"order_id": "ORD-1"})])  # fmt: skip
 
 
-def _time_runs(agent: FunctionAgent, runs: int) -> list[float]:
-    async def go() -> list[float]:
-        out = []
+Switch = tuple[Callable[[], object], Callable[[], object]]
+
+
+def _time_turns(
+    agent: FunctionAgent, cases: dict[str, Switch], runs: int
+) -> dict[str, list[float]]:
+    """µs per agent run of each case, the cases taking turns run by run."""
+
+    async def go() -> dict[str, list[float]]:
+        out: dict[str, list[float]] = {c: [] for c in cases}
         for _ in range(runs):
-            t0 = time.perf_counter_ns()
-            await agent.run("where is ORD-1?", memory=ChatMemoryBuffer.from_defaults())
-            out.append((time.perf_counter_ns() - t0) / 1000.0)
+            for case, (attach, detach) in cases.items():
+                attach()
+                t0 = time.perf_counter_ns()
+                await agent.run("where is ORD-1?", memory=ChatMemoryBuffer.from_defaults())
+                out[case].append((time.perf_counter_ns() - t0) / 1000.0)
+                detach()
         return out
 
     return asyncio.run(go())
+
+
+def _paired(samples: dict[str, list[float]], case: str, base: str) -> float:
+    return median([a - b for a, b in zip(samples[case], samples[base], strict=True)])
 
 
 def _direct(handler: BeeWeaveEventHandler, n: int) -> list[float]:
@@ -87,9 +105,8 @@ def _direct(handler: BeeWeaveEventHandler, n: int) -> list[float]:
 
 
 def run(n: int = 100_000) -> tuple[list[dict[str, Any]], dict[str, Any]]:
-    """``n`` ≈ hooks per case (agent runs = n / 100, at least 10 per round)."""
-    runs = max(ROUNDS * 10, n // 100)
-    per_round = runs // ROUNDS
+    """``n`` ≈ hooks per case (agent runs per case = n / 100, at least 50)."""
+    runs = max(50, n // 100)
     d = get_dispatcher()
     with tempfile.TemporaryDirectory() as tmp:
         weave = Weave.open(f"sqlite:///{tmp}/bench.db", spool_dir=tmp, index=False,
@@ -99,29 +116,18 @@ def run(n: int = 100_000) -> tuple[list[dict[str, Any]], dict[str, Any]]:
         tracer = SimpleSpanHandler()
         bee = BeeWeaveEventHandler(weave=weave, session_id="bench")
 
-        def attach(case: str) -> None:
-            if case == "SimpleSpanHandler":
-                d.add_span_handler(tracer)
-            elif case == "BeeWeave instrument()":
-                bee.attach(d)
-
-        def detach() -> None:
+        def untrace() -> None:
             d.span_handlers = [h for h in d.span_handlers if h is not tracer]
-            bee.detach()
+            tracer.completed_spans.clear()
 
-        cases = ["no handlers", "SimpleSpanHandler", "BeeWeave instrument()"]
-        samples: dict[str, list[float]] = {c: [] for c in cases}
-        for c in cases:  # warm-up
-            attach(c)
-            _time_runs(agent, 5)
-            detach()
-        for _ in range(ROUNDS):
-            for c in cases:
-                attach(c)
-                gc.collect()
-                samples[c] += _time_runs(agent, per_round)
-                detach()
-                tracer.completed_spans.clear()
+        cases: dict[str, Switch] = {
+            "no handlers": (lambda: None, lambda: None),
+            "SimpleSpanHandler": (lambda: d.add_span_handler(tracer), untrace),
+            "BeeWeave instrument()": (lambda: bee.attach(d), bee.detach),
+        }
+        _time_turns(agent, cases, WARM_UP)
+        gc.collect()
+        samples = _time_turns(agent, cases, runs)
         direct = _direct(BeeWeaveEventHandler(weave=weave, session_id="direct"), n)
         t0 = time.perf_counter()
         weave.flush(300)
@@ -130,14 +136,14 @@ def run(n: int = 100_000) -> tuple[list[dict[str, Any]], dict[str, Any]]:
         weave.close()
     rows = [{"case": c, "runs": len(s), "median_us_per_run": median(s),
              "p95_us_per_run": percentile(s, 95)} for c, s in samples.items()]  # fmt: skip
-    base, simple, bw = (median(samples[c]) for c in cases)
+    simple, bw = (_paired(samples, c, "no handlers") for c in list(cases)[1:])
     rows.append({"case": "BeeWeave hooks called directly", "runs": len(direct),
                  "median_us_per_run": median(direct) * HOOKS_PER_RUN,
                  "p95_us_per_run": percentile(direct, 95) * HOOKS_PER_RUN})  # fmt: skip
     summary = {
-        "overhead_us_per_run_beeweave": bw - base,
-        "overhead_us_per_run_simple_span_handler": simple - base,
-        "beeweave_vs_simple_span_handler_overhead": (bw - base) / max(simple - base, 1e-9),
+        "overhead_us_per_run_beeweave": bw,
+        "overhead_us_per_run_simple_span_handler": simple,
+        "beeweave_vs_simple_span_handler_overhead": bw / max(simple, 1e-9),
         "beeweave_us_per_hook_direct": median(direct),
         "drain_after_s": drain,
         "written": stats["written"],
