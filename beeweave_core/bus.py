@@ -19,7 +19,10 @@ newest are dropped and counted) and at most ``max_low`` fragments wait in coales
 groups (beyond that the oldest group is written early); a store slower than capture
 keeps at most ``READY_MAX`` journaled records in memory (it reads the rest from the
 spool); past ``max_high`` high-priority items go straight to an overflow file on the
-caller's thread, never dropped.
+caller's thread, never dropped.  At most ``max_low`` refused emits wait for the journal
+to write them to the dead-letter file (beyond that they are counted in
+``refused_unkept``); refusals are written and logged once per journal cycle, so a flood
+of bad input costs file speed and one log line per cycle, not one per event.
 """
 
 from __future__ import annotations
@@ -244,8 +247,8 @@ class ContextBus:
         self._stats: dict[str, int] = dict.fromkeys(
             (
                 "emitted", "journaled", "written", "duplicates", "coalesced", "dropped_low",
-                "overflowed", "spooled", "replayed", "refused", "purged_copies", "store_errors",
-                "emit_errors",
+                "overflowed", "spooled", "replayed", "refused", "refused_unkept", "purged_copies",
+                "store_errors", "emit_errors",
             ),
             0,
         )  # fmt: skip
@@ -293,7 +296,10 @@ class ContextBus:
                 links, meta, source, ts if ts is not None else time.time(), coalesce_key, hi,
             )  # fmt: skip
             if problem:
-                self._rejects.append((n, problem, item))
+                if len(self._rejects) < self.max_low:
+                    self._rejects.append((n, problem, item))
+                else:  # a flood of bad input: the bound holds, the count says so
+                    self._stats["refused_unkept"] += 1
             elif hi:
                 if self._overflowing or len(self._high) + self._inflight >= self.max_high:
                     self._overflow(item)
@@ -360,7 +366,8 @@ class ContextBus:
                 self._cond.wait(min(left, 0.05))
                 self._wake.set()
                 self._swake.set()
-        refused, self._refused_seen = self._stats["refused"] > self._refused_seen, self._stats["refused"]  # fmt: skip
+        total = self._stats["refused"] + self._stats["refused_unkept"]
+        refused, self._refused_seen = total > self._refused_seen, total
         return self._stored_upto >= target and not refused
 
     def persisted(self, timeout: float = 5.0) -> bool:
@@ -530,10 +537,10 @@ class ContextBus:
 
     def _journal_cycle(self, force: bool) -> None:
         seen = -1
-        for _ in range(len(self._rejects)):
-            n, reason, item = self._rejects.popleft()
-            self._refuse(item, reason)
-            seen = max(seen, n)
+        refused = [self._rejects.popleft() for _ in range(len(self._rejects))]
+        if refused:
+            self._refuse_all([(item, reason) for _, reason, item in refused])
+            seen = max(n for n, _, _ in refused)
         seen = max(seen, self._journal_memory())
         older = self._start_overflow_drain()
         if older is not None:
@@ -974,7 +981,22 @@ class ContextBus:
 
     def _refuse(self, item: Any, reason: str) -> None:
         """Keep what was refused, with why, so nothing is lost silently."""
-        self._stats["refused"] += 1
+        self._refuse_all([(item, reason)])
+
+    def _refuse_all(self, refused: list[tuple[Any, str]]) -> None:
+        """Dead-letter ``refused`` in one write, with one log line for all of them."""
+        records = [self._dead_record(item, reason) for item, reason in refused]
+        self._stats["refused"] += len(records)
+        first = records[0]["error"]
+        more = f" and {len(records) - 1} more" if len(records) > 1 else ""
+        log.error("beeweave: event refused (%s)%s; kept in %s", first[:200], more,
+                  self.dead_letter_path)  # fmt: skip
+        try:
+            self._dead.add(records)
+        except Exception:
+            log.exception("beeweave: could not write the dead-letter file")
+
+    def _dead_record(self, item: Any, reason: str) -> dict[str, Any]:
         reason = self.redact(reason)  # an error message may quote the value it refused
         if isinstance(item, Event):
             item = item.to_record()
@@ -985,14 +1007,10 @@ class ContextBus:
             eid, sid, user = item[_ID], item[_SID], meta.get("user_id")
         else:
             eid = sid = user = None
-        log.error("beeweave: event refused (%s); kept in %s", reason[:200], self.dead_letter_path)
-        try:
-            self._dead.add({
-                "at": time.time(), "error": reason,
-                "id": eid if isinstance(eid, str) else None,
-                "session_id": sid if isinstance(sid, str) else None,
-                "user_id": user if isinstance(user, str) else None,
-                "item": self.redact(_raw(item)),
-            })  # fmt: skip
-        except Exception:
-            log.exception("beeweave: could not write the dead-letter file")
+        return {
+            "at": time.time(), "error": reason,
+            "id": eid if isinstance(eid, str) else None,
+            "session_id": sid if isinstance(sid, str) else None,
+            "user_id": user if isinstance(user, str) else None,
+            "item": self.redact(_raw(item)),
+        }  # fmt: skip

@@ -297,6 +297,25 @@ def test_refused_events_are_dead_lettered_never_raised(db, tmp_path, caplog):
     bus.close()
 
 
+def test_a_flood_of_malformed_emits_is_bounded_and_logged_per_cycle(db, tmp_path, caplog):
+    bus = open_bus(db, tmp_path, max_low=40)
+    flood = 20_000
+    for k in range(flood):  # a broken integration sending a type nobody defined
+        bus.emit("sensor_reading", f"r{k}", session_id="plant-3")  # type: ignore[arg-type]
+    kept = bus.emit("user_message", "still heard", session_id="plant-3")
+    assert not bus.flush(60)  # refusals since the last flush: False says so
+    assert bus.flush(60)
+    assert [e.id for e in bus.store.timeline("plant-3")] == [kept]
+    st = bus.stats()
+    assert st["refused"] + st["refused_unkept"] == flood
+    assert st["refused_unkept"] > 0  # the bound was reached, and said so
+    lines = bus.dead_letter_path.read_text().splitlines()
+    assert len(lines) == st["refused"]
+    logged = [r for r in caplog.records if "refused" in r.getMessage()]
+    assert 0 < len(logged) < flood // 40
+    bus.close()
+
+
 def test_a_weave_emit_of_any_argument_shape_never_raises(tmp_path):
     with Weave.open(f"sqlite:///{tmp_path / 'w.db'}", spool_dir=tmp_path, index=False) as w:
         odd = [{"meta": [1, 2]}, {"meta": "user=ana"}, {"payload": [1, 2]}, {"source": "x"},

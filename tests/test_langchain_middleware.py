@@ -94,8 +94,10 @@ def test_create_agent_reads_the_assembly_and_the_graph_is_wired(weave_factory, b
     assert not any(RULE in m.content for m in last if m.type == "human")
     (working,) = [m for m in last if m.type == "system" and m.content.startswith("Working state")]
     assert RULE in working.content
-    # the conversation outgrew the budget and was compacted; the state kept it all
-    assert mw.last.full_history_tokens > 2 * BUDGET and mw.last.compaction is not None
+    # the conversation outgrew the budget and was compacted; the state kept it all (the
+    # last call saw what the bus had stored by then, so its history may trail the flush)
+    assert mw.last.full_history_tokens > BUDGET and mw.last.compaction is not None
+    assert weave.assemble("t-mw", budget_tokens=BUDGET).full_history_tokens > 2 * BUDGET
     assert len(out["messages"]) == 6 * TURNS > len(last)
 
     # the event graph: each message once, every tool result on its causal chain
