@@ -296,10 +296,7 @@ class ContextBus:
                 links, meta, source, ts if ts is not None else time.time(), coalesce_key, hi,
             )  # fmt: skip
             if problem:
-                if len(self._rejects) < self.max_low:
-                    self._rejects.append((n, problem, item))
-                else:  # a flood of bad input: the bound holds, the count says so
-                    self._stats["refused_unkept"] += 1
+                self._reject(n, problem, item)
             elif hi:
                 if self._overflowing or len(self._high) + self._inflight >= self.max_high:
                     self._overflow(item)
@@ -316,6 +313,14 @@ class ContextBus:
             self._stats["emit_errors"] += 1
             log.exception("beeweave: emit() failed; event not captured")
         return eid
+
+    def _reject(self, n: int, problem: str, item: tuple[Any, ...]) -> None:
+        """Queue a refusal for the dead-letter file, within ``max_low`` (a flood of bad
+        input is counted past that, never held)."""
+        if len(self._rejects) < self.max_low:
+            self._rejects.append((n, problem, item))
+        else:
+            self._stats["refused_unkept"] += 1
 
     def submit(self, event: Event) -> str:
         """Queue an already built :class:`Event` (integrations that need full control)."""

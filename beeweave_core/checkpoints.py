@@ -17,6 +17,8 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
+from beeweave_core.scopes import Readable
+
 #: A value serialised by the saver's serde: ``(type tag, bytes)``.
 Typed = tuple[str, bytes]
 
@@ -66,6 +68,9 @@ class CheckpointRow:
     writes: list[WriteRow] = field(default_factory=list)
     #: Exact serde form of metadata whose JSON form was lossy (None: JSON is exact).
     metadata_exact: Typed | None = None
+    #: The business line the thread belongs to (see ``checkpoint_scopes``); on a put,
+    #: None takes the thread's scope if it has one.
+    scope: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -108,7 +113,9 @@ class CheckpointStore(Protocol):
         filter: Mapping[str, Any] | None = None,
         before: str | None = None,
         limit: int | None = None,
+        readable: Readable = None,
     ) -> Iterator[CheckpointRow]: ...
+    def thread_scope(self, thread_id: str) -> str | None: ...
     def put_writes(
         self, thread_id: str, checkpoint_ns: str, checkpoint_id: str, writes: Sequence[WriteRow]
     ) -> None: ...

@@ -127,6 +127,11 @@ def refuse(ids: Iterable[str], readable: Readable) -> None:
     )
 
 
+def refuse_artifact(sha256: str, readable: Readable) -> None:
+    """Raise the error for an artifact only events outside ``readable`` refer to."""
+    raise ScopeError(f"artifact {sha256[:12]}… belongs to a scope outside {_names(readable)}")
+
+
 def derived(scopes: Iterable[str | None]) -> str | None:
     """The scope of a record made from sources of ``scopes`` (unscoped ones add nothing).
 
@@ -174,6 +179,7 @@ __all__ = [
     "narrow",
     "normalize",
     "refuse",
+    "refuse_artifact",
     "runs",
     "scope_of",
     "visible",

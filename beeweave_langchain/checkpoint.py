@@ -51,6 +51,7 @@ from langgraph.checkpoint.base import (
 )
 
 from beeweave_core.backends import store_url
+from beeweave_core.checkpoint_scopes import ThreadScopes
 from beeweave_core.checkpoints import (
     LIST_PAGE,
     AsyncCheckpointStore,
@@ -159,6 +160,7 @@ class BeeWeaveCheckpointer(BaseCheckpointSaver[str]):
             store = weave.backend.checkpoints()  # closed with the weave's backend
         self.weave = weave
         self.store = store
+        self._scopes = ThreadScopes(store, weave.scopes if weave is not None else None)
         self.messages_channel = messages_channel
         self.delete_events = _delete_mode(delete_events)
         self._recorder: Transcript | None = None
@@ -300,6 +302,7 @@ class BeeWeaveCheckpointer(BaseCheckpointSaver[str]):
             metadata=meta,
             channel_versions={k: version_text(v) for k, v in body["channel_versions"].items()},
             metadata_exact=exact,
+            scope=self._scopes.for_put(str(conf["thread_id"]), conf.get("scope")),
         )
         return row, blobs
 
@@ -326,6 +329,7 @@ class BeeWeaveCheckpointer(BaseCheckpointSaver[str]):
     ) -> tuple[str, str, str, list[WriteRow]]:
         """The store's ``put_writes`` arguments: thread, namespace, checkpoint, rows."""
         thread_id, ns, _ = self._target(config)
+        self._scopes.check(thread_id)
         dumps = self.serde.dumps_typed
         rows = [
             WriteRow(task_id, task_path, WRITES_IDX_MAP.get(ch, idx), ch, dumps(self._redact(v)))
@@ -335,7 +339,7 @@ class BeeWeaveCheckpointer(BaseCheckpointSaver[str]):
 
     # ------------------------------------------------------------ sync API
     def get_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
-        row = self.store.get(*self._target(config))
+        row = self._scopes.seen(self.store.get(*self._target(config)))
         return self._row_to_tuple(row) if row is not None else None
 
     def list(
@@ -355,6 +359,7 @@ class BeeWeaveCheckpointer(BaseCheckpointSaver[str]):
             filter=self._redact(filter),  # metadata holds placeholders
             before=get_checkpoint_id(before) if before else None,
             limit=limit,
+            readable=self._scopes.scopes,
         )
         for row in rows:
             yield self._row_to_tuple(row)
@@ -383,7 +388,9 @@ class BeeWeaveCheckpointer(BaseCheckpointSaver[str]):
         """Delete the thread's checkpoints and writes; hide (or purge, or keep) its events
         as ``delete_events`` says."""
         thread_id = str(thread_id)
+        self._scopes.check(thread_id)
         self.store.delete_thread(thread_id)
+        self._scopes.forget([thread_id])
         self._forget(thread_id)
         if self.delete_events == "keep" or self.weave is None:
             return
@@ -397,15 +404,21 @@ class BeeWeaveCheckpointer(BaseCheckpointSaver[str]):
 
     def delete_for_runs(self, run_ids: Sequence[str]) -> None:
         """Delete the checkpoints (and their writes) created by the given runs."""
-        self.store.delete_for_runs([str(r) for r in run_ids])
+        run_ids = [str(r) for r in run_ids]
+        if self._scopes.scopes is not None:  # every thread the runs wrote must be ours
+            for run in run_ids:
+                self._scopes.check(*{r.thread_id for r in self.store.list(filter={"run_id": run})})
+        self.store.delete_for_runs(run_ids)
 
     def copy_thread(self, source_thread_id: str, target_thread_id: str) -> None:
         """Copy the whole checkpoint tree, writes and branches of one thread to another."""
+        self._scopes.check(str(source_thread_id), str(target_thread_id))
         self.store.copy_thread(str(source_thread_id), str(target_thread_id))
 
     def prune(self, thread_ids: Sequence[str], *, strategy: str = "keep_latest") -> None:
         """``keep_latest``: newest per namespace, plus the ancestors a ``DeltaChannel``
         needs to rebuild its value; ``delete``: everything."""
+        self._scopes.check(*(str(t) for t in thread_ids))
         self.store.prune([str(t) for t in thread_ids], strategy=strategy)
 
     def get_next_version(self, current: str | None, channel: None) -> str:
@@ -429,20 +442,25 @@ class BeeWeaveCheckpointer(BaseCheckpointSaver[str]):
         cid = get_checkpoint_id(config)
         if not cid:
             raise ValueError("fork() needs a config with a checkpoint_id")
+        self._scopes.check(str(conf["thread_id"]))
         return self.store.fork(str(conf["thread_id"]), conf.get("checkpoint_ns", ""), cid, name)
 
     def switch_branch(self, thread_id: str, name: str, checkpoint_ns: str = "") -> BranchInfo:
         """Make ``name`` the active branch: the next run continues from its head."""
+        self._scopes.check(str(thread_id))
         return self.store.switch_branch(str(thread_id), checkpoint_ns, name)
 
     def list_branches(self, thread_id: str, checkpoint_ns: str = "") -> list[BranchInfo]:
+        self._scopes.check(str(thread_id))
         return self.store.list_branches(str(thread_id), checkpoint_ns)
 
     def delete_branch(self, thread_id: str, name: str, checkpoint_ns: str = "") -> None:
+        self._scopes.check(str(thread_id))
         self.store.delete_branch(str(thread_id), checkpoint_ns, name)
 
     def checkpoint_tree(self, thread_id: str, checkpoint_ns: str = "") -> list[TreeNode]:
         """Every checkpoint of the thread with its parent and the branch heads on it."""
+        self._scopes.check(str(thread_id))
         return self.store.tree(str(thread_id), checkpoint_ns)
 
     # ------------------------------------------------------------ async API

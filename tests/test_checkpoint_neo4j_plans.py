@@ -34,7 +34,14 @@ def ckstore(neo4j_uri: str) -> Iterator[Neo4jCheckpointStore]:
         store.close()
 
 
-def _fill(store: Neo4jCheckpointStore, thread: str, ns: str, n: int, start: int = 0) -> None:
+def _fill(
+    store: Neo4jCheckpointStore,
+    thread: str,
+    ns: str,
+    n: int,
+    start: int = 0,
+    scope: str | None = None,
+) -> None:
     """``n`` chained checkpoints (ids ``c0000``…), every third one tagged ``kind: odd``."""
     for i in range(start, start + n):
         cid = f"c{i:04d}"
@@ -44,7 +51,7 @@ def _fill(store: Neo4jCheckpointStore, thread: str, ns: str, n: int, start: int 
                 thread_id=thread, checkpoint_ns=ns, checkpoint_id=cid,
                 parent_checkpoint_id=f"c{i - 1:04d}" if i else None,
                 checkpoint=("json", b"{}"), metadata=meta,
-                channel_versions={"count": f"v{i}"},
+                channel_versions={"count": f"v{i}"}, scope=scope,
             ),
             {("count", f"v{i}"): ("json", str(i).encode())},
         )  # fmt: skip
@@ -67,13 +74,24 @@ def _db_hits(store: Neo4jCheckpointStore, query: str, **params: Any) -> int:
     return sum(int(op.get("dbHits", 0)) for op in ops)
 
 
-def _hits_per_read(store: Neo4jCheckpointStore) -> tuple[int, int, int]:
+def _hits_per_read(store: Neo4jCheckpointStore) -> tuple[int, int, int, int]:
     ns = {"thread_id": "t", "checkpoint_ns": ""}
-    listed = _db_hits(store, q.CYPHER_LIST_NAMESPACE, must=[], null_keys=[], limit=5, **ns)
-    below = _db_hits(
-        store, q.CYPHER_LIST_NAMESPACE_BELOW, must=[], null_keys=[], limit=5, below="c0020", **ns
+    listed = _db_hits(
+        store, q.CYPHER_LIST_NAMESPACE, must=[], null_keys=[], readable=None, limit=5, **ns
     )
-    return listed, below, _db_hits(store, q.CYPHER_GET_LATEST_CHECKPOINT, **ns)
+    below = _db_hits(
+        store,
+        q.CYPHER_LIST_NAMESPACE_BELOW,
+        must=[],
+        null_keys=[],
+        readable=None,
+        limit=5,
+        below="c0020",
+        **ns,
+    )
+    latest = _db_hits(store, q.CYPHER_GET_LATEST_CHECKPOINT, **ns)
+    # every put asks the thread's scope: only scoped checkpoints are in that index
+    return listed, below, latest, _db_hits(store, q.CYPHER_THREAD_SCOPE, thread_id="t")
 
 
 def test_hot_reads_do_not_grow_with_the_thread(ckstore: Neo4jCheckpointStore) -> None:
@@ -86,10 +104,28 @@ def test_hot_reads_do_not_grow_with_the_thread(ckstore: Neo4jCheckpointStore) ->
     # so the comparison above can tell the two apart
     across = _db_hits(
         ckstore, q.CYPHER_LIST_THREAD, thread_id="t", checkpoint_ns=None, checkpoint_id=None,
-        before=None, must=[], null_keys=[], after_id=None, after_thread=None, after_ns=None,
+        before=None, must=[], null_keys=[], readable=None, after_id=None, after_thread=None, after_ns=None,
         limit=5,
     )  # fmt: skip
     assert across > 300 > max(large)
+
+
+def test_a_threads_scope_is_one_seek_however_long_the_thread(ckstore) -> None:
+    def hits() -> list[int]:
+        return [_db_hits(ckstore, q.CYPHER_THREAD_SCOPE, thread_id=t) for t in ("t", "s")]
+
+    _fill(ckstore, "t", "", 20)
+    _fill(ckstore, "s", "", 20, scope="support")
+    small = hits()
+    _fill(ckstore, "t", "", 200, start=20)
+    _fill(ckstore, "s", "", 200, start=20)  # inherits: the put names no scope
+    for k in range(5):
+        _fill(ckstore, f"other-{k}", "", 20, scope="billing")
+    assert hits() == small and max(small) < 20
+    assert ckstore.thread_scope("s") == "support" and ckstore.thread_scope("t") is None
+    assert {r.scope for r in ckstore.list(thread_id="s")} == {"support"}
+    seen = {r.thread_id for r in ckstore.list(readable=frozenset({"support"}))}
+    assert seen == {"s", "t"}
 
 
 def test_namespace_list_pages_before_and_filters(ckstore: Neo4jCheckpointStore) -> None:

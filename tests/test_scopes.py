@@ -13,7 +13,7 @@ from __future__ import annotations
 import contextlib
 import json
 import random
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -23,6 +23,7 @@ from beeweave_core.events import EdgeType, Event, EventType
 from beeweave_core.items import ItemStore
 from beeweave_core.scopes import ScopeError
 from beeweave_core.weave import Weave
+from beeweave_langchain.checkpoint import BeeWeaveCheckpointer
 
 SCOPES = ("billing", "support", "legal")
 #: A marker per scope (and one for unscoped events) woven into each event's text.
@@ -43,6 +44,9 @@ class Corpus:
     ids: dict[str | None, set[str]] = field(default_factory=dict)
     sessions: dict[str, set[str | None]] = field(default_factory=dict)
     items: dict[str | None, list[tuple[tuple[str, ...], str]]] = field(default_factory=dict)
+    #: A LangGraph thread per scope, and the artifact (sha256) of a long tool result.
+    threads: dict[str | None, str] = field(default_factory=dict)
+    artifacts: dict[str | None, str] = field(default_factory=dict)
 
     def foreign(self, readable: set[str]) -> tuple[set[str], list[str]]:
         """Ids (of events and of sessions holding nothing else) and markers a reader of
@@ -50,6 +54,7 @@ class Corpus:
         other = [s for s in SCOPES if s not in readable]
         ids = set().union(*(self.ids.get(s, set()) for s in other))
         ids |= {sid for sid, ss in self.sessions.items() if ss - {None} and not ss & readable}
+        ids |= {self.artifacts[s] for s in other if s in self.artifacts}
         return ids, [MARK[s] for s in other]
 
 
@@ -87,7 +92,68 @@ def _fill(w: Weave, seed: int) -> Corpus:
         c.ids.setdefault(scope, set()).add(row.event_id)
         c.items.setdefault(scope, []).append((ns, key))
         n += 1
+    for scope in (*SCOPES, None):  # a long tool result: its full text is an artifact
+        long = " ".join(_sentence(rng, scope, n + k) for k in range(1400))
+        eid = w.emit("tool_result", long, session_id=f"tools-{MARK[scope]}", scope=scope)
+        c.ids.setdefault(scope, set()).add(eid)
+        c.sessions[f"tools-{MARK[scope]}"] = {scope}
+        n += 1400
+    w.flush(60)
+    for scope in (*SCOPES, None):
+        (e,) = w.store.timeline(f"tools-{MARK[scope]}")
+        c.artifacts[scope] = e.payload["$artifact"]["sha256"]
+    _threads(w, rng, c)
     return c
+
+
+def _threads(w: Weave, rng: random.Random, c: Corpus) -> None:
+    """Two checkpoints per thread: the first names its scope, the second inherits it."""
+    from langgraph.checkpoint.base import empty_checkpoint
+
+    saver = BeeWeaveCheckpointer(w, record_messages=False)
+    for scope in (*SCOPES, None):
+        tid = f"graph-{MARK[scope]}"
+        cfg: dict[str, Any] = {"configurable": {"thread_id": tid, "checkpoint_ns": "",
+                                                "scope": scope}}  # fmt: skip
+        version = None
+        for step in range(2):
+            version = saver.get_next_version(version, None)
+            cp = empty_checkpoint()
+            cp["channel_values"] = {"notes": _sentence(rng, scope, 90_000 + step)}
+            cp["channel_versions"] = {"notes": version}
+            cfg = saver.put(cfg, cp, {"source": "loop", "step": step}, {"notes": version})
+        saver.put_writes(cfg, [("notes", _sentence(rng, scope, 95_000))], task_id="t1")
+        c.threads[scope] = tid
+
+
+def _step(saver: Any, text: str) -> tuple[Any, dict[str, Any], dict[str, str]]:
+    """A checkpoint of one channel (its first version) for ``saver.put``."""
+    from langgraph.checkpoint.base import empty_checkpoint
+
+    version = saver.get_next_version(None, None)
+    cp = empty_checkpoint()
+    cp["channel_values"], cp["channel_versions"] = {"notes": text}, {"notes": version}
+    return cp, {"source": "input", "step": -1}, {"notes": version}
+
+
+def _checkpoint_reads(r: Weave, c: Corpus) -> Iterator[tuple[str, object]]:
+    saver = BeeWeaveCheckpointer(r, record_messages=False)
+
+    def shown(tuples: Iterable[Any]) -> list[tuple[str, str]]:
+        return [(t.config["configurable"]["thread_id"],
+                 f"{t.checkpoint['channel_values']} {t.pending_writes}") for t in tuples]  # fmt: skip
+
+    yield "checkpoints.list(None)", shown(saver.list(None))
+    yield "checkpoints.list(filter)", shown(saver.list(None, filter={"source": "loop"}))
+    for tid in c.threads.values():
+        cfg = {"configurable": {"thread_id": tid}}
+        yield "checkpoints.list(thread)", shown(saver.list(cfg))
+        yield "checkpoints.list(namespace)", shown(saver.list({"configurable": {"thread_id": tid, "checkpoint_ns": ""}}))  # fmt: skip
+        with contextlib.suppress(ScopeError):  # another scope's thread: refused (tested below)
+            yield "checkpoints.get_tuple", shown([t for t in [saver.get_tuple(cfg)] if t])
+    for sha in c.artifacts.values():
+        with contextlib.suppress(ScopeError):
+            yield "get_artifact", [(sha, r.store.get_artifact(sha) or "")]
 
 
 # ------------------------------------------------------------- read paths
@@ -182,7 +248,7 @@ def _cross_hits(r: Weave, c: Corpus, readable: set[str]) -> tuple[int, list[str]
     """(reads made, where another scope showed up, read paths seen)."""
     bad_ids, bad_marks = c.foreign(readable)
     reads, leaks, names = 0, [], set()
-    for gen in (_store_reads, _recall_reads, _framework_reads):
+    for gen in (_store_reads, _recall_reads, _framework_reads, _checkpoint_reads):
         for name, value in gen(r, c):
             reads += 1
             names.add(name)
@@ -216,6 +282,10 @@ def test_no_read_path_returns_another_scope(scoped, seed):
     w, c, reader = scoped(seed)
     _, control, _ = _cross_hits(w, c, {"support"})
     assert control, "the unrestricted weave must see other scopes, or the check proves nothing"
+    seen_by_control = {leak.split(":")[0] for leak in control}
+    assert {"checkpoints.list(None)", "checkpoints.list(filter)", "checkpoints.list(thread)",
+            "checkpoints.list(namespace)", "checkpoints.get_tuple",
+            "get_artifact"} <= seen_by_control  # fmt: skip
     for readable in ({"support"}, {"billing", "legal"}):
         r = reader(readable)
         reads, leaks, paths = _cross_hits(r, c, readable)
@@ -230,6 +300,9 @@ def test_explicit_reads_and_writes_outside_are_refused(scoped):
     w, c, reader = scoped(11)
     r = reader({"support"})
     billing = sorted(c.ids["billing"])[0]
+    saver = BeeWeaveCheckpointer(r, record_messages=False)
+    billing_thread = {"configurable": {"thread_id": c.threads["billing"], "checkpoint_ns": ""}}
+    latest = BeeWeaveCheckpointer(w, record_messages=False).get_tuple(billing_thread).config
     refused: list[Callable[[], object]] = [
         lambda: r.store.get([billing]),
         lambda: r.store.get([sorted(c.ids["support"])[0], billing]),
@@ -249,12 +322,43 @@ def test_explicit_reads_and_writes_outside_are_refused(scoped):
         lambda: ItemStore(r).put(c.items["billing"][0][0], c.items["billing"][0][1], {"x": 1}),
         lambda: ItemStore(r).put(("notes",), "new", {"x": 1}, scope="legal"),
         lambda: ItemStore(r).delete(*c.items["billing"][0]),
+        lambda: r.store.get_artifact(c.artifacts["billing"]),
+        lambda: saver.get_tuple(billing_thread),
+        lambda: saver.put(billing_thread, *_step(saver, "the wrong line")),
+        lambda: saver.put_writes(latest, [("notes", "the wrong line")], task_id="t9"),
+        lambda: saver.delete_thread(c.threads["billing"]),
+        lambda: saver.copy_thread(c.threads["billing"], "my-copy"),
+        lambda: saver.copy_thread(c.threads["support"], c.threads["billing"]),
+        lambda: saver.prune([c.threads["billing"]], strategy="delete"),
+        lambda: saver.fork(latest, "mine"),
+        lambda: saver.list_branches(c.threads["billing"]),
+        lambda: saver.checkpoint_tree(c.threads["billing"]),
     ]
     for i, call in enumerate(refused):
         with pytest.raises(ScopeError) as err:
             call()
         assert "\n" not in str(err.value) and "scope" in str(err.value), i
     assert len(w.store.timeline("billing-0")) == 6  # nothing refused was changed
+    control = BeeWeaveCheckpointer(w, record_messages=False)
+    assert [len(list(control.list(billing_thread))), control.list_branches(c.threads["billing"])[0].name] == [2, "main"]  # fmt: skip
+    assert not list(control.list({"configurable": {"thread_id": "my-copy"}}))
+    assert w.store.get_artifact(c.artifacts["billing"])  # the unrestricted weave reads it
+    # a scoped saver's new thread takes its scope; its own and unscoped threads are readable
+    mine = {"configurable": {"thread_id": "support-graph", "checkpoint_ns": ""}}
+    saver.put(mine, *_step(saver, "Router reset done."))
+    assert control.get_tuple(mine) and {t.config["configurable"]["thread_id"] for t in saver.list(None)} == {"support-graph", c.threads["support"], c.threads[None]}  # fmt: skip
+    with pytest.raises(ScopeError):
+        BeeWeaveCheckpointer(reader({"legal"}), record_messages=False).get_tuple(mine)
+    assert saver.get_tuple({"configurable": {"thread_id": c.threads[None]}})
+    assert r.store.get_artifact(c.artifacts["support"]) and r.store.get_artifact(c.artifacts[None])
+    two_saver = BeeWeaveCheckpointer(reader({"support", "legal"}), record_messages=False)
+    with pytest.raises(ScopeError, match="name one"):
+        two_saver.put({"configurable": {"thread_id": "which", "checkpoint_ns": ""}},
+                      *_step(two_saver, "which line?"))  # fmt: skip
+    named = {"configurable": {"thread_id": "legal-graph", "checkpoint_ns": "", "scope": "legal"}}
+    two_saver.put(named, *_step(two_saver, "Clause seven applies."))
+    with pytest.raises(ScopeError):
+        saver.get_tuple(named)
     assert w.store.get([billing])[0].status.value == "active"
     # a weave of several scopes must say which one it writes
     two = reader({"support", "legal"})

@@ -40,6 +40,7 @@ from beeweave_core.checkpoints import (
     prunable,
     prune_threads,
 )
+from beeweave_core.scopes import Readable
 
 
 def _bytes(value: Any) -> bytes | None:
@@ -67,6 +68,7 @@ def put_params(row: CheckpointRow, blobs: Mapping[tuple[str, str], Typed | None]
         "cv_keys": [blob_key(ch, v) for ch, v in row.channel_versions.items()],
         "run_id": run_id if isinstance(run_id, str) else None,
         "created_at": time.time(),
+        "scope": row.scope,
         "blobs": [
             {
                 "key": blob_key(ch, ver),
@@ -205,6 +207,7 @@ class Neo4jCheckpointStore(neo4j_tx.TenantNodes, BranchOps):
             values={v["channel"]: (v["type"], _bytes(v["blob"])) for v in rec["values"]},
             writes=writes,
             metadata_exact=(mtype, _bytes(rec.get("metadata_blob"))) if mtype else None,
+            scope=rec.get("scope"),
         )
 
     def get(
@@ -228,16 +231,21 @@ class Neo4jCheckpointStore(neo4j_tx.TenantNodes, BranchOps):
         filter: Mapping[str, Any] | None = None,
         before: str | None = None,
         limit: int | None = None,
+        readable: Readable = None,
     ) -> Iterator[CheckpointRow]:
-        """Newest first, a page per round trip; metadata filters run inside Neo4j."""
+        """Newest first, a page per round trip; scope and metadata filters run inside Neo4j."""
         must, null_keys = filter_pairs(filter or {})
+        scopes = sorted(readable) if readable is not None else None
         if thread_id is not None and checkpoint_ns is not None and checkpoint_id is None:
-            return self._list_namespace(thread_id, checkpoint_ns, before, must, null_keys, limit)
+            return self._list_namespace(
+                thread_id, checkpoint_ns, before, (must, null_keys, scopes), limit
+            )
         query = q.CYPHER_LIST_THREAD if thread_id is not None else q.CYPHER_LIST_ALL
         params: dict[str, Any] = {
             "thread_id": thread_id, "checkpoint_ns": checkpoint_ns,
             "checkpoint_id": checkpoint_id, "before": before, "must": must,
-            "null_keys": null_keys, "after_id": None, "after_thread": None, "after_ns": None,
+            "null_keys": null_keys, "readable": scopes, "after_id": None, "after_thread": None,
+            "after_ns": None,
         }  # fmt: skip
 
         def fetch(page: int, after: CheckpointRow | None) -> list[CheckpointRow]:
@@ -256,13 +264,13 @@ class Neo4jCheckpointStore(neo4j_tx.TenantNodes, BranchOps):
         thread_id: str,
         checkpoint_ns: str,
         before: str | None,
-        must: list[str],
-        null_keys: list[str],
+        filters: tuple[list[str], list[str], list[str] | None],
         limit: int | None,
     ) -> Iterator[CheckpointRow]:
         """One thread and namespace: pages read in index order, each below the last."""
+        must, null_keys, scopes = filters
         params = {"thread_id": thread_id, "checkpoint_ns": checkpoint_ns,
-                  "must": must, "null_keys": null_keys}  # fmt: skip
+                  "must": must, "null_keys": null_keys, "readable": scopes}  # fmt: skip
 
         def fetch(page: int, after: CheckpointRow | None) -> list[CheckpointRow]:
             below = after.checkpoint_id if after is not None else before  # after < before
@@ -271,6 +279,9 @@ class Neo4jCheckpointStore(neo4j_tx.TenantNodes, BranchOps):
             return [self._row(r["row"]) for r in recs]
 
         return paged(fetch, limit)
+
+    def thread_scope(self, thread_id: str) -> str | None:
+        return self._run(q.CYPHER_THREAD_SCOPE, read=True, thread_id=thread_id)[0]["scope"]
 
     # --------------------------------------------------------- housekeeping
     def delete_thread(self, thread_id: str) -> None:

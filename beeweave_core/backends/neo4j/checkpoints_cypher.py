@@ -46,18 +46,32 @@ SCHEMA_STATEMENTS: tuple[str, ...] = (
     "CREATE INDEX beeweave_lg_checkpoint_write_thread IF NOT EXISTS FOR (w:LgCheckpointWrite) "
     "ON (w.tenant, w.thread_id)",
     "CREATE INDEX beeweave_lg_checkpoint_run IF NOT EXISTS FOR (c:LgCheckpoint) ON (c.tenant, c.run_id)",
+    # a thread's scope: only scoped checkpoints are in this index (it needs all three)
+    "CREATE INDEX beeweave_lg_checkpoint_scope IF NOT EXISTS FOR (c:LgCheckpoint) "
+    "ON (c.tenant, c.thread_id, c.scope)",
 )
 
+#: The scope a thread's checkpoints carry (see beeweave_core.checkpoint_scopes).
+_THREAD_SCOPE = """COLLECT {
+    MATCH (o:LgCheckpoint {tenant: $tenant, thread_id: $thread_id})
+    USING INDEX SEEK o:LgCheckpoint(tenant, thread_id, scope)
+    WHERE o.scope IS NOT NULL
+    RETURN o.scope LIMIT 1
+}"""
+CYPHER_THREAD_SCOPE = f"RETURN head({_THREAD_SCOPE}) AS scope"
+
 # ------------------------------------------------------------------ writes
-#: One round trip per step: the checkpoint, its PREVIOUS link, the new channel
-#: blobs, and the active branch's head.
-CYPHER_PUT_CHECKPOINT = """
+#: One round trip per step: the checkpoint (with its thread's scope, else the put's),
+#: its PREVIOUS link, the new channel blobs, and the active branch's head.
+CYPHER_PUT_CHECKPOINT = (
+    f"WITH coalesce(head({_THREAD_SCOPE}), $scope) AS scope"
+    + """
 MERGE (c:LgCheckpoint {tenant: $tenant, thread_id: $thread_id, checkpoint_ns: $checkpoint_ns,
                      checkpoint_id: $checkpoint_id})
 SET c.parent_checkpoint_id = $parent_checkpoint_id, c.type = $type, c.checkpoint = $checkpoint,
     c.metadata = $metadata, c.md_pairs = $md_pairs, c.metadata_type = $metadata_type,
     c.metadata_blob = $metadata_blob, c.channel_versions = $channel_versions,
-    c.cv_keys = $cv_keys, c.run_id = $run_id, c.created_at = $created_at
+    c.cv_keys = $cv_keys, c.run_id = $run_id, c.created_at = $created_at, c.scope = scope
 WITH c
 CALL (c) {
     MATCH (p:LgCheckpoint {tenant: $tenant, thread_id: $thread_id, checkpoint_ns: $checkpoint_ns,
@@ -80,6 +94,7 @@ CALL (c) {
 }
 RETURN c.checkpoint_id AS checkpoint_id
 """
+)
 
 #: A task's writes as new nodes: what almost every call is (a task's writes are new
 #: unless it runs again); the unique constraint refuses the statement when one is
@@ -115,7 +130,7 @@ ON MATCH SET x += CASE WHEN w.idx < 0
 #: A checkpoint with its channel blobs and pending writes (``c`` bound).
 CHECKPOINT_MAP = """c {
     .thread_id, .checkpoint_ns, .checkpoint_id, .parent_checkpoint_id, .type, .checkpoint,
-    .metadata, .metadata_type, .metadata_blob, .channel_versions,
+    .metadata, .metadata_type, .metadata_blob, .channel_versions, .scope,
     values: COLLECT {
         MATCH (b:LgCheckpointBlob {tenant: c.tenant, thread_id: c.thread_id,
                                  checkpoint_ns: c.checkpoint_ns})
@@ -163,9 +178,10 @@ WHERE c IS NOT NULL
 RETURN {CHECKPOINT_MAP} AS row
 """
 
-#: ``list`` filters: metadata pairs that must be present, keys that must be absent or
-#: null.
+#: ``list`` filters: a reader's scopes (null: every scope), metadata pairs that must be
+#: present, keys that must be absent or null.
 _META_FILTER = """
+  AND ($readable IS NULL OR c.scope IS NULL OR c.scope IN $readable)
   AND all(p IN $must WHERE p IN c.md_pairs)
   AND all(k IN $null_keys WHERE (k + 'null') IN c.md_pairs
                                 OR none(p IN c.md_pairs WHERE p STARTS WITH k))
@@ -277,7 +293,7 @@ CALL () {
                          checkpoint_id: c.checkpoint_id})
     ON CREATE SET d += c {.parent_checkpoint_id, .type, .checkpoint, .metadata, .md_pairs,
                           .metadata_type, .metadata_blob, .channel_versions, .cv_keys,
-                          .run_id, .created_at}
+                          .run_id, .created_at, .scope}
 }
 CALL () {
     MATCH (d:LgCheckpoint {tenant: $tenant, thread_id: $target})

@@ -51,7 +51,7 @@ from beeweave_core.events import (
     Status,
 )
 from beeweave_core.payloads import dumps
-from beeweave_core.scopes import Readable, narrow
+from beeweave_core.scopes import Readable, narrow, refuse_artifact
 from beeweave_core.store import BaseEventStore, Prepared, StoreError
 from beeweave_core.text import lucene
 from beeweave_core.text.lexical import CONTEXT_CHARS
@@ -744,6 +744,8 @@ class Neo4jEventStore(BaseEventStore):
     def get_artifact(self, sha256: str) -> str | None:
         """The full text behind a preview (``payload["$artifact"]["sha256"]``)."""
         rows = self._read(q.CYPHER_GET_ARTIFACT, sha256=sha256)
+        if rows and not rows[0]["visible"]:
+            refuse_artifact(sha256, self.scopes)
         return rows[0]["body"] if rows else None
 
     def search_text(

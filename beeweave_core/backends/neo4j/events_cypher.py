@@ -586,7 +586,9 @@ SET e.tokens = r.tokens
 """
 CYPHER_GET_ARTIFACT = """
 MATCH (a:Artifact {tenant: $tenant, sha256: $sha256})
-RETURN a.body AS body
+RETURN a.body AS body, $scopes IS NULL OR EXISTS {
+    MATCH (e:Event)-[:HAS_ARTIFACT]->(a) WHERE e.scope IS NULL OR e.scope IN $scopes
+} AS visible
 """
 
 #: BM25 hits from the full-text index, filtered exactly in Cypher.  ``$search``

@@ -33,6 +33,7 @@ from beeweave_core.checkpoints import (
     prunable,
     prune_threads,
 )
+from beeweave_core.scopes import Readable
 
 
 def _marks(n: int) -> str:
@@ -114,7 +115,7 @@ class SQLiteCheckpointStore(SideTables, BranchOps):
                 (
                     t, tid, ns, row.checkpoint_id, row.parent_checkpoint_id, *row.checkpoint,
                     canonical(row.metadata), mtype, mblob, json.dumps(row.channel_versions),
-                    run_id if isinstance(run_id, str) else None, time.time(),
+                    run_id if isinstance(run_id, str) else None, time.time(), row.scope,
                 ),
             )  # fmt: skip
             if blob_rows:
@@ -141,7 +142,7 @@ class SQLiteCheckpointStore(SideTables, BranchOps):
 
     # ---------------------------------------------------------------- reads
     def _row(self, rec: Sequence[Any]) -> CheckpointRow:
-        tid, ns, cid, parent, ctype, body, meta, mtype, mblob, versions = rec
+        tid, ns, cid, parent, ctype, body, meta, mtype, mblob, versions, scope = rec
         values: dict[str, Typed] = {}
         writes: list[tuple[str, int, WriteRow]] = []
         for kind, channel, typ, data, task_id, task_path, idx in self._read(
@@ -166,6 +167,7 @@ class SQLiteCheckpointStore(SideTables, BranchOps):
             values=values,
             writes=[w[2] for w in writes],
             metadata_exact=(mtype, mblob) if mtype is not None else None,
+            scope=scope,
         )
 
     def get(
@@ -189,6 +191,7 @@ class SQLiteCheckpointStore(SideTables, BranchOps):
         filter: Mapping[str, Any] | None = None,
         before: str | None = None,
         limit: int | None = None,
+        readable: Readable = None,
     ) -> Iterator[CheckpointRow]:
         """Checkpoints newest first, fetched a page at a time (no lock held while yielding)."""
         sql, params = q.LIST_HEAD, [self.tenant]
@@ -208,6 +211,9 @@ class SQLiteCheckpointStore(SideTables, BranchOps):
             else:
                 sql += q.LIST_META_EQ
                 params += [_json_path(key), _filter_value(value)]
+        if readable is not None:
+            sql += q.LIST_SCOPES.format(scopes=_marks(len(readable)))
+            params += sorted(readable)
 
         def fetch(page: int, after: CheckpointRow | None) -> list[CheckpointRow]:
             page_sql, page_params = sql, list(params)
@@ -217,6 +223,10 @@ class SQLiteCheckpointStore(SideTables, BranchOps):
             return [self._row(r) for r in self._read(page_sql + q.LIST_ORDER, (*page_params, page))]
 
         return paged(fetch, limit)
+
+    def thread_scope(self, thread_id: str) -> str | None:
+        rows = self._read(q.THREAD_SCOPE, (self.tenant, thread_id))
+        return rows[0][0] if rows else None
 
     # --------------------------------------------------------- housekeeping
     def delete_thread(self, thread_id: str) -> None:

@@ -8,7 +8,7 @@ is a run of ``?`` placeholders or one of the fixed WHERE fragments below.
 """
 
 SCHEMA_KEY = "checkpoint_schema_version"
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 
 #: (version, statements) applied in order by ``setup()``; never edit a released one.
 MIGRATIONS: list[tuple[int, list[str]]] = [
@@ -69,13 +69,29 @@ MIGRATIONS: list[tuple[int, list[str]]] = [
             ) WITHOUT ROWID""",
         ],
     ),
+    (
+        2,
+        [
+            # a thread's business line (see beeweave_core.checkpoint_scopes)
+            "ALTER TABLE lg_checkpoints ADD COLUMN scope TEXT",
+            "CREATE INDEX IF NOT EXISTS lg_checkpoints_scope "
+            "ON lg_checkpoints (tenant, thread_id, scope) WHERE scope IS NOT NULL",
+        ],
+    ),
 ]
 
 # ------------------------------------------------------------------- writes
+#: The scope a thread's checkpoints carry (the partial index answers it).
+THREAD_SCOPE = (
+    "SELECT scope FROM lg_checkpoints WHERE tenant = ?1 AND thread_id = ?2 "
+    "AND scope IS NOT NULL LIMIT 1"
+)
+#: A checkpoint keeps its thread's scope; only a thread without one takes the put's.
 UPSERT_CHECKPOINT = (
     "INSERT OR REPLACE INTO lg_checkpoints (tenant, thread_id, checkpoint_ns, checkpoint_id, "
     "parent_checkpoint_id, type, checkpoint, metadata, metadata_type, metadata_blob, "
-    "channel_versions, run_id, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+    "channel_versions, run_id, created_at, scope) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, "
+    f"?10, ?11, ?12, ?13, COALESCE(({THREAD_SCOPE}), ?14))"
 )
 UPSERT_BLOB = (
     "INSERT OR REPLACE INTO lg_checkpoint_blobs (tenant, thread_id, checkpoint_ns, channel, "
@@ -96,7 +112,7 @@ REPLACE_WRITE = "INSERT OR REPLACE INTO lg_checkpoint_writes " + _WRITE_COLUMNS
 # -------------------------------------------------------------------- reads
 CHECKPOINT_COLUMNS = (
     "thread_id, checkpoint_ns, checkpoint_id, parent_checkpoint_id, type, checkpoint, "
-    "metadata, metadata_type, metadata_blob, channel_versions"
+    "metadata, metadata_type, metadata_blob, channel_versions, scope"
 )
 GET_CHECKPOINT = (
     f"SELECT {CHECKPOINT_COLUMNS} FROM lg_checkpoints "
@@ -133,6 +149,8 @@ LIST_THREAD = " AND thread_id = ?"
 LIST_NS = " AND checkpoint_ns = ?"
 LIST_ID = " AND checkpoint_id = ?"
 LIST_BEFORE = " AND checkpoint_id < ?"
+#: A reader's scopes (``{scopes}``: a run of ``?``): other scopes' checkpoints left out.
+LIST_SCOPES = " AND (scope IS NULL OR scope IN ({scopes}))"
 #: A metadata filter: the JSON path is a parameter too (keys are validated anyway).
 LIST_META_EQ = " AND json_extract(metadata, ?) = ?"
 LIST_META_NULL = " AND json_extract(metadata, ?) IS NULL"
@@ -186,9 +204,10 @@ STORED_BLOBS = (
 COPY_THREAD = [
     "INSERT OR IGNORE INTO lg_checkpoints (tenant, thread_id, checkpoint_ns, checkpoint_id, "
     "parent_checkpoint_id, type, checkpoint, metadata, metadata_type, metadata_blob, "
-    "channel_versions, run_id, created_at) SELECT tenant, ?, checkpoint_ns, checkpoint_id, "
-    "parent_checkpoint_id, type, checkpoint, metadata, metadata_type, metadata_blob, "
-    "channel_versions, run_id, created_at FROM lg_checkpoints WHERE tenant = ? AND thread_id = ?",
+    "channel_versions, run_id, created_at, scope) SELECT tenant, ?, checkpoint_ns, "
+    "checkpoint_id, parent_checkpoint_id, type, checkpoint, metadata, metadata_type, "
+    "metadata_blob, channel_versions, run_id, created_at, scope FROM lg_checkpoints "
+    "WHERE tenant = ? AND thread_id = ?",
     "INSERT OR IGNORE INTO lg_checkpoint_blobs (tenant, thread_id, checkpoint_ns, channel, "
     "version, type, blob) SELECT tenant, ?, checkpoint_ns, channel, version, type, blob "
     "FROM lg_checkpoint_blobs WHERE tenant = ? AND thread_id = ?",

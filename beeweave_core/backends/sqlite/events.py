@@ -28,7 +28,7 @@ from beeweave_core.events import (
     Status,
 )
 from beeweave_core.payloads import dumps
-from beeweave_core.scopes import Readable, narrow
+from beeweave_core.scopes import Readable, narrow, refuse_artifact
 from beeweave_core.store import BaseEventStore, Prepared
 from beeweave_core.text.lexical import fts_query, fts_text, query_terms
 
@@ -533,7 +533,14 @@ class SQLiteEventStore(SideTables, BaseEventStore):
 
     def get_artifact(self, sha256: str) -> str | None:
         """The full text behind a preview (``payload["$artifact"]["sha256"]``)."""
-        rows = self._read(q.GET_ARTIFACT, (self.tenant, sha256))
+        if self.scopes is None:
+            rows = self._read(q.GET_ARTIFACT, (self.tenant, sha256))
+            return rows[0][0] if rows else None
+        marks = ", ".join(f"?{i}" for i in range(3, 3 + len(self.scopes)))
+        sql = q.GET_ARTIFACT_SCOPED.format(scopes=marks)
+        rows = self._read(sql, (self.tenant, sha256, *sorted(self.scopes)))
+        if rows and not rows[0][1]:
+            refuse_artifact(sha256, self.scopes)
         return rows[0][0] if rows else None
 
     def sync_text_index(

@@ -160,6 +160,12 @@ INSERT_ARTIFACT = (
     "INSERT OR IGNORE INTO artifacts (tenant, sha256, chars, body) VALUES (?, ?, ?, ?)"
 )
 GET_ARTIFACT = "SELECT body FROM artifacts WHERE tenant = ? AND sha256 = ?"
+#: For a scoped reader: the body, and whether an event it may read refers to it
+#: (``{scopes}``: ``?3``, ``?4`` …).
+GET_ARTIFACT_SCOPED = (
+    "SELECT body, EXISTS (SELECT 1 FROM events WHERE tenant = ?1 AND instr(payload, ?2) > 0 "
+    "AND (scope IS NULL OR scope IN ({scopes}))) FROM artifacts WHERE tenant = ?1 AND sha256 = ?2"
+)
 #: ``tokens`` of a row whose content has not been counted yet (see ``_count_tokens``).
 TOKENS_UNCOUNTED = -1
 #: ``{indexed}``/``{where}``: as SESSION_STATS (only the sessions asked about).
