@@ -53,20 +53,15 @@ class ThreadScopes:
         if self.scopes is None:
             return
         for tid in thread_ids:
-            scope = self.of(tid)
-            if not visible(scope, self.scopes):
-                raise ScopeError(
-                    f"thread {tid!r} belongs to scope {scope!r}, outside this weave's "
-                    f"scopes {sorted(self.scopes)}"
-                )
+            self._allowed(tid, self.of(tid))
 
     def for_put(self, thread_id: str, named: str | None) -> str | None:
         """The scope a new checkpoint of ``thread_id`` is stored with (None for an
         unrestricted writer: the store keeps the thread's own)."""
         if self.scopes is None:
             return write_scope(named, None)
-        self.check(thread_id)
-        return self.of(thread_id) or write_scope(named, self.scopes)
+        scope = self._allowed(thread_id, self.of(thread_id))  # one lookup per put
+        return scope or write_scope(named, self.scopes)
 
     def seen(self, row: CheckpointRow | None) -> CheckpointRow | None:
         """``row`` if it may be read here; a read of another scope's checkpoint raises."""
@@ -74,13 +69,21 @@ class ThreadScopes:
             return None
         if row.scope is not None:
             self._remember(row.thread_id, row.scope)
-        if not visible(row.scope, self.scopes):
-            self.check(row.thread_id)
+        self._allowed(row.thread_id, row.scope)
         return row
 
     def forget(self, thread_ids: Iterable[str]) -> None:
         for tid in thread_ids:
             self._named.pop(tid, None)
+
+    def _allowed(self, thread_id: str, scope: str | None) -> str | None:
+        """``scope`` (the thread's) if this saver may touch it, else ``ScopeError``."""
+        if not visible(scope, self.scopes):
+            raise ScopeError(
+                f"thread {thread_id!r} belongs to scope {scope!r}, outside this weave's "
+                f"scopes {sorted(self.scopes or ())}"
+            )
+        return scope
 
     def _remember(self, thread_id: str, scope: str) -> None:
         self._named[thread_id] = scope

@@ -536,9 +536,9 @@ class SQLiteEventStore(SideTables, BaseEventStore):
         if self.scopes is None:
             rows = self._read(q.GET_ARTIFACT, (self.tenant, sha256))
             return rows[0][0] if rows else None
-        marks = ", ".join(f"?{i}" for i in range(3, 3 + len(self.scopes)))
-        sql = q.GET_ARTIFACT_SCOPED.format(scopes=marks)
-        rows = self._read(sql, (self.tenant, sha256, *sorted(self.scopes)))
+        clause, scopes = self._in_scopes()
+        sql = q.GET_ARTIFACT_SCOPED.format(in_scopes=clause)
+        rows = self._read(sql, (self.tenant, sha256, *scopes, self.tenant, sha256))
         if rows and not rows[0][1]:
             refuse_artifact(sha256, self.scopes)
         return rows[0][0] if rows else None

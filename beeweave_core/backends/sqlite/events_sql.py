@@ -161,10 +161,10 @@ INSERT_ARTIFACT = (
 )
 GET_ARTIFACT = "SELECT body FROM artifacts WHERE tenant = ? AND sha256 = ?"
 #: For a scoped reader: the body, and whether an event it may read refers to it
-#: (``{scopes}``: ``?3``, ``?4`` …).
+#: (``{in_scopes}``: :data:`IN_SCOPES`).
 GET_ARTIFACT_SCOPED = (
-    "SELECT body, EXISTS (SELECT 1 FROM events WHERE tenant = ?1 AND instr(payload, ?2) > 0 "
-    "AND (scope IS NULL OR scope IN ({scopes}))) FROM artifacts WHERE tenant = ?1 AND sha256 = ?2"
+    "SELECT body, EXISTS (SELECT 1 FROM events WHERE tenant = ? AND instr(payload, ?) > 0"
+    "{in_scopes}) FROM artifacts WHERE tenant = ? AND sha256 = ?"
 )
 #: ``tokens`` of a row whose content has not been counted yet (see ``_count_tokens``).
 TOKENS_UNCOUNTED = -1
