@@ -16,7 +16,7 @@ from contextlib import contextmanager
 from typing import Any
 
 from beeweave_core.backends.sqlite import checkpoints_sql as q
-from beeweave_core.backends.sqlite.db import SideTables
+from beeweave_core.backends.sqlite.db import IN_SCOPES, SideTables, marks
 from beeweave_core.checkpoints import (
     BranchInfo,
     BranchOps,
@@ -34,10 +34,6 @@ from beeweave_core.checkpoints import (
     prune_threads,
 )
 from beeweave_core.scopes import Readable
-
-
-def _marks(n: int) -> str:
-    return ",".join("?" * n)
 
 
 def _json_path(key: str) -> str:
@@ -212,7 +208,7 @@ class SQLiteCheckpointStore(SideTables, BranchOps):
                 sql += q.LIST_META_EQ
                 params += [_json_path(key), _filter_value(value)]
         if readable is not None:
-            sql += q.LIST_SCOPES.format(scopes=_marks(len(readable)))
+            sql += IN_SCOPES.format(scopes=marks(len(readable)))
             params += sorted(readable)
 
         def fetch(page: int, after: CheckpointRow | None) -> list[CheckpointRow]:
@@ -239,7 +235,7 @@ class SQLiteCheckpointStore(SideTables, BranchOps):
         run_ids = [str(r) for r in run_ids]
         if not run_ids:
             return
-        t, m = self.tenant, _marks(len(run_ids))
+        t, m = self.tenant, marks(len(run_ids))
         with self._tx() as c:
             threads = [r[0] for r in c.execute(q.THREADS_OF_RUNS.format(ids=m), (t, *run_ids))]
             c.execute(q.DELETE_WRITES_OF_RUNS.format(ids=m), (t, t, *run_ids))

@@ -149,8 +149,6 @@ LIST_THREAD = " AND thread_id = ?"
 LIST_NS = " AND checkpoint_ns = ?"
 LIST_ID = " AND checkpoint_id = ?"
 LIST_BEFORE = " AND checkpoint_id < ?"
-#: A reader's scopes (``{scopes}``: a run of ``?``): other scopes' checkpoints left out.
-LIST_SCOPES = " AND (scope IS NULL OR scope IN ({scopes}))"
 #: A metadata filter: the JSON path is a parameter too (keys are validated anyway).
 LIST_META_EQ = " AND json_extract(metadata, ?) = ?"
 LIST_META_NULL = " AND json_extract(metadata, ?) IS NULL"

@@ -20,6 +20,7 @@ from typing import Any
 
 from beeweave_core.errors import StoreClosed, StoreError
 from beeweave_core.private import touch_private
+from beeweave_core.scopes import Readable
 
 CREATE_META = "CREATE TABLE IF NOT EXISTS beeweave_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)"
 GET_VERSION = "SELECT value FROM beeweave_meta WHERE key = ?"
@@ -33,6 +34,22 @@ SET_VERSION = (
 #: 2 GB, SQLite's usual ceiling (``SQLITE_MAX_MMAP_SIZE``).  The newest rows sit at the
 #: end of the file, so a small map would miss exactly the pages searches read.
 MMAP_BYTES = 2 * 1024 * 1024 * 1024
+
+
+def marks(n: int) -> str:
+    """``n`` placeholders of an ``IN (…)`` list."""
+    return ",".join("?" * n)
+
+
+#: A scoped reader's filter: unscoped rows and rows of its scopes.
+IN_SCOPES = " AND (scope IS NULL OR scope IN ({scopes}))"
+
+
+def in_scopes(scopes: Readable) -> tuple[str, list[str]]:
+    """The scope filter clause and its values (nothing for an unrestricted reader)."""
+    if scopes is None:
+        return "", []
+    return IN_SCOPES.format(scopes=marks(len(scopes))), sorted(scopes)
 
 
 @dataclass(frozen=True, slots=True)

@@ -17,7 +17,7 @@ from typing import Any, cast
 from beeweave_core import tombstones
 from beeweave_core.backends.sqlite import events_sql as q
 from beeweave_core.backends.sqlite import wide_search as ws
-from beeweave_core.backends.sqlite.db import SharedConnection, SideTables
+from beeweave_core.backends.sqlite.db import SharedConnection, SideTables, in_scopes, marks
 from beeweave_core.events import (
     AppendResult,
     Edge,
@@ -33,10 +33,6 @@ from beeweave_core.store import BaseEventStore, Prepared
 from beeweave_core.text.lexical import fts_query, fts_text, query_terms
 
 TokenCount = Callable[[list[str]], list[int]]
-
-
-def _marks(n: int) -> str:
-    return ",".join("?" * n)
 
 
 #: Decoded events kept by row (an event is immutable: the same row decodes to the same
@@ -139,17 +135,11 @@ class SQLiteEventStore(SideTables, BaseEventStore):
         view.scopes = narrow(self.scopes, scopes)
         return view
 
-    def _in_scopes(self) -> tuple[str, list[str]]:
-        """The view's scope filter clause and its values (nothing when unrestricted)."""
-        if self.scopes is None:
-            return "", []
-        return q.IN_SCOPES.format(scopes=_marks(len(self.scopes))), sorted(self.scopes)
-
     def _scopes_of(self, ids: list[str]) -> dict[str, str | None]:
         out: dict[str, str | None] = {}
         for i in range(0, len(ids), 500):
             chunk = ids[i : i + 500]
-            sql = q.SCOPES_OF_IDS.format(ids=_marks(len(chunk)))
+            sql = q.SCOPES_OF_IDS.format(ids=marks(len(chunk)))
             out.update(self._read(sql, (self.tenant, *chunk)))
         return out
 
@@ -168,7 +158,7 @@ class SQLiteEventStore(SideTables, BaseEventStore):
             ids = [p.event.id for p in prepared]
             for i in range(0, len(ids), 500):
                 chunk = ids[i : i + 500]
-                sql = q.EXISTING_IDS.format(ids=_marks(len(chunk)))
+                sql = q.EXISTING_IDS.format(ids=marks(len(chunk)))
                 existing.update(r[0] for r in c.execute(sql, (self.tenant, *chunk)))
             next_seq: dict[str, int] = {}
             rows, edge_rows, artifact_rows = [], [], []
@@ -230,7 +220,7 @@ class SQLiteEventStore(SideTables, BaseEventStore):
             return 0
         self._refuse_foreign(ids)
         with self._tx() as c:
-            sql = q.SET_STATUS.format(ids=_marks(len(ids)))
+            sql = q.SET_STATUS.format(ids=marks(len(ids)))
             return c.execute(sql, (status.value, reason, self.tenant, *ids)).rowcount
 
     def soft_delete(self, ids: Sequence[str], reason: str) -> int:
@@ -278,13 +268,13 @@ class SQLiteEventStore(SideTables, BaseEventStore):
                 c.execute(q.PURGE_USER_EDGES, (t, t, user_id, t, user_id))
                 n = c.execute(q.PURGE_USER, (t, user_id)).rowcount
             else:
-                m = _marks(len(ids or []))
+                m = marks(len(ids or []))
                 c.execute(q.PURGE_IDS_EDGES.format(ids=m), (t, *ids, *ids))
                 n = c.execute(q.PURGE_IDS.format(ids=m), (t, *ids)).rowcount
             c.execute(q.PURGE_ORPHAN_ARTIFACTS, (t,))
             if tombstone:
-                marks = tombstones.of_purge(session_id=session_id, ids=ids or (), user_id=user_id)
-                c.executemany(q.ADD_TOMBSTONE, [(t, *m) for m in marks])
+                stones = tombstones.of_purge(session_id=session_id, ids=ids or (), user_id=user_id)
+                c.executemany(q.ADD_TOMBSTONE, [(t, *m) for m in stones])
         if n:
             self._forget_scopes()
             self._scrub()
@@ -301,7 +291,7 @@ class SQLiteEventStore(SideTables, BaseEventStore):
         found = []
         for i in range(0, len(values), 500):
             chunk = values[i : i + 500]
-            sql = q.TOMBSTONES_OF.format(ids=_marks(len(chunk)))
+            sql = q.TOMBSTONES_OF.format(ids=marks(len(chunk)))
             found += [tombstones.Tombstone(*r) for r in c.execute(sql, (t, *chunk))]
         return tombstones.buried(events, found)
 
@@ -331,10 +321,10 @@ class SQLiteEventStore(SideTables, BaseEventStore):
     def _fetch(self, ids: list[str], include_inactive: bool) -> dict[str, Event]:
         """The events among ``ids`` this view may see."""
         found: dict[str, Event] = {}
-        clause, values = self._in_scopes()
+        clause, values = in_scopes(self.scopes)
         for i in range(0, len(ids), 500):
             chunk = ids[i : i + 500]
-            sql = q.GET_EVENTS.format(ids=_marks(len(chunk))) + clause
+            sql = q.GET_EVENTS.format(ids=marks(len(chunk))) + clause
             for row in self._read(sql, (self.tenant, *chunk, *values)):
                 ev = _row_to_event(self.tenant, row)
                 if include_inactive or ev.status == Status.ACTIVE:
@@ -366,11 +356,11 @@ class SQLiteEventStore(SideTables, BaseEventStore):
                 params.append(value)
         if types is not None:
             tv = [EventType(t).value for t in types]
-            sql += f" AND type IN ({_marks(len(tv))})"
+            sql += f" AND type IN ({marks(len(tv))})"
             params.extend(tv)
         if not include_inactive:
             sql += " AND status = 'active'"
-        clause, values = self._in_scopes()
+        clause, values = in_scopes(self.scopes)
         sql += clause
         params.extend(values)
         if last is not None:
@@ -387,7 +377,7 @@ class SQLiteEventStore(SideTables, BaseEventStore):
         sql = q.WALK.format(
             dir_to="dst" if forward else "src",
             dir_from="src" if forward else "dst",
-            types=_marks(len(types)),
+            types=marks(len(types)),
         )
         rows = self._read(sql, (event_id, self.tenant, depth, *types))
         dist = dict(rows)
@@ -458,7 +448,7 @@ class SQLiteEventStore(SideTables, BaseEventStore):
         events, not of the tenant (``sessions()`` would group and count every event)."""
         found: dict[str, None] = {}
         key: tuple[float, int] = (1e308, 1 << 62)  # above any time and rowid
-        clause, values = self._in_scopes()
+        clause, values = in_scopes(self.scopes)
         sql = q.RECENT_SESSION_ROWS.format(where=clause)
         while len(found) < limit:
             rows = self._read(sql, (self.tenant, key[0], key[0], key[1], *values, 1000))
@@ -496,13 +486,13 @@ class SQLiteEventStore(SideTables, BaseEventStore):
         """(index hint, filter clauses, values) for the sessions a stats read names."""
         where, params = "", []
         if session_ids is not None:
-            where += f" AND session_id IN ({_marks(len(session_ids))})"
+            where += f" AND session_id IN ({marks(len(session_ids))})"
             params += session_ids
         if user_id is not None:
             where += q.IN_USER_SESSIONS
             params += [self.tenant, user_id] * 2
         indexed = "INDEXED BY events_session_seq" if where else ""
-        clause, values = self._in_scopes()
+        clause, values = in_scopes(self.scopes)
         return indexed, where + clause, params + values
 
     def _session_stats(
@@ -536,7 +526,7 @@ class SQLiteEventStore(SideTables, BaseEventStore):
         if self.scopes is None:
             rows = self._read(q.GET_ARTIFACT, (self.tenant, sha256))
             return rows[0][0] if rows else None
-        clause, scopes = self._in_scopes()
+        clause, scopes = in_scopes(self.scopes)
         sql = q.GET_ARTIFACT_SCOPED.format(in_scopes=clause)
         rows = self._read(sql, (self.tenant, sha256, *scopes, self.tenant, sha256))
         if rows and not rows[0][1]:
@@ -594,7 +584,7 @@ class SQLiteEventStore(SideTables, BaseEventStore):
         where, params = _scope_where(self.tenant, session_id, user_id, types, since, until)
         if where is None:
             return []
-        clause, values = self._in_scopes()  # the view's scopes, inside the query
+        clause, values = in_scopes(self.scopes)  # the view's scopes, inside the query
         where, params = where + clause, params + values
         if session_id is None and user_id is None:
             return self._rank_wide(query, int(k), 0, where, params)
@@ -684,7 +674,7 @@ class SQLiteEventStore(SideTables, BaseEventStore):
         c.execute(q.SCOPE_FTS_CREATE.format(table=table))
         for i in range(0, len(rowids), 500):
             chunk = rowids[i : i + 500]
-            c.execute(q.SCOPE_FTS_FILL.format(table=table, rowids=_marks(len(chunk))), chunk)
+            c.execute(q.SCOPE_FTS_FILL.format(table=table, rowids=marks(len(chunk))), chunk)
 
     def _rank_wide(
         self, query: str, k: int, low: int, where: str, params: list[Any]
@@ -705,7 +695,7 @@ class SQLiteEventStore(SideTables, BaseEventStore):
                 rows = []
                 for i in range(0, len(rowids), 500):
                     chunk = rowids[i : i + 500]
-                    sql = q.POOL_TEXT.format(rowids=_marks(len(chunk)), where=where)
+                    sql = q.POOL_TEXT.format(rowids=marks(len(chunk)), where=where)
                     rows += c.execute(sql, (*chunk, self.tenant, *params)).fetchall()
                 more = any(not p.complete for p in probes) and bounds.probe < q.LEXICAL_WINDOW
                 if len(rows) >= k or not more:
@@ -715,7 +705,7 @@ class SQLiteEventStore(SideTables, BaseEventStore):
             ranked = ws.score(c, rows, ws.phrase_stems(c, phrases), idf, totals)[:k]
             if not ranked:
                 return []
-            sql = q.EVENTS_BY_ROWID.format(rowids=_marks(len(ranked)))
+            sql = q.EVENTS_BY_ROWID.format(rowids=marks(len(ranked)))
             found = {r[0]: r[1:] for r in c.execute(sql, [r for r, _ in ranked])}
         return [(_row_to_event(self.tenant, found[r]), s) for r, s in ranked if r in found]
 
@@ -748,7 +738,7 @@ def _scope_where(
         tv = [EventType(t).value for t in types]
         if not tv:
             return None, []
-        where += f" AND type IN ({_marks(len(tv))})"
+        where += f" AND type IN ({marks(len(tv))})"
         params.extend(tv)
     if since is not None:
         where += " AND ts >= ?"

@@ -161,7 +161,7 @@ INSERT_ARTIFACT = (
 )
 GET_ARTIFACT = "SELECT body FROM artifacts WHERE tenant = ? AND sha256 = ?"
 #: For a scoped reader: the body, and whether an event it may read refers to it
-#: (``{in_scopes}``: :data:`IN_SCOPES`).
+#: (``{in_scopes}``: ``db.in_scopes``).
 GET_ARTIFACT_SCOPED = (
     "SELECT body, EXISTS (SELECT 1 FROM events WHERE tenant = ? AND instr(payload, ?) > 0"
     "{in_scopes}) FROM artifacts WHERE tenant = ? AND sha256 = ?"
@@ -175,8 +175,6 @@ UNCOUNTED_TOKENS = (
 SET_TOKENS = "UPDATE events SET tokens = ? WHERE tenant = ? AND id = ?"
 MAX_SEQ = "SELECT COALESCE(MAX(seq), -1) FROM events WHERE tenant = ? AND session_id = ?"
 
-#: A view's scope filter (see scopes.py): unscoped rows, or one of ``{scopes}`` (``?``s).
-IN_SCOPES = " AND (scope IS NULL OR scope IN ({scopes}))"
 #: The scope of stored events, whatever the view may read (to refuse, not to show).
 SCOPES_OF_IDS = "SELECT id, scope FROM events WHERE tenant = ? AND id IN ({ids})"
 #: The distinct scopes of one session (``?1`` tenant, ``?2`` session): a loose index

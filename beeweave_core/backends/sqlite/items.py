@@ -6,7 +6,7 @@ from collections.abc import Iterator, Sequence
 from typing import Any
 
 from beeweave_core.backends.sqlite import items_sql as q
-from beeweave_core.backends.sqlite.db import SideTables
+from beeweave_core.backends.sqlite.db import SideTables, in_scopes
 from beeweave_core.items import NS_SEP, ItemRow, decode_value, encode_value, ns_from_path
 
 _NO_LIMIT = -1
@@ -17,12 +17,6 @@ def _row(rec: Sequence[Any]) -> ItemRow:
     return ItemRow(
         ns_from_path(path), key, decode_value(value), eid, created, updated, expires, ttl, scope
     )
-
-
-def _in_scopes(scopes: frozenset[str] | None) -> tuple[str, list[str]]:
-    if scopes is None:
-        return "", []
-    return q.IN_SCOPES.format(scopes=",".join("?" * len(scopes))), sorted(scopes)
 
 
 class SQLiteItemIndex(SideTables):
@@ -59,15 +53,15 @@ class SQLiteItemIndex(SideTables):
         else:
             sql = q.SCAN_PREFIX
             params = [self.tenant, prefix, prefix + NS_SEP, prefix + chr(ord(NS_SEP) + 1), now]
-        clause, values = _in_scopes(scopes)
+        clause, values = in_scopes(scopes)
         limit = _NO_LIMIT if limit is None else limit
         for rec in self._read(sql + clause + q.SCAN_ORDER, (*params, *values, limit)):
             yield _row(rec)
 
     def paths(self, *, now: float, scopes: frozenset[str] | None = None) -> list[str]:
-        clause, values = _in_scopes(scopes)
+        clause, values = in_scopes(scopes)
         return [r[0] for r in self._read(q.PATHS + clause, (self.tenant, now, *values))]
 
     def expired(self, *, now: float, scopes: frozenset[str] | None = None) -> list[ItemRow]:
-        clause, values = _in_scopes(scopes)
+        clause, values = in_scopes(scopes)
         return [_row(r) for r in self._read(q.EXPIRED + clause, (self.tenant, now, *values))]

@@ -52,8 +52,6 @@ SCAN_PREFIX = (
     f"SELECT {COLUMNS} FROM lg_store_items WHERE tenant = ? "
     "AND (path = ? OR (path >= ? AND path < ?))" + _LIVE
 )
-#: The reader's scopes (``{scopes}``: a run of ``?``): unscoped items or one of them.
-IN_SCOPES = " AND (scope IS NULL OR scope IN ({scopes}))"
 SCAN_ORDER = " ORDER BY created_at, path, key LIMIT ?"
 
 PATHS = "SELECT DISTINCT path FROM lg_store_items WHERE tenant = ?" + _LIVE
