@@ -223,6 +223,7 @@ class ContextBus:
         self._overflow_lock = threading.RLock()  # RLock: SIGTERM may land inside emit()
         self._overflow_f: IO[bytes] | None = None
         self._overflowing = False
+        self._drain_left = False  # an overflow file cut off and not yet drained
         self._inflight = 0  # items the journal has taken but not yet written
         self._wake, self._swake = threading.Event(), threading.Event()
         self._cond = threading.Condition(threading.RLock())  # RLock: SIGTERM may re-enter
@@ -736,7 +737,9 @@ class ContextBus:
         drain; else how many items were queued in memory at the cut (they go before the
         file's lines; a file left from before has only newer items after it: 0)."""
         draining = self._spool.file(DRAINING)
-        if draining.exists():
+        # the file is this process's own: only a drain cut short can leave it (asked by a
+        # flag, not a stat per cycle: a syscall hands the GIL to the agent and back)
+        if self._drain_left and draining.exists():
             return 0
         if not self._overflowing:
             return None
@@ -744,6 +747,7 @@ class ContextBus:
             if self._overflow_f is not None:
                 self._overflow_f.close()
                 self._overflow_f = None
+            self._drain_left = True
             if self.overflow_path.exists():
                 os.replace(self.overflow_path, draining)
             self._overflowing = False
@@ -759,6 +763,7 @@ class ContextBus:
                 self._ready.clear()  # the store thread reads these from the spool
                 self._disk = True
         draining.unlink(missing_ok=True)
+        self._drain_left = False
         self._swake.set()
 
     def _commit(self, done: int) -> None:

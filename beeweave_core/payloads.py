@@ -170,6 +170,8 @@ def clean_text(text: str) -> str:
     they are written as the literal escape ``\\udXXX`` so the original code point is
     still readable.  NUL and every other character are kept as they are.
     """
+    if text.isascii():  # the common case, without encoding a copy
+        return text
     try:
         text.encode("utf-8")
         return text

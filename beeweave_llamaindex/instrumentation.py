@@ -424,9 +424,7 @@ def current_run(weave: Weave, session_id: str) -> tuple[str, set[str]] | None:
     return None
 
 
-def _guard(rec: _Recorder | None, fn: Any, *args: Any) -> None:
-    if rec is None:
-        return
+def _guard(rec: _Recorder, fn: Any, *args: Any) -> None:
     try:
         fn(*args)
     except Exception:  # capture must never break the agent
@@ -438,13 +436,15 @@ class BeeWeaveSpanHandler(BaseSpanHandler[SimpleSpan]):
     """Span half of the capture: span tree, workflow tool steps, tool spans, errors.
 
     Keeps no spans itself (``open_spans`` stays empty) — the recorder holds what it needs.
+    The recorder is a plain (excluded) field, not a private attribute: the dispatcher calls
+    these hooks ~45 times per agent run, and a pydantic private attribute costs ~2 µs to read.
     """
 
-    _recorder: _Recorder | None = PrivateAttr(default=None)
+    recorder: SkipValidation[_Recorder | None] = Field(default=None, exclude=True, repr=False)
 
     def __init__(self, recorder: _Recorder) -> None:
         super().__init__()
-        self._recorder = recorder
+        self.recorder = recorder
 
     @classmethod
     def class_name(cls) -> str:
@@ -453,16 +453,21 @@ class BeeWeaveSpanHandler(BaseSpanHandler[SimpleSpan]):
     def span_enter(self, id_: str, bound_args: inspect.BoundArguments, instance: Any = None,
                    parent_id: str | None = None, tags: dict[str, Any] | None = None,
                    **kwargs: Any) -> None:  # fmt: skip
-        _guard(self._recorder, getattr(self._recorder, "span_enter", None),
-               id_, bound_args, instance, parent_id, tags)  # fmt: skip
+        rec = self.recorder
+        if rec is not None:
+            _guard(rec, rec.span_enter, id_, bound_args, instance, parent_id, tags)
 
     def span_exit(self, id_: str, bound_args: inspect.BoundArguments, instance: Any = None,
                   result: Any = None, **kwargs: Any) -> None:  # fmt: skip
-        _guard(self._recorder, getattr(self._recorder, "span_exit", None), id_, result)
+        rec = self.recorder
+        if rec is not None:
+            _guard(rec, rec.span_exit, id_, result)
 
     def span_drop(self, id_: str, bound_args: inspect.BoundArguments, instance: Any = None,
                   err: BaseException | None = None, **kwargs: Any) -> None:  # fmt: skip
-        _guard(self._recorder, getattr(self._recorder, "span_drop", None), id_, err)
+        rec = self.recorder
+        if rec is not None:
+            _guard(rec, rec.span_drop, id_, err)
 
     def new_span(self, *args: Any, **kwargs: Any) -> SimpleSpan | None:
         return None
@@ -498,7 +503,8 @@ class BeeWeaveEventHandler(BaseEventHandler):
     agent_id: str | None = Field(
         default=None, description="Recorded as meta.agent_id (default: the workflow agent's name)."
     )
-    _recorder: _Recorder | None = PrivateAttr(default=None)
+    #: Set by the handler itself (a plain field read on every hook; see BeeWeaveSpanHandler).
+    recorder: SkipValidation[_Recorder | None] = Field(default=None, exclude=True, repr=False)
     _span_handler: BeeWeaveSpanHandler | None = PrivateAttr(default=None)
     _dispatcher: Dispatcher | None = PrivateAttr(default=None)
 
@@ -507,8 +513,8 @@ class BeeWeaveEventHandler(BaseEventHandler):
             raise ValueError("session_id must be a non-empty string")
         if not isinstance(self.weave, Weave):
             raise TypeError(f"weave must be a beeweave_core.Weave, got {type(self.weave).__name__}")
-        self._recorder = _Recorder(self.weave, self.session_id, self.user_id, self.agent_id)
-        self._span_handler = BeeWeaveSpanHandler(self._recorder)
+        self.recorder = _Recorder(self.weave, self.session_id, self.user_id, self.agent_id)
+        self._span_handler = BeeWeaveSpanHandler(self.recorder)
 
     @classmethod
     def class_name(cls) -> str:
@@ -523,7 +529,7 @@ class BeeWeaveEventHandler(BaseEventHandler):
     @property
     def failures(self) -> int:
         """Capture errors swallowed so far (each also logged)."""
-        return self._recorder.failures if self._recorder else 0
+        return self.recorder.failures if self.recorder else 0
 
     def retarget(
         self, session_id: str, *, user_id: str | None = None, agent_id: str | None = None
@@ -532,13 +538,15 @@ class BeeWeaveEventHandler(BaseEventHandler):
         if not session_id or not isinstance(session_id, str):
             raise ValueError("session_id must be a non-empty string")
         self.session_id, self.user_id, self.agent_id = session_id, user_id, agent_id
-        rec = self._recorder
+        rec = self.recorder
         if rec is not None:
             with rec._lock:
                 rec.session_id, rec.user_id, rec.agent_id = session_id, user_id, agent_id
 
     def handle(self, event: BaseEvent, **kwargs: Any) -> None:
-        _guard(self._recorder, getattr(self._recorder, "on_event", None), event)
+        rec = self.recorder
+        if rec is not None:
+            _guard(rec, rec.on_event, event)
 
     # ------------------------------------------------------------ lifecycle
     def attach(self, dispatcher: Dispatcher | None = None) -> BeeWeaveEventHandler:
