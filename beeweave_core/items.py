@@ -312,7 +312,8 @@ class ItemStore:
         return row
 
     def delete(self, namespace: Sequence[str], key: str) -> bool:
-        """Invalidate the current version (history stays in the graph); False if absent."""
+        """Invalidate the current version; False if absent.  Not an erasure: the
+        versions stay in the graph for audit (:meth:`purge` erases them)."""
         path = ns_path(tuple(namespace))
         with self._lock:
             prev = self._mine(self.index.get(path, key, now=self.clock()))
@@ -324,7 +325,8 @@ class ItemStore:
         return True
 
     def purge(self, namespace: Sequence[str], key: str) -> int:
-        """Remove an item for good, every version (``delete`` keeps history for audit)."""
+        """Remove an item for good, every version and its vectors (``delete`` keeps
+        history for audit); returns the events removed."""
         path = ns_path(tuple(namespace))
         with self._lock:
             self._mine(self.index.get(path, key, now=self.clock()))

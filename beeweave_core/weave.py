@@ -30,7 +30,7 @@ from beeweave_core.paths import beeweave_home, default_url
 from beeweave_core.read_gate import ReadGate
 from beeweave_core.scopes import META_KEY, Readable, derived, narrow, with_scope
 from beeweave_core.store import EventStore
-from beeweave_core.tombstones import buried, of_purge
+from beeweave_core.tombstones import EVENT, SESSION, USER, Tombstone, buried, of_purge
 
 if TYPE_CHECKING:
     from typing_extensions import Unpack
@@ -319,8 +319,6 @@ class Weave:
         self.flush()
         self._settle([session_id] if session_id else [], user_id)
         wanted = set(ids or ())
-        if user_id is not None:
-            wanted.update(self.user_event_ids(user_id))
 
         def match(eid: str | None, sid: str | None, uid: str | None) -> bool:
             return (
@@ -350,7 +348,7 @@ class Weave:
             gone += self.store.purge(session_id=session_id, tombstone=tombstone)
         if ids:
             gone += self.store.purge(ids=ids, tombstone=tombstone)
-        if user_id is not None:  # the user's tombstone; events stored since the read above
+        if user_id is not None:  # in one transaction with the user's tombstone
             gone += self.store.purge(user_id=user_id, tombstone=tombstone)
             if self._items is None:
                 self._items = self.backend.items()
@@ -358,6 +356,28 @@ class Weave:
                 self.store, self._items, user_namespace(user_id), tombstone=tombstone
             )
         return gone
+
+    def tombstones(self) -> list[Tombstone]:
+        """What purges erased in this tenant, oldest first (see ``tombstones.py``)."""
+        return self.store.tombstones()
+
+    def lift_tombstone(
+        self,
+        *,
+        session_id: str | None = None,
+        event_id: str | None = None,
+        user_id: str | None = None,
+    ) -> bool:
+        """Lift one purge's tombstone, so copies of that session, event or user are stored
+        again (a re-import is accepted): an operator's explicit decision, for a weave of
+        every scope.  False when there was no such tombstone."""
+        named = [(k, v) for k, v in ((SESSION, session_id), (EVENT, event_id), (USER, user_id))
+                 if v is not None]  # fmt: skip
+        if len(named) != 1:
+            raise ValueError(
+                "lift_tombstone takes exactly one of session_id=, event_id= or user_id="
+            )
+        return self.store.lift_tombstone(*named[0])
 
     def hide_session(self, session_id: str, reason: str) -> int:
         """Hide every event of ``session_id`` from every read (a soft delete: kept on

@@ -599,6 +599,19 @@ class Neo4jEventStore(BaseEventStore):
         sids = tx.run(q.CYPHER_GET_SESSIONS_OF_IDS, tenant=t, ids=targets)
         return targets, sorted(r["sid"] for r in sids)
 
+    def _tombstones(self) -> list[tombstones.Tombstone]:
+        return [
+            tombstones.Tombstone(r["kind"], r["value"], r["at"])
+            for r in self._read(q.CYPHER_ALL_TOMBSTONES)
+        ]
+
+    def _lift_tombstone(self, kind: str, value: str) -> bool:
+        def work(tx: Any) -> int:
+            return int(tx.run(q.CYPHER_LIFT_TOMBSTONE, tenant=self.tenant, kind=kind,
+                              value=value).single()["n"])  # fmt: skip
+
+        return self._write(work) > 0
+
     def purge_tenant(self) -> None:
         """Remove every node of this tenant (events, sessions, artifacts, placeholders)."""
         with neo4j_tx.session(self.driver, self.database) as session:

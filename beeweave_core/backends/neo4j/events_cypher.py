@@ -662,6 +662,15 @@ CYPHER_TOMBSTONES_OF = """
 MATCH (x:Tombstone {tenant: $tenant}) WHERE x.value IN $values
 RETURN x.kind AS kind, x.value AS value, x.at AS at
 """
+CYPHER_ALL_TOMBSTONES = """
+MATCH (x:Tombstone {tenant: $tenant}) WHERE x.value IS NOT NULL
+RETURN x.kind AS kind, x.value AS value, x.at AS at
+"""
+CYPHER_LIFT_TOMBSTONE = """
+MATCH (x:Tombstone {tenant: $tenant, value: $value, kind: $kind})
+DELETE x
+RETURN count(*) AS n
+"""
 #: A purge's tombstones; a second purge of the same record moves its date forward.
 CYPHER_ADD_TOMBSTONES = """
 UNWIND $rows AS r

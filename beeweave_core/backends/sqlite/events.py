@@ -281,6 +281,13 @@ class SQLiteEventStore(SideTables, BaseEventStore):
             self._scrub()
         return [r[0] for r in gone]
 
+    def _tombstones(self) -> list[tombstones.Tombstone]:
+        return [tombstones.Tombstone(*r) for r in self._read(q.ALL_TOMBSTONES, (self.tenant,))]
+
+    def _lift_tombstone(self, kind: str, value: str) -> bool:
+        with self._tx() as c:
+            return c.execute(q.LIFT_TOMBSTONE, (self.tenant, kind, value)).rowcount > 0
+
     def _buried(self, c: sqlite3.Connection, prepared: list[Prepared]) -> set[str]:
         """Ids among ``prepared`` that a purge erased (read inside the append's
         transaction, so a purge committing meanwhile is either seen or waited for)."""

@@ -326,6 +326,8 @@ PURGE_SESSION_EDGES = (
 #: Whether the tenant has any tombstone (most never do: the append then reads no more).
 HAS_TOMBSTONES = "SELECT 1 FROM tombstones WHERE tenant = ? LIMIT 1"
 TOMBSTONES_OF = "SELECT kind, value, at FROM tombstones WHERE tenant = ? AND value IN ({ids})"
+ALL_TOMBSTONES = "SELECT kind, value, at FROM tombstones WHERE tenant = ?"
+LIFT_TOMBSTONE = "DELETE FROM tombstones WHERE tenant = ? AND kind = ? AND value = ?"
 #: A second purge of the same record moves its date forward, never back.
 ADD_TOMBSTONE = (
     "INSERT INTO tombstones (tenant, kind, value, at) VALUES (?, ?, ?, ?) "
