@@ -306,7 +306,7 @@ class Weave:
         in memory, in the spool (also spools a killed process left), in the overflow
         file, and dead-letter entries, so nothing purged comes back at the next start.
         Pending copies are dropped first, so when the store is down this raises and
-        can simply be called again.  Returns the events removed (stored + pending).
+        can simply be called again.  Returns the events removed (stored, pending, archived).
         The vectors dropped are exactly the events the store deleted (one stored while
         the purge ran included), and retention archives are rewritten without them.
         ``tombstone=False`` leaves no tombstone and no archive is touched (retention,
