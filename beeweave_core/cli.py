@@ -397,6 +397,53 @@ def purge(
         console.print(f"purged {n} event(s)")
 
 
+tombstones_app = typer.Typer(help="Tombstones: what purges erased, refused on every import.")
+app.add_typer(tombstones_app, name="tombstones")
+
+
+@tombstones_app.command("list")
+def tombstones_list(
+    url: UrlOpt = None, tenant: TenantOpt = "default", auth: AuthOpt = None,
+    as_json: JsonOpt = False,
+) -> None:  # fmt: skip
+    """What purges erased (kind, value, when): copies of these are refused."""
+    with opened(url, tenant, auth) as weave:
+        found = weave.tombstones()
+    if as_json:
+        print_json([t._asdict() for t in found])
+        return
+    table = Table(title=f"Tombstones (tenant {tenant})")
+    for col in ("kind", "value", "purged"):
+        table.add_column(col, overflow="fold")
+    for t in found:
+        table.add_row(t.kind, t.value, _when(t.at))
+    console.print(table)
+
+
+@tombstones_app.command("lift")
+def tombstones_lift(
+    session: Annotated[str | None, typer.Option("--session", help="A purged session.")] = None,
+    user: Annotated[str | None, typer.Option("--user", help="A purged user.")] = None,
+    event: Annotated[str | None, typer.Option("--event", help="A purged event id.")] = None,
+    url: UrlOpt = None,
+    tenant: TenantOpt = "default",
+    auth: AuthOpt = None,
+    yes: YesOpt = False,
+) -> None:
+    """Lift one tombstone: copies of that purged record are stored again (a re-import works)."""
+    named = {k: v for k, v in (("session", session), ("user", user), ("event", event)) if v}
+    if len(named) != 1:
+        fail("tombstones lift takes exactly one of --session, --user or --event")
+    ((kind, value),) = named.items()
+    with opened(url, tenant, auth) as weave:
+        confirmed(
+            f"Lift the tombstone of {kind} {shown(value)}? Its copies will be kept again.", yes
+        )
+        if not weave.lift_tombstone(**{f"{kind}_id": value}):
+            fail(f"no tombstone for {kind} {shown(value)} in tenant {shown(tenant)}")
+    console.print(f"lifted the tombstone of {kind} {shown(value)}")
+
+
 @app.command()
 def forget(
     event: Annotated[list[str], typer.Argument(help="Event ids to forget.")],

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 import threading
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -44,6 +45,8 @@ SOURCE = {"framework": "langgraph", "component": "store"}
 VECTORS_KEY = "item_vectors"
 #: Sessions holding store items start with this (kept out of session listings).
 ITEM_SESSION_PREFIX = "store:"
+#: First label of the namespace of a user's items (see :func:`user_namespace`).
+USERS = "users"
 #: Seconds a search waits for the items' vectors (InMemoryStore embeds on put).
 ITEM_INDEX_WAIT = 30.0
 
@@ -74,6 +77,33 @@ def session_for(namespace: Sequence[str], key: str) -> str:
         return sid
     digest = hashlib.sha256(sid.encode("utf-8", "surrogatepass")).hexdigest()[:32]
     return f"{sid[: MAX_SESSION_CHARS - 40]}…#{digest}"
+
+
+def session_prefix(namespace: Sequence[str]) -> str:
+    """The start of every item session under ``namespace`` (itself and deeper ones): the
+    namespace's JSON without its closing bracket, so ``("users", "u1")`` does not reach
+    ``("users", "u10")``."""
+    return f"{ITEM_SESSION_PREFIX}{json.dumps(list(namespace), ensure_ascii=False)[:-1]}"
+
+
+def user_namespace(user_id: str) -> tuple[str, str]:
+    """The namespace of a user's items, ``("users", user_id)``: ``purge(user_id=)`` erases
+    every item under it (the common LangGraph layout; other layouts purge per key)."""
+    return (USERS, user_id)
+
+
+def purge_namespace(
+    store: EventStore, index: ItemIndex, namespace: Sequence[str], *, tombstone: bool = True
+) -> list[str]:
+    """Erase every item under ``namespace``, every version, deleted and expired ones too:
+    the pointers first (they hold the value), then the items' sessions.  Returns the
+    event ids deleted (the vectors to drop)."""
+    for row in list(index.scan(ns_path(namespace), now=-math.inf, scopes=store.scopes)):
+        index.remove(row.path, row.key)
+    gone: list[str] = []
+    for sid in store.session_ids_starting(session_prefix(namespace)):
+        gone += store.purge(session_id=sid, tombstone=tombstone)
+    return gone
 
 
 def encode_value(value: Mapping[str, Any]) -> str:
@@ -282,7 +312,8 @@ class ItemStore:
         return row
 
     def delete(self, namespace: Sequence[str], key: str) -> bool:
-        """Invalidate the current version (history stays in the graph); False if absent."""
+        """Invalidate the current version; False if absent.  Not an erasure: the
+        versions stay in the graph for audit (:meth:`purge` erases them)."""
         path = ns_path(tuple(namespace))
         with self._lock:
             prev = self._mine(self.index.get(path, key, now=self.clock()))
@@ -294,7 +325,8 @@ class ItemStore:
         return True
 
     def purge(self, namespace: Sequence[str], key: str) -> int:
-        """Remove an item for good, every version (``delete`` keeps history for audit)."""
+        """Remove an item for good, every version and its vectors (``delete`` keeps
+        history for audit); returns the events removed."""
         path = ns_path(tuple(namespace))
         with self._lock:
             self._mine(self.index.get(path, key, now=self.clock()))

@@ -13,6 +13,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any, NamedTuple, Protocol, runtime_checkable
 
+from beeweave_core import tombstones
 from beeweave_core.errors import NotFound as NotFound  # re-exported: stores raise these
 from beeweave_core.errors import StoreError as StoreError
 from beeweave_core.errors import shown
@@ -39,6 +40,7 @@ from beeweave_core.payloads import (
 )
 from beeweave_core.scopes import META_KEY, Readable, ScopeError, refuse, scope_of, visible
 from beeweave_core.scopes import write_scope as _write_scope
+from beeweave_core.tombstones import Tombstone
 
 #: Edge types walked by ``ancestors`` / ``descendants`` unless told otherwise.
 CAUSAL_EDGES: tuple[EdgeType, ...] = (EdgeType.CAUSED_BY, EdgeType.REFERS_TO)
@@ -182,6 +184,7 @@ class EventStore(Protocol):
     def sessions(
         self, *, user_id: str | None = None, include_items: bool = False
     ) -> list[SessionStats]: ...
+    def session_ids_starting(self, prefix: str) -> list[str]: ...
     def user_session_ids(self, user_id: str) -> list[str]: ...
     def recent_session_ids(self, limit: int) -> list[str]: ...
     def recent_user_sessions(self, user_id: str, limit: int) -> list[tuple[str, int]]: ...
@@ -197,7 +200,9 @@ class EventStore(Protocol):
         ids: Sequence[str] | None = None,
         user_id: str | None = None,
         tombstone: bool = True,
-    ) -> int: ...
+    ) -> list[str]: ...
+    def tombstones(self) -> list[Tombstone]: ...
+    def lift_tombstone(self, kind: str, value: str) -> bool: ...
     def get_artifact(self, sha256: str) -> str | None: ...
     def search_text(
         self,
@@ -291,6 +296,32 @@ class BaseEventStore:
         result = self._append(prepared)
         result.duplicates += len(events) - len(prepared)
         return result
+
+    # ------------------------------------------------------------- tombstones
+    def tombstones(self) -> list[Tombstone]:
+        """What purges erased in this tenant, oldest first: an operator's listing."""
+        self._operator_only("list tombstones")
+        return sorted(self._tombstones(), key=lambda t: (t.at, t.kind, t.value))
+
+    def lift_tombstone(self, kind: str, value: str) -> bool:
+        """Let copies of a purged record in again: an operator's explicit decision (a
+        re-import is accepted afterwards).  False when there was no such tombstone."""
+        self._operator_only("lift a tombstone")
+        if kind not in tombstones.KINDS:
+            raise ValueError(f"kind must be one of {', '.join(tombstones.KINDS)}, got {kind!r}")
+        if not isinstance(value, str) or not value:
+            raise ValueError(f"value must be a non-empty string, got {value!r}")
+        return self._lift_tombstone(kind, value)
+
+    def _operator_only(self, what: str) -> None:
+        if self.scopes is not None:  # tombstones name sessions and users of every scope
+            raise ScopeError(f"only a weave of every scope may {what} (tombstones are tenant-wide)")
+
+    def _tombstones(self) -> list[Tombstone]:
+        raise NotImplementedError
+
+    def _lift_tombstone(self, kind: str, value: str) -> bool:
+        raise NotImplementedError
 
     # ----------------------------------------------------------------- scopes
     def in_scope(self, ev: Event) -> Event:

@@ -6,7 +6,8 @@ file, a dead letter, an archive someone imports).  Every one of those paths ends
 store's append, so the store keeps a tombstone per purge and its append refuses the
 copies, in the same transaction that would have written them.
 
-A purged event id is refused for good (ids are never reused).  A purged session or
+A purged event id is refused for good (ids are never reused), until an operator lifts
+its tombstone (``Weave.lift_tombstone``, ``beeweave tombstones lift``).  A purged session or
 user is refused for events dated at or before the purge (``Event.ts``): a copy made
 before the purge is a copy of erased data; what the user says in that session
 afterwards is new and is kept.
@@ -23,6 +24,7 @@ from beeweave_core.events import Event
 EVENT = "event"
 SESSION = "session"
 USER = "user"
+KINDS = (EVENT, SESSION, USER)
 
 
 class Tombstone(NamedTuple):

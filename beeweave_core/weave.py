@@ -23,11 +23,14 @@ from beeweave_core.bus import ContextBus
 from beeweave_core.config import IndexConfig, WeaveConfig
 from beeweave_core.events import AppendResult, EdgeType, Event, EventType
 from beeweave_core.governance.redaction import EVENT_FIELDS, env_redactor
+from beeweave_core.governance.retention import erase_from_archives
 from beeweave_core.ids import check_tenant
+from beeweave_core.items import ItemIndex, purge_namespace, user_namespace
 from beeweave_core.paths import beeweave_home, default_url
 from beeweave_core.read_gate import ReadGate
 from beeweave_core.scopes import META_KEY, Readable, derived, narrow, with_scope
 from beeweave_core.store import EventStore
+from beeweave_core.tombstones import EVENT, SESSION, USER, Tombstone, buried, of_purge
 
 if TYPE_CHECKING:
     from typing_extensions import Unpack
@@ -144,6 +147,7 @@ class Weave:
         self._retrievers: dict[Readable, Retriever] = {}
         self._contexts: dict[Readable, ContextEngine] = {}
         self._contexts_lock = threading.Lock()  # two first reads build one engine
+        self._items: ItemIndex | None = None  # store items' pointers (a user purge's)
         #: reads in flight: the background workers of this weave give way to them
         self.reads = ReadGate()
         #: Background vector indexer (``None`` without an index); see ``index/indexer.py``.
@@ -297,13 +301,16 @@ class Weave:
         """Delete for good: from the graph, the vector index, and what is still pending.
 
         ``session_id``: one session; ``ids``: these events; ``user_id``: every event
-        whose ``meta["user_id"]`` is that user.  Pending copies go too: events waiting
+        whose ``meta["user_id"]`` is that user, and every ``BeeWeaveStore`` item under
+        ``("users", user_id)`` (every version).  Pending copies go too: events waiting
         in memory, in the spool (also spools a killed process left), in the overflow
         file, and dead-letter entries, so nothing purged comes back at the next start.
         Pending copies are dropped first, so when the store is down this raises and
-        can simply be called again.  Returns the events removed (stored + pending).
-        ``tombstone=False`` leaves no tombstone (retention, which archived the events
-        first so ``beeweave import`` can bring them back).
+        can simply be called again.  Returns the events removed (stored, pending, archived).
+        The vectors dropped are exactly the events the store deleted (one stored while
+        the purge ran included), and retention archives are rewritten without them.
+        ``tombstone=False`` leaves no tombstone and no archive is touched (retention,
+        which archived the events first so ``beeweave import`` can bring them back).
         ``checkpoints=True`` with ``session_id`` also deletes the LangGraph thread of that
         id (its checkpoints and pending writes).
         """
@@ -312,8 +319,6 @@ class Weave:
         self.flush()
         self._settle([session_id] if session_id else [], user_id)
         wanted = set(ids or ())
-        if user_id is not None:
-            wanted.update(self.user_event_ids(user_id))
 
         def match(eid: str | None, sid: str | None, uid: str | None) -> bool:
             return (
@@ -323,20 +328,56 @@ class Weave:
             )
 
         n = self.bus.forget(match)
-        targets = list(wanted)
-        if session_id is not None:
-            targets += [e.id for e in self.store.timeline(session_id, include_inactive=True)]
-            n += self.store.purge(session_id=session_id, tombstone=tombstone)
-        if wanted:
-            n += self.store.purge(ids=sorted(wanted), tombstone=tombstone)
-        if user_id is not None:  # the user's tombstone; events stored since the read above
-            n += self.store.purge(user_id=user_id, tombstone=tombstone)
-        if self.indexer is not None and targets:
-            self.indexer.forget(targets)
+        gone = self._purge_stored(session_id, sorted(wanted), user_id, tombstone)
+        if self.indexer is not None and gone:
+            self.indexer.forget(gone)
             self.indexer.sync()
+        if tombstone:
+            marks = of_purge(session_id=session_id, ids=sorted(wanted), user_id=user_id)
+            n += erase_from_archives(self.tenant, lambda evs: buried(evs, marks))
         if checkpoints and session_id is not None:
             self.backend.checkpoints().delete_thread(session_id)
-        return n
+        return n + len(gone)
+
+    def _purge_stored(
+        self, session_id: str | None, ids: list[str], user_id: str | None, tombstone: bool
+    ) -> list[str]:
+        """The store's part of :meth:`purge`; returns the ids it deleted."""
+        gone: list[str] = []
+        if session_id is not None:
+            gone += self.store.purge(session_id=session_id, tombstone=tombstone)
+        if ids:
+            gone += self.store.purge(ids=ids, tombstone=tombstone)
+        if user_id is not None:  # in one transaction with the user's tombstone
+            gone += self.store.purge(user_id=user_id, tombstone=tombstone)
+            if self._items is None:
+                self._items = self.backend.items()
+            gone += purge_namespace(
+                self.store, self._items, user_namespace(user_id), tombstone=tombstone
+            )
+        return gone
+
+    def tombstones(self) -> list[Tombstone]:
+        """What purges erased in this tenant, oldest first (see ``tombstones.py``)."""
+        return self.store.tombstones()
+
+    def lift_tombstone(
+        self,
+        *,
+        session_id: str | None = None,
+        event_id: str | None = None,
+        user_id: str | None = None,
+    ) -> bool:
+        """Lift one purge's tombstone, so copies of that session, event or user are stored
+        again (a re-import is accepted): an operator's explicit decision, for a weave of
+        every scope.  False when there was no such tombstone."""
+        named = [(k, v) for k, v in ((SESSION, session_id), (EVENT, event_id), (USER, user_id))
+                 if v is not None]  # fmt: skip
+        if len(named) != 1:
+            raise ValueError(
+                "lift_tombstone takes exactly one of session_id=, event_id= or user_id="
+            )
+        return self.store.lift_tombstone(*named[0])
 
     def hide_session(self, session_id: str, reason: str) -> int:
         """Hide every event of ``session_id`` from every read (a soft delete: kept on

@@ -32,7 +32,7 @@ import math
 import random
 import threading
 from collections import OrderedDict
-from collections.abc import AsyncIterator, Iterator, Sequence
+from collections.abc import AsyncIterator, Callable, Iterator, Sequence
 from contextlib import asynccontextmanager, contextmanager
 from typing import Any, TypeVar
 
@@ -282,8 +282,10 @@ class BeeWeaveCheckpointer(BaseCheckpointSaver[str]):
         checkpoint: Checkpoint,
         metadata: CheckpointMetadata,
         new_versions: ChannelVersions,
+        scope: str | None,
     ) -> tuple[CheckpointRow, dict[tuple[str, str], Any]]:
-        """The stored form of a checkpoint: the row and the blobs of its new versions."""
+        """The stored form of a checkpoint (of ``scope``, see :meth:`_put_scope`): the row
+        and the blobs of its new versions."""
         conf = config["configurable"]
         body = checkpoint.copy()
         values = self._redact(body.pop("channel_values"))  # type: ignore[misc]
@@ -302,9 +304,15 @@ class BeeWeaveCheckpointer(BaseCheckpointSaver[str]):
             metadata=meta,
             channel_versions={k: version_text(v) for k, v in body["channel_versions"].items()},
             metadata_exact=exact,
-            scope=self._scopes.for_put(str(conf["thread_id"]), conf.get("scope")),
+            scope=scope,
         )
         return row, blobs
+
+    def _put_scope(self, config: RunnableConfig) -> str | None:
+        """The scope a put stores the checkpoint with (a scoped saver reads the thread's
+        the first time it sees it: blocking I/O, kept off an event loop by the async twin)."""
+        conf = config["configurable"]
+        return self._scopes.for_put(str(conf["thread_id"]), conf.get("scope"))
 
     def _put_done(
         self,
@@ -327,9 +335,9 @@ class BeeWeaveCheckpointer(BaseCheckpointSaver[str]):
         task_id: str,
         task_path: str,
     ) -> tuple[str, str, str, list[WriteRow]]:
-        """The store's ``put_writes`` arguments: thread, namespace, checkpoint, rows."""
+        """The store's ``put_writes`` arguments: thread, namespace, checkpoint, rows (the
+        caller checked the thread's scope)."""
         thread_id, ns, _ = self._target(config)
-        self._scopes.check(thread_id)
         dumps = self.serde.dumps_typed
         rows = [
             WriteRow(task_id, task_path, WRITES_IDX_MAP.get(ch, idx), ch, dumps(self._redact(v)))
@@ -371,7 +379,9 @@ class BeeWeaveCheckpointer(BaseCheckpointSaver[str]):
         metadata: CheckpointMetadata,
         new_versions: ChannelVersions,
     ) -> RunnableConfig:
-        row, blobs = self._put_row(config, checkpoint, metadata, new_versions)
+        row, blobs = self._put_row(
+            config, checkpoint, metadata, new_versions, self._put_scope(config)
+        )
         self.store.put(row, blobs)
         return self._put_done(config, row, checkpoint, new_versions)
 
@@ -382,6 +392,7 @@ class BeeWeaveCheckpointer(BaseCheckpointSaver[str]):
         task_id: str,
         task_path: str = "",
     ) -> None:
+        self._scopes.check(self._target(config)[0])
         self.store.put_writes(*self._writes_args(config, writes, task_id, task_path))
 
     def delete_thread(self, thread_id: str) -> None:
@@ -643,7 +654,8 @@ class AsyncBeeWeaveCheckpointer(BeeWeaveCheckpointer):
         native = self._native()
         if native is None:
             return await super().aput(config, checkpoint, metadata, new_versions)
-        row, blobs = self._put_row(config, checkpoint, metadata, new_versions)
+        scope = await self._off_loop(self._put_scope, config)
+        row, blobs = self._put_row(config, checkpoint, metadata, new_versions, scope)
         await native.aput(row, blobs)
         return self._put_done(config, row, checkpoint, new_versions)
 
@@ -657,7 +669,15 @@ class AsyncBeeWeaveCheckpointer(BeeWeaveCheckpointer):
         native = self._native()
         if native is None:
             return await super().aput_writes(config, writes, task_id, task_path)
+        await self._off_loop(self._scopes.check, self._target(config)[0])
         await native.aput_writes(*self._writes_args(config, writes, task_id, task_path))
+
+    async def _off_loop(self, call: Callable[..., T], *args: Any) -> T:
+        """``call(*args)``: on a worker thread when it may read the store (a scoped
+        saver's first look at a thread), here when it cannot (an unrestricted saver)."""
+        if self._scopes.scopes is None:
+            return call(*args)
+        return await asyncio.to_thread(call, *args)
 
     async def setup(self) -> None:  # type: ignore[override]
         await asyncio.to_thread(self.store.setup)

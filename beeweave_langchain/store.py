@@ -2,7 +2,7 @@
 
 A thin translator over :class:`beeweave_core.items.ItemStore`: every ``put`` becomes
 a ``memory`` event (a new version that SUPERSEDES the previous one), ``delete``
-invalidates it, and ``search(query=…)`` is the weave's fused recall (semantic +
+invalidates it (the versions stay for audit; :meth:`BeeWeaveStore.purge` erases them), and ``search(query=…)`` is the weave's fused recall (semantic +
 lexical) over those events — so what an agent saves with ``store.put`` is recalled
 by BeeWeave's context assembly like any other memory, with its history intact.
 
@@ -153,9 +153,18 @@ class BeeWeaveStore(BaseStore):
         return [t if isinstance(t, str) else json.dumps(t) for t in texts]
 
     # --------------------------------------------------------------- batch
+    def delete(self, namespace: tuple[str, ...], key: str) -> None:
+        """Delete an item as LangGraph sees it: ``get``/``search`` no longer return it.
+
+        Not an erasure: its versions stay in the event graph, invalidated, for audit
+        (``include_inactive`` reads show them).  To erase an item for good, every
+        version and its vectors, call :meth:`purge`; ``weave.purge(user_id=u)`` erases
+        every item under ``("users", u)``."""
+        super().delete(namespace, key)
+
     def purge(self, namespace: tuple[str, ...], key: str) -> int:
-        """Remove an item and its whole version history for good (``delete`` keeps the
-        history in the graph for audit); returns the events removed."""
+        """Erase an item for good: every version, from the graph and the vector index,
+        with a tombstone that keeps copies of them out; returns the events removed."""
         return self.items.purge(namespace, key)
 
     def batch(self, ops: Iterable[Op]) -> list[Result]:

@@ -49,6 +49,20 @@ def neo4j_uri() -> str:
     return uri
 
 
+@pytest.fixture(scope="session", autouse=True)
+def _private_home(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    """A home of the test run's own unless one is set: nothing a test writes there (a
+    spool, the redaction key, the list of archive folders) lands in the user's home."""
+    if os.environ.get("BEEWEAVE_HOME"):
+        yield
+        return
+    os.environ["BEEWEAVE_HOME"] = str(tmp_path_factory.mktemp("home"))
+    try:
+        yield
+    finally:
+        os.environ.pop("BEEWEAVE_HOME", None)
+
+
 def _tenant() -> str:
     return f"t-{uuid.uuid4().hex[:12]}"
 

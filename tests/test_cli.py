@@ -204,3 +204,16 @@ def test_export_import_resumes_a_langgraph_thread(tmp_path):
         assert len(agent.get_state(config).values["messages"]) > len(after.values["messages"])
     finally:
         weave.close()
+
+
+def test_tombstones_list_and_lift(small_home):
+    run(small_home, "purge", "--session", "plants", "--yes")
+    rows = json.loads(run(small_home, "tombstones", "list", "--json").stdout)
+    assert [(r["kind"], r["value"]) for r in rows] == [("session", "plants")]
+    proc = run(small_home, "tombstones", "lift", "--session", "plants", check=False)
+    assert proc.returncode == 1 and "--yes" in proc.stderr  # asks first
+    out = run(small_home, "tombstones", "lift", "--session", "plants", "--yes").stdout
+    assert "lifted the tombstone of session 'plants'" in out
+    assert json.loads(run(small_home, "tombstones", "list", "--json").stdout) == []
+    proc = run(small_home, "tombstones", "lift", "--session", "plants", "--yes", check=False)
+    assert proc.returncode == 1 and "no tombstone for session 'plants'" in proc.stderr

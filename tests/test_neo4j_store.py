@@ -396,7 +396,7 @@ def test_cypher_looking_text_is_data(make):
     assert edge.meta == {"why": "'}) DETACH DELETE n"}
     assert [x.session_id for x in s.sessions(user_id="u') DELETE n //")] == [sid]
     assert len(other.timeline("keep")) == 6  # the other tenant is untouched
-    assert s.purge(session_id=sid) == len(nasty) and tenant_nodes(s) == 0
+    assert len(s.purge(session_id=sid)) == len(nasty) and tenant_nodes(s) == 0
 
 
 def test_concurrent_writers_in_several_processes_style_stores(make):

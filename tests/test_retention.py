@@ -182,7 +182,8 @@ def test_cli_prunes_checkpoints_per_thread(home: Path):
 @pytest.mark.parametrize("backend", ["sqlite", "neo4j"], indirect=True)
 def test_an_archive_of_a_session_purged_since_is_refused_on_import(backend, weave_factory, home):
     """Retention archives without a tombstone (so its archive can come back); a purge
-    after it is an erasure, and the store's tombstone keeps the archive out."""
+    after it is an erasure: the archive is rewritten without the session, and the
+    store's tombstone keeps out a copy of the old archive kept elsewhere."""
     now = time.time()
     w = weave_factory(backend)
     history(w, now - 30 * DAY)
@@ -191,7 +192,45 @@ def test_an_archive_of_a_session_purged_since_is_refused_on_import(backend, weav
     assert report.archive is not None and report.expired["orchard-0"] == 20
     back = R.import_archive(w.writer, R.read_archive(report.archive))  # control: it comes back
     assert back.inserted == 32 and not back.purged, back
+    copy = _copy_archive(report.archive, home / "elsewhere")
     w.purge(session_id="orchard-0")
-    again = R.import_archive(w.writer, R.read_archive(report.archive))
+    left = {s.export.session_id: len(s.export.events) for s in R.read_archive(report.archive)}
+    assert left == {"orchard-1": 12}
+    again = R.import_archive(w.writer, R.read_archive(copy))
     assert again.inserted == 0 and len(again.purged) == 20, again  # orchard-1's 12 are present
     assert w.store.timeline("orchard-0", include_inactive=True) == []
+
+
+def _copy_archive(archive: Path, folder: Path) -> Path:
+    folder.mkdir()
+    for src in (archive, R.manifest_path(archive)):
+        (folder / src.name).write_bytes(src.read_bytes())
+    return folder / archive.name
+
+
+def _archived_text(folder: Path) -> str:
+    return "".join(gzip.decompress(p.read_bytes()).decode() for p in folder.glob("*.jsonl.gz"))
+
+
+@pytest.mark.parametrize("backend", ["sqlite", "neo4j"], indirect=True)
+def test_a_user_purge_takes_the_user_out_of_every_archive(backend, weave_factory, home):
+    """An archive in a folder retention was given is rewritten without the user; one in
+    the home's archive folder holding only the user's events is deleted with its manifest."""
+    now = time.time()
+    w = weave_factory(backend)
+    old = now - 30 * DAY
+    say(w, "rosa-1", [{"role": "user", "content": "locker code zorblatt"}], user_id="rosa",
+        ts=old, maintain=False)  # fmt: skip
+    say(w, "tom-1", [{"role": "user", "content": "plant the quinces"}], user_id="tom",
+        ts=old, maintain=False)  # fmt: skip
+    first = R.apply_retention(w, home / "cold", [R.parse_rule("raw=14")], now=now).archive
+    say(w, "rosa-2", [{"role": "user", "content": "second locker vermillionkestrel"}],
+        user_id="rosa", ts=old, maintain=False)  # fmt: skip
+    default = R.archive_dirs()[0]
+    second = R.apply_retention(w, default, [R.parse_rule("raw=14")], now=now).archive
+    assert first and second and "zorblatt" in _archived_text(home / "cold")  # the probe sees it
+    assert w.purge(user_id="rosa") == 2  # the two archived events (the store had none left)
+    assert "zorblatt" not in _archived_text(home / "cold")
+    assert [s.export.session_id for s in R.read_archive(first)] == ["tom-1"]
+    assert not second.exists() and not R.manifest_path(second).exists()
+    assert "vermillionkestrel" not in _archived_text(default)

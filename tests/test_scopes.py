@@ -503,3 +503,42 @@ def test_framework_capture_writes_into_the_weaves_scope(tmp_path):
         assert handler.weave is two  # a handler of a two-line weave names its line
         assert record_messages(two, "chat", [{"role": "user", "content": "Amber again."}],
                                scope="support")  # fmt: skip
+
+
+def test_a_scoped_async_saver_reads_a_threads_scope_off_the_event_loop(
+    backend: str, weave_factory: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The first put of a thread asks the store for its scope: blocking I/O, so on a
+    worker thread, never on the loop (Neo4j's ``aput`` otherwise runs in the loop)."""
+    import asyncio
+    import threading
+
+    from langgraph.checkpoint.base import empty_checkpoint
+
+    from beeweave_langchain.checkpoint import AsyncBeeWeaveCheckpointer
+
+    weave = weave_factory(backend, index=False, scopes={"support"})
+    saver = AsyncBeeWeaveCheckpointer.from_weave(weave)
+    lookups: list[int] = []
+    ask = saver.store.thread_scope
+
+    def thread_scope(thread_id: str) -> str | None:  # the store's own answer, and where
+        lookups.append(threading.get_ident())
+        return ask(thread_id)
+
+    monkeypatch.setattr(saver.store, "thread_scope", thread_scope)
+
+    async def run() -> tuple[int, str | None, bool]:
+        for tid in ("t-new-1", "t-new-2"):
+            cfg = {"configurable": {"thread_id": tid, "checkpoint_ns": ""}}
+            done = await saver.aput(cfg, empty_checkpoint(), {"source": "input", "step": -1}, {})
+            await saver.aput_writes(done, [("messages", "hi")], task_id="task-1")
+        stored = await saver.aget_tuple(done)
+        native = saver.async_store is not None
+        await saver.aclose()
+        return threading.get_ident(), stored.metadata.get("source") if stored else None, native
+
+    loop_thread, source, native = asyncio.run(run())
+    assert source == "input" and lookups  # the puts were stored, each thread looked up
+    assert native == (backend == "neo4j")  # Neo4j's aput runs in the loop: the case at stake
+    assert loop_thread not in lookups

@@ -241,6 +241,53 @@ def test_persists_across_reopen_and_isolates_tenants(stores: Callable[..., Any])
     assert again.get(U1, "k").value == {"v": "kept"}
 
 
+def _all_versions(store: BeeWeaveStore, *items: tuple[tuple[str, ...], str]) -> list[str]:
+    return [e.id for ns, key in items for e in _versions(store, ns, key)]
+
+
+def test_a_user_purge_erases_the_users_items_every_version_and_vector(
+    stores: Callable[..., Any],
+) -> None:
+    """Items under ("users", user) are the user's: ``weave.purge(user_id=)`` takes every
+    version (deleted ones too, which ``delete`` keeps for audit) and their vectors."""
+    store = stores(vectors=None)
+    rosa, memories = ("users", "rosa"), ("users", "rosa", "memories")
+    store.put(memories, "locker", {"text": "locker code zorblatt"})
+    store.put(memories, "locker", {"text": "locker code vermillionkestrel"})
+    store.put(rosa, "pet", {"text": "owns a heron called Quill"})
+    store.delete(rosa, "pet")
+    store.put(("users", "rosa10"), "pet", {"text": "owns a cat"})  # another user, same start
+    mine = _all_versions(store, (memories, "locker"), (rosa, "pet"))
+    assert len(mine) == 3 and store.weave.indexer.sync(120)
+    index = store.weave.indexer.index
+    current = store.get(memories, "locker").value  # the probe sees the live version's vector
+    assert current["text"].endswith("vermillionkestrel") and len(index.ids(mine)) == 1
+    store.weave.purge(user_id="rosa")
+    assert _all_versions(store, (memories, "locker"), (rosa, "pet")) == []
+    assert store.weave.store.get(mine, include_inactive=True) == []
+    assert index.ids(mine) == set()
+    assert store.get(memories, "locker") is None and store.search(rosa) == []
+    assert store.get(("users", "rosa10"), "pet").value == {"text": "owns a cat"}
+
+
+def test_purging_a_key_removes_every_version_and_its_vectors(stores: Callable[..., Any]) -> None:
+    """``delete`` invalidates (the versions stay for audit); ``purge`` erases them all."""
+    store = stores(vectors=None)
+    store.put(U1, "locker", {"text": "locker code zorblatt"})
+    store.put(U1, "locker", {"text": "locker code vermillionkestrel"})
+    store.put(U1, "pet", {"text": "owns a heron"})
+    store.delete(U1, "pet")
+    assert store.get(U1, "pet") is None and len(_versions(store, U1, "pet")) == 1  # kept
+    versions = _all_versions(store, (U1, "locker"))
+    assert len(versions) == 2 and store.weave.indexer.sync(120)
+    index = store.weave.indexer.index
+    assert len(index.ids(versions)) == 1  # the live version's vector
+    assert store.purge(U1, "locker") == 2
+    assert _versions(store, U1, "locker") == [] and index.ids(versions) == set()
+    assert store.get(U1, "locker") is None
+    assert store.purge(U1, "pet") == 1 and _versions(store, U1, "pet") == []
+
+
 # ------------------------------------------- langchain-tests key/value suites
 @pytest.fixture
 def kv_weave(backend: str, weave_factory: Callable[..., Weave]) -> Iterator[BeeWeaveStore]:

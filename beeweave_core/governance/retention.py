@@ -22,8 +22,10 @@ from __future__ import annotations
 import gzip
 import hashlib
 import json
+import logging
+import os
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -31,6 +33,7 @@ from typing import TYPE_CHECKING, Any
 from beeweave_core.checkpoints import CheckpointStore, PruneLimits
 from beeweave_core.events import AppendResult, Edge, EdgeType, Event, EventType, event_id_for
 from beeweave_core.exports import SessionExport, validate_export
+from beeweave_core.paths import beeweave_home
 from beeweave_core.private import open_private, private_dir, write_private_text
 from beeweave_core.store import EventStore
 
@@ -38,6 +41,9 @@ if TYPE_CHECKING:
     from beeweave_core.weave import Weave
 
 ARCHIVE_FORMAT = "beeweave.archive/1"
+#: The file in the home listing archive folders other than ``$BEEWEAVE_HOME/archive``.
+ARCHIVE_DIRS_FILE = "archive-dirs"
+log = logging.getLogger("beeweave")
 DAY = 86_400.0
 #: The raw conversation: what a user said and what the agent did, turn by turn.
 RAW_CONVERSATION = frozenset(
@@ -108,6 +114,20 @@ def expired_events(
 def session_archive(store: EventStore, session_id: str, ids: set[str]) -> dict[str, Any]:
     """One archive line: the export of ``ids`` plus the edges kept events point at them with."""
     data = store.export_session(session_id)
+    incoming = [
+        e.model_dump(mode="json")
+        for e in store.edges(session_id=session_id)
+        if e.dst in ids and e.src not in ids and e.type != EdgeType.NEXT
+    ]
+    return _restricted({"export": data, "incoming": incoming}, ids)
+
+
+def _restricted(
+    line: dict[str, Any], ids: set[str], gone: frozenset[str] = frozenset()
+) -> dict[str, Any]:
+    """An archive line holding only the events ``ids``: their edges, the artifacts they
+    point at, and the edges of kept events to them; no edge touches an id in ``gone``."""
+    data = dict(line["export"])
     events = [r for r in data["events"] if r["id"] in ids]
     shas = {
         a["sha256"]
@@ -116,21 +136,21 @@ def session_archive(store: EventStore, session_id: str, ids: set[str]) -> dict[s
         if isinstance(a, dict)
     }
     data["events"] = events
-    data["edges"] = [e for e in data["edges"] if e["src"] in ids]
+    data["edges"] = [e for e in data["edges"] if e["src"] in ids and e["dst"] not in gone]
     data["artifacts"] = {k: v for k, v in data["artifacts"].items() if k in shas}
-    incoming = [
-        e.model_dump(mode="json")
-        for e in store.edges(session_id=session_id)
-        if e.dst in ids and e.src not in ids and e.type != EdgeType.NEXT
-    ]
+    incoming = [e for e in line["incoming"] if e["dst"] in ids and e["src"] not in gone]
     return {"export": data, "incoming": incoming}
 
 
 def write_archive(path: Path, tenant: str, lines: Iterable[dict[str, Any]], now: float) -> Path:
-    """The gzip JSON Lines file (``0600``) and its manifest (``<file>.manifest.json``)."""
+    """The gzip JSON Lines file (``0600``) and its manifest (``<file>.manifest.json``).
+
+    Written beside and renamed into place, so a rewrite (a purge erasing from an
+    archive) never leaves half a file under the archive's name."""
     private_dir(path.parent)
+    tmp = path.with_name(path.name + ".tmp")
     counts: dict[str, int] = {}
-    with open_private(path, "wb") as raw, gzip.GzipFile(fileobj=raw, mode="wb", mtime=0) as gz:
+    with open_private(tmp, "wb") as raw, gzip.GzipFile(fileobj=raw, mode="wb", mtime=0) as gz:
         for line in lines:
             counts[line["export"]["session_id"]] = len(line["export"]["events"])
             gz.write(json.dumps(line, ensure_ascii=False, sort_keys=True).encode() + b"\n")
@@ -139,10 +159,11 @@ def write_archive(path: Path, tenant: str, lines: Iterable[dict[str, Any]], now:
         "tenant": tenant,
         "created": now,
         "file": path.name,
-        "sha256": hashlib.sha256(path.read_bytes()).hexdigest(),
+        "sha256": hashlib.sha256(tmp.read_bytes()).hexdigest(),
         "sessions": counts,
         "events": sum(counts.values()),
     }
+    os.replace(tmp, path)
     write_private_text(manifest_path(path), json.dumps(manifest, indent=1, sort_keys=True))
     return path
 
@@ -171,6 +192,7 @@ def apply_retention(
     report = RetentionReport(None, {s: len(v) for s, v in expired.items()}, dry_run=dry_run)
     if dry_run or not expired:
         return report
+    _remember_dir(archive_dir)
     stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime(now))
     path = archive_dir / f"archive-{weave.tenant}-{stamp}.jsonl.gz"
     lines = [session_archive(store, s, {e.id for e in v}) for s, v in expired.items()]
@@ -243,6 +265,19 @@ class ArchivedSession:
 
 def read_archive(path: Path) -> list[ArchivedSession]:
     """Check the archive against its manifest, then validate every session in it."""
+    out = []
+    for i, line in enumerate(_verified_text(path)[0].splitlines()):
+        try:
+            rec = json.loads(line)
+            edges = [Edge.model_validate(e) for e in rec["incoming"]]
+            out.append(ArchivedSession(validate_export(rec["export"]), edges))
+        except (ValueError, KeyError, TypeError) as exc:
+            raise ValueError(f"archive line {i + 1}: {exc}") from None
+    return out
+
+
+def _verified_text(path: Path) -> tuple[str, dict[str, Any]]:
+    """The archive's text and manifest, once the file matches the manifest's SHA-256."""
     raw = path.read_bytes()
     mpath = manifest_path(path)
     if not mpath.is_file():
@@ -259,15 +294,68 @@ def read_archive(path: Path) -> list[ArchivedSession]:
         text = gzip.decompress(raw).decode("utf-8")
     except (OSError, EOFError, UnicodeDecodeError) as exc:
         raise ValueError(f"corrupt archive: {exc}") from None
-    out = []
-    for i, line in enumerate(text.splitlines()):
-        try:
-            rec = json.loads(line)
-            edges = [Edge.model_validate(e) for e in rec["incoming"]]
-            out.append(ArchivedSession(validate_export(rec["export"]), edges))
-        except (ValueError, KeyError, TypeError) as exc:
-            raise ValueError(f"archive line {i + 1}: {exc}") from None
-    return out
+    return text, manifest
+
+
+# ------------------------------------------------------------- erasing from archives
+def archive_dirs() -> list[Path]:
+    """Where this home's retention runs wrote archives: ``$BEEWEAVE_HOME/archive`` and
+    every other folder a run was given (listed in ``$BEEWEAVE_HOME/archive-dirs``)."""
+    listed = beeweave_home() / ARCHIVE_DIRS_FILE
+    found = [beeweave_home() / "archive"]
+    if listed.is_file():
+        found += [Path(p) for p in listed.read_text(encoding="utf-8").splitlines() if p]
+    return list(dict.fromkeys(p.resolve() for p in found))
+
+
+def _remember_dir(folder: Path) -> None:
+    """List ``folder`` in the home, so a later purge finds the archives written there."""
+    folder = folder.resolve()
+    known = archive_dirs()
+    if folder not in known:
+        private_dir(beeweave_home())
+        with open_private(beeweave_home() / ARCHIVE_DIRS_FILE, "a") as f:
+            f.write(f"{folder}\n")
+
+
+def erase_from_archives(tenant: str, erased: Callable[[list[Event]], set[str]]) -> int:
+    """Rewrite ``tenant``'s archives (in :func:`archive_dirs`) without the events a purge
+    erased (``erased`` names them among a session's archived events); an archive left
+    empty is deleted with its manifest.  Returns the events taken out.  An archive that
+    does not match its manifest is left as it is (logged): ``import`` refuses it anyway,
+    and tombstones keep its erased events out."""
+    n = 0
+    for folder in archive_dirs():
+        for path in sorted(folder.glob("archive-*.jsonl.gz")) if folder.is_dir() else ():
+            try:
+                n += _erase_from(path, tenant, erased)
+            except (OSError, ValueError, KeyError, TypeError) as exc:
+                log.warning("beeweave: archive %s not rewritten: %s", path, exc)
+    return n
+
+
+def _erase_from(path: Path, tenant: str, erased: Callable[[list[Event]], set[str]]) -> int:
+    text, manifest = _verified_text(path)
+    if manifest.get("tenant") != tenant:
+        return 0
+    lines = [json.loads(x) for x in text.splitlines()]
+    kept: list[dict[str, Any]] = []
+    n = 0
+    for line in lines:
+        events = [Event.from_record(r) for r in line["export"]["events"]]
+        gone = erased(events)
+        n += len(gone)
+        rest = {e.id for e in events} - gone
+        if rest:
+            kept.append(_restricted(line, rest, frozenset(gone)) if gone else line)
+    if not n:
+        return 0
+    if kept:
+        write_archive(path, tenant, kept, float(manifest.get("created") or time.time()))
+    else:
+        path.unlink()
+        manifest_path(path).unlink(missing_ok=True)
+    return n
 
 
 def import_archive(store: EventStore, sessions: Sequence[ArchivedSession]) -> AppendResult:

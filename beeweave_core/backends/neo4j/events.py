@@ -539,16 +539,18 @@ class Neo4jEventStore(BaseEventStore):
         ids: Sequence[str] | None = None,
         user_id: str | None = None,
         tombstone: bool = True,
-    ) -> int:
+    ) -> list[str]:
         """Delete for good (GDPR-style): events, their relationships, artifacts and
         placeholders nothing points to any more, and emptied sessions; and leave a
         tombstone in the same transaction, so a copy still pending anywhere is refused
         when it arrives (see :mod:`beeweave_core.tombstones`).  ``tombstone=False``
-        (an import rolled back, retention that archived first) lets them in again."""
+        (an import rolled back, retention that archived first) lets them in again.
+        Returns the ids deleted; a user's events are read again inside the transaction,
+        so one stored since the scope check goes too."""
         self._begin_purge(session_id, ids, user_id)
         wanted = list(dict.fromkeys(ids or []))
         if ids is not None and not wanted:
-            return 0
+            return []
         if session_id is not None:
             self._refuse_foreign_session(session_id)
         if user_id is not None:
@@ -556,26 +558,17 @@ class Neo4jEventStore(BaseEventStore):
         self._refuse_foreign(wanted)
         marks = tombstones.of_purge(session_id=session_id, ids=ids or (), user_id=user_id)
 
-        def work(tx: Any) -> int:
+        def work(tx: Any) -> list[str]:
             t = self.tenant
             if tombstone:
                 tx.run(q.CYPHER_ADD_TOMBSTONES, tenant=t,
                        rows=[m._asdict() for m in marks]).consume()  # fmt: skip
-            if session_id is not None:
-                targets = [
-                    r["id"]
-                    for r in tx.run(q.CYPHER_GET_SESSION_EVENT_IDS, tenant=t, session_id=session_id)
-                ]
-                sids = [session_id]
-            else:
-                targets = wanted
-                sids = sorted(
-                    r["sid"] for r in tx.run(q.CYPHER_GET_SESSIONS_OF_IDS, tenant=t, ids=targets)
-                )
+            targets, sids = self._purge_targets(tx, session_id, wanted, user_id)
             tx.run(q.CYPHER_LOCK_EXISTING_SESSIONS, tenant=t, session_ids=sids).consume()
-            n, shas, placeholders = 0, set(), set()
+            gone, shas, placeholders = [], set(), set()
             for r in tx.run(q.CYPHER_PURGE_EVENTS, tenant=t, ids=targets):
-                n += bool(r["stored"])
+                if r["stored"]:
+                    gone.append(r["id"])
                 shas.update(r["shas"])
                 placeholders.update(r["placeholders"])
             tx.run(q.CYPHER_DELETE_ORPHAN_ARTIFACTS, tenant=t, shas=sorted(shas)).consume()
@@ -587,9 +580,37 @@ class Neo4jEventStore(BaseEventStore):
             user_sessions.compute(tx, [(t, sid) for sid in sids])
             if session_id is None:  # a purged turn leaves the terms of the one after it
                 event_terms.refresh(tx, [(t, sid) for sid in sids])
-            return n
+            return gone
 
         return self._write(work)
+
+    def _purge_targets(
+        self, tx: Any, session_id: str | None, wanted: list[str], user_id: str | None
+    ) -> tuple[list[str], list[str]]:
+        """The ids a purge deletes and their sessions, read in its transaction."""
+        t = self.tenant
+        if session_id is not None:
+            found = tx.run(q.CYPHER_GET_SESSION_EVENT_IDS, tenant=t, session_id=session_id)
+            return [r["id"] for r in found], [session_id]
+        targets = wanted
+        if user_id is not None:
+            found = tx.run(q.CYPHER_GET_USER_EVENT_IDS, tenant=t, user_id=user_id)
+            targets = list(dict.fromkeys([*wanted, *(r["id"] for r in found)]))
+        sids = tx.run(q.CYPHER_GET_SESSIONS_OF_IDS, tenant=t, ids=targets)
+        return targets, sorted(r["sid"] for r in sids)
+
+    def _tombstones(self) -> list[tombstones.Tombstone]:
+        return [
+            tombstones.Tombstone(r["kind"], r["value"], r["at"])
+            for r in self._read(q.CYPHER_ALL_TOMBSTONES)
+        ]
+
+    def _lift_tombstone(self, kind: str, value: str) -> bool:
+        def work(tx: Any) -> int:
+            return int(tx.run(q.CYPHER_LIFT_TOMBSTONE, tenant=self.tenant, kind=kind,
+                              value=value).single()["n"])  # fmt: skip
+
+        return self._write(work) > 0
 
     def purge_tenant(self) -> None:
         """Remove every node of this tenant (events, sessions, artifacts, placeholders)."""
@@ -700,6 +721,11 @@ class Neo4jEventStore(BaseEventStore):
             counts = self._token_count([r["content"] or "" for r in rows])
             done = [{"id": r["id"], "tokens": n} for r, n in zip(rows, counts, strict=True)]
             self._write(_run, q.CYPHER_SET_TOKENS, {"tenant": self.tenant, "rows": done})
+
+    def session_ids_starting(self, prefix: str) -> list[str]:
+        """Sessions whose id starts with ``prefix``, any scope: what a purge of store
+        items under a namespace looks for (the purge refuses another scope's)."""
+        return [r["id"] for r in self._read(q.CYPHER_SESSION_IDS_STARTING, prefix=prefix)]
 
     def user_session_ids(self, user_id: str) -> list[str]:
         """The sessions ``user_id`` took part in: a few seeks per session of the user

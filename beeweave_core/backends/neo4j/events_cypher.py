@@ -351,6 +351,10 @@ RETURN count(e) AS n
 """
 
 # ------------------------------------------------------------------ purge
+CYPHER_SESSION_IDS_STARTING = """
+MATCH (s:Session {tenant: $tenant}) WHERE s.id STARTS WITH $prefix
+RETURN s.id AS id
+"""
 CYPHER_GET_SESSION_EVENT_IDS = """
 MATCH (e:Event {tenant: $tenant, session_id: $session_id})
 WHERE e.seq IS NOT NULL
@@ -372,13 +376,13 @@ REMOVE s._lock
 CYPHER_PURGE_EVENTS = """
 UNWIND $ids AS id
 MATCH (e:Event {tenant: $tenant, id: id})
-WITH e, e.seq IS NOT NULL AS stored,
+WITH e, id, e.seq IS NOT NULL AS stored,
      [(e)-[:HAS_ARTIFACT]->(a) | a.sha256] AS shas,
      [(e)--(m:Event) WHERE m.seq IS NULL | m.id] AS placeholders
 // vector chunks of a purged event carry its text: they go with it
 CALL (e) { OPTIONAL MATCH (c:BeeweaveChunk)-[:CHUNK_OF]->(e) DETACH DELETE c }
 DETACH DELETE e
-RETURN stored, shas, placeholders
+RETURN id, stored, shas, placeholders
 """
 CYPHER_DELETE_ORPHAN_ARTIFACTS = """
 UNWIND $shas AS sha
@@ -657,6 +661,15 @@ def bounded(template: str, max_hops: int) -> str:
 CYPHER_TOMBSTONES_OF = """
 MATCH (x:Tombstone {tenant: $tenant}) WHERE x.value IN $values
 RETURN x.kind AS kind, x.value AS value, x.at AS at
+"""
+CYPHER_ALL_TOMBSTONES = """
+MATCH (x:Tombstone {tenant: $tenant}) WHERE x.value IS NOT NULL
+RETURN x.kind AS kind, x.value AS value, x.at AS at
+"""
+CYPHER_LIFT_TOMBSTONE = """
+MATCH (x:Tombstone {tenant: $tenant, value: $value, kind: $kind})
+DELETE x
+RETURN count(*) AS n
 """
 #: A purge's tombstones; a second purge of the same record moves its date forward.
 CYPHER_ADD_TOMBSTONES = """

@@ -241,12 +241,13 @@ class SQLiteEventStore(SideTables, BaseEventStore):
         ids: Sequence[str] | None = None,
         user_id: str | None = None,
         tombstone: bool = True,
-    ) -> int:
+    ) -> list[str]:
         """Delete for good (GDPR-style): events, their edges, artifacts no one points to;
         and leave a tombstone in the same transaction, so a copy still pending anywhere
         is refused when it arrives (see :mod:`beeweave_core.tombstones`).
         ``tombstone=False`` (an import rolled back, retention that archived first) lets
-        the same events in again later."""
+        the same events in again later.  Returns the ids deleted (what the vector index
+        must drop: an event stored while the purge ran is among them if it went too)."""
         self._begin_purge(session_id, ids, user_id)
         if session_id is not None:
             self._refuse_foreign_session(session_id)
@@ -254,7 +255,7 @@ class SQLiteEventStore(SideTables, BaseEventStore):
             ids = list(dict.fromkeys(ids))
             self._refuse_foreign(ids)
             if not ids:
-                return 0
+                return []
         else:
             self._refuse_foreign(
                 [r[0] for r in self._read(q.USER_EVENT_IDS, (self.tenant, user_id))]
@@ -263,22 +264,29 @@ class SQLiteEventStore(SideTables, BaseEventStore):
         with self._tx() as c:
             if session_id is not None:
                 c.execute(q.PURGE_SESSION_EDGES, (t, t, session_id, t, session_id))
-                n = c.execute(q.PURGE_SESSION, (t, session_id)).rowcount
+                gone = c.execute(q.PURGE_SESSION, (t, session_id)).fetchall()
             elif user_id is not None:
                 c.execute(q.PURGE_USER_EDGES, (t, t, user_id, t, user_id))
-                n = c.execute(q.PURGE_USER, (t, user_id)).rowcount
+                gone = c.execute(q.PURGE_USER, (t, user_id)).fetchall()
             else:
                 m = marks(len(ids or []))
                 c.execute(q.PURGE_IDS_EDGES.format(ids=m), (t, *ids, *ids))
-                n = c.execute(q.PURGE_IDS.format(ids=m), (t, *ids)).rowcount
+                gone = c.execute(q.PURGE_IDS.format(ids=m), (t, *ids)).fetchall()
             c.execute(q.PURGE_ORPHAN_ARTIFACTS, (t,))
             if tombstone:
                 stones = tombstones.of_purge(session_id=session_id, ids=ids or (), user_id=user_id)
                 c.executemany(q.ADD_TOMBSTONE, [(t, *m) for m in stones])
-        if n:
+        if gone:
             self._forget_scopes()
             self._scrub()
-        return n
+        return [r[0] for r in gone]
+
+    def _tombstones(self) -> list[tombstones.Tombstone]:
+        return [tombstones.Tombstone(*r) for r in self._read(q.ALL_TOMBSTONES, (self.tenant,))]
+
+    def _lift_tombstone(self, kind: str, value: str) -> bool:
+        with self._tx() as c:
+            return c.execute(q.LIFT_TOMBSTONE, (self.tenant, kind, value)).rowcount > 0
 
     def _buried(self, c: sqlite3.Connection, prepared: list[Prepared]) -> set[str]:
         """Ids among ``prepared`` that a purge erased (read inside the append's
@@ -422,6 +430,12 @@ class SQLiteEventStore(SideTables, BaseEventStore):
         ]
         out += [Edge(src=a, dst=b, type=EdgeType.NEXT) for a, b in next_pairs]
         return self._visible_edges(out, event_id)
+
+    def session_ids_starting(self, prefix: str) -> list[str]:
+        """Sessions whose id starts with ``prefix`` (non-empty), any scope: what a purge
+        of store items under a namespace looks for (the purge refuses another scope's)."""
+        upper = prefix[:-1] + chr(ord(prefix[-1]) + 1)
+        return [r[0] for r in self._read(q.SESSION_IDS_BETWEEN, (self.tenant, prefix, upper))]
 
     def user_session_ids(self, user_id: str) -> list[str]:
         """The sessions ``user_id`` took part in: a loose scan of the (tenant, user_id,

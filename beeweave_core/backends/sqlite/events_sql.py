@@ -276,6 +276,11 @@ IN_USER_SESSIONS = (
 )
 #: The sessions a user took part in; ``{scoped}``: a scoped view's check that the user
 #: has an event it may read there (:data:`USER_IN_SCOPES`), or nothing.
+#: Sessions whose id is in [?2, ?3): a prefix, read off the (tenant, session_id, seq) index.
+SESSION_IDS_BETWEEN = (
+    "SELECT DISTINCT session_id FROM events INDEXED BY events_session_seq "
+    "WHERE tenant = ? AND session_id >= ? AND session_id < ?"
+)
 USER_SESSION_IDS = (
     _USER_SESSIONS
     + """
@@ -321,6 +326,8 @@ PURGE_SESSION_EDGES = (
 #: Whether the tenant has any tombstone (most never do: the append then reads no more).
 HAS_TOMBSTONES = "SELECT 1 FROM tombstones WHERE tenant = ? LIMIT 1"
 TOMBSTONES_OF = "SELECT kind, value, at FROM tombstones WHERE tenant = ? AND value IN ({ids})"
+ALL_TOMBSTONES = "SELECT kind, value, at FROM tombstones WHERE tenant = ?"
+LIFT_TOMBSTONE = "DELETE FROM tombstones WHERE tenant = ? AND kind = ? AND value = ?"
 #: A second purge of the same record moves its date forward, never back.
 ADD_TOMBSTONE = (
     "INSERT INTO tombstones (tenant, kind, value, at) VALUES (?, ?, ?, ?) "
@@ -331,10 +338,11 @@ PURGE_USER_EDGES = (
     "AND user_id = ?) OR dst IN (SELECT id FROM events WHERE tenant = ? AND user_id = ?))"
 )
 USER_EVENT_IDS = "SELECT id FROM events WHERE tenant = ? AND user_id = ?"
-PURGE_USER = "DELETE FROM events WHERE tenant = ? AND user_id = ?"
-PURGE_SESSION = "DELETE FROM events WHERE tenant = ? AND session_id = ?"
+#: A purge's deletes return the ids they removed (the vectors to drop are exactly those).
+PURGE_USER = "DELETE FROM events WHERE tenant = ? AND user_id = ? RETURNING id"
+PURGE_SESSION = "DELETE FROM events WHERE tenant = ? AND session_id = ? RETURNING id"
 PURGE_IDS_EDGES = "DELETE FROM edges WHERE tenant = ? AND (src IN ({ids}) OR dst IN ({ids}))"
-PURGE_IDS = "DELETE FROM events WHERE tenant = ? AND id IN ({ids})"
+PURGE_IDS = "DELETE FROM events WHERE tenant = ? AND id IN ({ids}) RETURNING id"
 PURGE_ORPHAN_ARTIFACTS = (
     "DELETE FROM artifacts WHERE tenant = ? AND NOT EXISTS (SELECT 1 FROM events "
     "WHERE events.tenant = artifacts.tenant AND instr(events.payload, artifacts.sha256) > 0)"
