@@ -30,7 +30,14 @@ import numpy as np
 
 from beeweave_bench.context import load_scenarios
 from beeweave_core.memory.extract import Turn, statements
-from beeweave_core.memory.supersession import FEATURES, Said, Scorer, features, prepare
+from beeweave_core.memory.supersession import (
+    FEATURES,
+    NEAREST,
+    Said,
+    Scorer,
+    features,
+    prepare,
+)
 from beeweave_core.text import language as L
 
 THRESHOLDS = (*(round(0.05 * i, 2) for i in range(2, 19)), 0.95, 0.97, 0.98, 0.99)
@@ -109,14 +116,32 @@ def fit(x: np.ndarray, y: np.ndarray, l2: float = 1e-3) -> tuple[np.ndarray, flo
     return w / sd, float(b - (w / sd) @ mu)
 
 
-def errors(conv: Conversation, s: Scorer) -> tuple[int, int]:
-    """(missed, merged) of one conversation under scorer ``s``."""
+def replay(conv: Conversation, s: Scorer) -> dict[int, set[int]]:
+    """Which later statements each statement was replaced by, decided in order as the
+    memory writer's :class:`~beeweave_core.memory.supersession.Index` does: a new
+    statement is judged against the live ones nearest to it by masked meaning, what it
+    replaces is no longer live, and a wording said again is not a new statement."""
+    px = {pair: f for pair, f in zip(conv.pairs, conv.x, strict=True)}
+    folded = [L.fold(x.text) for x in conv.said]
+    live: list[int] = []
     by: dict[int, set[int]] = {}
-    for (a, b), f in zip(conv.pairs, conv.x, strict=True):
-        if a in conv.after and s.decides(f):
-            by.setdefault(a, set()).add(b)
+    for b in range(len(conv.said)):
+        if any(folded[a] == folded[b] for a in live):
+            continue
+        near = sorted(live, key=lambda a: -px[(a, b)][0])[:NEAREST]
+        chosen = s.choose(conv.said[b], [conv.said[a] for a in near], [px[(a, b)] for a in near])
+        for k in chosen:
+            by.setdefault(near[k], set()).add(b)
+            live.remove(near[k])
+        live.append(b)
+    return by
+
+
+def errors(conv: Conversation, s: Scorer) -> tuple[int, int]:
+    """(missed, merged) of one conversation under scorer ``s``, replayed in order."""
+    by = replay(conv, s)
     missed = sum(1 for a in conv.old if not by.get(a, set()) & conv.after[a])
-    merged = sum(1 for a, bs in by.items() if bs - conv.after[a])
+    merged = sum(1 for a, bs in by.items() if a in conv.after and bs - conv.after[a])
     return missed, merged
 
 

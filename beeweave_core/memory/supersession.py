@@ -39,7 +39,7 @@ WEIGHTS = Path(__file__).resolve().parent.parent / "data" / "supersession-minilm
 FEATURES = (
     "cos_masked", "cos_raw", "jaccard", "containment", "shared_value", "new_value",
     "old_values_repeated", "kind_changed", "id_conflict", "both_valued", "log_distance",
-    "new_by_user", "old_by_user",
+    "new_by_user", "old_by_user", "char_overlap",
 )  # fmt: skip
 #: Masked-text cosine above which two statements are one sentence said again.
 SAME_SENTENCE = 0.97
@@ -59,6 +59,10 @@ _CAP = re.compile(r"(?<=[\w,;:] )[A-Z][\w'-]*(?: [A-Z][\w'-]*)*")
 #: Short codes a word-level identifier test leaves out (``W7``, ``B12``, ``v2``).
 _SHORT_CODE = re.compile(r"\b[A-Za-z]{1,4}\d+[A-Za-z\d]*\b")
 _ID_PATTERN = re.compile(r"[A-Za-z]+|\d+")
+#: An amount an identifier pattern also matches: an optional currency sign, digits, at
+#: most two letters of unit (``k``, ``ms``), or a range of two such.
+_AMOUNT = r"[$€£¥]?\d[\d.,]*[A-Za-z]{0,2}"
+_QUANTITY = re.compile(rf"{_AMOUNT}(?:[-–~]{_AMOUNT})?")
 #: A Chinese word that is a number with its measure (九折, 两百万, 第三季度): numerals,
 #: then at most two characters.  A lone 一 starts ordinary words (一起, 一下), so it
 #: counts only with another numeral.
@@ -80,7 +84,10 @@ def values(text: str) -> list[Value]:
     names (capitalised words inside a sentence), Latin runs inside Chinese."""
     out: dict[str, Value] = {}
     for ident in [*L.identifiers(text), *_SHORT_CODE.findall(text)]:
-        if any(c.isdigit() for c in ident):
+        if _QUANTITY.fullmatch(ident):  # "$135k-$155k", "5k": an amount, not a code
+            unit = "".join(c for c in ident if not (c.isdigit() or c in ".,-–~"))
+            out.setdefault(ident.casefold(), Value(ident, "num:" + unit.casefold()))
+        elif any(c.isdigit() for c in ident):
             out.setdefault(ident.casefold(), Value(ident, "id:" + _shape(ident)))
     for m in _NUM.finditer(text):
         # a measure word after a space ("20 斤") names the kind; it stays in the text
@@ -119,6 +126,13 @@ def mask(text: str, found: Sequence[Value]) -> str:
     return " ".join(out.split())
 
 
+def char_grams(masked: str) -> frozenset[str]:
+    """Character bigrams of a masked sentence's letters (spaces and punctuation out):
+    a word-boundary-free view of what it is about, read alike in Chinese and English."""
+    chars = "".join(segment.CJK.findall(masked))
+    return frozenset(chars[i : i + 2] for i in range(len(chars) - 1))
+
+
 def content_words(text: str, found: Sequence[Value]) -> frozenset[str]:
     """The words a statement is about: its tokens without stopwords and values."""
     vals = {t for v in found for t in segment.tokens(v.text)}
@@ -136,6 +150,7 @@ class Said:
     by_user: bool
     found: list[Value] = field(default_factory=list)
     words: frozenset[str] = frozenset()
+    grams: frozenset[str] = frozenset()
     masked_vec: np.ndarray | None = None
     raw_vec: np.ndarray | None = None
 
@@ -149,7 +164,8 @@ def prepare(items: Sequence[tuple[str, str, int, bool]]) -> list[Said]:
     out = []
     for i, text, seq, by_user in items:
         found = values(text)
-        out.append(Said(i, text, seq, by_user, found, content_words(text, found)))
+        words, grams = content_words(text, found), char_grams(mask(text, found))
+        out.append(Said(i, text, seq, by_user, found, words, grams))
     if out:
         vecs = embed([mask(s.text, s.found) for s in out] + [s.text for s in out])
         for n, s in enumerate(out):
@@ -189,7 +205,12 @@ def features(old: Said, new: Said) -> list[float]:
         math.log1p(max(0, new.seq - old.seq)),
         1.0 if new.by_user else 0.0,
         1.0 if old.by_user else 0.0,
+        _dice(old.grams, new.grams),
     ]
+
+
+def _dice(a: frozenset[str], b: frozenset[str]) -> float:
+    return 2 * len(a & b) / (len(a) + len(b)) if a and b else 0.0
 
 
 @dataclass(frozen=True)
@@ -216,6 +237,17 @@ class Scorer:
     def replaces(self, old: Said, new: Said) -> bool:
         """Does ``new`` give ``old``'s setting another value?"""
         return self.decides(features(old, new))
+
+    def choose(
+        self, new: Said, olds: Sequence[Said], feats: Sequence[Sequence[float]]
+    ) -> list[int]:
+        """Which of ``olds`` (nearest first, with the pairs' features) ``new`` replaces:
+        the one it most likely gives another value to, if any passes.  One statement
+        changes one setting; taking every candidate over the threshold let a sentence
+        with one new value replace two settings that share its unit (a rollout share and
+        a crash-rate floor, both in %), and the one it did not change was lost."""
+        passed = [k for k, f in enumerate(feats) if self.decides(f)]
+        return [max(passed, key=lambda k: self.probability(feats[k]))] if passed else []
 
     def decides(self, f: Sequence[float]) -> bool:
         """The decision on a pair's features.  Two rules come before the score, as both
@@ -270,12 +302,10 @@ class Index:
         sims = self._matrix[:n] @ new.masked_vec
         alive = np.array([r is not None for r in self._rows])
         sims = np.where(alive, sims, -np.inf)
-        out = []
-        for k in np.argsort(-sims)[: min(NEAREST, len(self._row_of))]:
-            old = self._rows[int(k)]
-            if old is not None and old.seq <= new.seq and judge.replaces(old, new):
-                out.append(old.id)
-        return out
+        near = [old for k in np.argsort(-sims)[: min(NEAREST, len(self._row_of))]
+                if (old := self._rows[int(k)]) is not None and old.seq <= new.seq]  # fmt: skip
+        chosen = judge.choose(new, near, [features(old, new) for old in near])
+        return [near[k].id for k in chosen]
 
     def add(self, said: Said) -> None:
         vec = said.masked_vec

@@ -60,8 +60,8 @@ _SOURCE = {"framework": "beeweave", "component": "memory"}
 OVERTURNED_KEPT = 32
 #: Events whose sentences are classified (and statements embedded) in one model run.
 WARM_EVENTS = 32
-_READ = (EventType.USER_MESSAGE, EventType.ASSISTANT_MESSAGE, EventType.TOOL_RESULT,
-         EventType.TOOL_INVOCATION)  # fmt: skip
+_TURNS = (EventType.USER_MESSAGE, EventType.ASSISTANT_MESSAGE, EventType.TOOL_RESULT)
+_READ = (*_TURNS, EventType.TOOL_INVOCATION)
 
 MEMORY_EXTRACT_PROMPT = """Extract durable facts, decisions (with reasons), preferences and \
 constraints from the user's message below, for an assistant's long-term memory.  Copy values \
@@ -86,6 +86,9 @@ class _Session:
     """What the writer keeps of one session between events (rebuilt from the store)."""
 
     cursor: int = -1
+    #: conversation turns read (user, assistant, tool result): how far apart two
+    #: statements were said, whatever else the session stored between them
+    turns: int = 0
     index: Index = field(default_factory=Index)
     wording: dict[str, str] = field(default_factory=dict)  # folded text -> memory id
     calls: dict[str, str] = field(default_factory=dict)  # tool call -> artifact memory id
@@ -182,7 +185,9 @@ class MemoryWriter:
 
     def _read_state(self, session_id: str) -> _Session:
         mems = self.store.timeline(session_id, types=(EventType.MEMORY,), include_inactive=True)
-        st = _Session(cursor=max((int(m.payload.get("source_seq", -1)) for m in mems), default=-1))
+        newest = max(mems, key=lambda m: int(m.payload.get("source_seq", -1)), default=None)
+        st = _Session(cursor=int(newest.payload.get("source_seq", -1)) if newest else -1,
+                      turns=_turn_of(newest) if newest else 0)  # fmt: skip
         active = [m for m in mems if m.status.value == "active"]
         for m in active:
             if m.payload.get("kind") == "artifact":
@@ -191,8 +196,7 @@ class MemoryWriter:
                     st.calls[str(key)] = m.id
             else:
                 st.wording[L.fold(m.content)] = m.id
-        said = prepare([(m.id, m.content, int(m.payload.get("source_seq", m.seq)),
-                         m.payload.get("source_role") == "user")
+        said = prepare([(m.id, m.content, _turn_of(m), m.payload.get("source_role") == "user")
                         for m in active if m.payload.get("kind") != "artifact"])  # fmt: skip
         for s in said:
             st.index.add(s)
@@ -220,12 +224,14 @@ class MemoryWriter:
     def _process_event(
         self, st: _Session, ev: Event, invocations: dict[str, Event], use_llm: bool
     ) -> list[str]:
+        if ev.type in _TURNS:
+            st.turns += 1
         if ev.type == EventType.TOOL_RESULT:
             return self._artifact(st, ev, invocations)
         if ev.type not in (EventType.USER_MESSAGE, EventType.ASSISTANT_MESSAGE):
             return []
         role = "user" if ev.type == EventType.USER_MESSAGE else "assistant"
-        turn = Turn(ev.id, ev.seq, role, ev.content or "")
+        turn = Turn(ev.id, st.turns, role, ev.content or "")
         if role == "assistant":
             self._confirmations(st, ev)
             if turn.text.strip():
@@ -282,7 +288,7 @@ class MemoryWriter:
         replaced = st.index.replaced_by(said)
         extra = self._overturns(replaced) if replaced else {}
         role = "user" if s.by_user else "assistant"
-        mid = self._write(ev, s.kind, s.text, s.sources,
+        mid = self._write(ev, st.turns, s.kind, s.text, s.sources,
                           {"source_role": role, "extractor": s.extractor, **extra})  # fmt: skip
         for old in replaced:
             self.store.invalidate([old], f"superseded by #{ev.seq}: {key[:120]}", by=mid)
@@ -304,7 +310,7 @@ class MemoryWriter:
     def _rejected(self, st: _Session, ev: Event, s: Statement) -> str:
         """A proposal the user turned down: stored, invalid from the start, with the reply."""
         proposal, reply = s.sources[0], s.sources[-1]
-        mid = self._write(ev, "decision", s.text, s.sources,
+        mid = self._write(ev, st.turns, "decision", s.text, s.sources,
                           {"source_role": "assistant", "rejected": True, "rejected_by": reply,
                            "overturned": [{"memory": None, "text": s.text,
                                            "sources": [proposal]}]},
@@ -327,7 +333,7 @@ class MemoryWriter:
                                  "args": tool_args(inv) if inv else None, "source_role": "tool"}  # fmt: skip
         if prior is not None:
             extra.update(previous=prior, supersedes=[prior])
-        mid = self._write(ev, "artifact", text, sources, extra)
+        mid = self._write(ev, st.turns, "artifact", text, sources, extra)
         if prior is not None:
             self.store.invalidate([prior], f"replaced by a newer version (#{ev.seq})", by=mid)
         st.calls[call] = mid
@@ -344,13 +350,14 @@ class MemoryWriter:
         return list(dict.fromkeys([*(m.payload.get("source_ids") or ()), *linked]))
 
     def _write(
-        self, ev: Event, kind: str, text: str, sources: Sequence[str], extra: dict[str, Any],
-        *, key: str | None = None,
+        self, ev: Event, turn: int, kind: str, text: str, sources: Sequence[str],
+        extra: dict[str, Any], *, key: str | None = None,
     ) -> str:  # fmt: skip
         kind = kind if kind in KINDS else "fact"
         payload: dict[str, Any] = {
             "kind": kind,
             "source_seq": ev.seq,
+            "source_turn": turn,
             "source_ids": list(sources),
             "values": L.key_values(text),
             "half_life_days": HALF_LIFE_DAYS[kind],
@@ -385,6 +392,12 @@ def _warm(events: Sequence[Event]) -> None:
     warm_vectors(
         [s for s, k in zip(sents, kinds, strict=True) if k in STATEMENTS or k == "question"]
     )
+
+
+def _turn_of(memory: Event) -> int:
+    """The conversation turn a memory was said at (stores written before turns were
+    counted have only the event's seq)."""
+    return int(memory.payload.get("source_turn", memory.payload.get("source_seq", memory.seq)))
 
 
 __all__ = ["Digest", "MemoryWriter"]
