@@ -248,6 +248,13 @@ class Compactor:
         if report.tail_tokens <= report.threshold and not force:
             report.reason = "below trigger"
             return report
+        if not force:  # where a worker that never fell behind would have compacted
+            cut = self._cut(allsum, tail, tokens, report.threshold)
+            if cut is None:
+                level, _wait = self._pace(session_id, allsum, tail, report, level, window, force)
+                return report
+            tail, tokens = tail[: cut + 1], tokens[: cut + 1]
+            units = [u for u in units if u.seq_from <= tail[-1].seq_to]
         level, wait = self._pace(session_id, allsum, tail, report, level, window, force)
         if wait:
             return report
@@ -301,6 +308,25 @@ class Compactor:
             report.thrash, report.level = True, level
             self._warn_thrash(session_id, turns_since, report, level, window)
         return level, False
+
+    def _cut(
+        self, allsum: Sequence[Event], tail: Sequence[Unit], tokens: Sequence[int],
+        threshold: int,
+    ) -> int | None:  # fmt: skip
+        """The unit a compaction is made at: the first that takes the uncovered tail past
+        the trigger with the back-off after the last compaction over (``None``: no unit
+        yet).  Cutting there, not wherever the tail has got to when the worker runs,
+        gives the same summaries however far behind maintenance was."""
+        last = max(allsum, key=lambda s: int(s.payload.get("at_seq", -1)), default=None)
+        at_seq = int(last.payload.get("at_seq", -1)) if last is not None else -1
+        cooldown = int(last.payload.get("cooldown_turns", 0)) if last is not None else 0
+        total = turns_since = 0
+        for i, (u, n) in enumerate(zip(tail, tokens, strict=True)):
+            total += n
+            turns_since += u.turns if u.seq_from > at_seq else 0
+            if total > threshold and turns_since >= cooldown:
+                return i
+        return None
 
     def warm(self, session_id: str, inputs: SessionInputs) -> None:
         """Index the sentences of the session's turns now (a background catch-up), not
@@ -507,7 +533,9 @@ class Compactor:
             free = s.id not in covered and s.id not in tried
             if level < self.policy.max_merge_level and s.content and free:
                 pools.setdefault(level, []).append(s)
-        return pools
+        # by the turns they cover, not by when they were written (a rebuilt summary is
+        # stored later than its neighbours, and must be merged with the same ones)
+        return {lv: sorted(pool, key=_seq_from) for lv, pool in pools.items()}
 
     def _merge(
         self, session_id: str, children: Sequence[Event], level: int, counter: TokenCounter,

@@ -44,6 +44,9 @@ TEXT_BATCH = 256
 #: Seconds the worker waits after a batch makes a session due (an agent's turn is
 #: stored, then read at once: the read goes first; the model call after it is slower).
 DEBOUNCE = 0.05
+#: Compactions one step makes at most (each at the next point the trigger was passed:
+#: a backlog is compacted as it would have been turn by turn).
+COMPACTION_PASSES = 64
 #: Newest memories per working-state section.
 WORKING_PER_SECTION = 64
 #: Event types whose arrival makes a session due (an audit record alone does not).
@@ -294,7 +297,7 @@ class Maintenance:
         counter = (job.counter if job is not None and job.counter is not None
                    else _first_counter(ask))  # fmt: skip
         force = job is not None and job.force
-        for _pass in range(8):  # one pass compacts down to the keep size; repeat past merges
+        for _pass in range(COMPACTION_PASSES):  # one trigger point per pass, then merges
             self._give_way()
             inputs = _inputs(view, self.compactor)
             refreshed = self.compactor.refresh_stale(sid, counter, inputs)
