@@ -187,6 +187,9 @@ class MemoryOps:
     _counter: TokenCounter | None = field(default=None, repr=False)
 
     def __post_init__(self) -> None:
+        from beeweave_core.weave import require_weave  # weave.py imports this module's users
+
+        require_weave(self.weave, "MemoryOps")
         check_scope(self.scope)
         if self.budget_tokens <= 0:
             raise ValueError(f"budget_tokens must be positive, got {self.budget_tokens!r}")

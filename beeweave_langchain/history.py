@@ -16,8 +16,9 @@ from langchain_core.chat_history import BaseChatMessageHistory
 from langchain_core.messages import BaseMessage
 
 from beeweave_core.events import EventType
+from beeweave_core.fallback import Fallback
 from beeweave_core.transcript import MESSAGE_TYPES, transcript_for
-from beeweave_core.weave import Weave
+from beeweave_core.weave import Weave, require_weave
 from beeweave_langchain.messages import event_to_message, to_messages
 
 _COMPONENT = "chat_history"
@@ -43,8 +44,9 @@ class BeeWeaveChatMessageHistory(BaseChatMessageHistory):
     ) -> None:
         if not isinstance(session_id, str) or not session_id:
             raise ValueError(f"session_id must be a non-empty string, got {session_id!r}")
-        self.weave = weave
+        self.weave = require_weave(weave, "BeeWeaveChatMessageHistory")
         self.session_id = session_id
+        self.fallback = Fallback("BeeWeaveChatMessageHistory")
         self._meta = {
             k: v for k, v in (("user_id", user_id), ("agent_id", agent_id)) if v is not None
         }
@@ -58,6 +60,10 @@ class BeeWeaveChatMessageHistory(BaseChatMessageHistory):
 
     @property
     def messages(self) -> list[BaseMessage]:  # type: ignore[override]
+        """The session's messages; none (one warning) when the store is closed or down."""
+        return self.fallback.run(self._messages, list)
+
+    def _messages(self) -> list[BaseMessage]:
         out = []
         for ev in self._events():
             if ev.type == EventType.SYSTEM_PROMPT and ev.source.get("component") != _COMPONENT:
@@ -74,6 +80,9 @@ class BeeWeaveChatMessageHistory(BaseChatMessageHistory):
         for m in messages:
             if not isinstance(m, BaseMessage):
                 raise TypeError(f"add_messages takes LangChain messages, got {type(m).__name__}")
+        self.fallback.run(lambda: self._add(messages), lambda: None)
+
+    def _add(self, messages: Sequence[BaseMessage]) -> None:
         self.weave.flush()  # the writer reads what the session holds
         transcript_for(self.weave).append(
             self.session_id, to_messages(messages), meta=self._meta, source=self._source
