@@ -161,3 +161,14 @@ def test_an_unreachable_routing_url_is_reported_in_one_line(tmp_path):
     assert done.returncode == 1
     assert done.stderr.strip().count("\n") == 0, done.stderr
     assert "not reachable" in done.stderr
+
+
+def test_a_plain_path_opens_the_same_file_as_from_conn_string(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("BEEWEAVE_HOME", str(tmp_path / "home"))
+    with Weave.open("a.db", index=False) as weave:
+        weave.emit("user_message", "plain path", session_id="s-path")
+        assert weave.flush()
+    assert (tmp_path / "a.db").exists()
+    with BeeWeaveCheckpointer.from_conn_string("a.db") as saver:
+        assert saver.weave.store.timeline("s-path")[0].content == "plain path"
