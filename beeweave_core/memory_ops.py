@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING, Any, Literal, TypedDict
 
 from pydantic import BaseModel, Field, ValidationError
 
-from beeweave_core.errors import shown
+from beeweave_core.errors import invalid_line, shown
 from beeweave_core.events import Edge, EdgeType, Event, EventType, Status, new_event_id
 from beeweave_core.memory.kinds import KINDS
 from beeweave_core.memory.supersession import Index, prepare
@@ -215,9 +215,7 @@ class MemoryOps:
         try:
             parsed = spec.args.model_validate(dict(args))
         except ValidationError as exc:
-            first = exc.errors()[0]
-            where = ".".join(str(p) for p in first.get("loc", ())) or "arguments"
-            return f"error: {op}: {where}: {first.get('msg', 'invalid')}"
+            return f"error: {op}: {invalid_line(exc)}"
         asked = parsed.scope if isinstance(parsed, RememberArgs | RecallArgs | ListArgs) else None
         if self.scope_fixed and asked is not None and asked != self.scope:
             return (f"error: {op}: the scope is fixed to {shown(self.scope)} here; "
