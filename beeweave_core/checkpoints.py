@@ -17,6 +17,8 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
+from beeweave_core.errors import StoreError
+from beeweave_core.fallback import cause, unavailable
 from beeweave_core.scopes import Readable
 
 #: A value serialised by the saver's serde: ``(type tag, bytes)``.
@@ -32,8 +34,24 @@ LIST_PAGE = 64
 MAIN_BRANCH = "main"
 
 
-class CheckpointStoreError(RuntimeError):
-    """The checkpoint store could not do what was asked (bad input is a ``ValueError``)."""
+class CheckpointStoreError(StoreError):
+    """The checkpoint store could not do what was asked (bad input is a ``ValueError``).
+
+    A closed or unreachable store is reported as this, in one line naming the store and
+    the cause (:func:`store_failure`): LangGraph's state is the saver's writes, so unlike
+    capture and memory reads the saver cannot go on without them.
+    """
+
+
+def store_failure(store: str, exc: BaseException) -> CheckpointStoreError | None:
+    """The one-line error for an outage ``exc`` of the checkpoint store ``store``
+    (None: ``exc`` is no outage, e.g. bad input, and is raised as it is)."""
+    if isinstance(exc, CheckpointStoreError) or not unavailable(exc):
+        return None
+    return CheckpointStoreError(
+        f"checkpoint store {store} is unavailable ({type(exc).__name__}: {cause(exc)}); "
+        "the graph cannot save or resume its threads until it answers"
+    )
 
 
 @dataclass(frozen=True, slots=True)

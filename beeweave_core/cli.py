@@ -19,6 +19,7 @@ from rich.table import Table
 from rich.text import Text
 from rich.tree import Tree
 
+from beeweave_core.backends import store_exists
 from beeweave_core.backends.neo4j.auth import Credentials, auth_from_env
 from beeweave_core.checkpoints import CheckpointStore, PruneLimits
 from beeweave_core.errors import StoreError, shown
@@ -86,7 +87,12 @@ def _auth(auth: str | None) -> Credentials | None:
 
 
 @contextmanager
-def opened(url: str | None, tenant: str, auth: str | None = None, **kw: Any) -> Iterator[Weave]:
+def opened(
+    url: str | None, tenant: str, auth: str | None = None, *, read: bool = False, **kw: Any
+) -> Iterator[Weave]:
+    """The weave a command works on; ``read``: a store that is not there is refused, not made."""
+    if read and not store_exists(url):
+        fail(f"no store at {shown(url or default_url(), 200)}: nothing to read, nothing created")
     try:
         weave = Weave.open(url, tenant=tenant, auth=_auth(auth), **kw)
     except ValueError as exc:
@@ -149,7 +155,7 @@ def trace_tree(weave: Weave, event_id: str, depth: int = 6) -> Tree:
     """The causal chain behind an event, as a tree (nearest cause first)."""
     found = weave.store.get([event_id])
     if not found:
-        raise NotFound(f"no event {event_id!r} for tenant {weave.tenant!r}")
+        raise NotFound(f"no event {shown(event_id)} for tenant {shown(weave.tenant)}")
     root = found[0]
     tree = Tree(f"[bold]{root.type.value}[/] #{root.seq}: {_short(root.content)}")
     for file in archived_in(weave.store, root):  # causes the retention policy moved out
@@ -245,7 +251,7 @@ def sessions(
     as_json: JsonOpt = False,
 ) -> None:
     """List stored sessions with counts by type, tokens and times."""
-    with opened(url, tenant, auth, scopes=scope or None) as weave:
+    with opened(url, tenant, auth, read=True, scopes=scope or None) as weave:
         if as_json:
             print_json([s.model_dump(mode="json") for s in weave.store.sessions()])
         else:
@@ -268,7 +274,7 @@ def show(
     """Show a session's timeline."""
     if last is not None and last < 1:
         fail(f"--last must be a positive number of events, got {last}")
-    with opened(url, tenant, auth, scopes=scope or None) as weave:
+    with opened(url, tenant, auth, read=True, scopes=scope or None) as weave:
         events = weave.store.timeline(session_id, last=last, include_inactive=all_)
         if not events:
             fail(f"no session {shown(session_id)} for tenant {shown(tenant)}")
@@ -291,7 +297,7 @@ def trace(
     """Show the causal ancestry of one event as a tree."""
     if depth < 1:
         fail(f"--depth must be at least 1, got {depth}")
-    with opened(url, tenant, auth, scopes=scope or None) as weave:
+    with opened(url, tenant, auth, read=True, scopes=scope or None) as weave:
         try:
             if as_json:
                 print_json(trace_records(weave, event_id, depth))
@@ -299,6 +305,35 @@ def trace(
                 console.print(trace_tree(weave, event_id, depth))
         except NotFound as exc:
             fail(str(exc.args[0]))
+
+
+@app.command()
+def search(
+    query: str,
+    session: Annotated[str | None, typer.Option(help="Only this session.")] = None,
+    user: Annotated[str | None, typer.Option(help="Every session of this user.")] = None,
+    k: Annotated[int, typer.Option("--k", "-k", help="How many hits.")] = 10,
+    url: UrlOpt = None,
+    tenant: TenantOpt = "default",
+    scope: ScopeOpt = None,
+    auth: AuthOpt = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Recall past events for QUERY (weave.retrieve: words, meaning, graph, recency)."""
+    if k < 1:
+        fail(f"--k must be a positive number of hits, got {k}")
+    with opened(url, tenant, auth, read=True, scopes=scope or None) as weave:
+        hits = weave.retrieve(query, session_id=session, user_id=user, k=k)
+    if as_json:
+        print_json([{**h.metadata(), "content": h.event.content} for h in hits])
+        return
+    table = Table("rank", "score", "session", "seq", "type", "content", "paths",
+                  title=f"Search: {_short(query, 60)}")  # fmt: skip
+    for n, h in enumerate(hits, 1):
+        paths = " ".join(f"{p}={v:.2f}" for p, v in h.paths.items())
+        table.add_row(str(n), f"{h.score:.3f}", _short(h.event.session_id, 24),
+                      str(h.event.seq), h.event.type.value, _short(h.event.content), paths)  # fmt: skip
+    console.print(table)
 
 
 def trace_records(weave: Weave, event_id: str, depth: int) -> list[dict[str, Any]]:
@@ -328,7 +363,7 @@ def stats(
     if budget < 1:
         fail(f"--budget must be a positive number of tokens, got {budget}")
     with opened(
-        url, tenant, auth, scopes=scope or None, index_options={"backfill": False}
+        url, tenant, auth, read=True, scopes=scope or None, index_options={"backfill": False}
     ) as weave:
         if session_id is not None and not weave.store.timeline(session_id, last=1):
             fail(f"no session {shown(session_id)} for tenant {shown(tenant)}")
@@ -382,7 +417,8 @@ def purge(
     chosen = [x for x in (session, user, event) if x]
     if len(chosen) != 1:
         fail("purge takes exactly one of --session, --user or --event")
-    with opened(url, tenant, auth, scopes=scope or None) as weave:
+    with opened(url, tenant, auth, read=True, scopes=scope or None) as weave:
+        _purge_target_exists(weave, session, user, event or [])
         if session is not None:
             confirmed(f"Purge session {shown(session)} of tenant {shown(tenant)}?", yes)
             n = weave.purge(session_id=session)
@@ -407,7 +443,7 @@ def tombstones_list(
     as_json: JsonOpt = False,
 ) -> None:  # fmt: skip
     """What purges erased (kind, value, when): copies of these are refused."""
-    with opened(url, tenant, auth) as weave:
+    with opened(url, tenant, auth, read=True) as weave:
         found = weave.tombstones()
     if as_json:
         print_json([t._asdict() for t in found])
@@ -435,13 +471,29 @@ def tombstones_lift(
     if len(named) != 1:
         fail("tombstones lift takes exactly one of --session, --user or --event")
     ((kind, value),) = named.items()
-    with opened(url, tenant, auth) as weave:
+    with opened(url, tenant, auth, read=True) as weave:
         confirmed(
             f"Lift the tombstone of {kind} {shown(value)}? Its copies will be kept again.", yes
         )
         if not weave.lift_tombstone(**{f"{kind}_id": value}):
             fail(f"no tombstone for {kind} {shown(value)} in tenant {shown(tenant)}")
     console.print(f"lifted the tombstone of {kind} {shown(value)}")
+
+
+def _purge_target_exists(
+    weave: Weave, session: str | None, user: str | None, events: list[str]
+) -> None:
+    """A purge of nothing is a typo: it fails like ``show`` and ``export`` (and writes no
+    tombstone for a session that never was)."""
+    tenant = shown(weave.tenant)
+    if session is not None and not weave.store.timeline(session, last=1, include_inactive=True):
+        fail(f"no session {shown(session)} for tenant {tenant}")
+    if user is not None and not weave.user_event_ids(user):
+        fail(f"no events of user {shown(user)} for tenant {tenant}")
+    known = {e.id for e in weave.store.get(events, include_inactive=True)} if events else set()
+    missing = [x for x in events if x not in known]
+    if missing:
+        fail(f"no event {shown(missing[0])} for tenant {tenant}")
 
 
 @app.command()
@@ -455,11 +507,8 @@ def forget(
     yes: YesOpt = False,
 ) -> None:
     """Hide events from every read (recall, context) but keep them for audit (``show --all``)."""
-    with opened(url, tenant, auth, scopes=scope or None) as weave:
-        known = {e.id for e in weave.store.get(event, include_inactive=True)}
-        missing = [x for x in event if x not in known]
-        if missing:
-            fail(f"no event {shown(missing[0])} for tenant {shown(tenant)}")
+    with opened(url, tenant, auth, read=True, scopes=scope or None) as weave:
+        _purge_target_exists(weave, None, None, event)
         confirmed(f"Forget {len(event)} event(s) of tenant {shown(tenant)}?", yes)
         n = weave.store.invalidate(event, reason)
         if weave.indexer is not None:
@@ -488,7 +537,7 @@ def export_cmd(
 ) -> None:
     """Export a session (events, edges, artifacts, and its LangGraph checkpoints) to JSON."""
     with (
-        opened(url, tenant, auth, scopes=scope or None) as weave,
+        opened(url, tenant, auth, read=True, scopes=scope or None) as weave,
         checkpoint_store(weave) as checkpoints,
     ):
         try:

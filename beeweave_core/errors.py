@@ -19,6 +19,17 @@ class NotFound(StoreError, KeyError):
 ECHO_CHARS = 60
 
 
+def invalid_line(exc: Exception) -> str:
+    """The first problem a pydantic ``ValidationError`` names, in one short line
+    (``field: message``; never the rejected value, which is the caller's data)."""
+    errors = getattr(exc, "errors", None)
+    found = errors() if callable(errors) else None
+    if found:
+        where = ".".join(str(p) for p in found[0].get("loc", ())) or "value"
+        return f"{where}: {found[0].get('msg', 'invalid')}"
+    return " ".join(str(exc).split())[:120]
+
+
 def shown(value: object, limit: int = ECHO_CHARS) -> str:
     """A one-line, bounded ``repr`` of ``value`` for an error message."""
     try:

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from beeweave_core.checkpoints import CheckpointRow, CheckpointStore, Typed, WriteRow
-from beeweave_core.errors import shown
+from beeweave_core.errors import invalid_line, shown
 from beeweave_core.events import Edge, EdgeType, Event
 from beeweave_core.payloads import sha256_text
 
@@ -84,7 +84,7 @@ def validate_export(data: object) -> SessionExport:
     try:
         env = _Envelope.model_validate(data)
     except ValidationError as exc:
-        raise ValueError(f"bad export: {_first_error(exc)}") from None
+        raise ValueError(f"bad export: {invalid_line(exc)}") from None
     events = [_event(i, rec, env.session_id) for i, rec in enumerate(env.events)]
     ids = {e.id for e in events}
     if len(ids) != len(events):
@@ -98,7 +98,7 @@ def _event(i: int, record: dict[str, Any], session_id: str) -> Event:
     try:
         event = Event.from_record(record)
     except (ValidationError, ValueError, TypeError) as exc:
-        raise ValueError(f"bad export: event #{i}: {_first_error(exc)}") from None
+        raise ValueError(f"bad export: event #{i}: {invalid_line(exc)}") from None
     if event.session_id != session_id:
         raise ValueError(
             f"bad export: event #{i} belongs to session {shown(event.session_id)}, "
@@ -111,7 +111,7 @@ def _edge(i: int, record: dict[str, Any], ids: set[str]) -> Edge:
     try:
         edge = Edge.model_validate(record)
     except (ValidationError, ValueError, TypeError) as exc:
-        raise ValueError(f"bad export: edge #{i}: {_first_error(exc)}") from None
+        raise ValueError(f"bad export: edge #{i}: {invalid_line(exc)}") from None
     if edge.type == EdgeType.NEXT:
         raise ValueError(f"bad export: edge #{i} is NEXT, which follows the session order")
     if edge.src not in ids:
@@ -130,15 +130,6 @@ def _artifacts(raw: dict[str, str | None]) -> dict[str, str]:
             raise ValueError(f"bad export: artifact {sha[:12]}… does not match its SHA-256")
         out[sha] = body
     return out
-
-
-def _first_error(exc: Exception) -> str:
-    """The first problem pydantic found, in one short line."""
-    if isinstance(exc, ValidationError) and exc.errors():
-        err = exc.errors()[0]
-        where = ".".join(str(p) for p in err.get("loc", ())) or "value"
-        return f"{where}: {err.get('msg', 'invalid')}"
-    return " ".join(str(exc).split())[:120]
 
 
 # ------------------------------------------------------------------ checkpoints

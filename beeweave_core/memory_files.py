@@ -25,7 +25,7 @@ from typing import Any
 
 from pydantic import BaseModel, Field, ValidationError
 
-from beeweave_core.errors import shown
+from beeweave_core.errors import invalid_line, shown
 from beeweave_core.events import Event, EventType
 from beeweave_core.memory_ops import MemoryOpError, MemoryOps, checked_text, namespace
 
@@ -99,7 +99,7 @@ class MemoryFiles:
         try:
             cmd = MemoryCommand.model_validate(dict(command))
         except (ValidationError, TypeError, ValueError) as exc:
-            return f"Error: invalid memory command: {' '.join(str(exc).split())[:200]}"
+            return f"Error: invalid memory command: {invalid_line(exc)}"
         handler = getattr(self, f"_{cmd.command}", None) if cmd.command in COMMANDS else None
         if handler is None:
             return f"Error: unknown command {shown(cmd.command)}; use one of {', '.join(COMMANDS)}"
@@ -138,6 +138,8 @@ class MemoryFiles:
             return f"Error: File {path} already exists"
         if any(p.startswith(path + "/") for p in files):
             return f"Error: {path} is a directory"
+        if (file := _file_above(path, files)) is not None:
+            return f"Error: {file} is a file, not a directory"
         self._save(path, text, None, session_id)
         return f"File created successfully at: {path}"
 
@@ -190,6 +192,8 @@ class MemoryFiles:
             return f"Error: The path {old} does not exist"
         if new in files or any(p.startswith(new + "/") for p in files):
             return f"Error: The destination {new} already exists"
+        if (file := _file_above(new, files)) is not None:
+            return f"Error: {file} is a file, not a directory"
         if new.startswith(old + "/"):
             return f"Error: cannot move {old} inside itself"
         for p, head in moving.items():
@@ -233,6 +237,16 @@ class MemoryFiles:
             why = f"renamed to {path}" if moved_from else f"edited ({path})"
             ops.writer.invalidate([previous.id], f"{why} by {mem.id}", by=mem.id)
         return mem
+
+
+def _file_above(path: str, files: Mapping[str, Event]) -> str | None:
+    """The existing file that ``path`` would sit under (a file is not a directory)."""
+    parent = path.rsplit("/", 1)[0]
+    while parent.startswith(ROOT + "/"):
+        if parent in files:
+            return parent
+        parent = parent.rsplit("/", 1)[0]
+    return None
 
 
 def _file_text(text: str | None) -> str:

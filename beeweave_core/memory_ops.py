@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING, Any, Literal, TypedDict
 
 from pydantic import BaseModel, Field, ValidationError
 
-from beeweave_core.errors import shown
+from beeweave_core.errors import invalid_line, shown
 from beeweave_core.events import Edge, EdgeType, Event, EventType, Status, new_event_id
 from beeweave_core.memory.kinds import KINDS
 from beeweave_core.memory.supersession import Index, prepare
@@ -187,6 +187,9 @@ class MemoryOps:
     _counter: TokenCounter | None = field(default=None, repr=False)
 
     def __post_init__(self) -> None:
+        from beeweave_core.weave import require_weave  # weave.py imports this module's users
+
+        require_weave(self.weave, "MemoryOps")
         check_scope(self.scope)
         if self.budget_tokens <= 0:
             raise ValueError(f"budget_tokens must be positive, got {self.budget_tokens!r}")
@@ -212,9 +215,7 @@ class MemoryOps:
         try:
             parsed = spec.args.model_validate(dict(args))
         except ValidationError as exc:
-            first = exc.errors()[0]
-            where = ".".join(str(p) for p in first.get("loc", ())) or "arguments"
-            return f"error: {op}: {where}: {first.get('msg', 'invalid')}"
+            return f"error: {op}: {invalid_line(exc)}"
         asked = parsed.scope if isinstance(parsed, RememberArgs | RecallArgs | ListArgs) else None
         if self.scope_fixed and asked is not None and asked != self.scope:
             return (f"error: {op}: the scope is fixed to {shown(self.scope)} here; "

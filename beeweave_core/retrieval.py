@@ -36,6 +36,7 @@ from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any, TypedDict
 
 from beeweave_core.config import DAY, DEFAULT_TYPE_WEIGHTS, PATHS, RetrievalConfig
+from beeweave_core.errors import shown
 from beeweave_core.events import EdgeType, Event, EventType, Status
 from beeweave_core.index.base import IndexFilter
 from beeweave_core.ranking import age_weight, minmax_shares, rrf_shares
@@ -275,6 +276,15 @@ def _check_query(query: object) -> None:
         raise TypeError(f"query must be a string, got {type(query).__name__}")
 
 
+def _check_call(k: object, session_id: object, user_id: object) -> None:
+    """Refuse the arguments that would otherwise fail deep inside, or find nothing silently."""
+    if not isinstance(k, int) or isinstance(k, bool):
+        raise TypeError(f"k must be an int (how many hits), got {shown(k)}")
+    for name, value in (("session_id", session_id), ("user_id", user_id)):
+        if value is not None and not isinstance(value, str):
+            raise TypeError(f"{name} must be a string or None, got {type(value).__name__}")
+
+
 #: What the graph path found around one seed: (event, distance, whether it is a session
 #: neighbour rather than a cause or effect), by (seed id, causal depth, neighbours either side).
 Near = dict[tuple[str, int, int], list[tuple[Event, int, bool]]]
@@ -433,6 +443,7 @@ class Retriever:
         :data:`~beeweave_core.tokens.MAX_QUERY_TOKENS` tokens are searched for.
         """
         _check_query(query)
+        _check_call(k, session_id, user_id)
         if k <= 0:
             return []
         query = bounded_query(query)

@@ -21,6 +21,7 @@ from beeweave_core.backends import Backend, open_backend
 from beeweave_core.backends.neo4j.auth import AuthSpec
 from beeweave_core.bus import ContextBus
 from beeweave_core.config import IndexConfig, WeaveConfig
+from beeweave_core.errors import shown
 from beeweave_core.events import AppendResult, EdgeType, Event, EventType
 from beeweave_core.governance.redaction import EVENT_FIELDS, env_redactor
 from beeweave_core.governance.retention import erase_from_archives
@@ -46,6 +47,22 @@ log = logging.getLogger("beeweave")
 #: Events indexed for full-text search per batch while ``flush`` waits.
 _WORDS_BATCH = 2_000
 T = TypeVar("T")
+
+
+def require_weave(value: object, owner: str) -> Weave:
+    """``value`` if it is a :class:`Weave`, else one ``TypeError`` line naming the fix.
+
+    Integrations take an open weave, not a path: a path given by mistake would fail deep
+    inside (``'str' object has no attribute 'backend'``) instead of here.
+    """
+    if isinstance(value, Weave):
+        return value
+    hint = "Weave.open(...)"
+    if isinstance(value, str):
+        hint = (
+            f"Weave.open({shown(value)}), or {owner}.from_conn_string({shown(value)}) if it has one"
+        )
+    raise TypeError(f"{owner} needs an open beeweave_core.Weave, got {shown(value)}: pass {hint}")
 
 
 def open_store(

@@ -45,7 +45,7 @@ from langchain_core.runnables.config import var_child_runnable_config
 
 from beeweave_core.events import EventType
 from beeweave_core.transcript import Message, ToolCall, Transcript, transcript_for
-from beeweave_core.weave import Weave
+from beeweave_core.weave import Weave, require_weave
 from beeweave_langchain.messages import STORED_ID_PREFIX, text_of, to_message, to_messages
 
 log = logging.getLogger("beeweave.langchain")
@@ -113,7 +113,7 @@ class _Capture:
         tags: Sequence[str] | None = None,
         scope: str | None = None,
     ) -> None:
-        self.weave = weave
+        self.weave = require_weave(weave, type(self).__name__)
         self.session_id = session_id
         self.user_id = user_id
         self.agent_id = agent_id

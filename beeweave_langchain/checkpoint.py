@@ -26,6 +26,8 @@ store call on a worker thread, like ``AsyncSqliteSaver`` does through ``aiosqlit
 from __future__ import annotations
 
 import asyncio
+import functools
+import inspect
 import itertools
 import logging
 import math
@@ -60,11 +62,13 @@ from beeweave_core.checkpoints import (
     CheckpointStore,
     TreeNode,
     WriteRow,
+    store_failure,
     version_text,
 )
+from beeweave_core.errors import shown
 from beeweave_core.payloads import to_jsonable
 from beeweave_core.transcript import Transcript, transcript_for
-from beeweave_core.weave import Weave
+from beeweave_core.weave import Weave, require_weave
 from beeweave_langchain.messages import to_messages
 
 log = logging.getLogger("beeweave.langchain")
@@ -89,6 +93,49 @@ def open_weave(
         store_url(conn_string), tenant=tenant, auth=auth, database=database,
         **(weave_options or {}),
     )  # fmt: skip
+
+
+def _reported(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """A saver method whose store outage surfaces as one ``CheckpointStoreError`` line
+    naming the store and the cause, without the driver's chain."""
+
+    def fail(self: BeeWeaveCheckpointer, exc: Exception) -> None:
+        error = store_failure(self.store_name, exc)
+        if error is not None:
+            raise error from None
+
+    if inspect.isgeneratorfunction(fn):
+
+        @functools.wraps(fn)
+        def gen(self: BeeWeaveCheckpointer, *args: Any, **kw: Any) -> Iterator[Any]:
+            try:
+                yield from fn(self, *args, **kw)
+            except Exception as exc:
+                fail(self, exc)
+                raise
+
+        return gen
+    if inspect.iscoroutinefunction(fn):
+
+        @functools.wraps(fn)
+        async def coro(self: BeeWeaveCheckpointer, *args: Any, **kw: Any) -> Any:
+            try:
+                return await fn(self, *args, **kw)
+            except Exception as exc:
+                fail(self, exc)
+                raise
+
+        return coro
+
+    @functools.wraps(fn)
+    def call(self: BeeWeaveCheckpointer, *args: Any, **kw: Any) -> Any:
+        try:
+            return fn(self, *args, **kw)
+        except Exception as exc:
+            fail(self, exc)
+            raise
+
+    return call
 
 
 def _plain(value: Any) -> bool:
@@ -151,13 +198,13 @@ class BeeWeaveCheckpointer(BaseCheckpointSaver[str]):
         delete_events: bool | str = "hide",
     ) -> None:
         super().__init__(serde=serde)
+        if weave is not None or store is None:
+            weave = require_weave(weave, type(self).__name__)
         # where the async twin's coroutine store comes from: the weave's own backend
         # (a store handed in has none; see AsyncBeeWeaveCheckpointer)
         self._backend = weave.backend if weave is not None and store is None else None
         if store is None:
-            if weave is None:
-                raise ValueError("BeeWeaveCheckpointer needs weave= (or store=)")
-            store = weave.backend.checkpoints()  # closed with the weave's backend
+            store = weave.backend.checkpoints()  # type: ignore[union-attr]  # closed with the weave's backend
         self.weave = weave
         self.store = store
         self._scopes = ThreadScopes(store, weave.scopes if weave is not None else None)
@@ -169,6 +216,11 @@ class BeeWeaveCheckpointer(BaseCheckpointSaver[str]):
         self._woven: OrderedDict[tuple[str, str], tuple[int, str]] = OrderedDict()
         self._woven_lock = threading.Lock()
         self._owned_weave: Weave | None = None
+
+    @property
+    def store_name(self) -> str:
+        """How an error names the store: the weave's URL, else the store's class."""
+        return shown(self.weave.url, 200) if self.weave is not None else type(self.store).__name__
 
     # ------------------------------------------------------------ construction
     @classmethod
@@ -346,10 +398,12 @@ class BeeWeaveCheckpointer(BaseCheckpointSaver[str]):
         return thread_id, ns, str(config["configurable"]["checkpoint_id"]), rows
 
     # ------------------------------------------------------------ sync API
+    @_reported
     def get_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
         row = self._scopes.seen(self.store.get(*self._target(config)))
         return self._row_to_tuple(row) if row is not None else None
 
+    @_reported
     def list(
         self,
         config: RunnableConfig | None,
@@ -372,6 +426,7 @@ class BeeWeaveCheckpointer(BaseCheckpointSaver[str]):
         for row in rows:
             yield self._row_to_tuple(row)
 
+    @_reported
     def put(
         self,
         config: RunnableConfig,
@@ -385,6 +440,7 @@ class BeeWeaveCheckpointer(BaseCheckpointSaver[str]):
         self.store.put(row, blobs)
         return self._put_done(config, row, checkpoint, new_versions)
 
+    @_reported
     def put_writes(
         self,
         config: RunnableConfig,
@@ -395,6 +451,7 @@ class BeeWeaveCheckpointer(BaseCheckpointSaver[str]):
         self._scopes.check(self._target(config)[0])
         self.store.put_writes(*self._writes_args(config, writes, task_id, task_path))
 
+    @_reported
     def delete_thread(self, thread_id: str) -> None:
         """Delete the thread's checkpoints and writes; hide (or purge, or keep) its events
         as ``delete_events`` says."""
@@ -413,6 +470,7 @@ class BeeWeaveCheckpointer(BaseCheckpointSaver[str]):
         if self._recorder is not None:
             self._recorder.forget(thread_id)
 
+    @_reported
     def delete_for_runs(self, run_ids: Sequence[str]) -> None:
         """Delete the checkpoints (and their writes) created by the given runs."""
         run_ids = [str(r) for r in run_ids]
@@ -421,11 +479,13 @@ class BeeWeaveCheckpointer(BaseCheckpointSaver[str]):
                 self._scopes.check(*{r.thread_id for r in self.store.list(filter={"run_id": run})})
         self.store.delete_for_runs(run_ids)
 
+    @_reported
     def copy_thread(self, source_thread_id: str, target_thread_id: str) -> None:
         """Copy the whole checkpoint tree, writes and branches of one thread to another."""
         self._scopes.check(str(source_thread_id), str(target_thread_id))
         self.store.copy_thread(str(source_thread_id), str(target_thread_id))
 
+    @_reported
     def prune(self, thread_ids: Sequence[str], *, strategy: str = "keep_latest") -> None:
         """``keep_latest``: newest per namespace, plus the ancestors a ``DeltaChannel``
         needs to rebuild its value; ``delete``: everything."""
@@ -443,6 +503,7 @@ class BeeWeaveCheckpointer(BaseCheckpointSaver[str]):
         return f"{current_v + 1:032}.{random.random():016}"
 
     # ------------------------------------------------------------ branches
+    @_reported
     def fork(self, config: RunnableConfig, name: str) -> BranchInfo:
         """Start branch ``name`` at the checkpoint ``config`` names and make it active.
 
@@ -456,19 +517,23 @@ class BeeWeaveCheckpointer(BaseCheckpointSaver[str]):
         self._scopes.check(str(conf["thread_id"]))
         return self.store.fork(str(conf["thread_id"]), conf.get("checkpoint_ns", ""), cid, name)
 
+    @_reported
     def switch_branch(self, thread_id: str, name: str, checkpoint_ns: str = "") -> BranchInfo:
         """Make ``name`` the active branch: the next run continues from its head."""
         self._scopes.check(str(thread_id))
         return self.store.switch_branch(str(thread_id), checkpoint_ns, name)
 
+    @_reported
     def list_branches(self, thread_id: str, checkpoint_ns: str = "") -> list[BranchInfo]:
         self._scopes.check(str(thread_id))
         return self.store.list_branches(str(thread_id), checkpoint_ns)
 
+    @_reported
     def delete_branch(self, thread_id: str, name: str, checkpoint_ns: str = "") -> None:
         self._scopes.check(str(thread_id))
         self.store.delete_branch(str(thread_id), checkpoint_ns, name)
 
+    @_reported
     def checkpoint_tree(self, thread_id: str, checkpoint_ns: str = "") -> list[TreeNode]:
         """Every checkpoint of the thread with its parent and the branch heads on it."""
         self._scopes.check(str(thread_id))
@@ -644,6 +709,7 @@ class AsyncBeeWeaveCheckpointer(BeeWeaveCheckpointer):
                 self._native_store = self._backend.async_checkpoints()
         return self._native_store if loop is self._native_loop else None
 
+    @_reported
     async def aput(
         self,
         config: RunnableConfig,
@@ -659,6 +725,7 @@ class AsyncBeeWeaveCheckpointer(BeeWeaveCheckpointer):
         await native.aput(row, blobs)
         return self._put_done(config, row, checkpoint, new_versions)
 
+    @_reported
     async def aput_writes(
         self,
         config: RunnableConfig,

@@ -16,9 +16,11 @@ from langchain_core.chat_history import BaseChatMessageHistory
 from langchain_core.messages import BaseMessage
 
 from beeweave_core.events import EventType
+from beeweave_core.fallback import Fallback
+from beeweave_core.tokens import DEFAULT_MODEL
 from beeweave_core.transcript import MESSAGE_TYPES, transcript_for
-from beeweave_core.weave import Weave
-from beeweave_langchain.messages import event_to_message, to_messages
+from beeweave_core.weave import Weave, require_weave
+from beeweave_langchain.messages import dicts_to_messages, event_to_message, to_messages
 
 _COMPONENT = "chat_history"
 
@@ -31,6 +33,12 @@ class BeeWeaveChatMessageHistory(BaseChatMessageHistory):
     prompts the callback handler saw in a prompt template); ``add_messages`` records new ones and waits until they
     are stored (so the next read, or another process, sees them); ``clear`` hides the
     whole session from every read — soft-deleted, so ``beeweave show --all`` still has it.
+
+    ``budget_tokens`` makes ``messages`` the assembled context instead (``weave.assemble``:
+    pinned system prompt, what recall finds for the latest user message, the newest turns,
+    within the budget counted with ``model``'s tokenizer), for ``RunnableWithMessageHistory``
+    chains whose prompt should not grow with the conversation.  Without it ``messages``
+    is the whole history, as ``InMemoryChatMessageHistory`` returns it.
     """
 
     def __init__(
@@ -40,11 +48,23 @@ class BeeWeaveChatMessageHistory(BaseChatMessageHistory):
         *,
         user_id: str | None = None,
         agent_id: str | None = None,
+        budget_tokens: int | None = None,
+        model: str | None = DEFAULT_MODEL,
     ) -> None:
         if not isinstance(session_id, str) or not session_id:
             raise ValueError(f"session_id must be a non-empty string, got {session_id!r}")
-        self.weave = weave
+        if budget_tokens is not None and (
+            not isinstance(budget_tokens, int)
+            or isinstance(budget_tokens, bool)
+            or budget_tokens <= 0
+        ):
+            raise ValueError(f"budget_tokens must be a positive int or None, got {budget_tokens!r}")
+        self.budget_tokens = budget_tokens
+        self.model = model
+        self._user_id = user_id
+        self.weave = require_weave(weave, "BeeWeaveChatMessageHistory")
         self.session_id = session_id
+        self.fallback = Fallback("BeeWeaveChatMessageHistory")
         self._meta = {
             k: v for k, v in (("user_id", user_id), ("agent_id", agent_id)) if v is not None
         }
@@ -58,6 +78,18 @@ class BeeWeaveChatMessageHistory(BaseChatMessageHistory):
 
     @property
     def messages(self) -> list[BaseMessage]:  # type: ignore[override]
+        """The session's messages; none (one warning) when the store is closed or down."""
+        read = self._messages if self.budget_tokens is None else self._assembled
+        return self.fallback.run(read, list)
+
+    def _assembled(self) -> list[BaseMessage]:
+        ctx = self.weave.assemble(
+            self.session_id, budget_tokens=self.budget_tokens, model=self.model,
+            user_id=self._user_id,
+        )  # fmt: skip
+        return dicts_to_messages(ctx.messages)
+
+    def _messages(self) -> list[BaseMessage]:
         out = []
         for ev in self._events():
             if ev.type == EventType.SYSTEM_PROMPT and ev.source.get("component") != _COMPONENT:
@@ -74,6 +106,9 @@ class BeeWeaveChatMessageHistory(BaseChatMessageHistory):
         for m in messages:
             if not isinstance(m, BaseMessage):
                 raise TypeError(f"add_messages takes LangChain messages, got {type(m).__name__}")
+        self.fallback.run(lambda: self._add(messages), lambda: None)
+
+    def _add(self, messages: Sequence[BaseMessage]) -> None:
         self.weave.flush()  # the writer reads what the session holds
         transcript_for(self.weave).append(
             self.session_id, to_messages(messages), meta=self._meta, source=self._source

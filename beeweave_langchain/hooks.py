@@ -24,9 +24,10 @@ from langchain_core.runnables import RunnableConfig, RunnableLambda
 
 from beeweave_core.context.assembler import AssembledContext
 from beeweave_core.events import Event
+from beeweave_core.fallback import Fallback
 from beeweave_core.tokens import DEFAULT_MODEL
 from beeweave_core.transcript import transcript_for
-from beeweave_core.weave import Weave
+from beeweave_core.weave import Weave, require_weave
 from beeweave_langchain.messages import STORED_ID_PREFIX, dict_to_message, to_messages
 
 #: Key of ``additional_kwargs`` where assembled messages keep BeeWeave's accounts.
@@ -106,9 +107,10 @@ class BeeWeaveContextHook:
     ) -> None:
         if not isinstance(budget_tokens, int) or budget_tokens <= 0:
             raise ValueError(f"budget_tokens must be a positive int, got {budget_tokens!r}")
-        self.weave = weave
+        self.weave = require_weave(weave, "beeweave_context_hook")
         self.budget_tokens = budget_tokens
         self.session_id = session_id
+        self.fallback = Fallback("the context hook")
         self.model = model
         self.window_tokens = window_tokens
         self.record = record
@@ -163,8 +165,16 @@ class BeeWeaveContextHook:
         resumed (a checkpointed graph), so the assembly keeps to their events and a
         rewound or forked thread never shows the abandoned turns.  The one step both
         harnesses share (the ``pre_model_hook`` here and
-        :class:`~beeweave_langchain.middleware.BeeWeaveContextMiddleware`).
+        :class:`~beeweave_langchain.middleware.BeeWeaveContextMiddleware`).  A closed or
+        unreachable store leaves ``messages`` as they are (one warning): the agent goes on.
         """
+        return self.fallback.run(
+            lambda: self._context(session_id, messages, branch), lambda: list(messages)
+        )
+
+    def _context(
+        self, session_id: str, messages: Sequence[BaseMessage], branch: bool
+    ) -> list[BaseMessage]:
         ids = self.record_messages(session_id, messages) if self.record or branch else []
         lineage = [i for i in ids if i] if branch else None
         known = {i: m for i, m in zip(ids, messages, strict=False) if i}

@@ -141,9 +141,18 @@ class BeeWeaveMemory(BaseMemory):
             )
         }
 
+    def _empty(self) -> dict[str, Any]:
+        """What the chain reads when the store is closed or down: no history."""
+        return {self.memory_key: [] if self.return_messages else ""}
+
     def load_memory_variables(self, inputs: dict[str, Any]) -> dict[str, Any]:
-        ctx = self._weave.assemble(self.session_id, self._query(inputs), **self._assemble_kw())
-        return self._format(ctx)
+        query = self._query(inputs)
+        return self._history.fallback.run(
+            lambda: self._format(
+                self._weave.assemble(self.session_id, query, **self._assemble_kw())
+            ),
+            self._empty,
+        )
 
     def inspect(self, inputs: dict[str, Any] | None = None) -> dict[str, Any]:
         """What ``load_memory_variables`` would return, without the audit record: for
@@ -152,10 +161,7 @@ class BeeWeaveMemory(BaseMemory):
         return self._format(self.weave.assemble(self.session_id, self._query(inputs or {}), **kw))
 
     async def aload_memory_variables(self, inputs: dict[str, Any]) -> dict[str, Any]:
-        ctx = await self._weave.aassemble(
-            self.session_id, self._query(inputs), **self._assemble_kw()
-        )
-        return self._format(ctx)
+        return await asyncio.to_thread(self.load_memory_variables, inputs)
 
     # ----------------------------------------------------------------- writes
     def _turn(self, inputs: dict[str, Any], outputs: dict[str, Any]) -> list[BaseMessage]:
@@ -172,7 +178,10 @@ class BeeWeaveMemory(BaseMemory):
                 f"Got multiple output keys: {list(outputs)}, cannot determine which to store "
                 "in memory. Please set the 'output_key' explicitly."
             )
-        return [_as_message(inputs[in_key], HumanMessage), _as_message(outputs[out_key], AIMessage)]
+        return [
+            _as_message(inputs, in_key, HumanMessage, "inputs"),
+            _as_message(outputs, out_key, AIMessage, "outputs"),
+        ]
 
     def save_context(self, inputs: dict[str, Any], outputs: dict[str, Any]) -> None:
         turn = self._turn(inputs, outputs)
@@ -192,7 +201,15 @@ class BeeWeaveMemory(BaseMemory):
         await asyncio.to_thread(self.clear)
 
 
-def _as_message(value: Any, cls: type[BaseMessage]) -> BaseMessage:
+def _as_message(
+    values: dict[str, Any], key: str, cls: type[BaseMessage], where: str
+) -> BaseMessage:
+    """``values[key]`` as a message; nothing to say is refused, never stored as "None"."""
+    value = values[key]
+    if value is None:
+        raise ValueError(
+            f"save_context: {where}[{key!r}] is None; pass the turn's text (or a message)"
+        )
     if isinstance(value, BaseMessage):
         return value
     return cls(content=value if isinstance(value, str) else str(value))

@@ -18,8 +18,9 @@ from langchain_core.callbacks import (
 )
 from langchain_core.documents import Document
 from langchain_core.retrievers import BaseRetriever
-from pydantic import ConfigDict, Field
+from pydantic import ConfigDict, Field, PrivateAttr
 
+from beeweave_core.fallback import Fallback
 from beeweave_core.retrieval import Hit
 from beeweave_core.weave import Weave
 
@@ -57,6 +58,7 @@ class BeeWeaveRetriever(BaseRetriever):
     #: Business lines to recall from (within the weave's; see ``beeweave_core.scopes``).
     scopes: list[str] | None = None
     flush: bool = True
+    _fallback: Fallback = PrivateAttr(default_factory=lambda: Fallback("BeeWeaveRetriever"))
 
     def _params(self, overrides: Mapping[str, Any]) -> dict[str, Any]:
         unknown = set(overrides) - CALL_OPTIONS
@@ -76,20 +78,24 @@ class BeeWeaveRetriever(BaseRetriever):
         params.update(overrides)
         return params
 
-    def _get_relevant_documents(
-        self, query: str, *, run_manager: CallbackManagerForRetrieverRun, **kwargs: Any
-    ) -> list[Document]:
-        params = self._params(kwargs)
+    def _search(self, query: str, params: dict[str, Any]) -> list[Document]:
         if self.flush:
             self.weave.flush()
         return [hit_to_document(h) for h in self.weave.retrieve(query, **params)]
 
+    def _get_relevant_documents(
+        self, query: str, *, run_manager: CallbackManagerForRetrieverRun, **kwargs: Any
+    ) -> list[Document]:
+        """The hits as documents; none (one warning) when the store is closed or down."""
+        params = self._params(kwargs)
+        return self._fallback.run(lambda: self._search(query, params), list)
+
     async def _aget_relevant_documents(
         self, query: str, *, run_manager: AsyncCallbackManagerForRetrieverRun, **kwargs: Any
     ) -> list[Document]:
-        params = self._params(kwargs)
-        if self.flush:
-            import asyncio
+        import asyncio
 
-            await asyncio.to_thread(self.weave.flush)
-        return [hit_to_document(h) for h in await self.weave.aretrieve(query, **params)]
+        params = self._params(kwargs)
+        return await asyncio.to_thread(
+            self._fallback.run, lambda: self._search(query, params), list
+        )

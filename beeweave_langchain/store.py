@@ -50,7 +50,7 @@ from langgraph.store.base import (
 from langgraph.store.base.embed import ensure_embeddings, get_text_at_path, tokenize_path
 
 from beeweave_core.items import Found, ItemRow, ItemStore
-from beeweave_core.weave import Weave
+from beeweave_core.weave import Weave, require_weave
 from beeweave_langchain.checkpoint import open_weave
 
 __all__ = ["BeeWeaveKeyValueStore", "BeeWeaveSearchItem", "BeeWeaveStore"]
@@ -106,7 +106,7 @@ class BeeWeaveStore(BaseStore):
     ) -> None:
         """``clock`` dates versions and runs TTLs (a test passes its own instead of sleeping);
         ``scope`` is the business line new items are put in (``beeweave_core.scopes``)."""
-        self.weave = weave
+        self.weave = weave = require_weave(weave, type(self).__name__)
         embed = (index or {}).get("embed")
         self.items = items or ItemStore(
             weave, clock=clock, embeddings=ensure_embeddings(embed) if embed else None,

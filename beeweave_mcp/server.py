@@ -18,8 +18,12 @@ from dataclasses import dataclass
 from typing import Annotated, Any
 
 from mcp.server.mcpserver import MCPServer
-from pydantic import BaseModel, Field
+from mcp.server.mcpserver.exceptions import ToolError
+from mcp.types import CallToolResult, TextContent
+from pydantic import BaseModel, Field, ValidationError
 
+from beeweave_core import __version__
+from beeweave_core.errors import invalid_line
 from beeweave_core.events import EventType
 from beeweave_core.memory_files import TOOL_DESCRIPTION, MemoryCommand, MemoryFiles
 from beeweave_core.memory_ops import (
@@ -89,14 +93,29 @@ def get_context(weave: Weave, opts: ServerOptions, session_id: str, query: str |
     }  # fmt: skip
 
 
+class _Server(MCPServer):
+    """Arguments the SDK refuses (a missing field, a string for a number) come back as one
+    ``error:`` line, like every tool's own refusals, not pydantic's lines and a URL."""
+
+    async def call_tool(self, name: str, arguments: dict[str, Any], context: Any = None) -> Any:
+        try:
+            return await super().call_tool(name, arguments, context)
+        except ToolError as exc:
+            if not isinstance(exc.__cause__, ValidationError):
+                raise
+            line = f"error: {name}: {invalid_line(exc.__cause__)}"
+            return CallToolResult(content=[TextContent(type="text", text=line)], is_error=True)
+
+
 def build_server(weave: Weave, opts: ServerOptions | None = None) -> MCPServer:
     """An :class:`MCPServer` over ``weave`` (its tenant) for ``opts``'s user, agent, scope."""
     opts = opts or ServerOptions()
     ops = MemoryOps(weave, user_id=opts.user_id, agent_id=opts.agent_id, scope=opts.scope,
                     budget_tokens=opts.budget_tokens, model=opts.model, scope_fixed=True)  # fmt: skip
     files = MemoryFiles(ops)
-    server = MCPServer(
+    server = _Server(
         name="beeweave",
+        version=__version__,
         instructions="Long-term memory for this agent: recall before a task, remember what "
         "must outlive the conversation; get_context gives a session's assembled context.",
     )

@@ -10,7 +10,7 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 from beeweave_core.context.assembler import LAYERS
-from beeweave_core.events import EdgeType, Event, EventType
+from beeweave_core.events import EdgeType, Event, EventType, Status
 from beeweave_core.governance.health import pooled, session_health
 from beeweave_core.memory.writer import expired
 from beeweave_core.store import EventStore, NotFound
@@ -76,6 +76,7 @@ def graph_window(
     events = store.timeline(session_id, seq_from=seq_from, seq_to=seq_to, include_inactive=True)
     tokens = count_batch([e.content for e in events])
     ids = {e.id for e in events}
+    hidden = sum(1 for e in events if e.status != Status.ACTIVE)
     edges = [
         {"src": e.src, "dst": e.dst, "type": e.type.value}
         for e in store.edges(session_id=session_id)
@@ -84,6 +85,7 @@ def graph_window(
     return {
         "session_id": session_id, "total": stats.events, "last_seq": stats.last_seq,
         "seq_from": seq_from, "seq_to": seq_to, "limit": limit,
+        "shown": len(events) - hidden, "hidden": hidden,
         "nodes": [brief(e, t) for e, t in zip(events, tokens, strict=True)], "edges": edges,
     }  # fmt: skip
 
@@ -128,7 +130,7 @@ def assemblies(store: EventStore, session_id: str) -> list[dict[str, Any]]:
     rows = []
     for a in store.timeline(session_id, types=(EventType.RETRIEVAL,), include_inactive=True):
         p = a.payload
-        rows.append({**brief(a), "query": a.content, "total_tokens": p.get("total_tokens"),
+        rows.append({**brief(a), **_query(a), "total_tokens": p.get("total_tokens"),
                      "budget_tokens": p.get("budget_tokens"), "phase": p.get("phase"),
                      "included": len(p.get("included") or ()),
                      "left_out": len(p.get("left_out") or ())})  # fmt: skip
@@ -146,9 +148,16 @@ def assembly(store: EventStore, event_id: str) -> dict[str, Any]:
                                 for i, _ in _piece_ids(p.get(how) or ())))  # fmt: skip
     sources = {e.id: brief(e) for e in store.get(wanted, include_inactive=True)}
     return {
-        **brief(ev), "query": ev.content, "payload": p, "sources": sources,
+        **brief(ev), **_query(ev), "payload": p, "sources": sources,
         "layers": _layer_rows(p),
     }  # fmt: skip
+
+
+def _query(record: Event) -> dict[str, Any]:
+    """An assembly's question: the query it was given, else the latest user message it
+    recalled for (``asked`` says which); records older than ``recall_query`` have none."""
+    recalled = record.payload.get("recall_query")
+    return {"query": record.content or recalled or "", "asked": bool(record.content)}
 
 
 def _layer_rows(p: dict[str, Any]) -> list[dict[str, Any]]:

@@ -77,8 +77,8 @@ def test_export_import_round_trip(demo_home, tmp_path):
         (("demo", "--url", "sqlite://relative"), "bad SQLite URL"),
     ],
 )
-def test_errors_are_one_clear_line_and_a_non_zero_exit(tmp_path, args, message):
-    proc = run(tmp_path, *args, check=False)
+def test_errors_are_one_clear_line_and_a_non_zero_exit(small_home, args, message):
+    proc = run(small_home, *args, check=False)
     assert proc.returncode == 1
     lines = [x for x in proc.stderr.splitlines() if x.strip()]
     assert len(lines) == 1 and message in lines[0] and "Traceback" not in proc.stderr
@@ -217,3 +217,49 @@ def test_tombstones_list_and_lift(small_home):
     assert json.loads(run(small_home, "tombstones", "list", "--json").stdout) == []
     proc = run(small_home, "tombstones", "lift", "--session", "plants", "--yes", check=False)
     assert proc.returncode == 1 and "no tombstone for session 'plants'" in proc.stderr
+
+
+# ------------------------------------------------------------ first contact (issue 33)
+READS = [("sessions",), ("show", "s1"), ("trace", "e1"), ("stats",), ("search", "fern"),
+         ("export", "s1", "-o", "out.json"), ("purge", "--session", "s1", "--yes"),
+         ("forget", "e1", "--yes")]  # fmt: skip
+
+
+@pytest.mark.parametrize("args", READS, ids=lambda a: a[0])
+def test_reading_a_store_that_is_not_there_creates_nothing(tmp_path, args):
+    home, missing = tmp_path / "home", tmp_path / "nonexistent" / "dir" / "x.db"
+    proc = subprocess.run(
+        [sys.executable, "-m", "beeweave_core.cli", *args, "--url", f"sqlite:///{missing}"],
+        capture_output=True, text=True, timeout=120, cwd=tmp_path,
+        env={**os.environ, "BEEWEAVE_HOME": str(home), "COLUMNS": "200"},
+    )  # fmt: skip
+    lines = [x for x in proc.stderr.splitlines() if x.strip()]
+    assert proc.returncode == 1 and len(lines) == 1 and "no store at" in lines[0], proc.stderr
+    assert sorted(p.name for p in tmp_path.iterdir()) == []  # no folder, database, spool
+
+
+@pytest.mark.parametrize(
+    "target", [("--session", "nope"), ("--user", "nobody"), ("--event", "no-such-id")]
+)
+def test_purging_what_is_not_there_fails_like_show(small_home, target):
+    proc = run(small_home, "purge", *target, "--yes", check=False)
+    lines = [x for x in proc.stderr.splitlines() if x.strip()]
+    assert proc.returncode == 1 and len(lines) == 1 and "no " in lines[0]
+    assert len(json.loads(run(small_home, "sessions", "--json").stdout)) == 2  # nothing purged
+
+
+def test_search_recalls_with_session_and_user_filters(small_home):
+    hits = json.loads(run(small_home, "search", "fern", "--session", "plants", "--json").stdout)
+    assert hits and {h["session_id"] for h in hits} == {"plants"}
+    assert "repot fern" in hits[0]["content"] and hits[0]["score"] > 0
+    mine = json.loads(run(small_home, "search", "cello", "--user", "otto", "--json").stdout)
+    assert mine[0]["content"] == "tune the cello"  # otto's sessions: music only
+    assert {h["session_id"] for h in mine} == {"music"}
+    table = run(small_home, "search", "ficus", "-k", "1").stdout
+    assert "and the ficus" in table and "music" in table
+    assert run(small_home, "search", "x", "-k", "0", check=False).returncode == 1
+
+
+def test_trace_echoes_a_huge_id_bounded(small_home):
+    proc = run(small_home, "trace", "e" * 100_000, check=False)
+    assert proc.returncode == 1 and len(proc.stderr) < 300 and "100,002 chars" in proc.stderr

@@ -124,3 +124,30 @@ async def test_async_methods(weave_factory):
     assert [m.content for m in await h.aget_messages()] == ["a", "b"]
     await h.aclear()
     assert await h.aget_messages() == []
+
+
+def test_a_budgeted_history_keeps_the_prompt_within_its_budget(weave_factory, backend):
+    from beeweave_core.tokens import TokenCounter
+    from beeweave_langchain.messages import messages_to_dicts
+
+    weave = weave_factory(backend, index=False)
+    answers = [f"Crate {i} holds {i * 7} jars of plum jam, shelf B{i}." for i in range(16)]
+    model = FakeToolCallingChatModel(messages=iter(answers))  # FAKE LLM
+    prompt = ChatPromptTemplate.from_messages([MessagesPlaceholder("history"), ("human", "{q}")])
+    chain = RunnableWithMessageHistory(
+        prompt | model,
+        lambda sid: BeeWeaveChatMessageHistory(weave, sid, budget_tokens=300),
+        input_messages_key="q", history_messages_key="history",
+    )  # fmt: skip
+    cfg = {"configurable": {"session_id": "s-budget"}}
+    for i in range(16):
+        chain.invoke({"q": f"What is in crate {i}? Please list the jars and the shelf."}, cfg)
+    counter = TokenCounter()
+    budgeted = BeeWeaveChatMessageHistory(weave, "s-budget", budget_tokens=300).messages
+    whole = BeeWeaveChatMessageHistory(weave, "s-budget").messages
+    assert counter.count_messages(messages_to_dicts(budgeted)) <= 300
+    assert counter.count_messages(messages_to_dicts(whole)) > 600 and len(whole) == 32
+    assert budgeted[-1].content == answers[-1]  # the newest turn is kept verbatim
+    assert len(model.received[-1]) < len(whole)  # the model's prompt stopped growing
+    with pytest.raises(ValueError, match="budget_tokens"):
+        BeeWeaveChatMessageHistory(weave, "s-budget", budget_tokens=0)

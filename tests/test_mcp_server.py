@@ -4,13 +4,14 @@ binding needs the bearer token the server prints; a request without it is refuse
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import socket
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -215,3 +216,39 @@ async def test_a_client_cannot_pick_another_scope(tmp_path: Path) -> None:
         assert [m.content for m in hidden.weave.store.timeline(namespace("tomas", "vault"),
                 types=(EventType.MEMORY,))] == ["The locker combination is 5521."]  # fmt: skip
         assert "5521" in hidden.recall("locker combination").text  # the control reads it
+
+
+@contextlib.asynccontextmanager
+async def _in_process(tmp_path: Path) -> AsyncIterator[Client]:
+    """The SDK's own client talking to the server in process, on a real SQLite file."""
+    from beeweave_mcp.server import ServerOptions, build_server
+
+    with Weave.open(f"sqlite:///{tmp_path / 'w.db'}", spool_dir=tmp_path / "sp", index=False) as w:
+        async with Client(build_server(w, ServerOptions(user_id="tomas"))) as client:
+            yield client
+
+
+async def test_the_server_reports_the_package_version(tmp_path: Path) -> None:
+    import beeweave_core
+
+    async with _in_process(tmp_path) as client:
+        assert client.server_info.version == beeweave_core.__version__
+
+
+async def test_a_rejected_argument_is_one_error_line(tmp_path: Path) -> None:
+    async with _in_process(tmp_path) as client:
+        for name, args in [("get_context", {"session_id": "chat-1", "budget_tokens": "lots"}),
+                           ("remember", {}), ("recall", {"query": 7})]:  # fmt: skip
+            text = (await client.call_tool(name, args)).content[0].text
+            assert text.startswith(f"error: {name}: ") and "\n" not in text, text
+            assert "pydantic" not in text and "lots" not in text
+
+
+async def test_the_memory_tool_creates_no_file_under_a_file(tmp_path: Path) -> None:
+    create = {"command": "create", "file_text": "net 30"}
+    async with _in_process(tmp_path) as client:
+        await client.call_tool("memory", {**create, "path": "/memories/clients.md"})
+        nested = await client.call_tool("memory", {**create, "path": "/memories/clients.md/x.md"})
+        assert nested.content[0].text == "Error: /memories/clients.md is a file, not a directory"
+        listing = await client.call_tool("memory", {"command": "view", "path": "/memories"})
+        assert "x.md" not in listing.content[0].text

@@ -15,6 +15,11 @@ the README (so the lists cannot go stale either):
 
 The LoCoMo file the README tells users to download is replaced, for this run, by a tiny file
 of the same shape written here (own wording): the download is the skipped network command.
+
+Every ``python`` block runs too, in order, each in a fresh namespace.  A block may use the
+names of :func:`given` (what the reader's own program holds: an open ``weave``, a ``model``,
+``tools``, a store ``url`` …); the models there are FAKES, labelled as such, and nothing
+else is.  A block of the README that uses a name outside that list fails the test.
 """
 
 from __future__ import annotations
@@ -145,3 +150,74 @@ def test_prepared_keeps_commands_it_does_not_know() -> None:
     assert prepared("beeweave sessions") == "beeweave sessions"
     assert prepared("curl -o x https://example.org/x") is None
     assert shlex.split(prepared("beeweave bench capture") or "")[-2:] == ["--n", "2000"]
+
+
+# ------------------------------------------------------------ the Python blocks
+def readme_python_blocks(text: str) -> list[str]:
+    return re.findall(r"^```python\n(.*?)^```", text, flags=re.S | re.M)
+
+
+def given(tmp_path: Path, llamaindex: bool) -> dict[str, object]:
+    """What a block takes from the reader's program.  FAKE models only (project rule)."""
+    import itertools
+
+    from langchain_core.messages import AIMessage
+    from langchain_core.tools import tool
+
+    from beeweave_core import Weave
+    from beeweave_langchain.testing import FakeToolCallingChatModel
+
+    @tool
+    def search_hotels(city: str) -> str:
+        """Hotels in a city."""
+        return f"Hotel Iris, {city}"
+
+    fake_chat = FakeToolCallingChatModel(messages=itertools.repeat(AIMessage("noted")))  # FAKE
+    names: dict[str, object] = {
+        "weave": Weave.open(),  # the home the Quickstart block wrote into
+        "model": fake_chat, "chat_model": fake_chat,
+        "tools": [search_hotels], "my_tools": [search_hotels], "search_hotels": search_hotels,
+        "url": f"sqlite:///{tmp_path / 'scoped.db'}",
+    }  # fmt: skip
+    if llamaindex:
+        from llama_index.core.tools import FunctionTool
+
+        from tests.llamaindex_fakes import ScriptedModel, convert_currency, fake_llm
+
+        names["llm"] = fake_llm(ScriptedModel(tasks=[]))  # FAKE LLM: answers every message
+        names["tools"] = [FunctionTool.from_defaults(convert_currency)]
+    return names
+
+
+def run_block(code: str, names: dict[str, object]) -> None:
+    import ast
+    import asyncio
+    import inspect
+
+    compiled = compile(code, "<README block>", "exec", flags=ast.PyCF_ALLOW_TOP_LEVEL_AWAIT)
+    if compiled.co_flags & inspect.CO_COROUTINE:
+        asyncio.run(eval(compiled, names))  # a block with a top-level ``await``
+    else:
+        exec(compiled, names)
+
+
+def test_every_readme_python_block_runs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from beeweave_core import Weave
+
+    monkeypatch.setenv("BEEWEAVE_HOME", str(tmp_path / "home"))
+    monkeypatch.chdir(tmp_path)
+    blocks = readme_python_blocks((ROOT / "README.md").read_text(encoding="utf-8"))
+    assert len(blocks) >= 10
+    ran = 0
+    for n, code in enumerate(blocks):
+        names = {} if n == 0 else given(tmp_path, "beeweave_llamaindex" in code)
+        try:
+            run_block(code, names)
+        except Exception as exc:
+            raise AssertionError(f"README python block {n + 1} failed:\n{code}\n{exc!r}") from exc
+        finally:
+            for value in names.values():
+                if isinstance(value, Weave):
+                    value.close()
+        ran += 1
+    assert ran == len(blocks)

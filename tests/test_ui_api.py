@@ -181,3 +181,29 @@ def test_every_route_is_scoped_by_tenant(two_tenants: tuple[Weave, Weave]) -> No
         )
         assert r.status_code == 404
     assert b.store.get([their_mem.id])[0].status.value == "active"  # untouched
+
+
+@pytest.fixture
+def one_session(tmp_path: Path) -> Iterator[TestClient]:
+    """A session with two user turns invalidated and one assembly made without a query."""
+    with Weave.open(f"sqlite:///{tmp_path / 'w.db'}", spool_dir=tmp_path / "sp", index=False) as w:
+        _live(w, "s-1")
+        said = [e.id for e in w.store.timeline("s-1", types=(EventType.USER_MESSAGE,))]
+        w.store.invalidate(said[:2], "typed by mistake")
+        with TestClient(build_app(w), client=LOOPBACK, base_url="http://127.0.0.1:8765") as c:
+            yield c
+
+
+def test_the_window_counts_hidden_events_apart_in_both_figures(one_session: TestClient) -> None:
+    g = one_session.get("/api/sessions/s-1/graph").json()
+    assert g["hidden"] == sum(n["status"] != "active" for n in g["nodes"]) >= 2
+    assert g["shown"] + g["hidden"] == len(g["nodes"])
+    assert g["shown"] == g["total"]  # the whole session is in the window: the figures agree
+
+
+def test_an_assembly_without_a_query_shows_the_turn_it_recalled_for(one_session: TestClient):
+    (made,) = one_session.get("/api/sessions/s-1/assemblies").json()
+    one = one_session.get(f"/api/assemblies/{made['id']}").json()
+    latest = [text for role, text in TURNS if role == "user"][-1]
+    for row in (made, one):
+        assert row["query"] == latest and row["asked"] is False

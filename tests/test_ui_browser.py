@@ -32,6 +32,10 @@ CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic"
 DEMO = "demo-ui"
 BULK = "bulk-10k"
 BULK_EVENTS = 10_000
+TURNS = "turns-400"
+TURN_KINDS = [(EventType.USER_MESSAGE, "user"), (EventType.MODEL_CALL, None),
+              (EventType.TOOL_INVOCATION, "assistant"), (EventType.TOOL_RESULT, "tool"),
+              (EventType.ASSISTANT_MESSAGE, "assistant")]  # fmt: skip
 
 if not Path(CHROMIUM).exists():  # a broken setup, not a reason to skip: scripts/test installs it
     pytest.fail(f"{CHROMIUM} is missing: run scripts/test or apt-get install chromium",
@@ -66,6 +70,24 @@ def _bulk_session(db: Path) -> None:
         store.close()
 
 
+def _turns_session(db: Path) -> None:
+    """An agent run of 80 turns (user, model call, tool call, result, answer: 400 events),
+    the first three user turns invalidated afterwards (shown dashed, counted apart)."""
+    store = open_store(f"sqlite:///{db}")
+    try:
+        events, prev = [], None
+        for i in range(400):
+            kind, role = TURN_KINDS[i % 5]
+            events.append(Event(id=f"turn-{i:03d}", session_id=TURNS, type=kind, role=role,
+                                content=f"step {i}: crate {i // 5} of plum jam, shelf B{i % 7}",
+                                parents=(prev,) if prev and i % 5 else ()))  # fmt: skip
+            prev = events[-1].id
+        store.append(events)
+        store.invalidate(["turn-000", "turn-005", "turn-010"], "asked twice")
+    finally:
+        store.close()
+
+
 def _get(base: str, path: str) -> Any:
     with urllib.request.urlopen(base + path, timeout=30) as r:
         return json.loads(r.read())
@@ -80,6 +102,7 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     subprocess.run([*cli, "demo", "--session", DEMO], env=env, check=True,
                    capture_output=True, timeout=300)  # fmt: skip
     _bulk_session(home / "beeweave.db")
+    _turns_session(home / "beeweave.db")
     port = _free_port()
     proc = subprocess.Popen([*cli, "ui", "--port", str(port)], env=env,
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT)  # fmt: skip
@@ -141,7 +164,7 @@ def _click_node(page: Any, event_id: str) -> None:
 def test_sessions_page_lists_and_filters(page: Any, server: str) -> None:
     _open(page, server, "#/sessions")
     rows = page.locator("[data-testid=sessions] tbody tr")
-    assert rows.count() == 2
+    assert rows.count() == 3
     assert "demo-user" in page.inner_text("[data-testid=sessions]")
     _open(page, server, f"#/sessions?q={DEMO}")
     assert page.locator("[data-testid=sessions] tbody tr").count() == 1
@@ -246,7 +269,7 @@ def test_memory_actions_delete_invalidate_confirm(page: Any, server: str) -> Non
 
 def test_health_page(page: Any, server: str) -> None:
     _open(page, server, "#/health")
-    assert page.locator("[data-testid=health] tbody tr").count() == 2
+    assert page.locator("[data-testid=health] tbody tr").count() == 3  # one per session
     assert "%" in page.inner_text("[data-testid=pooled]")
     _shot(page, "health")
 
@@ -269,3 +292,24 @@ def test_ten_thousand_events_render_in_a_window(page: Any, server: str) -> None:
     page.click("text=◀ earlier")
     page.wait_for_function("() => document.body.dataset.loaded.includes('from=')")
     assert f"#{BULK_EVENTS - 800}–#{BULK_EVENTS - 401}" in page.inner_text("[data-testid=window]")
+
+
+def test_a_400_event_session_opens_legible(page: Any, server: str) -> None:
+    _open(page, server, f"#/session/{TURNS}")
+    page.wait_for_function("() => window.beeweave.ready")
+    info = page.inner_text("[data-testid=window]")
+    assert "of 397 active (397 shown, and 3 hidden, dashed)" in info  # both figures alike
+    cy = "window.beeweave.cy"
+    assert page.evaluate(f"() => {cy}.zoom()") >= 1.0  # labels at full size, not dots
+    on_screen = page.evaluate(
+        f"() => {cy}.nodes().filter(n => {{ const p = n.renderedPosition();"
+        f" return p.x >= 0 && p.x <= {cy}.width() && p.y >= 0 && p.y <= {cy}.height(); }}).length"
+    )
+    assert 40 <= on_screen <= 200  # the latest turns, whole, not all 400 squeezed
+    latest = page.evaluate(f"() => {cy}.getElementById('turn-399').renderedPosition()")
+    assert 0 <= latest["x"] <= page.evaluate(f"() => {cy}.width()")
+    box = page.locator("#graph").bounding_box()
+    page.mouse.move(box["x"] + latest["x"], box["y"] + latest["y"])
+    page.wait_for_function(f"() => {cy}.getElementById('turn-399').hasClass('hover')")
+    shot = _shot(page, "graph-400")
+    assert shot.stat().st_size > 20_000

@@ -13,6 +13,7 @@ satisfying :class:`Backend` (usually by extending
 
 from __future__ import annotations
 
+import os
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 from urllib.parse import urlsplit
 
@@ -30,7 +31,10 @@ NEO4J_SCHEMES = ("neo4j", "neo4j+s", "neo4j+ssc", "bolt", "bolt+s", "bolt+ssc")
 #: Vector index kinds a weave may name; ``auto`` lets the backend choose.
 VECTOR_KINDS = ("auto", "chroma", "neo4j")
 
-__all__ = ["NEO4J_SCHEMES", "VECTOR_KINDS", "Backend", "open_backend", "sqlite_path", "store_url"]
+__all__ = [
+    "NEO4J_SCHEMES", "VECTOR_KINDS", "Backend", "open_backend", "sqlite_path", "store_exists",
+    "store_url",
+]  # fmt: skip
 
 
 @runtime_checkable
@@ -93,10 +97,23 @@ def sqlite_path(url: str) -> str:
 
 
 def store_url(conn_string: str | None) -> str | None:
-    """A ``SqliteSaver``-style path (``"agent.db"``, ``":memory:"``) or a BeeWeave URL, as a URL."""
-    if conn_string is None or "://" in conn_string:
+    """A ``SqliteSaver``-style path (``"agent.db"``, ``":memory:"``) or a BeeWeave URL, as a URL.
+
+    ``Weave.open`` and every ``from_conn_string`` read a plain path the same way: a file.
+    """
+    if not isinstance(conn_string, str) or "://" in conn_string:
         return conn_string
     return SQLITE_PREFIX + conn_string
+
+
+def store_exists(url: str | None) -> bool:
+    """Whether the store a URL names is already there (a server is assumed to be): what a
+    read checks first, so that reading a mistyped path creates nothing."""
+    url = store_url(url) or default_url()
+    if _scheme(url) != "sqlite":
+        return True
+    path = sqlite_path(url)
+    return path == ":memory:" or os.path.exists(path)
 
 
 def _check_neo4j_url(url: str) -> None:
@@ -132,7 +149,7 @@ def open_backend(
     ``None`` is the embedded default file.  ``auth`` and ``database`` are Neo4j's (a
     SQLite file has neither); ``store_options`` go to the event store.
     """
-    url = url or default_url()
+    url = store_url(url) or default_url()
     scheme = _scheme(url)
     if scheme == "sqlite":
         from beeweave_core.backends.sqlite import SQLiteBackend

@@ -147,6 +147,9 @@ class AssembledContext:
     catching_up: bool = False
     #: the stored event behind each message (``None``: a synthetic block or the query)
     message_ids: list[str | None] = field(default_factory=list)
+    #: what recall searched for: ``query``, else the latest user message (the audit
+    #: record keeps it, so an assembly made without a query still shows its question)
+    recall_query: str | None = None
 
     @property
     def provenance(self) -> list[Piece]:

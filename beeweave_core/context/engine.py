@@ -301,7 +301,8 @@ class ContextEngine:
         systems = self._systems(snap, tail, req.agent_id)
         units = self._units(tail, req)
         uid = req.user_id or snap.user_id or _user_of(tail.events)
-        working, asleep = self._asleep(snap, req.query or _last_user_text(units))
+        asked = req.query or _last_user_text(units)
+        working, asleep = self._asleep(snap, asked)
         whole = tail.complete and self._fits(c, systems, units, req.budget_tokens)
         phase = req.phase or infer_phase(units)
         shares = self.presets[phase]
@@ -324,7 +325,7 @@ class ContextEngine:
             full_history_tokens=self._history_tokens(c, snap, tail, systems, units, whole),
             overhead_tokens=filled.overhead, compaction={"stats": dict(snap.compaction)},
             catching_up=not tail.complete and snap.cursor < tail.first_seq,
-            message_ids=filled.message_ids,
+            message_ids=filled.message_ids, recall_query=asked or None,
         )  # fmt: skip
 
     # ------------------------------------------------------------ reading
@@ -523,6 +524,7 @@ class ContextEngine:
             "model": ctx.model,
             "encoding": ctx.encoding,
             "phase": ctx.phase,
+            "recall_query": ctx.recall_query,
             "tokens_by_layer": ctx.tokens_by_layer,
             "budget_by_layer": {name: rep.budget for name, rep in ctx.layers.items()},
             "full_history_tokens": ctx.full_history_tokens,

@@ -31,6 +31,7 @@ from beeweave_core.context.snapshot import Snapshot, empty
 from beeweave_core.context.working_state import build_working_state
 from beeweave_core.errors import StoreClosed
 from beeweave_core.events import Event, EventType
+from beeweave_core.fallback import Fallback, unavailable
 from beeweave_core.memory.writer import MemoryWriter
 from beeweave_core.read_gate import ReadGate
 from beeweave_core.tokens import TokenCounter
@@ -99,6 +100,7 @@ class Maintenance:
         self.memory = memory
         self.compactor = compactor
         self.guard = guard
+        self._outage = Fallback("context maintenance")  # a store outage: one warning
         self._cond = threading.Condition()
         self._due: dict[str, None] = {}  # ordered set: oldest request first
         self._jobs: list[_Job] = []
@@ -228,7 +230,10 @@ class Maintenance:
             except Exception as exc:  # one session's failure must not stop the others
                 if job is not None:
                     job.error = exc
-                log.exception("beeweave: maintenance of a session failed")
+                if unavailable(exc):
+                    self._outage.warn(exc)
+                else:
+                    log.exception("beeweave: maintenance of a session failed")
                 more = False
             finally:
                 with self._cond:

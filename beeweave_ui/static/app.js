@@ -51,6 +51,9 @@ function table(headers, rows, testid) {
     el("tbody", {}, rows));
 }
 
+// An assembly's question; one made without a query recalled for the latest user message.
+const queryText = (a) => (a.asked ? a.query : `${a.query || "?"} (the latest user message)`);
+
 function page(title, ...kids) {
   main.replaceChildren(el("h1", {}, title), ...kids.filter(Boolean));
 }
@@ -88,7 +91,8 @@ async function showSession(sid, params) {
   const go = (from) => { location.hash = `#/session/${encodeURIComponent(sid)}?from=${Math.max(0, from)}`; };
   const nav = el("p", { "data-testid": "window" },
     el("button", { onclick: () => go(g.seq_from - g.limit), disabled: g.seq_from <= 0 }, "◀ earlier"),
-    ` events #${g.seq_from}–#${Math.min(g.seq_to, g.last_seq)} of ${g.total} (${g.nodes.length} shown) `,
+    ` events #${g.seq_from}–#${Math.min(g.seq_to, g.last_seq)} of ${g.total} active (${g.shown} shown`
+      + (g.hidden ? `, and ${g.hidden} hidden, dashed) ` : ") "),
     el("button", { onclick: () => go(g.seq_from + g.limit), disabled: g.seq_to >= g.last_seq }, "later ▶"),
     " ", el("a", { href: `#/memories/${encodeURIComponent(sid)}`, "data-testid": "memories-link" }, "Memories"),
     " · ", el("a", { href: `#/search?session=${encodeURIComponent(sid)}` }, "Search this session"),
@@ -101,7 +105,7 @@ async function showSession(sid, params) {
     el("p", { class: "muted" }, "Click an event in the graph or the timeline."));
   const asmRows = asm.map((a) => el("tr", {},
     el("td", {}, el("a", { href: `#/assembly/${encodeURIComponent(a.id)}`, "data-testid": "assembly-link" }, `#${a.seq}`)),
-    el("td", {}, a.query || "(latest user message)"), el("td", {}, a.phase),
+    el("td", {}, queryText(a)), el("td", {}, a.phase),
     el("td", {}, `${a.total_tokens} / ${a.budget_tokens}`), el("td", {}, a.included), el("td", {}, a.left_out)));
   const timeline = g.nodes.map((n) => el("tr", { class: "clickable", "data-id": n.id, onclick: () => select(sid, n.id) },
     el("td", {}, n.seq), el("td", {}, n.type), el("td", {}, n.role || ""),
@@ -115,37 +119,65 @@ async function showSession(sid, params) {
   if (focus) await select(sid, focus);
 }
 
-// Lanes by type, x by seq; events written about earlier ones (memories, summaries,
-// assembly records) sit above what they came from, so their edges stay short.
+// Lanes by type (only the types present), one column per turn: a user message opens a
+// column and the turn's events stack in their lanes beside it (a second tool call of the
+// turn takes the next column), so a 400-event run is ~100 columns wide, not 400, and
+// reads at full size.  Events written about earlier ones (memories, summaries, assembly
+// records) sit above what they came from, so their edges stay short.
 const DERIVED = new Set(["memory", "summary", "retrieval", "warning"]);
+const DX = 46, DY = 48;
+function columns(g) {
+  const x = new Map();
+  let base = 0, width = 0, used = new Map();
+  g.nodes.forEach((n) => {
+    if (DERIVED.has(n.type)) return;
+    if (n.type === "user_message" && used.size) { base += (width + 1) * DX; width = 0; used = new Map(); }
+    const k = used.get(n.type) || 0;
+    used.set(n.type, k + 1);
+    width = Math.max(width, k);
+    x.set(n.id, base + k * DX);
+  });
+  return x;
+}
+
 function positions(g) {
-  const dx = 46;
   const kind = new Map(g.nodes.map((m) => [m.id, m.type]));
   const out = new Map();
   g.edges.forEach((e) => { if (e.type !== "NEXT" && e.type !== "SUPERSEDES") (out.get(e.src) || out.set(e.src, []).get(e.src)).push(e.dst); });
-  const x = new Map();
-  let col = 0;
-  g.nodes.forEach((n) => {  // columns count the run's own events; derived ones take their sources'
-    const src = DERIVED.has(n.type) ? (out.get(n.id) || []).filter((t) => x.has(t) && !DERIVED.has(kind.get(t))) : [];
-    if (src.length) x.set(n.id, Math.round(src.reduce((a, t) => a + x.get(t), 0) / src.length / dx) * dx);
-    else x.set(n.id, (DERIVED.has(n.type) ? col : col++) * dx);
+  const x = columns(g);
+  let last = 0;
+  g.nodes.forEach((n) => {  // derived events take their sources' mean column (else the latest)
+    if (x.has(n.id)) { last = x.get(n.id); return; }
+    const src = (out.get(n.id) || []).filter((t) => x.has(t) && !DERIVED.has(kind.get(t)));
+    x.set(n.id, src.length ? Math.round(src.reduce((a, t) => a + x.get(t), 0) / src.length / DX) * DX : last);
   });
-  const dy = Math.min(160, Math.max(60, (col * dx) / (LANES.length * 1.6)));
+  const lanes = LANES.filter((t) => g.nodes.some((n) => n.type === t));
   const taken = new Set();
   return new Map(g.nodes.map((n) => {
     const px = x.get(n.id);
-    let py = Math.max(0, LANES.indexOf(n.type)) * dy;
-    while (taken.has(`${px}:${py}`)) py += 26;
+    let py = Math.max(0, lanes.indexOf(n.type)) * DY;
+    while (taken.has(`${px}:${py}`)) py += DY / 2;
     taken.add(`${px}:${py}`);
     return [n.id, { x: px, y: py }];
   }));
+}
+
+// The first view: the latest columns at a size whose labels read (zoom >= 1), not the
+// whole window shrunk to dots; pan and zoom out for the rest.
+function firstView(cy, pos) {
+  const right = Math.max(...[...pos.values()].map((p) => p.x));
+  const span = cy.width() - 60;
+  cy.fit(cy.nodes().filter((n) => n.position("x") >= right - span), 30);
+  if (cy.zoom() < 1) cy.zoom({ level: 1, renderedPosition: { x: cy.width() - 30, y: cy.height() / 2 } });
+  if (cy.zoom() > 1.6) cy.zoom({ level: 1.6, renderedPosition: { x: cy.width() / 2, y: cy.height() / 2 } });
 }
 
 function drawGraph(sid, g) {
   const t0 = performance.now();
   const pos = positions(g);
   const elements = g.nodes.map((n) => ({
-    data: { id: n.id, label: `#${n.seq}`, type: n.type, status: n.status }, position: pos.get(n.id),
+    data: { id: n.id, label: `#${n.seq}`, long: `#${n.seq} ${n.type}: ${n.preview.slice(0, 60)}`,
+      type: n.type, status: n.status }, position: pos.get(n.id),
   })).concat(g.edges.map((e, i) => ({ data: { id: `e${i}`, source: e.src, target: e.dst, type: e.type } })));
   const cy = cytoscape({
     container: document.getElementById("graph"), elements, layout: { name: "preset" },
@@ -160,9 +192,13 @@ function drawGraph(sid, g) {
       { selector: ".faded", style: { opacity: 0.12 } },
       { selector: ".ancestor", style: { "border-width": 4, "border-color": "#facc15" } },
       { selector: ".chosen", style: { "border-width": 5, "border-color": "#111827", width: 26, height: 26 } },
+      { selector: "node.hover", style: { label: "data(long)", "z-index": 10, "font-size": 12,
+        "text-background-color": "#fff", "text-background-opacity": 0.92, "text-background-padding": 3 } },
     ],
   });
-  if (g.nodes.length > 150) cy.fit(cy.nodes().filter((n) => n.position("x") >= pos.get(g.nodes[g.nodes.length - 150].id).x), 20);
+  firstView(cy, pos);
+  cy.on("mouseover", "node", (evt) => evt.target.addClass("hover"));
+  cy.on("mouseout", "node", (evt) => evt.target.removeClass("hover"));
   cy.on("tap", "node", (evt) => select(sid, evt.target.id()));
   cy.on("tap", (evt) => { if (evt.target === cy) cy.elements().removeClass("faded ancestor chosen"); });
   window.beeweave = { cy, ready: true, renderMs: performance.now() - t0, nodes: g.nodes.length };
@@ -215,7 +251,7 @@ async function showAssembly(id, params) {
     why ? el("td", {}, x.note || "-") : null, el("td", {}, x.text), el("td", {}, sources(x.event_ids))));
   page(`What the model saw — assembly #${a.seq}`,
     el("p", {}, "Session ", el("a", { href: sessionLink(a.session_id, a.id) }, a.session_id), ` · ${when(a.ts)}`),
-    el("p", {}, "Query: ", el("q", {}, a.query || "(the latest user message)")),
+    el("p", {}, "Query: ", el("q", { "data-testid": "assembly-query" }, queryText(a))),
     el("div", { class: "cards" },
       el("div", { class: "card" }, el("b", { "data-testid": "total-tokens" }, `${p.total_tokens} / ${p.budget_tokens}`), "tokens / budget"),
       el("div", { class: "card" }, el("b", {}, p.full_history_tokens ?? "-"), "tokens in the full history"),

@@ -26,6 +26,7 @@ edition is enough.
 from __future__ import annotations
 
 import json
+import logging
 import re
 from collections.abc import Iterable, Sequence
 from functools import partial
@@ -50,6 +51,7 @@ from beeweave_core.events import (
     SessionStats,
     Status,
 )
+from beeweave_core.fallback import cause
 from beeweave_core.payloads import dumps
 from beeweave_core.scopes import Readable, narrow, refuse_artifact
 from beeweave_core.store import BaseEventStore, Prepared, StoreError
@@ -142,6 +144,20 @@ DRIVER_TIMEOUTS = {
 }
 
 
+def quiet_driver_log() -> None:
+    """Keep the driver's log off stderr unless the host configured logging.
+
+    With no handler anywhere, Python prints a library's warnings itself, so an
+    unreachable server printed driver lines ("Unable to retrieve routing information",
+    "Transaction failed and will be retried") beside BeeWeave's own one-line report.  A
+    ``NullHandler`` on the driver's logger stops that; records still reach the host's
+    handlers through propagation.
+    """
+    driver_log = logging.getLogger("neo4j")
+    if not any(isinstance(h, logging.NullHandler) for h in driver_log.handlers):
+        driver_log.addHandler(logging.NullHandler())
+
+
 class Neo4jEventStore(BaseEventStore):
     """Event graph in Neo4j; one object per tenant, sharing one driver.
 
@@ -187,6 +203,7 @@ class Neo4jEventStore(BaseEventStore):
         else:
             import neo4j
 
+            quiet_driver_log()
             # bounded waits (driver defaults: 30 s retry, 60 s pool): a server that does not
             # answer is reported in seconds, and the capture bus keeps spooling meanwhile
             driver_kw.setdefault("connection_timeout", connect_timeout)
@@ -212,7 +229,12 @@ class Neo4jEventStore(BaseEventStore):
 
         try:
             self.driver.verify_connectivity()
-        except (nx.ServiceUnavailable, nx.AuthError, OSError) as exc:
+        except nx.AuthError as exc:
+            raise StoreError(
+                f"Neo4j at {shown(self.url)} refused the credentials ({cause(exc)}): check "
+                "auth= / --auth / NEO4J_AUTH (user:password)"
+            ) from None
+        except (nx.ServiceUnavailable, OSError) as exc:
             reason = " ".join(str(exc).split())[:120] or type(exc).__name__
             raise StoreError(
                 f"Neo4j at {shown(self.url)} is not reachable (waited up to {timeout:g} s): "

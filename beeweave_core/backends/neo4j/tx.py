@@ -164,8 +164,21 @@ def retry_or_raise(exc: BaseException, delay: float) -> None:
     import neo4j.exceptions as nx
 
     retry = isinstance(exc, (nx.Neo4jError, nx.DriverError)) and exc.is_retryable()
-    if delay < 0 or not retry:
+    if delay < 0 or not retry or (delay > RETRY_DELAYS[0] and refused(exc)):
         raise exc
+
+
+def refused(exc: BaseException) -> bool:
+    """Whether ``exc`` comes from a refused connection: no server listens there, which a
+    second retry does not change (a stopped server is reported in 0.1 s, not 3 s)."""
+    seen: BaseException | None = exc
+    for _ in range(8):  # the driver chains a few levels deep; never loop forever
+        if seen is None:
+            return False
+        if isinstance(seen, ConnectionRefusedError):
+            return True
+        seen = seen.__cause__ or seen.__context__
+    return False
 
 
 #: Per live driver: the (database, statements) already ensured.  Weakly keyed, so a

@@ -1,0 +1,174 @@
+"""A newcomer's first calls: each works, or fails with one line that names the fix.
+
+Bad arguments raise one ``TypeError``/``ValueError`` line; a closed or unreachable store
+never crashes the agent through a hook or a memory read (one warning, the agent goes on),
+while the checkpointer raises one ``CheckpointStoreError`` line naming the store.  The
+outage tests cut a real TCP relay in front of the test Neo4j (``tests/relay.py``).
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from langchain_core.messages import AIMessage, HumanMessage
+
+from beeweave_core import Weave
+from beeweave_core.checkpoints import CheckpointStoreError
+from beeweave_langchain import (
+    BeeWeaveCallbackHandler,
+    BeeWeaveChatMessageHistory,
+    BeeWeaveCheckpointer,
+    BeeWeaveMemory,
+    BeeWeaveRetriever,
+    beeweave_context_hook,
+)
+from beeweave_langchain.testing import FakeToolCallingChatModel
+from tests.conftest import neo4j_auth
+from tests.relay import Relay
+
+
+def one_line(exc: BaseException) -> str:
+    text = str(exc)
+    assert "\n" not in text, text
+    return text
+
+
+def test_a_path_given_to_the_checkpointer_points_at_from_conn_string(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(TypeError) as err:
+        BeeWeaveCheckpointer("x.db")  # type: ignore[arg-type]
+    assert "from_conn_string('x.db')" in one_line(err.value)
+    assert list(tmp_path.iterdir()) == []  # refused before anything was opened
+
+
+def test_a_handler_with_no_weave_asks_for_an_open_one():
+    with pytest.raises(TypeError) as err:
+        BeeWeaveCallbackHandler(None)  # type: ignore[arg-type]
+    message = one_line(err.value)
+    assert "BeeWeaveCallbackHandler" in message and "Weave.open" in message
+
+
+def test_retrieve_names_a_k_or_an_id_of_the_wrong_type(weave_factory):
+    weave = weave_factory(index=False)
+    with pytest.raises(TypeError, match="k must be an int"):
+        weave.retrieve("q", k="a")  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match="session_id must be a string"):
+        weave.retrieve("q", session_id=3)  # type: ignore[arg-type]
+    assert weave.retrieve("q", k=0) == []
+
+
+def test_an_answer_of_none_is_refused_and_nothing_is_stored(weave_factory):
+    memory = BeeWeaveMemory(weave=weave_factory(index=False), session_id="s-none")
+    with pytest.raises(ValueError) as err:
+        memory.save_context({"input": "hello"}, {"output": None})
+    assert "outputs['output'] is None" in one_line(err.value)
+    assert memory.buffer == ""
+
+
+def _closed_weave_parts(weave: Weave) -> dict[str, object]:
+    return {
+        "hook": beeweave_context_hook(weave, budget_tokens=500),
+        "memory": BeeWeaveMemory(weave=weave, session_id="s-closed"),
+        "history": BeeWeaveChatMessageHistory(weave, "s-closed"),
+        "retriever": BeeWeaveRetriever(weave=weave, k=3, session_id="s-closed"),
+    }
+
+
+def test_hooks_and_memory_reads_on_a_closed_weave_warn_once_and_go_on(weave_factory, caplog):
+    weave = weave_factory(index=False)
+    parts = _closed_weave_parts(weave)
+    weave.close()
+    said = [HumanMessage("what did we agree?")]
+    config = {"configurable": {"thread_id": "s-closed"}}
+    with caplog.at_level(logging.WARNING, logger="beeweave"):
+        for _ in range(2):
+            out = parts["hook"].invoke({"messages": said}, config)  # type: ignore[attr-defined]
+            assert out["llm_input_messages"] == said  # the agent's own messages, unchanged
+            assert parts["memory"].load_memory_variables({"input": "x"}) == {"history": ""}  # type: ignore[attr-defined]
+            parts["memory"].save_context({"input": "x"}, {"output": "y"})  # type: ignore[attr-defined]
+            assert parts["history"].messages == []  # type: ignore[attr-defined]
+            assert parts["retriever"].invoke("agree") == []  # type: ignore[attr-defined]
+    warnings = [r.getMessage() for r in caplog.records if "without memory" in r.getMessage()]
+    assert len(warnings) == 4, warnings  # one per component, not one per call
+
+
+def test_the_checkpointer_on_a_closed_weave_raises_one_line_naming_the_store(weave_factory):
+    weave = weave_factory(index=False)
+    saver = BeeWeaveCheckpointer(weave)
+    weave.close()
+    with pytest.raises(CheckpointStoreError) as err:
+        saver.get_tuple({"configurable": {"thread_id": "t"}})
+    assert weave.url in one_line(err.value) and "closed" in str(err.value)
+    assert err.value.__cause__ is None and err.value.__suppress_context__
+
+
+def _agent(weave: Weave, *, checkpointer: bool):
+    from langgraph.prebuilt import create_react_agent
+
+    model = FakeToolCallingChatModel(messages=iter([AIMessage("noted")] * 4))
+    saver = BeeWeaveCheckpointer(weave) if checkpointer else None
+    hook = beeweave_context_hook(weave, budget_tokens=500)
+    return create_react_agent(model, [], pre_model_hook=hook, checkpointer=saver)
+
+
+@pytest.mark.neo4j
+def test_a_graph_run_while_neo4j_is_down_fails_fast_in_one_line(weave_factory, neo4j_uri, tmp_path):
+    tenant = weave_factory("neo4j").tenant  # direct: purges the tenant after the test
+    host, port = neo4j_uri.rsplit("//", 1)[1].split(":")
+    relay = Relay(host, int(port))
+    weave = Weave.open(f"bolt://127.0.0.1:{relay.port}", tenant=tenant, auth=neo4j_auth(),
+                       index=False, spool_dir=tmp_path / "relay-spool")  # fmt: skip
+    try:
+        with_saver, hook_only = _agent(weave, checkpointer=True), _agent(weave, checkpointer=False)
+        first = {"configurable": {"thread_id": "down-1"}}
+        with_saver.invoke({"messages": [("user", "hello")]}, first)
+        relay.cut()
+        started = time.monotonic()
+        with pytest.raises(CheckpointStoreError) as err:
+            with_saver.invoke({"messages": [("user", "again")]}, first)
+        assert time.monotonic() - started < 2.0
+        assert f"127.0.0.1:{relay.port}" in one_line(err.value)
+        assert err.value.__cause__ is None and err.value.__suppress_context__
+        answer = hook_only.invoke({"messages": [("user", "still there?")]},
+                                  {"configurable": {"thread_id": "down-2"}})  # fmt: skip
+        assert answer["messages"][-1].content == "noted"  # no checkpointer: the agent went on
+    finally:
+        relay.cut()
+        weave.bus.close(1.0)  # the store is gone: keep the rest spooled, do not wait 30 s
+        weave.close()
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def test_an_unreachable_routing_url_is_reported_in_one_line(tmp_path):
+    env = {**os.environ, "BEEWEAVE_HOME": str(tmp_path), "PYTHONPATH": str(Path.cwd())}
+    done = subprocess.run(
+        [sys.executable, "-m", "beeweave_core.cli", "sessions", "--url",
+         f"neo4j://127.0.0.1:{_free_port()}"],
+        capture_output=True, text=True, env=env, timeout=60,
+    )  # fmt: skip
+    assert done.returncode == 1
+    assert done.stderr.strip().count("\n") == 0, done.stderr
+    assert "not reachable" in done.stderr
+
+
+def test_a_plain_path_opens_the_same_file_as_from_conn_string(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("BEEWEAVE_HOME", str(tmp_path / "home"))
+    with Weave.open("a.db", index=False) as weave:
+        weave.emit("user_message", "plain path", session_id="s-path")
+        assert weave.flush()
+    assert (tmp_path / "a.db").exists()
+    with BeeWeaveCheckpointer.from_conn_string("a.db") as saver:
+        assert saver.weave.store.timeline("s-path")[0].content == "plain path"
