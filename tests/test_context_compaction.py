@@ -250,3 +250,32 @@ def test_extractive_summarizer_keeps_values_and_cues_in_both_languages():
         [SourceLine("x", 9, "assistant", "We chatted about lunch at noon.")], must_keep=["lunch"]
     )
     assert forced == "- #9 assistant: We chatted about lunch at noon."
+
+
+def _covered(weave, sid, ids):
+    """The message positions each active level-0 summary covers."""
+    pos = {i: n for n, i in enumerate(ids)}
+    return sorted(
+        tuple(sorted(pos[i] for i in s.payload["source_ids"] if i in pos))
+        for s in _summaries(weave, sid, include_inactive=False)
+        if s.payload.get("level", 0) == 0
+    )
+
+
+def test_a_backlog_is_compacted_as_a_worker_that_kept_up_would_have(weave_factory):
+    """Maintenance may be far behind when it runs (a burst of turns, a busy machine).
+    The summaries must not depend on that: compacting a stored backlog at once gives the
+    segments that compacting after every turn gave."""
+    talk = chatter(40)
+    policy = CompactionPolicy(segment_turns=4, merge_after=100)
+    kept_up, kept_engine = _engine(weave_factory, policy=policy)
+    behind, behind_engine = _engine(weave_factory, policy=policy)
+    ids_up: list[str] = []
+    for n, m in enumerate(talk):
+        ids_up += say(kept_up, "s", [m], prefix=f"m{n}", maintain=False)
+        kept_engine.compact("s", window_tokens=300, model="gpt-4")
+    ids_behind = say(behind, "s", talk, prefix="m", maintain=False)
+    behind_engine.compact("s", window_tokens=300, model="gpt-4")
+    made = _covered(kept_up, "s", ids_up)
+    assert len(made) >= 3  # the trigger was passed several times
+    assert _covered(behind, "s", ids_behind) == made

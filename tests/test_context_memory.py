@@ -193,3 +193,26 @@ def test_a_setting_changed_twice_keeps_both_old_values_overturned(weave_factory)
     (latest,) = [m for m in memories(weave, "s") if "90-minute" in m.content]
     gone = {fold(o["text"]) for o in latest.payload["overturned"]}
     assert any("45-minute" in t for t in gone) and any("60-minute" in t for t in gone)
+
+
+def test_how_far_apart_two_statements_were_said_counts_turns_not_stored_events(weave_factory):
+    """Audit records, model calls and memories are stored between the turns, as many as
+    the agent's timing made; supersession's distance is in conversation turns, also
+    after a restart (the writer reads its place back from the memories)."""
+    weave = weave_factory(index=False)
+    say(weave, "s", [{"role": "user", "content": "Archive the build logs after 14 days."},
+                     {"role": "assistant", "content": "Understood."}], prefix="a")  # fmt: skip
+    for n in range(25):  # bookkeeping of model calls, between two turns
+        weave.emit("model_call", "", session_id="s", role="assistant", key=f"call-{n}")
+    weave.flush()
+    say(weave, "s", [{"role": "user", "content": "Archive the build logs after 30 days now."}],
+        prefix="b")  # fmt: skip
+    mems = memories(weave, "s", include_inactive=True)
+    assert [m.payload["source_turn"] for m in mems] == [1, 3]
+    assert mems[1].seq - mems[0].seq > 20  # the stored events are far apart
+    restarted = weave_factory(index=False, tenant=weave.tenant)
+    say(restarted, "s", [{"role": "assistant", "content": "Noted."},
+                         {"role": "user", "content": "Archive the build logs after 45 days."}],
+        prefix="c")  # fmt: skip
+    turns = [m.payload["source_turn"] for m in memories(restarted, "s", include_inactive=True)]
+    assert turns == [1, 3, 5]

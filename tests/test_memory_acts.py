@@ -15,6 +15,7 @@ from beeweave_core.memory.supersession import (
     features,
     mask,
     prepare,
+    scorer,
     values,
 )
 
@@ -94,6 +95,34 @@ def test_a_new_value_for_the_same_setting_replaces_the_old_one_and_look_alikes_s
     index.add(said[1])
     assert index.replaced_by(said[2]) == ["a"]
     assert index.replaced_by(said[3]) == []  # another ticket: both live
+
+
+def test_an_amount_with_a_unit_letter_is_a_quantity_not_two_items():
+    """ "$40k-$55k" matches the identifier pattern, but it is an amount: changing it is a
+    new value for the setting, not a second item (the identifier rule vetoed it)."""
+    old, new = prepare([("a", "The contractor budget is $40k-$55k.", 3, True),
+                        ("b", "Let's cap the contractor budget at $60k-$70k instead.", 40, True)])  # fmt: skip
+    assert [v.kind for v in old.found] == ["num:$k$k"]
+    f = features(old, new)
+    assert f[FEATURES.index("id_conflict")] == 0.0 and f[FEATURES.index("kind_changed")] == 1.0
+    index = Index(Scorer(np.zeros(len(f)), 50.0, 0.5))  # a judge that would take any pair
+    index.add(old)
+    assert index.replaced_by(new) == ["a"]
+
+
+def test_one_new_statement_replaces_one_setting_even_if_two_share_its_unit():
+    """Two live settings in percent; a new one changes one of them.  A judge that would
+    take every candidate must still leave the other setting live."""
+    said = prepare([
+        ("cpu", "Cap the nightly export at 30% of the CPU.", 2, True),
+        ("disk", "Page me when the disk is more than 80% full.", 5, True),
+        ("new", "The export may use 45% of the CPU from now on.", 60, True),
+    ])  # fmt: skip
+    shipped = scorer()
+    index = Index(Scorer(shipped.w, shipped.b, 0.0))  # the shipped weights, any pair passes
+    index.add(said[0])
+    index.add(said[1])
+    assert index.replaced_by(said[2]) == ["cpu"]  # the likelier of the two
 
 
 def test_the_scorer_threshold_decides_and_features_are_finite():
