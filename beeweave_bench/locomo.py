@@ -513,8 +513,8 @@ def cv_notes(summary: Mapping[str, Any]) -> list[str]:
 
 
 # --------------------------------------------------------- cross-validation
-#: What the cross-validation chooses among: the weights of the semantic, temporal
-#: and graph paths relative to lexical (only ratios matter, so lexical stays 1), the
+#: What the cross-validation chooses among: the weights of the semantic, temporal,
+#: graph and feedback paths relative to lexical (only ratios matter, so lexical stays 1), the
 #: reciprocal-rank constant, how many turns either side of a hit the graph path
 #: offers and how much a turn further away inherits (both moot when its weight is 0).
 CV_SEMANTIC = (0.25, 0.5, 0.75, 1.0)
@@ -525,6 +525,8 @@ CV_NEIGHBOURS = (1, 2)
 CV_NEIGHBOUR_DECAY = (0.5, 1.0)
 #: How much more the turns of the one speaker a question names weigh (0: not at all).
 CV_AUTHOR_BOOST = (0.0, 1.0, 2.0)
+#: The weight of the second lexical round (pseudo-relevance feedback; 0: off).
+CV_FEEDBACK = (0.0, 0.5)
 
 
 def fusion_grid(base: RetrievalConfig) -> dict[str, RetrievalConfig]:
@@ -541,10 +543,10 @@ def fusion_grid(base: RetrievalConfig) -> dict[str, RetrievalConfig]:
         name = f"semantic={sem:g} temporal={temp:g} graph={graph:g} rrf_k={rrf_k:g}"
         name += f" neighbours={near}" if graph else ""
         name += f" neighbour_decay={decay:g}" if graph and near > 1 else ""
-        for boost in CV_AUTHOR_BOOST:
-            grid[f"{name} author_boost={boost:g}"] = replace(
-                base, weights=weights, rrf_k=rrf_k, neighbours=near, neighbour_decay=decay,
-                author_boost=boost,
+        for boost, fb in itertools.product(CV_AUTHOR_BOOST, CV_FEEDBACK):
+            grid[f"{name} author_boost={boost:g} feedback={fb:g}"] = replace(
+                base, weights={**weights, "feedback": fb}, rrf_k=rrf_k, neighbours=near,
+                neighbour_decay=decay, author_boost=boost,
             )  # fmt: skip
     return grid
 

@@ -31,7 +31,7 @@ ENV_INDEX = "BEEWEAVE_INDEX"
 #: The index kinds named by a string; ``"off"`` is the same as ``index=False``.
 INDEX_KINDS = ("auto", "chroma", "neo4j", "off")
 
-PATHS = ("recent", "semantic", "lexical", "temporal", "metadata", "graph")
+PATHS = ("recent", "semantic", "lexical", "temporal", "metadata", "graph", "feedback")
 
 #: How much an event of each type is worth as an answer, before fusion weights: what
 #: was said and what tools returned is what answers are made of (1.0), a memory
@@ -184,6 +184,10 @@ class RetrievalConfig:
     Chosen by the bench's cross-validation among 0, 1 and 2 (2 in every fold).
     ``time_margin``: days added after a date the query names (people talk about
     things after they happen).
+    ``feedback_seeds``/``feedback_terms``: the ``feedback`` path's second lexical round
+    adds to the query the ``feedback_terms`` words most shared by the first round's
+    ``feedback_seeds`` best lexical hits (3 and 20; its weight 0.5, chosen by the
+    bench's cross-validation between 0 and 0.5).
     ``index_wait``: seconds to wait for the vector indexer to catch up first.
     """
 
@@ -195,6 +199,7 @@ class RetrievalConfig:
             "recent": 0.5,
             "metadata": 0.3,
             "graph": 0.25,
+            "feedback": 0.5,
         }
     )
     fusion: str = "rrf"
@@ -213,6 +218,8 @@ class RetrievalConfig:
     neighbour_decay: float = 1.0
     author_boost: float = 2.0
     time_margin: float = 14.0
+    feedback_seeds: int = 3
+    feedback_terms: int = 20
     dedup: bool = True
     index_wait: float = 1.0
 
@@ -227,6 +234,10 @@ class RetrievalConfig:
             raise ValueError("decay_floor must be between 0 and 1")
         if not 0.0 <= self.neighbour_decay <= 1.0:
             raise ValueError("neighbour_decay must be between 0 and 1")
+        for name in ("feedback_seeds", "feedback_terms"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+                raise ValueError(f"{name} must be a non-negative int, got {value!r}")
         if self.author_boost < 0:
             raise ValueError("author_boost must not be negative")
         bad = set(self.weights) - set(PATHS)

@@ -9,6 +9,9 @@ Several *paths* each rank candidates their own way:
   names ("what did we decide on 13 October 2023?"), as a soft preference;
 * ``metadata`` — events matching the filters alone, newest first (when filters
   are given);
+* ``feedback`` — the lexical search again, with the words the best lexical hits
+  share added to the query (a second round: what a list question's other answers
+  have in common with its first);
 * ``graph``    — events linked to the best hits of the other paths: their causes
   and effects (the tool call and user question behind a tool result) and their
   neighbours in the session (a question's answer is usually the next turn).
@@ -42,7 +45,7 @@ from beeweave_core.index.base import IndexFilter
 from beeweave_core.ranking import age_weight, minmax_shares, rrf_shares
 from beeweave_core.store import EventStore
 from beeweave_core.telemetry import traced
-from beeweave_core.text.segment import tokens
+from beeweave_core.text.segment import STOPWORDS, has_cjk, tokens
 from beeweave_core.text.timehints import TimeWindow, find_windows
 from beeweave_core.tokens import bounded_query
 
@@ -389,6 +392,24 @@ def _author(ev: Event) -> str | None:
     return name if isinstance(name, str) and name.strip() else None
 
 
+def feedback_query(query: str, hits: Sequence[Event], cfg: RetrievalConfig) -> str | None:
+    """``query`` and the ``feedback_terms`` words most shared by its first
+    ``feedback_seeds`` hits, leaving out the query's own words, stopwords, authors'
+    names (a chat speaker is in every turn) and Latin words of two letters or less;
+    ``None`` when the hits add no word.  BM25 weighs the words by their rarity."""
+    skip = set(tokens(query)) | STOPWORDS
+    for ev in hits:
+        if (a := _author(ev)) is not None:
+            skip.update(tokens(a))
+    counts: dict[str, int] = {}
+    for ev in hits[: cfg.feedback_seeds]:
+        for t in tokens(ev.content):
+            if t not in skip and (len(t) > 2 or has_cjk(t)):
+                counts[t] = counts.get(t, 0) + 1
+    best = sorted(counts, key=lambda t: -counts[t])[: cfg.feedback_terms]
+    return f"{query} {' '.join(best)}" if best else None
+
+
 def _named_author(query: str, candidates: Iterable[Event]) -> str | None:
     """The one author among ``candidates`` whom ``query`` names by every word of their
     name, else ``None`` (no author named, or several: "what do Ana and Li share?")."""
@@ -658,6 +679,16 @@ class Retriever:
         newest = {sid: tl[-1].ts for sid in sessions if (tl := self.store.timeline(sid, last=1))}
         return sorted(newest, key=lambda sid: -newest[sid])
 
+    def _feedback(self, c: _Call, first: list[tuple[str, float]]) -> list[tuple[str, float]]:
+        """A second lexical round, asked with the query and the words of the first
+        round's best hits (pseudo-relevance feedback): a list question ("what has Ana
+        painted?") is answered across turns the question's words reach only in part,
+        and its best hits name what the others share ("sunset", "canvas").  Seeded
+        from the lexical round, which is done while the semantic search still runs."""
+        hits = [ev for e, _ in first if (ev := c.seen.get(e)) is not None and c.flt.accepts(ev)]
+        query = feedback_query(c.query, hits, c.cfg)
+        return self._lexical(replace(c, query=query)) if query else []
+
     def _temporal(self, c: _Call) -> list[tuple[str, float]]:
         """Semantic + lexical again, inside each date the query names (a soft preference)."""
         windows = find_windows(c.query, now=c.now)
@@ -686,6 +717,8 @@ class Retriever:
                 semantic = _workers().submit(self._semantic, c)
         runs = {"recent": self._recent, "lexical": self._lexical, "metadata": self._metadata}
         out = {name: run(c) for name, run in runs.items() if _on(c, name)}
+        if _on(c, "feedback") and out.get("lexical"):  # while the semantic search runs
+            out["feedback"] = self._feedback(c, out["lexical"])
         if _on(c, "semantic"):
             out["semantic"] = semantic.result() if semantic is not None else []
         if _on(c, "temporal"):

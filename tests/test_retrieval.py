@@ -617,3 +617,54 @@ def test_metadata_path_of_a_user_with_many_sessions_reads_the_newest(open_weave)
                       filters={"types": ["user_message"]})  # fmt: skip
     seen = {h.event.session_id for h in hits}
     assert seen == {f"ledger-{i}" for i in range(METADATA_SESSIONS)}
+
+
+def test_feedback_round_reaches_a_turn_sharing_words_only_with_the_first_hits(open_weave):
+    """The ``feedback`` path asks again with the words the first lexical hits share: a turn
+    with none of the question's words is found through them, inside the user's scope
+    only; the lexical path alone never finds it."""
+    w = open_weave()
+    said = {  # (speaker, user, session, text): each turn's previous one shares no word
+        "bench": ("Ivo", "ivo", "a", "I finished the garden bench from walnut offcuts."),
+        "noise": ("Ivo", "ivo", "b", "The tram was late again this morning."),
+        "walnut": ("Ivo", "ivo", "b", "Oiling walnut takes patience; the offcuts darken."),
+        "other": ("Pia", "pia", "c", "I bought walnut oil to darken my offcuts."),
+    }
+    ids = {key: w.emit("user_message", text, session_id=f"{uid}-{sid}", ts=NOW + i,
+                       meta={"name": who, "user_id": uid})
+           for i, (key, (who, uid, sid, text)) in enumerate(said.items())}  # fmt: skip
+    settle(w)
+    question = "What garden furniture did Ivo finish?"
+    alone = w.retrieve(question, user_id="ivo", k=5, now=NOW + 9, paths=["lexical"])
+    assert ids["walnut"] not in [h.event_id for h in alone]
+    hits = w.retrieve(question, user_id="ivo", k=5, now=NOW + 9, paths=["lexical", "feedback"])
+    found = {h.event_id: h for h in hits}
+    assert ids["walnut"] in found and "feedback" in found[ids["walnut"]].paths
+    assert ids["other"] not in found  # Pia's turn shares the words, not the scope
+    off = w.retrieve(question, user_id="ivo", k=5, now=NOW + 9, paths=["lexical", "feedback"],
+                     weights={"lexical": 1.0, "feedback": 0.0})  # fmt: skip
+    assert ids["walnut"] not in [h.event_id for h in off]
+
+
+def test_feedback_query_adds_the_shared_words_of_the_first_hits_only():
+    """Seeds' words most of them share come first; the query's own words, stopwords,
+    speakers' names and short Latin words are left out; Chinese words are kept."""
+    from beeweave_core.events import Event
+    from beeweave_core.retrieval import feedback_query
+
+    def turn(text: str, who: str = "Ivo") -> Event:
+        return Event(id=text, type=EventType.USER_MESSAGE, session_id="s", content=text,
+                     meta={"name": who})  # fmt: skip
+
+    hits = [turn("Ivo: the kiln was hot, glaze ran"), turn("Ivo: glaze on the kiln shelf"),
+            turn("Ivo: 釉料 烧窑"), turn("Ivo: never read: unrelated glaze")]  # fmt: skip
+    cfg = RetrievalConfig(feedback_seeds=3, feedback_terms=6)
+    query = feedback_query("what did Ivo fire in the kiln?", hits, cfg)
+    assert query is not None
+    added = query.split("?", 1)[1].split()
+    assert added[0] == "glaze" and "kiln" not in added and "ivo" not in added
+    assert "ran" in added and "on" not in added and ("釉料" in added or "烧窑" in added)
+    assert "unrelated" not in query  # beyond feedback_seeds
+    assert feedback_query("kiln glaze", [turn("Ivo: kiln glaze")], cfg) is None
+    with pytest.raises(ValueError, match="feedback_terms"):
+        RetrievalConfig(feedback_terms=-1)
