@@ -8,8 +8,9 @@ Three kinds of command are not run as written, each listed here and checked to s
 the README (so the lists cannot go stale either):
 
 - ``INSTEAD``: the install command.  Installing from the clone would re-point this
-  environment's editable install at a temporary directory; the clone on ``PYTHONPATH`` is
-  what it would achieve.
+  environment's editable install at a temporary directory; the clone on ``PYTHONPATH``, and
+  the console scripts its ``pyproject.toml`` declares written to a folder first on ``PATH``,
+  are what it would achieve.
 - ``SMALLER``: benchmarks, run with small sizes appended (the last value of an option wins).
 - ``SKIPPED``: a network download, the suite itself, and a benchmark that starts its own
   Neo4j server and kills processes for minutes.
@@ -166,6 +167,35 @@ def test_the_lists_match_the_readme() -> None:
     assert not any("../shared" in c or "/work/" in c for c in commands)
 
 
+def console_scripts(clone: Path, folder: Path) -> Path:
+    """The console scripts ``pip install`` would write for the clone's ``[project.scripts]``,
+    run by this interpreter (so the command is the clone's, whatever this environment has)."""
+    declared = (clone / "pyproject.toml").read_text(encoding="utf-8")
+    section = declared.split("[project.scripts]", 1)[1].split("\n[", 1)[0]
+    folder.mkdir(parents=True)
+    for name, module, func in re.findall(r'^([\w-]+)\s*=\s*"([\w.]+):(\w+)"', section, re.M):
+        script = folder / name
+        script.write_text(
+            f"#!{sys.executable}\nimport sys\nfrom {module} import {func}\nsys.exit({func}())\n",
+            encoding="utf-8",
+        )
+        script.chmod(0o755)
+    return folder
+
+
+def test_console_scripts_follow_the_pyproject(tmp_path: Path) -> None:
+    folder = console_scripts(ROOT, tmp_path / "bin")
+    assert "from beeweave_cli import main" in (folder / "beeweave").read_text(encoding="utf-8")
+    done = subprocess.run(
+        [str(folder / "beeweave"), "--help"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**os.environ, "PYTHONPATH": str(ROOT), "COLUMNS": "160"},
+    )
+    assert done.returncode == 0 and "sessions" in done.stdout, done.stderr
+
+
 @pytest.mark.neo4j
 def test_every_readme_command_runs_in_a_fresh_clone(tmp_path: Path, neo4j_uri: str) -> None:
     clone = tmp_path / "clone"
@@ -182,7 +212,8 @@ def test_every_readme_command_runs_in_a_fresh_clone(tmp_path: Path, neo4j_uri: s
         "COLUMNS": "160",
     }
     bindir = Path(sys.executable).parent
-    env["PATH"] = f"{bindir}{os.pathsep}{env.get('PATH', '')}"
+    scripts = console_scripts(clone, tmp_path / "scripts")
+    env["PATH"] = os.pathsep.join((str(scripts), str(bindir), env.get("PATH", "")))
     started = time.monotonic()
     for command in all_commands(clone):
         run = prepared(command)

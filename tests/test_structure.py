@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import ast
 import inspect
+import os
+import subprocess
 import sys
 import textwrap
 import typing
@@ -21,8 +23,8 @@ from beeweave_core import weave as weave_module
 from beeweave_core.weave import Weave
 
 ROOT = Path(beeweave_core.__file__).resolve().parent.parent
-PACKAGES = ["beeweave_core", "beeweave_langchain", "beeweave_llamaindex", "beeweave_bench",
-            "beeweave_demo", "beeweave_ui"]  # fmt: skip
+PACKAGES = ["beeweave_core", "beeweave_cli", "beeweave_langchain", "beeweave_llamaindex",
+            "beeweave_bench", "beeweave_demo", "beeweave_ui", "beeweave_mcp"]  # fmt: skip
 
 
 def _sources(*packages: str) -> list[tuple[str, ast.Module]]:
@@ -139,10 +141,13 @@ def test_parts_use_on_close_and_subscribe_not_the_lists_behind_them(
     assert users == []
 
 
-def _imports(module: str, tree: ast.Module) -> set[str]:
-    """Modules ``module`` imports at run time (``if TYPE_CHECKING:`` blocks excluded)."""
+def _imports(module: str, tree: ast.Module, *, type_only: bool = False) -> set[str]:
+    """Modules ``module`` imports at run time, in functions too; ``type_only``: also those
+    of ``if TYPE_CHECKING:`` blocks (a hint is a dependency as well)."""
     skip: set[int] = set()
     for node in ast.walk(tree):
+        if type_only:
+            break
         if isinstance(node, ast.If) and ast.unparse(node.test) == "TYPE_CHECKING":
             skip |= {id(n) for stmt in node.body for n in ast.walk(stmt)}
     out: set[str] = set()
@@ -171,6 +176,50 @@ def test_no_import_cycle_runs_through_weave() -> None:
             stack.extend(graph[m])
     back = sorted(m for m in reached if start in graph[m])
     assert back == [], f"these modules import weave.py, which imports them: {back}"
+
+
+#: The packages above the core: it imports none of them, not even in a function.
+PRODUCT = ("beeweave_bench", "beeweave_ui", "beeweave_mcp", "beeweave_demo", "beeweave_cli")
+
+
+def test_the_core_imports_no_product_package() -> None:
+    found = sorted(
+        f"{module} imports {target}"
+        for module, tree in _sources("beeweave_core")
+        for target in _imports(module, tree, type_only=True)
+        if target.split(".")[0] in PRODUCT
+    )
+    assert found == []
+
+
+def test_the_product_import_check_can_fail() -> None:
+    tree = ast.parse("def f():\n    from beeweave_bench import report\n")
+    assert "beeweave_bench" in _imports("beeweave_core.x", tree, type_only=True)
+
+
+def test_the_command_loads_other_packages_only_when_named(tmp_path: Path) -> None:
+    """``beeweave sessions`` imports no benchmark, UI, MCP or demo module; ``beeweave ui``
+    imports the UI's command (and only that package's)."""
+    script = (
+        "import sys\n"
+        "from beeweave_cli.app import app\n"
+        "try:\n"
+        "    app(sys.argv[1:], standalone_mode=False)\n"
+        "except SystemExit:\n"
+        "    pass\n"
+        "print(sorted({m.split('.')[0] for m in sys.modules if m.startswith('beeweave_')}))\n"
+    )
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "BEEWEAVE_HOME": str(tmp_path / "home")}
+
+    def loaded(*args: str) -> list[str]:
+        done = subprocess.run([sys.executable, "-c", script, *args], capture_output=True,
+                              text=True, env=env, timeout=120, cwd=tmp_path)  # fmt: skip
+        return ast.literal_eval(done.stdout.strip().splitlines()[-1])
+
+    assert loaded("sessions", "--url", f"sqlite:///{tmp_path / 'x.db'}") == [
+        "beeweave_cli", "beeweave_core"
+    ]  # fmt: skip
+    assert loaded("ui", "--help") == ["beeweave_cli", "beeweave_core", "beeweave_ui"]
 
 
 def test_paths_stay_importable_from_their_old_homes() -> None:
