@@ -31,7 +31,6 @@ import json
 import threading
 import time
 import uuid
-import weakref
 from collections import OrderedDict
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -43,7 +42,7 @@ from beeweave_core.scopes import with_scope
 from beeweave_core.store import EventStore
 
 if TYPE_CHECKING:
-    from beeweave_core.weave import Weave
+    from beeweave_core.bus import ContextBus
 
 #: Role names frameworks and providers use, mapped onto BeeWeave's four.
 ROLE_ALIASES = {
@@ -602,31 +601,35 @@ def _unique(ids: Iterable[str | None]) -> tuple[str, ...]:
 
 
 # ---------------------------------------------------------------- one writer per weave
-_WRITERS: weakref.WeakKeyDictionary[Weave, Transcript] = weakref.WeakKeyDictionary()
-_WRITERS_LOCK = threading.Lock()
+class TranscriptOwner(Protocol):
+    """What owns a conversation writer: a weave builds its one :class:`Transcript` on first
+    use (``Weave.transcript``), so every integration on it records through the same one."""
+
+    @property
+    def transcript(self) -> Transcript: ...
 
 
-def transcript_for(weave: Weave) -> Transcript:
-    """The one writer of ``weave`` (made, with its REFERS_TO linker on the bus, on first
-    use): every integration on one weave shares it, so they never record a message twice."""
-    w = _WRITERS.get(weave)
-    if w is None:
-        with _WRITERS_LOCK:
-            w = _WRITERS.get(weave)
-            if w is None:
-                w = _WRITERS[weave] = Transcript(_WeaveSink(weave), weave.store)
-                weave.bus.subscribe(ValueRefLinker(weave.store))
-    return w
+def transcript_for(weave: TranscriptOwner) -> Transcript:
+    """The one writer of ``weave``: every integration on one weave shares it, so they never
+    record a message twice."""
+    return weave.transcript
 
 
-class _WeaveSink:
-    """The weave's bus, not the weave: a writer kept per weave in a WeakKeyDictionary
-    must not hold its key strongly, or the weave would never be let go."""
+def bus_transcript(bus: ContextBus) -> Transcript:
+    """A writer whose events go through ``bus`` with the scope its store writes (as
+    ``Weave.emit``), and whose tool calls are linked to the values they reuse by a
+    REFERS_TO linker subscribed to that bus (what ``Weave.transcript`` is built from)."""
+    bus.subscribe(ValueRefLinker(bus.store))
+    return Transcript(_BusSink(bus), bus.store)
 
-    def __init__(self, weave: Weave) -> None:
-        self.tenant = weave.tenant
-        self._emit = weave.bus.emit
-        self._scopes = weave.store.scopes
+
+class _BusSink:
+    """A capture bus as a :class:`Sink`: its ``emit``, with the write scope of its store."""
+
+    def __init__(self, bus: ContextBus) -> None:
+        self.tenant = bus.store.tenant
+        self._emit = bus.emit
+        self._scopes = bus.store.scopes
 
     def emit(self, *args: Any, meta: Mapping[str, Any] | None = None, **kw: Any) -> str:
         """The bus's ``emit``, with the scope the weave writes (as ``Weave.emit``)."""
@@ -687,8 +690,17 @@ def _openai_call(call: Mapping[str, Any], j: int) -> ToolCall:
     return ToolCall(str(call.get("id") or f"call_{j}"), str(call.get("name") or "tool"), args)
 
 
+class Capturing(Protocol):
+    """What :func:`record_messages` sends a conversation through: a weave (its bus)."""
+
+    store: EventStore
+    bus: ContextBus
+
+    def flush(self, timeout: float = ..., wait_index: bool = ...) -> bool: ...
+
+
 def record_messages(
-    target: Weave | EventStore,
+    target: Capturing | EventStore,
     session_id: str,
     messages: Sequence[Mapping[str, Any]],
     *,

@@ -32,6 +32,7 @@ from beeweave_core.read_gate import ReadGate
 from beeweave_core.scopes import META_KEY, Readable, derived, narrow, with_scope
 from beeweave_core.store import EventStore
 from beeweave_core.tombstones import EVENT, SESSION, USER, Tombstone, buried, of_purge
+from beeweave_core.transcript import Transcript, bus_transcript
 
 if TYPE_CHECKING:
     from typing_extensions import Unpack
@@ -165,6 +166,8 @@ class Weave:
         self._contexts: dict[Readable, ContextEngine] = {}
         self._contexts_lock = threading.Lock()  # two first reads build one engine
         self._items: ItemIndex | None = None  # store items' pointers (a user purge's)
+        self._transcript: Transcript | None = None
+        self._transcript_lock = threading.Lock()
         #: reads in flight: the background workers of this weave give way to them
         self.reads = ReadGate()
         #: Background vector indexer (``None`` without an index); see ``index/indexer.py``.
@@ -177,6 +180,16 @@ class Weave:
             self.bus.subscribe(self.indexer.on_stored)
             self.on_close(self.indexer.close)
         _warm_tokenizer()
+
+    @property
+    def transcript(self) -> Transcript:
+        """The one writer of this weave's conversations, made (with its REFERS_TO linker on
+        the bus) on first use: every integration on the weave records through it, so no
+        message is recorded twice (``transcript.transcript_for``)."""
+        with self._transcript_lock:
+            if self._transcript is None:
+                self._transcript = bus_transcript(self.bus)
+            return self._transcript
 
     @classmethod
     def open(

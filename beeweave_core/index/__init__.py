@@ -6,7 +6,6 @@ import hashlib
 import os
 import uuid
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from beeweave_core.index.base import (
     Chunk,
@@ -15,12 +14,10 @@ from beeweave_core.index.base import (
     EmbeddingMismatch,
     IndexFilter,
     IndexState,
+    VectorHome,
     VectorIndex,
 )
 from beeweave_core.index.chunking import ChunkPolicy, chunk_event, chunk_events
-
-if TYPE_CHECKING:
-    from beeweave_core.backends import Backend
 
 __all__ = [
     "Chunk",
@@ -68,7 +65,7 @@ def open_chroma(
 
 
 def open_index(
-    backend: Backend,
+    backend: VectorHome,
     *,
     embeddings: object,
     identity: EmbeddingIdentity | None = None,

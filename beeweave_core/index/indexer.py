@@ -23,7 +23,7 @@ import time
 from collections import deque
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from beeweave_core.config import IndexConfig
 from beeweave_core.events import Event, Status
@@ -35,6 +35,7 @@ from beeweave_core.index.base import (
     EmbeddingIdentity,
     EmbeddingMismatch,
     IndexBusy,
+    VectorHome,
 )
 from beeweave_core.index.chunking import (
     ChunkPolicy,
@@ -45,9 +46,6 @@ from beeweave_core.index.chunking import (
     recipe_key,
 )
 from beeweave_core.store import EventStore
-
-if TYPE_CHECKING:
-    from beeweave_core.backends import Backend
 
 log = logging.getLogger("beeweave.indexer")
 
@@ -529,7 +527,7 @@ class _GapBatch:
 
 
 # ----------------------------------------------------------- weave wiring
-def build_indexer(backend: Backend, *, config: IndexConfig) -> Indexer | None:
+def build_indexer(backend: VectorHome, *, config: IndexConfig) -> Indexer | None:
     """The :class:`Indexer` ``config`` asks for over ``backend``'s events (``None``: none).
 
     No index either when a package the chosen index or the default embeddings need is
@@ -562,7 +560,7 @@ def build_indexer(backend: Backend, *, config: IndexConfig) -> Indexer | None:
 
 
 def _missing_packages(
-    backend: Backend, kind: str | VectorIndex | None, config: IndexConfig
+    backend: VectorHome, kind: str | VectorIndex | None, config: IndexConfig
 ) -> list[str]:
     """Packages the chosen index / default embeddings need that are not installed."""
     from importlib.util import find_spec

@@ -39,7 +39,6 @@ from beeweave_core.backends.neo4j import session_scopes, user_sessions
 from beeweave_core.backends.neo4j import terms as event_terms
 from beeweave_core.backends.neo4j import tx as neo4j_tx
 from beeweave_core.backends.neo4j.auth import AuthSpec, driver_auth
-from beeweave_core.backends.sqlite.events import TokenCount, default_token_count
 from beeweave_core.errors import shown
 from beeweave_core.events import (
     TYPE_LABELS,
@@ -54,7 +53,13 @@ from beeweave_core.events import (
 from beeweave_core.fallback import cause
 from beeweave_core.payloads import dumps
 from beeweave_core.scopes import Readable, narrow, refuse_artifact
-from beeweave_core.store import BaseEventStore, Prepared, StoreError
+from beeweave_core.store import (
+    BaseEventStore,
+    Prepared,
+    StoreError,
+    TokenCount,
+    default_token_count,
+)
 from beeweave_core.text import lucene
 from beeweave_core.text.lexical import CONTEXT_CHARS
 from beeweave_core.text.lucene import Turn

@@ -29,11 +29,8 @@ from beeweave_core.events import (
 )
 from beeweave_core.payloads import dumps
 from beeweave_core.scopes import Readable, narrow, refuse_artifact
-from beeweave_core.store import BaseEventStore, Prepared
+from beeweave_core.store import BaseEventStore, Prepared, TokenCount, default_token_count
 from beeweave_core.text.lexical import fts_query, fts_text, query_terms
-
-TokenCount = Callable[[list[str]], list[int]]
-
 
 #: Decoded events kept by row (an event is immutable: the same row decodes to the same
 #: value, and the newest turns are read by call after call).  A row that changed in any
@@ -81,13 +78,6 @@ def _json_list(values: Sequence[str]) -> str:
 
 def _json_links(links: dict[EdgeType, tuple[str, ...]]) -> str:
     return json.dumps({k.value: list(v) for k, v in links.items()}) if links else "{}"
-
-
-def default_token_count(texts: list[str]) -> list[int]:
-    """Exact cl100k_base counts (offline); used for session token stats."""
-    from beeweave_core.tokens import count_batch
-
-    return count_batch(texts)
 
 
 class SQLiteEventStore(SideTables, BaseEventStore):
