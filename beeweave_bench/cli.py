@@ -43,9 +43,13 @@ def bench_capture(
         rows, summary = runner(n)
     else:
         rows, summary = capture.run(n)
-    report("capture" if framework is None else f"capture {framework}", rows, out=out,
-           params={"n": n, "framework": framework, **summary},
-           notes=[f"{k}: {v}" for k, v in summary.items()])  # fmt: skip
+    report(
+        "capture" if framework is None else f"capture {framework}",
+        rows,
+        out=out,
+        params={"n": n, "framework": framework, **summary},
+        notes=[f"{k}: {v}" for k, v in summary.items()],
+    )
 
 
 #: Framework capture benchmarks, by the name of the extra that installs the framework.
@@ -150,9 +154,13 @@ def bench_checkpoint(
         ),
         *(f"{k}: {v}" for k, v in summary.items()),
     ]
-    report("checkpoint", rows, out=out,
-           params={"steps": steps, "rounds": rounds, "reads": reads, "neo4j": bool(uri), **summary},
-           notes=notes)  # fmt: skip
+    report(
+        "checkpoint",
+        rows,
+        out=out,
+        params={"steps": steps, "rounds": rounds, "reads": reads, "neo4j": bool(uri), **summary},
+        notes=notes,
+    )
 
 
 @bench_app.command("durability")
@@ -175,16 +183,23 @@ def bench_durability(
         fail(f"no such script: {neo4j_script}")
     rows = durability.run(
         neo4j_script=neo4j_script.resolve() if neo4j_script else None,
-        neo4j_port=neo4j_port, seed=seed, burst=burst,
-    )  # fmt: skip
+        neo4j_port=neo4j_port,
+        seed=seed,
+        burst=burst,
+    )
     notes = [
         f"contract: an event is on disk {durability.CONTRACT_WINDOW * 1000:.0f} ms after emit() "
         "while the writer keeps up, and at most max_high (1,000) events are only in memory; "
         "SIGTERM and exit lose nothing",
         "'lost beyond window': lost events emitted more than that window before the kill",
     ]
-    report("durability", [durability.table_row(r) for r in rows], out=out,
-           params={"burst": burst, "seed": seed, "details": rows}, notes=notes)  # fmt: skip
+    report(
+        "durability",
+        [durability.table_row(r) for r in rows],
+        out=out,
+        params={"burst": burst, "seed": seed, "details": rows},
+        notes=notes,
+    )
 
 
 @bench_app.command("context")
@@ -205,8 +220,12 @@ def bench_context(
     mine = [r for r in rows if r["system"] == "beeweave"]
     bee = mine[0]
     kinds = [r for r in mine[1:]] or [bee]
-    ok = (all(r["retention"] >= 0.97 for r in kinds) and bee["stale_rate"] <= 0.02
-          and bee["within_budget"] == 1.0 and extra["fit_verbatim"] == 1.0)  # fmt: skip
+    ok = (
+        all(r["retention"] >= 0.97 for r in kinds)
+        and bee["stale_rate"] <= 0.02
+        and bee["within_budget"] == 1.0
+        and extra["fit_verbatim"] == 1.0
+    )
     notes = [
         "target: beeweave retention >= 0.97 on every kind, stale <= 0.02 (in order), within "
         f"budget, every turn verbatim when the history fits: {'MET' if ok else 'NOT MET'}",
@@ -218,8 +237,13 @@ def bench_context(
         f"fit check (budget above the history): every turn verbatim in "
         f"{extra['fit_verbatim']:.0%} of scenarios (target 100%)",
     ]
-    report("context", rows, out=out, params={"scenarios": str(scenarios), **extra, "details": details},
-           notes=notes)  # fmt: skip
+    report(
+        "context",
+        rows,
+        out=out,
+        params={"scenarios": str(scenarios), **extra, "details": details},
+        notes=notes,
+    )
 
 
 @bench_app.command("assemble")
@@ -248,16 +272,30 @@ def bench_assemble(
     except ValueError:
         fail(f"--sizes must be comma-separated integers, got {sizes!r}")
     uri = neo4j or os.environ.get("NEO4J_URI")
-    rows, verdict = assemble.run(sizes=ns, calls=calls, neo4j_uri=uri, auth=credentials(auth),
-                                 neo4j_size=neo4j_size, langgraph=langgraph,
-                                 progress=lambda m: console.print(f"[dim]{m}[/]"))  # fmt: skip
-    notes = ["targets: worst <= 3x p50 at 10k; p50 at 10k and 100k <= 2x p50 at 1k (both "
-             "workloads); LangGraph hook's added time <= 2x InMemorySaver's turn + 5 ms",
-             "gc_paused_calls: calls a full garbage collection (the interpreter's, every "
-             "thread stopped for gc_pause_max_ms) fell in; worst_no_gc_over_p50 leaves them out",
-             *(f"{k}: {v}" for k, v in verdict.items())]  # fmt: skip
-    report("assemble", rows, out=out, params={"sizes": ns, "calls": calls, **verdict}, notes=notes,
-           console=Console(width=max(console.width, 160)))  # fmt: skip
+    rows, verdict = assemble.run(
+        sizes=ns,
+        calls=calls,
+        neo4j_uri=uri,
+        auth=credentials(auth),
+        neo4j_size=neo4j_size,
+        langgraph=langgraph,
+        progress=lambda m: console.print(f"[dim]{m}[/]"),
+    )
+    notes = [
+        "targets: worst <= 3x p50 at 10k; p50 at 10k and 100k <= 2x p50 at 1k (both "
+        "workloads); LangGraph hook's added time <= 2x InMemorySaver's turn + 5 ms",
+        "gc_paused_calls: calls a full garbage collection (the interpreter's, every "
+        "thread stopped for gc_pause_max_ms) fell in; worst_no_gc_over_p50 leaves them out",
+        *(f"{k}: {v}" for k, v in verdict.items()),
+    ]
+    report(
+        "assemble",
+        rows,
+        out=out,
+        params={"sizes": ns, "calls": calls, **verdict},
+        notes=notes,
+        console=Console(width=max(console.width, 160)),
+    )
 
 
 @bench_app.command("supersession")
@@ -351,8 +389,14 @@ def bench_locomo(
         fail(str(exc))
     notes = locomo.verdict(rows) + locomo.cv_notes(summary)
     notes += [f"{k}: {v}" for k, v in summary.items() if k not in ("conversations", "cv")]
-    report("locomo", rows, out=out, params={"data": str(data), "limit": limit, **summary},
-           notes=notes, console=Console(width=max(console.width, 150)))  # fmt: skip
+    report(
+        "locomo",
+        rows,
+        out=out,
+        params={"data": str(data), "limit": limit, **summary},
+        notes=notes,
+        console=Console(width=max(console.width, 150)),
+    )
     if context_budget > 0:
         _bench_locomo_context(data, context_budget, context_modes, limit, out)
 
@@ -366,11 +410,21 @@ def _bench_locomo_context(
     unknown = sorted(set(chosen) - set(locomo_context.MODES))
     if unknown or not chosen:
         fail(f"--context-modes takes {', '.join(locomo_context.MODES)}; got {modes!r}")
-    rows = locomo_context.run(data, budget=budget, modes=chosen, limit=limit,
-                              progress=lambda m: console.print(f"[dim]{m}[/]"))  # fmt: skip
+    rows = locomo_context.run(
+        data,
+        budget=budget,
+        modes=chosen,
+        limit=limit,
+        progress=lambda m: console.print(f"[dim]{m}[/]"),
+    )
     path = out.with_name(out.stem + "-context" + out.suffix) if out else None
-    report("locomo-context", rows, out=path, params={"data": str(data), "budget": budget,
-           "modes": chosen, "limit": limit}, console=Console(width=max(console.width, 150)))  # fmt: skip
+    report(
+        "locomo-context",
+        rows,
+        out=path,
+        params={"data": str(data), "budget": budget, "modes": chosen, "limit": limit},
+        console=Console(width=max(console.width, 150)),
+    )
 
 
 @bench_app.command("recall-zh")
@@ -391,7 +445,16 @@ def bench_recall_zh(
         rows, summary = recall_zh.run(en=en, progress=lambda m: console.print(f"[dim]{m}[/]"))
     except ValueError as exc:
         fail(str(exc))
-    notes = [f"{name}: {info['turns']} turns, {info['questions']} questions, "
-             f"{info.get('index_turns_per_s')} turns/s indexed" for name, info in summary.items()]  # fmt: skip
-    report("recall-zh", rows, out=out, params={"en": str(en) if en else None, **summary},
-           notes=notes, console=Console(width=max(console.width, 150)))  # fmt: skip
+    notes = [
+        f"{name}: {info['turns']} turns, {info['questions']} questions, "
+        f"{info.get('index_turns_per_s')} turns/s indexed"
+        for name, info in summary.items()
+    ]
+    report(
+        "recall-zh",
+        rows,
+        out=out,
+        params={"en": str(en) if en else None, **summary},
+        notes=notes,
+        console=Console(width=max(console.width, 150)),
+    )

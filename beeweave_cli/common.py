@@ -168,9 +168,13 @@ def timeline_table(events: list[Event], title: str, *, compact: bool = False) ->
             min_width=widths.get(col),
         )
     for ev in events:
-        cells = {"seq": str(ev.seq), "time": when(ev.ts), "type": ev.type.value,
-                 "content": short(ev.content or f"({ev.payload.get('model', 'model call')})"),
-                 "id": ev.id}  # fmt: skip
+        cells = {
+            "seq": str(ev.seq),
+            "time": when(ev.ts),
+            "type": ev.type.value,
+            "content": short(ev.content or f"({ev.payload.get('model', 'model call')})"),
+            "id": ev.id,
+        }
         table.add_row(*(cells[c] for c in cols))
     return table
 

@@ -110,12 +110,27 @@ def search(
     if as_json:
         print_json([{**h.metadata(), "content": h.event.content} for h in hits])
         return
-    table = Table("rank", "score", "session", "seq", "type", "content", "paths",
-                  title=f"Search: {short(query, 60)}")  # fmt: skip
+    table = Table(
+        "rank",
+        "score",
+        "session",
+        "seq",
+        "type",
+        "content",
+        "paths",
+        title=f"Search: {short(query, 60)}",
+    )
     for n, h in enumerate(hits, 1):
         paths = " ".join(f"{p}={v:.2f}" for p, v in h.paths.items())
-        table.add_row(str(n), f"{h.score:.3f}", short(h.event.session_id, 24),
-                      str(h.event.seq), h.event.type.value, short(h.event.content), paths)  # fmt: skip
+        table.add_row(
+            str(n),
+            f"{h.score:.3f}",
+            short(h.event.session_id, 24),
+            str(h.event.seq),
+            h.event.type.value,
+            short(h.event.content),
+            paths,
+        )
     console.print(table)
 
 
@@ -158,6 +173,10 @@ def stats(
             "-" if v is None else f"{v:.0%}" for v in (h.compression_ratio, h.retrieval_hit_rate)
         ]
         a = h.amnesia
-        table.add_row(h.scope, *pct, "-" if a is None else f"{a.carried}/{a.sampled}",
-                      "\n".join(h.warnings) or "ok")  # fmt: skip
+        table.add_row(
+            h.scope,
+            *pct,
+            "-" if a is None else f"{a.carried}/{a.sampled}",
+            "\n".join(h.warnings) or "ok",
+        )
     console.print(table)

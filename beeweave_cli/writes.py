@@ -79,9 +79,11 @@ tombstones_app = typer.Typer(help="Tombstones: what purges erased, refused on ev
 
 @tombstones_app.command("list")
 def tombstones_list(
-    url: UrlOpt = None, tenant: TenantOpt = "default", auth: AuthOpt = None,
+    url: UrlOpt = None,
+    tenant: TenantOpt = "default",
+    auth: AuthOpt = None,
     as_json: JsonOpt = False,
-) -> None:  # fmt: skip
+) -> None:
     """What purges erased (kind, value, when): copies of these are refused."""
     with opened(url, tenant, auth, read=True) as weave:
         found = weave.tombstones()

@@ -169,7 +169,7 @@ def checkpoint_records(store: CheckpointStore, thread_id: str) -> list[dict[str,
                 }
                 for w in r.writes
             ],
-        }  # fmt: skip
+        }
         for r in rows
     ]
 
@@ -214,8 +214,11 @@ def restore_checkpoints(store: CheckpointStore, rows: Iterable[CheckpointRow]) -
     """Write exported checkpoints back, parents first, with their blobs and pending writes."""
     n = 0
     for row in rows:
-        blobs = {(ch, row.channel_versions[ch]): v for ch, v in row.values.items()
-                 if ch in row.channel_versions}  # fmt: skip
+        blobs = {
+            (ch, row.channel_versions[ch]): v
+            for ch, v in row.values.items()
+            if ch in row.channel_versions
+        }
         store.put(row, blobs)
         if row.writes:
             store.put_writes(row.thread_id, row.checkpoint_ns, row.checkpoint_id, row.writes)

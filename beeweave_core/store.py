@@ -399,9 +399,10 @@ class BaseEventStore:
             self._refuse_foreign([event_id])
         ends = self._scopes_of(sorted({i for e in edges for i in (e.src, e.dst)}))
         return [
-            e for e in edges if visible(ends.get(e.src), self.scopes)
-            and visible(ends.get(e.dst), self.scopes)
-        ]  # fmt: skip
+            e
+            for e in edges
+            if visible(ends.get(e.src), self.scopes) and visible(ends.get(e.dst), self.scopes)
+        ]
 
     @classmethod
     @contextmanager
@@ -545,8 +546,11 @@ class BaseEventStore:
         prepared = []
         for ev in export.events:
             ev = self.in_scope(ev)
-            p = prepare_event(ev.model_copy(update={"tenant": self.tenant}), self.tenant,
-                              inline_limit=self.inline_limit)  # fmt: skip
+            p = prepare_event(
+                ev.model_copy(update={"tenant": self.tenant}),
+                self.tenant,
+                inline_limit=self.inline_limit,
+            )
             kept = p.event.model_copy(
                 update={"status": ev.status, "status_reason": ev.status_reason}
             )

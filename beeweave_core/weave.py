@@ -221,9 +221,12 @@ class Weave:
         Other keyword arguments tune the capture bus (``flush_interval``, ``max_high`` …).
         """
         config = _with_index_options(
-            config or WeaveConfig(), embeddings=embeddings, index=index,
-            vector_url=vector_url, index_options=index_options,
-        )  # fmt: skip
+            config or WeaveConfig(),
+            embeddings=embeddings,
+            index=index,
+            vector_url=vector_url,
+            index_options=index_options,
+        )
         url = url or default_url()
         check_tenant(tenant)
         backend = open_backend(
@@ -263,10 +266,20 @@ class Weave:
         if meta is None or isinstance(meta, Mapping):  # (anything else: the bus refuses it)
             meta = with_scope(meta, self.store.scopes, scope)
         return self.bus.emit(
-            type, content, session_id=session_id, role=role, payload=payload, parents=parents,
-            links=links, meta=meta, source=source, key=key, ts=ts, priority=priority,
+            type,
+            content,
+            session_id=session_id,
+            role=role,
+            payload=payload,
+            parents=parents,
+            links=links,
+            meta=meta,
+            source=source,
+            key=key,
+            ts=ts,
+            priority=priority,
             coalesce_key=coalesce_key,
-        )  # fmt: skip
+        )
 
     @property
     def scopes(self) -> Readable:
@@ -401,8 +414,11 @@ class Weave:
         """Lift one purge's tombstone, so copies of that session, event or user are stored
         again (a re-import is accepted): an operator's explicit decision, for a weave of
         every scope.  False when there was no such tombstone."""
-        named = [(k, v) for k, v in ((SESSION, session_id), (EVENT, event_id), (USER, user_id))
-                 if v is not None]  # fmt: skip
+        named = [
+            (k, v)
+            for k, v in ((SESSION, session_id), (EVENT, event_id), (USER, user_id))
+            if v is not None
+        ]
         if len(named) != 1:
             raise ValueError(
                 "lift_tombstone takes exactly one of session_id=, event_id= or user_id="
@@ -460,18 +476,24 @@ class Weave:
         return self._retrievers[readable]
 
     def retrieve(
-        self, query: str, *, scopes: Iterable[str] | str | None = None,
+        self,
+        query: str,
+        *,
+        scopes: Iterable[str] | str | None = None,
         **kw: Unpack[RetrieveOptions],
-    ) -> list[Hit]:  # fmt: skip
+    ) -> list[Hit]:
         """Find past events for ``query``; see :meth:`beeweave_core.retrieval.Retriever.retrieve`.
         ``scopes`` narrows this call to some of the weave's scopes."""
         with self.reads.reading():
             return self.retriever_for(scopes).retrieve(query, **kw)
 
     async def aretrieve(
-        self, query: str, *, scopes: Iterable[str] | str | None = None,
+        self,
+        query: str,
+        *,
+        scopes: Iterable[str] | str | None = None,
         **kw: Unpack[RetrieveOptions],
-    ) -> list[Hit]:  # fmt: skip
+    ) -> list[Hit]:
         """Async twin of :meth:`retrieve` (runs in a worker thread)."""
         with self.reads.reading():
             return await self.retriever_for(scopes).aretrieve(query, **kw)
@@ -495,11 +517,13 @@ class Weave:
 
         store = self._view(readable)
         engine = ContextEngine(
-            self._writer_for(store), self.config.context,
+            self._writer_for(store),
+            self.config.context,
             emit=partial(self._emit_record, store),  # type: ignore[arg-type]
-            retrieve=partial(self.retrieve, scopes=readable), flush=self.flush,
+            retrieve=partial(self.retrieve, scopes=readable),
+            flush=self.flush,
             gate=self.reads,
-        )  # fmt: skip
+        )
         self.bus.subscribe(engine.on_batch)
         self.on_close(lambda: self.bus.unsubscribe(engine.on_batch))
         self.on_close(engine.close)
@@ -526,10 +550,11 @@ class Weave:
             meta[META_KEY] = next(iter(store.scopes))
         else:
             shown = {
-                i for part in ("included", "left_out")
+                i
+                for part in ("included", "left_out")
                 for piece in (payload or {}).get(part) or ()  # type: ignore[attr-defined]
                 for i in piece.get("event_ids") or ()
-            }  # fmt: skip
+            }
             seen = store.scopes_in(session_id) | store.scopes_of(sorted(shown))
             try:
                 scope = derived(seen)
@@ -538,22 +563,35 @@ class Weave:
             if scope is not None:
                 meta[META_KEY] = scope
         return self.bus.emit(
-            type, content, session_id=session_id, role=role, payload=payload, meta=meta,
+            type,
+            content,
+            session_id=session_id,
+            role=role,
+            payload=payload,
+            meta=meta,
             source=source,
-        )  # fmt: skip
+        )
 
     def assemble(
-        self, session_id: str, query: str | None = None, *,
-        scopes: Iterable[str] | str | None = None, **kw: Unpack[AssembleOptions],
-    ) -> AssembledContext:  # fmt: skip
+        self,
+        session_id: str,
+        query: str | None = None,
+        *,
+        scopes: Iterable[str] | str | None = None,
+        **kw: Unpack[AssembleOptions],
+    ) -> AssembledContext:
         """The layered, token-budgeted context for the next model call of ``session_id``
         (``scopes``: only some of the weave's scopes, for this call)."""
         return self.context_for(scopes).assemble(session_id, query, **kw)
 
     async def aassemble(
-        self, session_id: str, query: str | None = None, *,
-        scopes: Iterable[str] | str | None = None, **kw: Unpack[AssembleOptions],
-    ) -> AssembledContext:  # fmt: skip
+        self,
+        session_id: str,
+        query: str | None = None,
+        *,
+        scopes: Iterable[str] | str | None = None,
+        **kw: Unpack[AssembleOptions],
+    ) -> AssembledContext:
         """Async twin of :meth:`assemble` (runs in a worker thread)."""
         return await self.context_for(scopes).aassemble(session_id, query, **kw)
 
@@ -600,8 +638,9 @@ def _warm_tokenizer() -> None:
 
     name = tokens.encoding_for_model(tokens.DEFAULT_MODEL)
     if not tokens.is_built(name):
-        threading.Thread(target=tokens.get_encoding, args=(name,), daemon=True,
-                         name="beeweave-tokenizer").start()  # fmt: skip
+        threading.Thread(
+            target=tokens.get_encoding, args=(name,), daemon=True, name="beeweave-tokenizer"
+        ).start()
 
 
 def _with_index_options(
@@ -616,9 +655,12 @@ def _with_index_options(
     if embeddings is None and index is None and vector_url is None and not index_options:
         return config
     section = IndexConfig.from_options(
-        index=index, embeddings=embeddings, vector_url=vector_url,
-        index_options=index_options, base=config.index,
-    )  # fmt: skip
+        index=index,
+        embeddings=embeddings,
+        vector_url=vector_url,
+        index_options=index_options,
+        base=config.index,
+    )
     return replace(config, index=section)
 
 

@@ -46,7 +46,14 @@ def mcp_server(
     with opened(url, tenant, auth, scopes=weave_scope or None) as weave:
         try:
             opts = ServerOptions(user_id=user, agent_id=agent, scope=scope)
-            serve(weave, opts, transport=transport, host=host, port=port, token=token,
-                  announce=lambda m: err.print(m, highlight=False, soft_wrap=True))  # fmt: skip
+            serve(
+                weave,
+                opts,
+                transport=transport,
+                host=host,
+                port=port,
+                token=token,
+                announce=lambda m: err.print(m, highlight=False, soft_wrap=True),
+            )
         except ValueError as exc:
             fail(str(exc))

@@ -30,9 +30,14 @@ SQLITE_PREFIX = "sqlite:///"
 NEO4J_SCHEMES = ("neo4j", "neo4j+s", "neo4j+ssc", "bolt", "bolt+s", "bolt+ssc")
 
 __all__ = [
-    "NEO4J_SCHEMES", "VECTOR_KINDS", "Backend", "open_backend", "sqlite_path", "store_exists",
+    "NEO4J_SCHEMES",
+    "VECTOR_KINDS",
+    "Backend",
+    "open_backend",
+    "sqlite_path",
+    "store_exists",
     "store_url",
-]  # fmt: skip
+]
 
 
 @runtime_checkable

@@ -59,9 +59,13 @@ def open_chroma(
     else:
         prefix = "beeweave"
     return ChromaVectorIndex(
-        tenant=tenant, identity=identity, location=location, embeddings=embeddings,
-        prefix=prefix, temporary=location is None,
-    )  # fmt: skip
+        tenant=tenant,
+        identity=identity,
+        location=location,
+        embeddings=embeddings,
+        prefix=prefix,
+        temporary=location is None,
+    )
 
 
 def open_index(

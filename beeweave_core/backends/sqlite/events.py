@@ -442,8 +442,13 @@ class SQLiteEventStore(SideTables, BaseEventStore):
 
     def _user_sessions_read(self, sql: str, user_id: str) -> list[Any]:
         scopes = sorted(self.scopes) if self.scopes is not None else []
-        scoped = "" if self.scopes is None else q.USER_IN_SCOPES.format(
-            scopes=", ".join(f"?{i}" for i in range(3, 3 + len(scopes))))  # fmt: skip
+        scoped = (
+            ""
+            if self.scopes is None
+            else q.USER_IN_SCOPES.format(
+                scopes=", ".join(f"?{i}" for i in range(3, 3 + len(scopes)))
+            )
+        )
         return self._read(sql.format(scoped=scoped), (self.tenant, user_id, *scopes))
 
     def recent_session_ids(self, limit: int) -> list[str]:
@@ -517,12 +522,17 @@ class SQLiteEventStore(SideTables, BaseEventStore):
             s["u"].update(u for u in (users or "").split(",") if u)
         stats = [
             SessionStats(
-                session_id=sid, events=sum(s["counts"].values()), counts=s["counts"],
-                first_ts=s["first"], last_ts=s["last"], last_seq=s["seq"], tokens=s["tok"],
+                session_id=sid,
+                events=sum(s["counts"].values()),
+                counts=s["counts"],
+                first_ts=s["first"],
+                last_ts=s["last"],
+                last_seq=s["seq"],
+                tokens=s["tok"],
                 user_ids=sorted(s["u"]),
             )
             for sid, s in acc.items()
-        ]  # fmt: skip
+        ]
         return sorted(stats, key=lambda s: s.last_ts or 0.0, reverse=True)
 
     def get_artifact(self, sha256: str) -> str | None:
