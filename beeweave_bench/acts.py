@@ -63,8 +63,14 @@ def fit(
         mb, vb = b1 * mb + (1 - b1) * gb, b2 * vb + (1 - b2) * gb**2
         w -= lr * (mw / (1 - b1**t)) / (np.sqrt(vw / (1 - b2**t)) + 1e-8)
         b -= lr * (mb / (1 - b1**t)) / (np.sqrt(vb / (1 - b2**t)) + 1e-8)
-    return ActModel(w.astype(np.float32), b.astype(np.float32), mean.astype(np.float32),
-                    scale.astype(np.float32), ACTS, "minilm")  # fmt: skip
+    return ActModel(
+        w.astype(np.float32),
+        b.astype(np.float32),
+        mean.astype(np.float32),
+        scale.astype(np.float32),
+        ACTS,
+        "minilm",
+    )
 
 
 def _predict(m: ActModel, x: np.ndarray, texts: Sequence[str]) -> np.ndarray:
@@ -139,8 +145,12 @@ def run(
         rows.append(
             {"set": f"held-out {lang}", **{k: v for k, v in r.items() if k != "confusions"}}
         )
-    summary = {"train_sentences": len(data), "cv_accuracy": cv, "chosen_l2": l2,
-               "confusions": judge(m, EN + ZH)["confusions"]}  # fmt: skip
+    summary = {
+        "train_sentences": len(data),
+        "cv_accuracy": cv,
+        "chosen_l2": l2,
+        "confusions": judge(m, EN + ZH)["confusions"],
+    }
     return rows, summary
 
 

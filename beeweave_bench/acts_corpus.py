@@ -18,9 +18,16 @@ import random
 from dataclasses import dataclass
 
 ACTS = (
-    "decision", "constraint", "preference", "fact",
-    "task", "question", "ack", "decline", "chatter",
-)  # fmt: skip
+    "decision",
+    "constraint",
+    "preference",
+    "fact",
+    "task",
+    "question",
+    "ack",
+    "decline",
+    "chatter",
+)
 
 
 @dataclass(frozen=True)
@@ -707,9 +714,15 @@ class Labelled:
 
 def _fill(frame: str, d: Domain, rng: random.Random) -> str:
     v, w = rng.sample(d.values, 2)
-    return frame.format(s=rng.choice(d.settings), v=v, w=w, t=rng.choice(d.things),
-                        a=rng.choice(d.actions), p=rng.choice(d.people),
-                        l=rng.choice(d.places))  # fmt: skip
+    return frame.format(
+        s=rng.choice(d.settings),
+        v=v,
+        w=w,
+        t=rng.choice(d.things),
+        a=rng.choice(d.actions),
+        p=rng.choice(d.people),
+        l=rng.choice(d.places),
+    )
 
 
 def _casual_en(text: str, rng: random.Random) -> str:
@@ -734,8 +747,10 @@ def corpus(per_act: int = 320, seed: int = 7) -> list[Labelled]:
     """``per_act`` sentences of each act in each language (deterministic for a seed)."""
     rng = random.Random(seed)
     out: list[Labelled] = []
-    for lang, frames, domains, casual in (("en", EN_FRAMES, EN, _casual_en),
-                                          ("zh", ZH_FRAMES, ZH, _casual_zh)):  # fmt: skip
+    for lang, frames, domains, casual in (
+        ("en", EN_FRAMES, EN, _casual_en),
+        ("zh", ZH_FRAMES, ZH, _casual_zh),
+    ):
         for act in ACTS:
             seen: set[str] = set()
             for _ in range(per_act * 6):

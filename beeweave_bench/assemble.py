@@ -125,14 +125,20 @@ def agent_loop(url: str, n: int, calls: int, workload: str, **open_kw: Any) -> d
     clear = [b - a for a, b in spans if not full.paused(a, b)] or times
     p50 = median(times)
     return {
-        "workload": workload, "size": n, "calls": len(times), "first_ms": times[0] * 1e3,
-        "p50_ms": p50 * 1e3, "p95_ms": percentile(times, 95) * 1e3, "worst_ms": max(times) * 1e3,
+        "workload": workload,
+        "size": n,
+        "calls": len(times),
+        "first_ms": times[0] * 1e3,
+        "p50_ms": p50 * 1e3,
+        "p95_ms": percentile(times, 95) * 1e3,
+        "worst_ms": max(times) * 1e3,
         "worst_over_p50": round(max(times) / p50, 2) if p50 else None,
         "gc_paused_calls": len(times) - len(clear),
         "gc_pause_max_ms": max((b - a for a, b in full.spans), default=0.0) * 1e3,
         "worst_no_gc_over_p50": round(max(clear) / p50, 2) if p50 else None,
-        "still_catching_up": behind, "buffer_p50_ms": median(buf) * 1e3,
-    }  # fmt: skip
+        "still_catching_up": behind,
+        "buffer_p50_ms": median(buf) * 1e3,
+    }
 
 
 # ------------------------------------------------------------------ LangGraph
@@ -153,11 +159,15 @@ def _react(checkpointer: Any, hook: Any = None) -> Any:
 
     replies = []
     for k in range(10_000):
-        replies.append(AIMessage("", tool_calls=[{"name": "lookup", "args": {"item": f"part {k}"},
-                                                  "id": f"c{k}"}]))  # fmt: skip
+        replies.append(
+            AIMessage(
+                "", tool_calls=[{"name": "lookup", "args": {"item": f"part {k}"}, "id": f"c{k}"}]
+            )
+        )
         replies.append(AIMessage(f"Part {k} has 42 in stock."))
-    return create_react_agent(_Model(messages=iter(replies)), [lookup],
-                              checkpointer=checkpointer, pre_model_hook=hook)  # fmt: skip
+    return create_react_agent(
+        _Model(messages=iter(replies)), [lookup], checkpointer=checkpointer, pre_model_hook=hook
+    )
 
 
 def _turns(agent: Any, thread: str, turns: int) -> list[float]:
@@ -178,14 +188,21 @@ def langgraph_hook(root: Path, turns: int = 40, budget: int = 8_000) -> dict[str
 
     plain = _turns(_react(InMemorySaver()), "plain", turns)
     with Weave.open(f"sqlite:///{root / 'hook.db'}", index=False, spool_dir=root / "spool") as w:
-        hooked = _turns(_react(InMemorySaver(), beeweave_context_hook(w, budget_tokens=budget)),
-                        "hooked", turns)  # fmt: skip
+        hooked = _turns(
+            _react(InMemorySaver(), beeweave_context_hook(w, budget_tokens=budget)), "hooked", turns
+        )
     base, with_hook = median(plain), median(hooked)
-    return {"workload": "langgraph hook", "size": turns, "calls": turns,
-            "p50_ms": with_hook * 1e3, "p95_ms": percentile(hooked, 95) * 1e3,
-            "worst_ms": max(hooked) * 1e3, "in_memory_saver_p50_ms": base * 1e3,
-            "added_ms": (with_hook - base) * 1e3,
-            "target_ms": (2 * base + 0.005) * 1e3}  # fmt: skip
+    return {
+        "workload": "langgraph hook",
+        "size": turns,
+        "calls": turns,
+        "p50_ms": with_hook * 1e3,
+        "p95_ms": percentile(hooked, 95) * 1e3,
+        "worst_ms": max(hooked) * 1e3,
+        "in_memory_saver_p50_ms": base * 1e3,
+        "added_ms": (with_hook - base) * 1e3,
+        "target_ms": (2 * base + 0.005) * 1e3,
+    }
 
 
 def run(
@@ -205,14 +222,26 @@ def run(
             for w in WORKLOADS:
                 say(f"{w}: {n} events")
                 url = f"sqlite:///{root / f'{w}-{n}.db'}"
-                rows.append({"backend": "sqlite", **agent_loop(url, n, calls, w,
-                                                               spool_dir=root / "spool")})  # fmt: skip
+                rows.append(
+                    {"backend": "sqlite", **agent_loop(url, n, calls, w, spool_dir=root / "spool")}
+                )
         if neo4j_uri:
             tenant = f"bench-assemble-{int(time.time())}"
             say(f"neo4j: {neo4j_size} events")
-            rows.append({"backend": "neo4j", **agent_loop(neo4j_uri, neo4j_size, calls, "restated",
-                                                           auth=auth, tenant=tenant,
-                                                           spool_dir=root / "spool")})  # fmt: skip
+            rows.append(
+                {
+                    "backend": "neo4j",
+                    **agent_loop(
+                        neo4j_uri,
+                        neo4j_size,
+                        calls,
+                        "restated",
+                        auth=auth,
+                        tenant=tenant,
+                        spool_dir=root / "spool",
+                    ),
+                }
+            )
             with Weave.open(neo4j_uri, auth=auth, tenant=tenant, index=False) as w:
                 w.store.purge_tenant()  # type: ignore[attr-defined]
         if langgraph:

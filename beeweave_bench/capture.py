@@ -19,8 +19,12 @@ def _time_calls(fn: Any, n: int, *, payload: dict[str, Any]) -> list[float]:
     samples = [0.0] * n
     for i in range(n):
         t0 = clock()
-        fn("tool_result", "result text of about sixty characters, numbers 42 and 3.14",
-           session_id="bench", payload=payload)  # fmt: skip
+        fn(
+            "tool_result",
+            "result text of about sixty characters, numbers 42 and 3.14",
+            session_id="bench",
+            payload=payload,
+        )
         samples[i] = (clock() - t0) / 1000.0
     return samples
 
@@ -43,8 +47,15 @@ def run(n: int = 100_000) -> tuple[list[dict[str, Any]], dict[str, Any]]:
             _time_calls(fn, min(n, 5_000), payload=payload)  # warm-up
         for name, fn in cases:
             s = _time_calls(fn, n, payload=payload)
-            rows.append({"case": name, "calls": n, "median_us": median(s),
-                         "p99_us": percentile(s, 99), "mean_us": sum(s) / n})  # fmt: skip
+            rows.append(
+                {
+                    "case": name,
+                    "calls": n,
+                    "median_us": median(s),
+                    "p99_us": percentile(s, 99),
+                    "mean_us": sum(s) / n,
+                }
+            )
         t0 = time.perf_counter()
         weave.flush(300)
         drain = time.perf_counter() - t0

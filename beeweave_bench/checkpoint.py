@@ -31,8 +31,14 @@ from typing import Any
 
 from beeweave_bench.report import median, percentile
 
-OPS = ("put", "get_tuple latest", "get_tuple by id", "list limit=10", "put_writes",
-       "put_writes 1 write")  # fmt: skip
+OPS = (
+    "put",
+    "get_tuple latest",
+    "get_tuple by id",
+    "list limit=10",
+    "put_writes",
+    "put_writes 1 write",
+)
 BASELINE = "AsyncSqliteSaver"
 OURS = "BeeWeave sqlite"
 TARGET_RATIO = 1.2

@@ -58,13 +58,23 @@ class Child:
         return [(int(p[1]), float(p[2])) for p in (x.split() for x in self.lines) if p[0] == "e"]
 
 
-def spawn(url: str, spool: Path, *, mode: str, n: int, pace: float, extra: list[str] = ()) -> Child:  # type: ignore[assignment]  # fmt: skip
+def spawn(url: str, spool: Path, *, mode: str, n: int, pace: float, extra: list[str] = ()) -> Child:  # type: ignore[assignment]
     """Start a capture process (this package importable in it) and read its stdout."""
     env = dict(os.environ)
     root = str(Path(beeweave_core.__file__).resolve().parents[1])
     env["PYTHONPATH"] = os.pathsep.join([root, env.get("PYTHONPATH", "")]).rstrip(os.pathsep)
-    cmd = [sys.executable, "-m", "beeweave_bench.durability", "child", url, str(spool), mode,
-           str(n), str(pace), *extra]  # fmt: skip
+    cmd = [
+        sys.executable,
+        "-m",
+        "beeweave_bench.durability",
+        "child",
+        url,
+        str(spool),
+        mode,
+        str(n),
+        str(pace),
+        *extra,
+    ]
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, text=True, env=env)
     child = Child(proc)
 
@@ -171,7 +181,7 @@ def kill_run(
     n: int,
     pace: float,
     delay: float,
-    extra: list[str] = (),  # type: ignore[assignment]  # fmt: skip
+    extra: list[str] = (),  # type: ignore[assignment]
 ) -> dict[str, Any]:
     """One capture process, ``sig`` after ``delay`` seconds, then count."""
     url = f"sqlite:///{tmp / 'dur.db'}"
@@ -232,12 +242,18 @@ def sqlite_lock_run(tmp: Path, n: int = 1_000) -> dict[str, Any]:
         t_replay = time.monotonic() - t1
         got = [e.content for e in weave.store.timeline(SID)]
     return {
-        "emitted": n, "stored": len(got), "lost": n - len(set(got)),
-        "in order": got == [f"e{i}" for i in range(n)], "all on disk": on_disk,
+        "emitted": n,
+        "stored": len(got),
+        "lost": n - len(set(got)),
+        "in order": got == [f"e{i}" for i in range(n)],
+        "all on disk": on_disk,
         "on disk s": round(t_disk, 3),
-        "flush gave up s": round(t_flush, 2), "flush while locked": flushed,
-        "store seen down": down, "replayed s": round(t_replay, 2), "flush after": back,
-    }  # fmt: skip
+        "flush gave up s": round(t_flush, 2),
+        "flush while locked": flushed,
+        "store seen down": down,
+        "replayed s": round(t_replay, 2),
+        "flush after": back,
+    }
 
 
 def purge_sibling_run(tmp: Path, n: int = 30, *, dies_after_purge: bool = False) -> dict[str, Any]:
@@ -275,8 +291,12 @@ def purge_sibling_run(tmp: Path, n: int = 30, *, dies_after_purge: bool = False)
         _flush_until(after, 300)
         back = after.store.timeline(SID)
         refused = after.stats().get("purged_copies", 0)
-    return {"pending in the dead sibling": pending, "purged": purged, "resurrected": len(back),
-            "copies refused at replay": refused}  # fmt: skip
+    return {
+        "pending in the dead sibling": pending,
+        "purged": purged,
+        "resurrected": len(back),
+        "copies refused at replay": refused,
+    }
 
 
 def _spooled(folder: Path, own: Path) -> int:
@@ -300,11 +320,11 @@ POISON: list[tuple[str, dict[str, Any]]] = [
     (
         "unhashable coalesce_key",
         {"type": "internal_thought", "session_id": SID, "coalesce_key": {"a": 1}},
-    ),  # fmt: skip
+    ),
     (
         "set holding a raising __repr__",
         {"type": "tool_result", "session_id": SID, "payload": {"s": {_BadRepr(), _BadRepr()}}},
-    ),  # fmt: skip
+    ),
     (
         "model_dump raises",
         {"type": "tool_result", "session_id": SID, "payload": {"m": _BadModel()}},
@@ -313,7 +333,7 @@ POISON: list[tuple[str, dict[str, Any]]] = [
     (
         "unknown edge type",
         {"type": "assistant_message", "session_id": SID, "links": {"LIKES": ["x"]}},
-    ),  # fmt: skip
+    ),
     ("empty parent id", {"type": "assistant_message", "session_id": SID, "parents": [""]}),
     ("session_id with a line break", {"type": "user_message", "session_id": "a\nb"}),
 ]
@@ -326,8 +346,12 @@ def poison_run(tmp: Path, good: int = 600) -> dict[str, Any]:
         i = 0
         for _, kw in [("", {})] + POISON:
             for _ in range(per):
-                w.emit("user_message" if i % 2 else "internal_thought", f"g{i}",
-                       session_id=SID, coalesce_key=f"c{i}")  # fmt: skip
+                w.emit(
+                    "user_message" if i % 2 else "internal_thought",
+                    f"g{i}",
+                    session_id=SID,
+                    coalesce_key=f"c{i}",
+                )
                 i += 1
             if kw:
                 kw = dict(kw)
@@ -337,11 +361,15 @@ def poison_run(tmp: Path, good: int = 600) -> dict[str, Any]:
         dead = [json.loads(x) for x in w.bus.dead_letter_path.read_text().splitlines()]
         stats = w.stats()
     return {
-        "emitted": i + len(POISON), "good stored": len(got & {f"g{j}" for j in range(i)}),
-        "lost": i - len(got & {f"g{j}" for j in range(i)}), "bad": len(POISON),
-        "dead-lettered": len(dead), "with reason": sum(1 for d in dead if d.get("error")),
-        "refused": stats["refused"], "flush": flushed,
-    }  # fmt: skip
+        "emitted": i + len(POISON),
+        "good stored": len(got & {f"g{j}" for j in range(i)}),
+        "lost": i - len(got & {f"g{j}" for j in range(i)}),
+        "bad": len(POISON),
+        "dead-lettered": len(dead),
+        "with reason": sum(1 for d in dead if d.get("error")),
+        "refused": stats["refused"],
+        "flush": flushed,
+    }
 
 
 def neo4j_outage_run(
@@ -403,13 +431,26 @@ def purge_run(tmp: Path) -> dict[str, Any]:
     leaks = [p.name for p in tmp.rglob("*") if p.is_file() and b"SECRET-" in p.read_bytes()]
     return {
         "purge": next((x for x in child.lines if x.startswith("purge")), "?"),
-        "kept": len(kept), "secret after restart": len(secret), "files with secret": len(leaks),
-    }  # fmt: skip
+        "kept": len(kept),
+        "secret after restart": len(secret),
+        "files with secret": len(leaks),
+    }
 
 
 #: What the table shows of each scenario's details (all of them go to the JSON).
-_CHECKS = ("oldest lost ms", "exit", "files private", "in order", "on disk s", "replayed s",
-           "dead-lettered", "purge", "outage s", "seq gapless", "NEXT unforked")  # fmt: skip
+_CHECKS = (
+    "oldest lost ms",
+    "exit",
+    "files private",
+    "in order",
+    "on disk s",
+    "replayed s",
+    "dead-lettered",
+    "purge",
+    "outage s",
+    "seq gapless",
+    "NEXT unforked",
+)
 
 
 def table_row(row: dict[str, Any]) -> dict[str, Any]:
@@ -427,10 +468,13 @@ def table_row(row: dict[str, Any]) -> dict[str, Any]:
         beyond = row["lost beyond window"]
     checks = [f"{k} {row[k]}" for k in _CHECKS if k in row]
     return {
-        "scenario": name, "emitted": row.get("emitted", ""),
+        "scenario": name,
+        "emitted": row.get("emitted", ""),
         "stored": row.get("stored", row.get("good stored", row.get("kept", ""))),
-        "lost": row.get("lost", ""), "lost beyond contract": beyond, "checks": ", ".join(checks),
-    }  # fmt: skip
+        "lost": row.get("lost", ""),
+        "lost beyond contract": beyond,
+        "checks": ", ".join(checks),
+    }
 
 
 def run(
@@ -445,22 +489,39 @@ def run(
             rows.append({"scenario": name, **fn(Path(tmp))})
 
     kill, term = signal.SIGKILL, signal.SIGTERM
-    scenario("SIGKILL, paced", lambda t: kill_run(t, mode="paced", sig=kill, n=100_000,
-                                                  pace=0.002, delay=rng.uniform(0.5, 1.5)))  # fmt: skip
-    scenario("SIGKILL, after a burst", lambda t: kill_run(t, mode="burst", sig=kill, n=burst,
-                                                          pace=0, delay=rng.uniform(0.2, 1.2)))  # fmt: skip
-    scenario("SIGTERM, paced", lambda t: kill_run(t, mode="paced", sig=term, n=100_000,
-                                                  pace=0.002, delay=rng.uniform(0.5, 1.5)))  # fmt: skip
-    scenario("SIGTERM, after a burst", lambda t: kill_run(t, mode="burst", sig=term, n=burst,
-                                                          pace=0, delay=rng.uniform(0.2, 1.2)))  # fmt: skip
+    scenario(
+        "SIGKILL, paced",
+        lambda t: kill_run(
+            t, mode="paced", sig=kill, n=100_000, pace=0.002, delay=rng.uniform(0.5, 1.5)
+        ),
+    )
+    scenario(
+        "SIGKILL, after a burst",
+        lambda t: kill_run(t, mode="burst", sig=kill, n=burst, pace=0, delay=rng.uniform(0.2, 1.2)),
+    )
+    scenario(
+        "SIGTERM, paced",
+        lambda t: kill_run(
+            t, mode="paced", sig=term, n=100_000, pace=0.002, delay=rng.uniform(0.5, 1.5)
+        ),
+    )
+    scenario(
+        "SIGTERM, after a burst",
+        lambda t: kill_run(t, mode="burst", sig=term, n=burst, pace=0, delay=rng.uniform(0.2, 1.2)),
+    )
     scenario("SQLite write lock held", sqlite_lock_run)
     scenario("poison inputs", poison_run)
     scenario("purge, then SIGKILL", purge_run)
     scenario("purge, a sibling died after open", purge_sibling_run)
-    scenario("purge, a sibling frozen through it, killed after",
-             lambda t: purge_sibling_run(t, dies_after_purge=True))  # fmt: skip
+    scenario(
+        "purge, a sibling frozen through it, killed after",
+        lambda t: purge_sibling_run(t, dies_after_purge=True),
+    )
     if neo4j_script is not None:
-        scenario("Neo4j stopped, SIGKILL inside", lambda t: neo4j_outage_run(neo4j_script, t, port=neo4j_port))  # fmt: skip
+        scenario(
+            "Neo4j stopped, SIGKILL inside",
+            lambda t: neo4j_outage_run(neo4j_script, t, port=neo4j_port),
+        )
     return rows
 
 

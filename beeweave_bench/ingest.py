@@ -19,8 +19,13 @@ from beeweave_core.events import EdgeType, Event, EventType
 from beeweave_core.store import EventStore
 from beeweave_core.weave import Weave, open_store
 
-_TYPES = [EventType.USER_MESSAGE, EventType.MODEL_CALL, EventType.ASSISTANT_MESSAGE,
-          EventType.TOOL_INVOCATION, EventType.TOOL_RESULT]  # fmt: skip
+_TYPES = [
+    EventType.USER_MESSAGE,
+    EventType.MODEL_CALL,
+    EventType.ASSISTANT_MESSAGE,
+    EventType.TOOL_INVOCATION,
+    EventType.TOOL_RESULT,
+]
 
 
 def synthetic_events(
@@ -53,8 +58,17 @@ def synthetic_events(
         links = {}
         if history and i % 5 == 0:
             links = {EdgeType.REFERS_TO: (rng.choice(history),)}
-        out.append(Event(id=eid, session_id=sid, type=_TYPES[i % len(_TYPES)], content=text,
-                         parents=parents, links=links, meta={"user_id": f"u{i % 7}"}))  # fmt: skip
+        out.append(
+            Event(
+                id=eid,
+                session_id=sid,
+                type=_TYPES[i % len(_TYPES)],
+                content=text,
+                parents=parents,
+                links=links,
+                meta={"user_id": f"u{i % 7}"},
+            )
+        )
         last[sid] = eid
         history.append(eid)
     return out
@@ -95,16 +109,25 @@ def _through_bus(backend: str, url: str, tmp: str, events: list[Event], auth: An
     """Events/s end to end: ``emit`` on the caller thread, batched by the bus writer."""
     if backend == "sqlite":
         url = f"sqlite:///{tmp}/bus.db"
-    weave = Weave.open(url, tenant=f"bench-bus-{int(time.time() * 1000)}", auth=auth,
-                       spool_dir=tmp, max_high=len(events) + 10,
-                       index=False)  # capture only: embedding is measured elsewhere  # fmt: skip
+    weave = Weave.open(
+        url,
+        tenant=f"bench-bus-{int(time.time() * 1000)}",
+        auth=auth,
+        spool_dir=tmp,
+        max_high=len(events) + 10,
+        index=False,
+    )  # capture only: embedding is measured elsewhere
     try:
         ids: dict[str, str] = {}
         t0 = time.perf_counter()
         for ev in events:
-            ids[ev.id] = weave.emit(ev.type, ev.content, session_id=ev.session_id,
-                                    parents=[ids[p] for p in ev.parents if p in ids],
-                                    meta=ev.meta)  # fmt: skip
+            ids[ev.id] = weave.emit(
+                ev.type,
+                ev.content,
+                session_id=ev.session_id,
+                parents=[ids[p] for p in ev.parents if p in ids],
+                meta=ev.meta,
+            )
         weave.flush(600)
         return len(events) / (time.perf_counter() - t0)
     finally:
@@ -113,8 +136,9 @@ def _through_bus(backend: str, url: str, tmp: str, events: list[Event], auth: An
         weave.close()
 
 
-def _rates(store: EventStore, events: list[Event], ones: list[Event], probe: list[str],
-           batch: int) -> dict[str, float]:  # fmt: skip
+def _rates(
+    store: EventStore, events: list[Event], ones: list[Event], probe: list[str], batch: int
+) -> dict[str, float]:
     """One empty store's write rates and ancestry latency."""
     from beeweave_bench.report import percentile
 
@@ -135,13 +159,23 @@ def _rates(store: EventStore, events: list[Event], ones: list[Event], probe: lis
         t0 = time.perf_counter()
         store.ancestors(eid, depth=5)
         lat.append((time.perf_counter() - t0) * 1000)
-    return {"batched_ev_s": n / wrote, "searchable_ev_s": searchable,
-            "one_by_one_ev_s": one_by_one, "ancestry_p50_ms": percentile(lat, 50),
-            "ancestry_p95_ms": percentile(lat, 95)}  # fmt: skip
+    return {
+        "batched_ev_s": n / wrote,
+        "searchable_ev_s": searchable,
+        "one_by_one_ev_s": one_by_one,
+        "ancestry_p50_ms": percentile(lat, 50),
+        "ancestry_p95_ms": percentile(lat, 95),
+    }
 
 
-def run(backends: list[str], n: int = 100_000, single: int = 2_000, queries: int = 300,
-        batch: int = 1_000, auth: Any = None) -> list[dict[str, Any]]:  # fmt: skip
+def run(
+    backends: list[str],
+    n: int = 100_000,
+    single: int = 2_000,
+    queries: int = 300,
+    batch: int = 1_000,
+    auth: Any = None,
+) -> list[dict[str, Any]]:
     rows: list[dict[str, Any]] = []
     events = synthetic_events(n)
     ones = synthetic_events(single, seed=11)

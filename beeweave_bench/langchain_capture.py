@@ -103,12 +103,19 @@ def _direct_calls(handler: Any, n: int) -> list[float]:
         try:
             handler.on_chat_model_start({}, [prompt], run_id=rid, parent_run_id=parent, metadata={})
         except NotImplementedError:  # what LangChain's manager does for text-only tracers
-            handler.on_llm_start({}, [get_buffer_string(prompt)], run_id=rid,
-                                 parent_run_id=parent, metadata={})  # fmt: skip
+            handler.on_llm_start(
+                {}, [get_buffer_string(prompt)], run_id=rid, parent_run_id=parent, metadata={}
+            )
         handler.on_llm_end(gen, run_id=rid, parent_run_id=parent)
         tid = uuid.uuid4()
-        handler.on_tool_start({"name": "lookup"}, "x", run_id=tid, parent_run_id=parent,
-                              inputs={"order_id": f"ORD-{i}"}, tool_call_id=f"c-{i}")  # fmt: skip
+        handler.on_tool_start(
+            {"name": "lookup"},
+            "x",
+            run_id=tid,
+            parent_run_id=parent,
+            inputs={"order_id": f"ORD-{i}"},
+            tool_call_id=f"c-{i}",
+        )
         handler.on_tool_end("2066.13", run_id=tid, parent_run_id=parent)
         samples.append((time.perf_counter_ns() - t0) / 4000.0)
         gen.generations[0][0].message.id = f"a-{i + 2}"
@@ -122,13 +129,27 @@ def _table(samples: dict[str, list[float]], direct: dict[str, list[float]]) -> l
     rows: list[dict[str, Any]] = []
     for name, s in samples.items():
         med = median(s)
-        rows.append({"case": name, "view": "end to end, per turn", "n": len(s),
-                     "median_us": med, "p95_us": percentile(s, 95),
-                     "per_callback_us": (med - base) / CALLBACKS_PER_TURN})  # fmt: skip
+        rows.append(
+            {
+                "case": name,
+                "view": "end to end, per turn",
+                "n": len(s),
+                "median_us": med,
+                "p95_us": percentile(s, 95),
+                "per_callback_us": (med - base) / CALLBACKS_PER_TURN,
+            }
+        )
     for name, s in direct.items():
-        rows.append({"case": name, "view": "methods called directly", "n": len(s),
-                     "median_us": median(s), "p95_us": percentile(s, 95),
-                     "per_callback_us": median(s)})  # fmt: skip
+        rows.append(
+            {
+                "case": name,
+                "view": "methods called directly",
+                "n": len(s),
+                "median_us": median(s),
+                "p95_us": percentile(s, 95),
+                "per_callback_us": median(s),
+            }
+        )
     return rows
 
 
@@ -137,8 +158,9 @@ def run(n: int = 100_000) -> tuple[list[dict[str, Any]], dict[str, Any]]:
     turns = max(ROUNDS * 20, n // CALLBACKS_PER_TURN)
     per_round = turns // ROUNDS
     with tempfile.TemporaryDirectory() as tmp:
-        weave = Weave.open(f"sqlite:///{tmp}/bench.db", spool_dir=tmp, index=False,
-                           max_high=4 * n + 1_000)  # fmt: skip
+        weave = Weave.open(
+            f"sqlite:///{tmp}/bench.db", spool_dir=tmp, index=False, max_high=4 * n + 1_000
+        )
         tracer = RunCollectorCallbackHandler()
         handler = BeeWeaveCallbackHandler(weave, session_id="bench")
         cases: dict[str, list[Any]] = {

@@ -47,8 +47,12 @@ def _script(messages: list[ChatMessage], **kwargs: Any) -> ChatMessage:
     """FAKE LLM: one tool call, then an answer."""
     if messages[-1].role.value == "tool":
         return ChatMessage(role="assistant", content=f"Order status: {messages[-1].content}")
-    return ChatMessage(role="assistant", blocks=[ToolCallBlock(
-        tool_call_id="c1", tool_name="lookup", tool_kwargs={"order_id": "ORD-1"})])  # fmt: skip
+    return ChatMessage(
+        role="assistant",
+        blocks=[
+            ToolCallBlock(tool_call_id="c1", tool_name="lookup", tool_kwargs={"order_id": "ORD-1"})
+        ],
+    )
 
 
 Switch = tuple[Callable[[], object], Callable[[], object]]
@@ -82,8 +86,16 @@ def _direct(handler: BeeWeaveEventHandler, n: int) -> list[float]:
     span = handler.span_handler
     bound = inspect.signature(lambda ev=None: None).bind(ev=None)
     msgs = [ChatMessage(role="user", content="where is ORD-1?")]
-    resp = ChatResponse(message=ChatMessage(role="assistant", blocks=[ToolCallBlock(
-        tool_call_id="c1", tool_name="lookup", tool_kwargs={"order_id": "ORD-1"})]))  # fmt: skip
+    resp = ChatResponse(
+        message=ChatMessage(
+            role="assistant",
+            blocks=[
+                ToolCallBlock(
+                    tool_call_id="c1", tool_name="lookup", tool_kwargs={"order_id": "ORD-1"}
+                )
+            ],
+        )
+    )
     out = ToolOutput(tool_name="lookup", content="ORD-1: shipped", raw_input={}, raw_output="x")
     samples = []
     for i in range(max(1, n // 6)):
@@ -93,12 +105,23 @@ def _direct(handler: BeeWeaveEventHandler, n: int) -> list[float]:
         t0 = time.perf_counter_ns()
         span.span_enter(root, bound, None, None)
         span.span_enter(llm, bound, None, root)
-        handler.handle(LLMChatStartEvent(messages=msgs, additional_kwargs={}, model_dict={},
-                                         span_id=llm))  # fmt: skip
+        handler.handle(
+            LLMChatStartEvent(messages=msgs, additional_kwargs={}, model_dict={}, span_id=llm)
+        )
         handler.handle(LLMChatEndEvent(messages=msgs, response=resp, span_id=llm))
         span.span_enter(step, bound, None, root)
-        span.span_exit(step, bound, None, ToolCallResult(tool_name="lookup", tool_kwargs={},
-                       tool_id=f"c{i}", tool_output=out, return_direct=False))  # fmt: skip
+        span.span_exit(
+            step,
+            bound,
+            None,
+            ToolCallResult(
+                tool_name="lookup",
+                tool_kwargs={},
+                tool_id=f"c{i}",
+                tool_output=out,
+                return_direct=False,
+            ),
+        )
         samples.append((time.perf_counter_ns() - t0) / 6000.0)
         span.span_exit(root, bound, None, None)
     return samples
@@ -109,10 +132,13 @@ def run(n: int = 100_000) -> tuple[list[dict[str, Any]], dict[str, Any]]:
     runs = max(50, n // 100)
     d = get_dispatcher()
     with tempfile.TemporaryDirectory() as tmp:
-        weave = Weave.open(f"sqlite:///{tmp}/bench.db", spool_dir=tmp, index=False,
-                           max_high=20 * runs + 10 * n)  # fmt: skip
-        agent = FunctionAgent(tools=[FunctionTool.from_defaults(lookup)],
-                              llm=MockFunctionCallingLLM(response_generator=_script))  # fmt: skip
+        weave = Weave.open(
+            f"sqlite:///{tmp}/bench.db", spool_dir=tmp, index=False, max_high=20 * runs + 10 * n
+        )
+        agent = FunctionAgent(
+            tools=[FunctionTool.from_defaults(lookup)],
+            llm=MockFunctionCallingLLM(response_generator=_script),
+        )
         tracer = SimpleSpanHandler()
         bee = BeeWeaveEventHandler(weave=weave, session_id="bench")
 

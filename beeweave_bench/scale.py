@@ -196,11 +196,17 @@ def user_events(text: TextSource, user: int, layout: Layout, t0: float) -> list[
         prev: str | None = None
         for i in range(layout.per_session):
             eid = f"e{user}-{s}-{i}"
-            out.append(Event(
-                id=eid, session_id=sid, type=_TYPES[i % 3], content=text.sentence(),
-                parents=(prev,) if prev else (), ts=t0 + user * 1000 + s * 100 + i,
-                meta={"user_id": f"user{user}", "agent_id": f"agent{user % 5}"},
-            ))  # fmt: skip
+            out.append(
+                Event(
+                    id=eid,
+                    session_id=sid,
+                    type=_TYPES[i % 3],
+                    content=text.sentence(),
+                    parents=(prev,) if prev else (),
+                    ts=t0 + user * 1000 + s * 100 + i,
+                    meta={"user_id": f"user{user}", "agent_id": f"agent{user % 5}"},
+                )
+            )
             prev = eid
     return out
 
@@ -328,8 +334,10 @@ class Grower:
                 ref_call = ref.assemble()
                 ref_call()
                 base += _timed(ref_call, 1)
-        out = {"assemble_p50_ms": percentile(again, 50),
-               "assemble_first_p50_ms": percentile(first, 50)}  # fmt: skip
+        out = {
+            "assemble_p50_ms": percentile(again, 50),
+            "assemble_first_p50_ms": percentile(first, 50),
+        }
         if base:
             out["assemble_ref_p50_ms"] = percentile(base, 50)
         return out
@@ -375,8 +383,10 @@ def _paired(
 
 def print_row(row: dict[str, Any]) -> None:
     """One line per finished step (a 1M-event run takes a while)."""
-    print(" ".join(f"{k}={v:.1f}" if isinstance(v, float) else f"{k}={v}" for k, v in row.items()),
-          flush=True)  # fmt: skip
+    print(
+        " ".join(f"{k}={v:.1f}" if isinstance(v, float) else f"{k}={v}" for k, v in row.items()),
+        flush=True,
+    )
 
 
 def growth(rows: list[dict[str, Any]]) -> dict[str, Any]:

@@ -280,8 +280,11 @@ class WeaveConfig:
     context: ContextConfig = field(default_factory=ContextConfig)
 
     def __post_init__(self) -> None:
-        for name, kind in (("index", IndexConfig), ("retrieval", RetrievalConfig),
-                           ("context", ContextConfig)):  # fmt: skip
+        for name, kind in (
+            ("index", IndexConfig),
+            ("retrieval", RetrievalConfig),
+            ("context", ContextConfig),
+        ):
             value = getattr(self, name)
             if not isinstance(value, kind):
                 raise TypeError(f"WeaveConfig.{name} must be a {kind.__name__}, got {value!r}")

@@ -32,7 +32,7 @@ from typing import Any
 
 import numpy as np
 
-from beeweave_core.embeddings import EmbeddingModelUnavailable, Embeddings
+from beeweave_core.embedding_base import EmbeddingModelUnavailable, Embeddings
 
 E5_NAME = "multilingual-e5-small-q4"
 E5_DIMENSION = 384

@@ -43,31 +43,7 @@ from typing import Any
 
 import numpy as np
 
-try:  # LangChain's interface when installed (the usual case) ...
-    from langchain_core.embeddings import Embeddings
-except ImportError:  # pragma: no cover - ... else the same two-method shape, so
-    # the framework-free core can embed without langchain-core installed.
-    from abc import ABC, abstractmethod
-
-    class Embeddings(ABC):  # type: ignore[no-redef]
-        """Stand-in for ``langchain_core.embeddings.Embeddings`` (same methods)."""
-
-        @abstractmethod
-        def embed_documents(self, texts: list[str]) -> list[list[float]]: ...
-
-        @abstractmethod
-        def embed_query(self, text: str) -> list[float]: ...
-
-        async def aembed_documents(self, texts: list[str]) -> list[list[float]]:
-            import asyncio
-
-            return await asyncio.to_thread(self.embed_documents, texts)
-
-        async def aembed_query(self, text: str) -> list[float]:
-            import asyncio
-
-            return await asyncio.to_thread(self.embed_query, text)
-
+from beeweave_core.embedding_base import EmbeddingModelUnavailable, Embeddings
 
 __all__ = [
     "MiniLMEmbeddings",
@@ -102,10 +78,6 @@ TOKENIZER_SHA256 = "be50c3628f2bf5bb5e3a7f17b1f74611b2561a3a27eeab05e5aa30f41157
 
 #: The copy of the tokenizer that ships inside beeweave_core (looked at first).
 VENDORED_TOKENIZER = Path(__file__).parent / "data" / "all-MiniLM-L6-v2" / TOKENIZER_FILE
-
-
-class EmbeddingModelUnavailable(RuntimeError):
-    """The model or tokenizer file cannot be found or does not verify."""
 
 
 # ---------------------------------------------------------------- file lookup

@@ -13,9 +13,9 @@ import base64
 import binascii
 import json
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
@@ -26,7 +26,6 @@ from beeweave_core.payloads import sha256_text
 
 if TYPE_CHECKING:
     from beeweave_core.events import AppendResult
-    from beeweave_core.store import EventStore
 
 EXPORT_FORMAT = "beeweave.session/1"
 _SHA256 = re.compile(r"^[0-9a-f]{64}$")
@@ -170,7 +169,7 @@ def checkpoint_records(store: CheckpointStore, thread_id: str) -> list[dict[str,
                 }
                 for w in r.writes
             ],
-        }  # fmt: skip
+        }
         for r in rows
     ]
 
@@ -215,8 +214,11 @@ def restore_checkpoints(store: CheckpointStore, rows: Iterable[CheckpointRow]) -
     """Write exported checkpoints back, parents first, with their blobs and pending writes."""
     n = 0
     for row in rows:
-        blobs = {(ch, row.channel_versions[ch]): v for ch, v in row.values.items()
-                 if ch in row.channel_versions}  # fmt: skip
+        blobs = {
+            (ch, row.channel_versions[ch]): v
+            for ch, v in row.values.items()
+            if ch in row.channel_versions
+        }
         store.put(row, blobs)
         if row.writes:
             store.put_writes(row.thread_id, row.checkpoint_ns, row.checkpoint_id, row.writes)
@@ -225,8 +227,17 @@ def restore_checkpoints(store: CheckpointStore, rows: Iterable[CheckpointRow]) -
 
 
 # ------------------------------------------------------------ a whole session
+class SessionStore(Protocol):
+    """What a whole-thread export and import ask of the event store (``store.py``'s
+    ``EventStore`` is one; this module sits below it, as the export format's home)."""
+
+    def export_session(self, session_id: str) -> dict[str, Any]: ...
+    def import_session(self, data: dict[str, Any] | SessionExport) -> AppendResult: ...
+    def purge(self, *, ids: Sequence[str] | None = None, tombstone: bool = True) -> list[str]: ...
+
+
 def export_thread(
-    events: EventStore, checkpoints: CheckpointStore | None, session_id: str
+    events: SessionStore, checkpoints: CheckpointStore | None, session_id: str
 ) -> dict[str, Any]:
     """A session's export plus, when a checkpointer kept its thread, the checkpoints."""
     data = events.export_session(session_id)
@@ -238,7 +249,7 @@ def export_thread(
 
 
 def import_thread(
-    events: EventStore, checkpoints: CheckpointStore | None, export: SessionExport
+    events: SessionStore, checkpoints: CheckpointStore | None, export: SessionExport
 ) -> AppendResult:
     """Import events, then checkpoints; if the checkpoints fail, the events go again."""
     if export.checkpoints and checkpoints is None:

@@ -62,5 +62,7 @@ class Fallback:
             self.warned = True
         log.warning(
             "beeweave: %s goes on without memory (%s: %s); further failures are not logged",
-            self.component, type(exc).__name__, cause(exc),
-        )  # fmt: skip
+            self.component,
+            type(exc).__name__,
+            cause(exc),
+        )

@@ -21,18 +21,20 @@ import threading
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar, runtime_checkable
 
 import numpy as np
 
 from beeweave_core.events import EdgeType, Event, EventType, new_event_id
 from beeweave_core.payloads import decode_payload, dumps, to_jsonable
 from beeweave_core.scopes import META_KEY, refuse, visible, write_scope
+from beeweave_core.store import ITEM_SESSION_PREFIX as ITEM_SESSION_PREFIX  # its home: store.py
 
 if TYPE_CHECKING:
     from beeweave_core.index.base import Embedder
     from beeweave_core.store import EventStore
-    from beeweave_core.weave import Weave
+
+T = TypeVar("T")
 
 #: Joins namespace labels in the index (labels may not contain it).
 NS_SEP = "\x1f"
@@ -44,7 +46,6 @@ SOURCE = {"framework": "langgraph", "component": "store"}
 #: Payload key of the vectors the store's own embeddings made for a version.
 VECTORS_KEY = "item_vectors"
 #: Sessions holding store items start with this (kept out of session listings).
-ITEM_SESSION_PREFIX = "store:"
 #: First label of the namespace of a user's items (see :func:`user_namespace`).
 USERS = "users"
 #: Seconds a search waits for the items' vectors (InMemoryStore embeds on put).
@@ -161,9 +162,13 @@ class ItemIndex(Protocol):
     def upsert(self, row: ItemRow) -> None: ...
     def remove(self, path: str, key: str) -> None: ...
     def scan(
-        self, prefix: str | None, *, now: float, limit: int | None = None,
+        self,
+        prefix: str | None,
+        *,
+        now: float,
+        limit: int | None = None,
         scopes: frozenset[str] | None = None,
-    ) -> Iterator[ItemRow]: ...  # fmt: skip
+    ) -> Iterator[ItemRow]: ...
     def paths(self, *, now: float, scopes: frozenset[str] | None = None) -> list[str]: ...
     def touch(self, path: str, key: str, expires_at: float) -> None: ...
     def expired(self, *, now: float, scopes: frozenset[str] | None = None) -> list[ItemRow]: ...
@@ -218,12 +223,57 @@ def namespace_matches(match_type: str, path: Sequence[str], namespace: tuple[str
 
 
 # --------------------------------------------------------------------- store
+class _ItemsHome(Protocol):
+    def items(self) -> ItemIndex: ...
+
+
+class _ItemIndexer(Protocol):
+    """The weave's vector indexer, as items use it: told of writes, waited for by reads."""
+
+    @property
+    def embeddings(self) -> Embedder: ...
+    def on_stored(self, events: list[Event]) -> None: ...
+    def forget(self, event_ids: Sequence[str]) -> None: ...
+    def sync(self, timeout: float = 30.0) -> bool: ...
+
+
+class _Ranked(Protocol):
+    @property
+    def event(self) -> Event: ...
+    @property
+    def score(self) -> float: ...
+
+
+class ItemHost(Protocol):
+    """What an :class:`ItemStore` asks of its weave (a ``Weave`` is one): its events, the
+    item index beside them, its indexer and redactor, purge and fused recall.  Typed here,
+    so this module sits below the weave that builds item stores."""
+
+    @property
+    def store(self) -> EventStore: ...
+    @property
+    def backend(self) -> _ItemsHome: ...
+    @property
+    def indexer(self) -> _ItemIndexer | None: ...
+    def redact(self, value: T) -> T: ...
+    def purge(self, *, session_id: str | None = None) -> int: ...
+    def retrieve(
+        self,
+        query: str,
+        *,
+        k: int,
+        scope: str,
+        filters: Mapping[str, Sequence[EventType]],
+        paths: Sequence[str],
+    ) -> Sequence[_Ranked]: ...
+
+
 class ItemStore:
     """Items of one weave's tenant: versions in the event graph, pointers in ``index``."""
 
     def __init__(
         self,
-        weave: Weave,
+        weave: ItemHost,
         index: ItemIndex | None = None,
         *,
         clock: Callable[[], float] = time.time,

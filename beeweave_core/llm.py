@@ -50,8 +50,9 @@ class FunctionLLM(TextLLM):
     def complete(self, system: str, user: str) -> str:
         reply = self.fn(f"{system}\n\n{user}")
         if not isinstance(reply, str):
-            raise TypeError(f"the LLM function returned {type(reply).__name__}, not str: "
-                            f"{ADAPTERS_HINT}")  # fmt: skip
+            raise TypeError(
+                f"the LLM function returned {type(reply).__name__}, not str: {ADAPTERS_HINT}"
+            )
         return reply
 
 

@@ -69,14 +69,17 @@ def check_path(path: object) -> str:
     if any(ch in path for ch in ("\\", "%", "\x00")) or any(
         unicodedata.category(ch).startswith("C") for ch in path
     ):
-        raise PathError(f"Error: path {shown(path)} contains a backslash, '%', or control "
-                        "characters; use plain /memories/... paths")  # fmt: skip
+        raise PathError(
+            f"Error: path {shown(path)} contains a backslash, '%', or control "
+            "characters; use plain /memories/... paths"
+        )
     if unicodedata.normalize("NFKC", path) != path:
         raise PathError(f"Error: path {shown(path)} is not in normal form (look-alike characters)")
     trimmed = path[:-1] if path.endswith("/") and path != "/" else path
     if trimmed != ROOT and not trimmed.startswith(ROOT + "/"):
-        raise PathError(f"Error: path {shown(path)} is outside {ROOT}; all memory paths "
-                        f"start with {ROOT}/")  # fmt: skip
+        raise PathError(
+            f"Error: path {shown(path)} is outside {ROOT}; all memory paths start with {ROOT}/"
+        )
     for part in trimmed.split("/")[2:]:
         if part in ("", ".", ".."):
             raise PathError(f"Error: path {shown(path)} has an empty, '.' or '..' segment")
@@ -150,12 +153,15 @@ class MemoryFiles:
             return "Error: str_replace needs a non-empty old_str"
         count = head.content.count(old)
         if count == 0:
-            return (f"No replacement was performed, old_str `{old}` did not appear "
-                    f"verbatim in {path}.")  # fmt: skip
+            return (
+                f"No replacement was performed, old_str `{old}` did not appear verbatim in {path}."
+            )
         if count > 1:
             lines = [i + 1 for i, ln in enumerate(head.content.split("\n")) if old in ln]
-            return (f"No replacement was performed. Multiple occurrences of old_str `{old}` "
-                    f"in lines: {lines}. Please ensure it is unique")  # fmt: skip
+            return (
+                f"No replacement was performed. Multiple occurrences of old_str `{old}` "
+                f"in lines: {lines}. Please ensure it is unique"
+            )
         text = _file_text(head.content.replace(old, new, 1))
         self._save(path, text, head, session_id)
         at = head.content[: head.content.index(old)].count("\n")
@@ -166,8 +172,10 @@ class MemoryFiles:
         lines = head.content.split("\n") if head.content else []
         n = cmd.insert_line
         if n is None or not 0 <= n <= len(lines) or cmd.insert_text is None:
-            return (f"Error: Invalid `insert_line` parameter: {n}. It should be within the "
-                    f"range of lines of the file: [0, {len(lines)}]")  # fmt: skip
+            return (
+                f"Error: Invalid `insert_line` parameter: {n}. It should be within the "
+                f"range of lines of the file: [0, {len(lines)}]"
+            )
         added = cmd.insert_text.rstrip("\n").split("\n")
         text = _file_text("\n".join([*lines[:n], *added, *lines[n:]]))
         self._save(path, text, head, session_id)
@@ -230,9 +238,16 @@ class MemoryFiles:
             extra["renamed_from"] = moved_from
         sources = list((previous.payload.get("source_ids") or ()) if previous else ())
         sources += [s for s in ops.sources_for(None, session_id) if s not in sources]
-        mem = ops.write_memory(self.ns, text, "artifact", ["file"], sources,
-                         [previous.id] if previous else [], previous=previous,
-                         payload=extra)  # fmt: skip
+        mem = ops.write_memory(
+            self.ns,
+            text,
+            "artifact",
+            ["file"],
+            sources,
+            [previous.id] if previous else [],
+            previous=previous,
+            payload=extra,
+        )
         if previous is not None:
             why = f"renamed to {path}" if moved_from else f"edited ({path})"
             ops.writer.invalidate([previous.id], f"{why} by {mem.id}", by=mem.id)
@@ -265,8 +280,10 @@ def _numbered(path: str, text: str, view_range: Sequence[int] | None) -> str:
             or view_range[0] > len(lines)
             or (view_range[1] != -1 and not view_range[0] <= view_range[1] <= len(lines))
         ):
-            return (f"Error: Invalid `view_range` parameter: {list(view_range)}. Lines are "
-                    f"numbered 1 to {len(lines)}; use [first, last] or [first, -1]")  # fmt: skip
+            return (
+                f"Error: Invalid `view_range` parameter: {list(view_range)}. Lines are "
+                f"numbered 1 to {len(lines)}; use [first, last] or [first, -1]"
+            )
         first, last = view_range[0], (len(lines) if view_range[1] == -1 else view_range[1])
     body = "\n".join(f"{i:6d}\t{lines[i - 1]}" for i in range(first, last + 1))
     return f"Here's the content of {path} with line numbers:\n{body}"
@@ -299,8 +316,10 @@ def _listing(path: str, under: Mapping[str, Event]) -> str:
             sub = f"{path}/{'/'.join(rel[:depth])}"
             sizes[sub] = sizes.get(sub, 0) + n
     rows = "\n".join(f"{_size(sizes[p])}\t{p}" for p in sorted(sizes))
-    return (f"Here're the files and directories up to 2 levels deep in {path}, excluding "
-            f"hidden items and node_modules:\n{rows}")  # fmt: skip
+    return (
+        f"Here're the files and directories up to 2 levels deep in {path}, excluding "
+        f"hidden items and node_modules:\n{rows}"
+    )
 
 
 __all__ = [

@@ -150,16 +150,29 @@ class ToolSpec:
 
 
 TOOL_SPECS: tuple[ToolSpec, ...] = (
-    ToolSpec("remember", "Remember a fact, decision, preference or constraint for later "
-             "sessions. Returns the memory id.", RememberArgs),
-    ToolSpec("recall", "Recall remembered memories relevant to a query, with their ids and "
-             "sources.", RecallArgs),
-    ToolSpec("update_memory", "Correct a remembered memory: stores a new version that "
-             "supersedes the old one.", UpdateArgs),
+    ToolSpec(
+        "remember",
+        "Remember a fact, decision, preference or constraint for later "
+        "sessions. Returns the memory id.",
+        RememberArgs,
+    ),
+    ToolSpec(
+        "recall",
+        "Recall remembered memories relevant to a query, with their ids and sources.",
+        RecallArgs,
+    ),
+    ToolSpec(
+        "update_memory",
+        "Correct a remembered memory: stores a new version that supersedes the old one.",
+        UpdateArgs,
+    ),
     ToolSpec("forget", "Forget a memory that is wrong or obsolete, with a reason.", ForgetArgs),
-    ToolSpec("list_memories", "List current memories (newest first), optionally by kind or "
-             "tag.", ListArgs),
-)  # fmt: skip
+    ToolSpec(
+        "list_memories",
+        "List current memories (newest first), optionally by kind or tag.",
+        ListArgs,
+    ),
+)
 
 
 # ------------------------------------------------------------------ the operations
@@ -218,8 +231,10 @@ class MemoryOps:
             return f"error: {op}: {invalid_line(exc)}"
         asked = parsed.scope if isinstance(parsed, RememberArgs | RecallArgs | ListArgs) else None
         if self.scope_fixed and asked is not None and asked != self.scope:
-            return (f"error: {op}: the scope is fixed to {shown(self.scope)} here; "
-                    f"this call named {shown(asked)}")  # fmt: skip
+            return (
+                f"error: {op}: the scope is fixed to {shown(self.scope)} here; "
+                f"this call named {shown(asked)}"
+            )
         try:
             return self._run(parsed, session_id)
         except (MemoryOpError, ScopeError) as exc:  # a memory of another business line
@@ -227,8 +242,14 @@ class MemoryOps:
 
     def _run(self, a: BaseModel, session_id: str | None) -> str:
         if isinstance(a, RememberArgs):
-            return self.remember(a.text, kind=a.kind, tags=a.tags, scope=a.scope,
-                                 shared=a.shared, session_id=session_id).text  # fmt: skip
+            return self.remember(
+                a.text,
+                kind=a.kind,
+                tags=a.tags,
+                scope=a.scope,
+                shared=a.shared,
+                session_id=session_id,
+            ).text
         if isinstance(a, RecallArgs):
             return self.recall(a.query, k=a.k, scope=a.scope).text
         if isinstance(a, UpdateArgs):
@@ -264,8 +285,9 @@ class MemoryOps:
             return OpResult(f"already remembered as {same.id}: {same.content}", [same.id])
         settings = [m for m in active if "path" not in m.payload]  # files are documents
         newest = max((m.seq for m in settings), default=0)  # said right after them
-        said = prepare([(m.id, m.content, m.seq, True) for m in settings]
-                       + [("_new", text, newest + 1, True)])  # fmt: skip
+        said = prepare(
+            [(m.id, m.content, m.seq, True) for m in settings] + [("_new", text, newest + 1, True)]
+        )
         index = Index()
         for item in said[:-1]:
             index.add(item)
@@ -274,8 +296,9 @@ class MemoryOps:
         for old in replaced:
             self.writer.invalidate([old], f"superseded by {mem.id}: {text[:120]}", by=mem.id)
         note = f"; supersedes {', '.join(replaced)}" if replaced else ""
-        return OpResult(f"remembered {mem.id} ({kind}, scope {scope_of(ns)}){note}",
-                        [mem.id, *replaced])  # fmt: skip
+        return OpResult(
+            f"remembered {mem.id} ({kind}, scope {scope_of(ns)}){note}", [mem.id, *replaced]
+        )
 
     def update(
         self,
@@ -290,13 +313,20 @@ class MemoryOps:
         old = self._current(memory_id)
         text = _statement(text)
         sources = [*(old.payload.get("source_ids") or ()), *self.sources_for(None, session_id)]
-        mem = self.write_memory(old.session_id, text, _kind(kind or old.payload.get("kind", "fact")),
-                          _user_tags(old), list(dict.fromkeys(sources)), [old.id],
-                          previous=old)  # fmt: skip
+        mem = self.write_memory(
+            old.session_id,
+            text,
+            _kind(kind or old.payload.get("kind", "fact")),
+            _user_tags(old),
+            list(dict.fromkeys(sources)),
+            [old.id],
+            previous=old,
+        )
         why = f": {' '.join(reason.split())[:120]}" if reason else ""
         self.writer.invalidate([old.id], f"updated by {mem.id}{why}", by=mem.id)
-        return OpResult(f"updated {old.id} -> {mem.id} (version {mem.payload['version']})",
-                        [mem.id, old.id])  # fmt: skip
+        return OpResult(
+            f"updated {old.id} -> {mem.id} (version {mem.payload['version']})", [mem.id, old.id]
+        )
 
     def forget(self, memory_id: str, reason: str) -> OpResult:
         """Invalidate ``memory_id`` with ``reason`` (kept for audit, never recalled)."""
@@ -322,10 +352,15 @@ class MemoryOps:
         """Append one memory event (synchronously, so it is recallable at once)."""
         version = int(previous.payload.get("version", 1)) + 1 if previous is not None else 1
         body: dict[str, Any] = {
-            "kind": kind, "version": version, "source_ids": sources,
-            "values": L.key_values(text), "half_life_days": HALF_LIFE_DAYS.get(kind, 30.0),
-            "scope": scope_of(ns), "extractor": "tool", **(payload or {}),
-        }  # fmt: skip
+            "kind": kind,
+            "version": version,
+            "source_ids": sources,
+            "values": L.key_values(text),
+            "half_life_days": HALF_LIFE_DAYS.get(kind, 30.0),
+            "scope": scope_of(ns),
+            "extractor": "tool",
+            **(payload or {}),
+        }
         if previous is not None:
             body["previous"] = previous.id
         meta: dict[str, Any] = {"tags": list(dict.fromkeys(["memory", kind, *tags]))}
@@ -344,10 +379,18 @@ class MemoryOps:
         if supersedes:
             links[EdgeType.SUPERSEDES] = tuple(supersedes)
         mem = Event(
-            id=new_event_id(), tenant=self.weave.tenant, session_id=ns, type=EventType.MEMORY,
-            role="system", content=text, payload=body, ts=self.clock(), links=links, meta=meta,
+            id=new_event_id(),
+            tenant=self.weave.tenant,
+            session_id=ns,
+            type=EventType.MEMORY,
+            role="system",
+            content=text,
+            payload=body,
+            ts=self.clock(),
+            links=links,
+            meta=meta,
             source=_SOURCE,
-        )  # fmt: skip
+        )
         self.writer.append([mem])
         return mem
 
@@ -361,9 +404,14 @@ class MemoryOps:
         config = replace(self.weave.retriever.config, index_wait=RECALL_INDEX_WAIT)
         for ns in self.readable(scope):
             hits += self.weave.retrieve(
-                query, session_id=ns, scope="session", k=k, filters={"types": ["memory"]},
-                paths=("semantic", "lexical", "temporal"), config=config,
-            )  # fmt: skip
+                query,
+                session_id=ns,
+                scope="session",
+                k=k,
+                filters={"types": ["memory"]},
+                paths=("semantic", "lexical", "temporal"),
+                config=config,
+            )
         hits.sort(key=lambda h: -h.score)
         events = [h.event for h in hits[:k]]
         if not events:
@@ -380,8 +428,11 @@ class MemoryOps:
     ) -> OpResult:
         """Current memories of the agent's scope and the shared namespace, newest first."""
         found = [m for ns in self.readable(scope) for m in self._active(ns)]
-        found = [m for m in found if (kind is None or m.payload.get("kind") == kind)
-                 and (tag is None or tag in m.tags)]  # fmt: skip
+        found = [
+            m
+            for m in found
+            if (kind is None or m.payload.get("kind") == kind) and (tag is None or tag in m.tags)
+        ]
         found.sort(key=lambda m: -m.ts)
         if not found:
             return OpResult("no memories", [])
@@ -389,8 +440,14 @@ class MemoryOps:
 
     def readable(self, scope: str | None = None) -> list[str]:
         """The namespaces a read covers: the scope asked for, and the shared one."""
-        return list(dict.fromkeys([namespace(self.user_id, scope or self.scope),
-                                   namespace(self.user_id, SHARED_SCOPE)]))  # fmt: skip
+        return list(
+            dict.fromkeys(
+                [
+                    namespace(self.user_id, scope or self.scope),
+                    namespace(self.user_id, SHARED_SCOPE),
+                ]
+            )
+        )
 
     def _active(self, ns: str) -> list[Event]:
         return self.weave.store.timeline(ns, types=(EventType.MEMORY,))
@@ -401,16 +458,27 @@ class MemoryOps:
             raise MemoryOpError("a memory id is needed (from recall or list_memories)")
         found = self.weave.store.get([memory_id.strip()], include_inactive=True)
         mem = found[0] if found else None
-        allowed = (set(self.readable()) if self.scope_fixed
-                   else {namespace(self.user_id, scope_of(mem.session_id))} if mem else set())  # fmt: skip
+        allowed = (
+            set(self.readable())
+            if self.scope_fixed
+            else {namespace(self.user_id, scope_of(mem.session_id))}
+            if mem
+            else set()
+        )
         if mem is None or mem.type != EventType.MEMORY or mem.session_id not in allowed:
             raise MemoryOpError(f"no memory {shown(memory_id)} (use recall or list_memories)")
         if mem.status != Status.ACTIVE:
-            newer = [e.src for e in self.weave.store.edges(
-                event_id=mem.id, types=[EdgeType.SUPERSEDES], direction="in")]  # fmt: skip
+            newer = [
+                e.src
+                for e in self.weave.store.edges(
+                    event_id=mem.id, types=[EdgeType.SUPERSEDES], direction="in"
+                )
+            ]
             hint = f"; current version: {newer[-1]}" if newer else ""
-            raise MemoryOpError(f"memory {mem.id} is no longer current "
-                                f"({mem.status_reason or mem.status.value}){hint}")  # fmt: skip
+            raise MemoryOpError(
+                f"memory {mem.id} is no longer current "
+                f"({mem.status_reason or mem.status.value}){hint}"
+            )
         return mem
 
     def sources_for(self, source_ids: Sequence[str] | None, session_id: str | None) -> list[str]:

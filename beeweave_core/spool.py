@@ -65,9 +65,9 @@ def read_lines(path: Path, start: int = 0, end: int | None = None) -> Iterator[t
             yield line, pos
 
 
-def chunks(path: Path, size: int, start: int = 0, end: int | None = None) -> Iterator[
-    tuple[list[bytes], int]
-]:  # fmt: skip
+def chunks(
+    path: Path, size: int, start: int = 0, end: int | None = None
+) -> Iterator[tuple[list[bytes], int]]:
     """``read_lines`` in lists of ``size`` lines (what one store call takes)."""
     batch: list[bytes] = []
     pos = start
@@ -252,7 +252,9 @@ class DeadLetters:
     def forget(self, match: Match) -> int:
         return self.drop(
             lambda rec: match(
-                *(rec.get(k) if isinstance(rec.get(k), str) else None
-                  for k in ("id", "session_id", "user_id"))
+                *(
+                    rec.get(k) if isinstance(rec.get(k), str) else None
+                    for k in ("id", "session_id", "user_id")
+                )
             )
-        )  # fmt: skip
+        )

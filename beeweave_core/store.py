@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import asyncio
 from collections import deque
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any, NamedTuple, Protocol, runtime_checkable
 
@@ -27,7 +27,6 @@ from beeweave_core.events import (
     Status,
 )
 from beeweave_core.exports import EXPORT_FORMAT, SessionExport, validate_export
-from beeweave_core.items import ITEM_SESSION_PREFIX
 from beeweave_core.payloads import (
     DEFAULT_INLINE_LIMIT,
     DEFAULT_PREVIEW_CHARS,
@@ -41,6 +40,19 @@ from beeweave_core.payloads import (
 from beeweave_core.scopes import META_KEY, Readable, ScopeError, refuse, scope_of, visible
 from beeweave_core.scopes import write_scope as _write_scope
 from beeweave_core.tombstones import Tombstone
+
+#: Sessions of LangGraph store items (``items.py``): left out of ``sessions()`` unless asked.
+ITEM_SESSION_PREFIX = "store:"
+#: Counts the tokens of each text (a store keeps session token stats with it).
+TokenCount = Callable[[list[str]], list[int]]
+
+
+def default_token_count(texts: list[str]) -> list[int]:
+    """Exact cl100k_base counts (offline); every backend's session token stats."""
+    from beeweave_core.tokens import count_batch  # tiktoken's tables: loaded on first count
+
+    return count_batch(texts)
+
 
 #: Edge types walked by ``ancestors`` / ``descendants`` unless told otherwise.
 CAUSAL_EDGES: tuple[EdgeType, ...] = (EdgeType.CAUSED_BY, EdgeType.REFERS_TO)
@@ -387,9 +399,10 @@ class BaseEventStore:
             self._refuse_foreign([event_id])
         ends = self._scopes_of(sorted({i for e in edges for i in (e.src, e.dst)}))
         return [
-            e for e in edges if visible(ends.get(e.src), self.scopes)
-            and visible(ends.get(e.dst), self.scopes)
-        ]  # fmt: skip
+            e
+            for e in edges
+            if visible(ends.get(e.src), self.scopes) and visible(ends.get(e.dst), self.scopes)
+        ]
 
     @classmethod
     @contextmanager
@@ -533,8 +546,11 @@ class BaseEventStore:
         prepared = []
         for ev in export.events:
             ev = self.in_scope(ev)
-            p = prepare_event(ev.model_copy(update={"tenant": self.tenant}), self.tenant,
-                              inline_limit=self.inline_limit)  # fmt: skip
+            p = prepare_event(
+                ev.model_copy(update={"tenant": self.tenant}),
+                self.tenant,
+                inline_limit=self.inline_limit,
+            )
             kept = p.event.model_copy(
                 update={"status": ev.status, "status_reason": ev.status_reason}
             )

@@ -31,7 +31,6 @@ import json
 import threading
 import time
 import uuid
-import weakref
 from collections import OrderedDict
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -43,7 +42,7 @@ from beeweave_core.scopes import with_scope
 from beeweave_core.store import EventStore
 
 if TYPE_CHECKING:
-    from beeweave_core.weave import Weave
+    from beeweave_core.bus import ContextBus
 
 #: Role names frameworks and providers use, mapped onto BeeWeave's four.
 ROLE_ALIASES = {
@@ -342,8 +341,9 @@ class Transcript:
         return None if m.role == "system" else scope
 
     # ------------------------------------------------------------ parents
-    def _parents(self, th: _Thread, m: Message, walk: _Walk, session_id: str,
-                 scope: str | None) -> tuple[str, ...]:  # fmt: skip
+    def _parents(
+        self, th: _Thread, m: Message, walk: _Walk, session_id: str, scope: str | None
+    ) -> tuple[str, ...]:
         if m.role == "tool":
             return self._call_of(th, m, session_id, scope)
         if m.role == "assistant":
@@ -353,8 +353,9 @@ class Transcript:
             return (before,) if before else ()
         return ()
 
-    def _call_of(self, th: _Thread, m: Message, session_id: str,
-                 scope: str | None) -> tuple[str, ...]:  # fmt: skip
+    def _call_of(
+        self, th: _Thread, m: Message, session_id: str, scope: str | None
+    ) -> tuple[str, ...]:
         cid = m.tool_call_id
         if not cid:
             inv = th.by_name.get(m.name or "")
@@ -418,9 +419,19 @@ class Transcript:
                     _step(walk, m.role, eid)
         return out
 
-    def _one(self, th: _Thread, session_id: str, m: Message, walk: _Walk, occ: Occurrences,
-             scope: str | None, key: str | None, parents: Sequence[str] | None,
-             meta: Mapping[str, Any] | None, source: Mapping[str, Any] | None) -> str | None:  # fmt: skip
+    def _one(
+        self,
+        th: _Thread,
+        session_id: str,
+        m: Message,
+        walk: _Walk,
+        occ: Occurrences,
+        scope: str | None,
+        key: str | None,
+        parents: Sequence[str] | None,
+        meta: Mapping[str, Any] | None,
+        source: Mapping[str, Any] | None,
+    ) -> str | None:
         if m.assembled:  # handed out by BeeWeave: an occurrence, never new
             if m.stored:
                 occ.count(m.role, m.content)
@@ -442,15 +453,30 @@ class Transcript:
         self._emit(th, session_id, m, eid, key, ps, scope, meta, source)
         return eid
 
-    def _emit(self, th: _Thread, session_id: str, m: Message, eid: str, key: str,
-              parents: Sequence[str], scope: str | None, meta: Mapping[str, Any] | None,
-              source: Mapping[str, Any] | None) -> None:  # fmt: skip
+    def _emit(
+        self,
+        th: _Thread,
+        session_id: str,
+        m: Message,
+        eid: str,
+        key: str,
+        parents: Sequence[str],
+        scope: str | None,
+        meta: Mapping[str, Any] | None,
+        source: Mapping[str, Any] | None,
+    ) -> None:
         etype = EVENT_BY_ROLE[m.role]
         self.sink.emit(
-            etype, m.value if m.value is not None else m.content, session_id=session_id,
-            role=m.role, payload=m.event_payload(), parents=_unique(parents), meta=meta,
-            source=source, key=scoped(self._scope_for(m, scope), key),
-        )  # fmt: skip
+            etype,
+            m.value if m.value is not None else m.content,
+            session_id=session_id,
+            role=m.role,
+            payload=m.event_payload(),
+            parents=_unique(parents),
+            meta=meta,
+            source=source,
+            key=scoped(self._scope_for(m, scope), key),
+        )
         th.seen.add(eid)
         _advance(th, etype, eid)
         if m.role == "assistant":
@@ -486,9 +512,17 @@ class Transcript:
                 parents = (asker,) if asker else ((th.last,) if th.last else ())
             return self._tool_call(th, session_id, call, parents, key, scope, meta, source)
 
-    def _tool_call(self, th: _Thread, session_id: str, call: ToolCall, parents: Sequence[str],
-                   key: str | None, scope: str | None, meta: Mapping[str, Any] | None,
-                   source: Mapping[str, Any] | None) -> str:  # fmt: skip
+    def _tool_call(
+        self,
+        th: _Thread,
+        session_id: str,
+        call: ToolCall,
+        parents: Sequence[str],
+        key: str | None,
+        scope: str | None,
+        meta: Mapping[str, Any] | None,
+        source: Mapping[str, Any] | None,
+    ) -> str:
         if call.id:
             key = tool_call_key(call.id, th.owners.get(call.id))
         elif key is None:  # no id: the n-th nameless call of this tool after that cause
@@ -498,11 +532,16 @@ class Transcript:
         eid = self._id(th, session_id, key, scope)
         if eid not in th.seen:
             self.sink.emit(
-                EventType.TOOL_INVOCATION, args_text(call.args), session_id=session_id,
-                role="assistant", parents=_unique(parents), meta=meta, source=source,
+                EventType.TOOL_INVOCATION,
+                args_text(call.args),
+                session_id=session_id,
+                role="assistant",
+                parents=_unique(parents),
+                meta=meta,
+                source=source,
                 payload={"name": call.name, "args": call.args, "tool_call_id": call.id},
                 key=scoped(scope, key),
-            )  # fmt: skip
+            )
             th.seen.add(eid)
         if call.id:
             th.calls[call.id] = eid
@@ -527,10 +566,16 @@ class Transcript:
         """A run event beside the messages (model call, retrieval, error), keyed by the
         same scheme: ``[scope:]kind:identity``."""
         return self.sink.emit(
-            type_, content, session_id=session_id, role=role, payload=payload,
-            parents=_unique(parents), meta=meta, source=source,
+            type_,
+            content,
+            session_id=session_id,
+            role=role,
+            payload=payload,
+            parents=_unique(parents),
+            meta=meta,
+            source=source,
             key=scoped(scope, f"{kind}:{identity}"),
-        )  # fmt: skip
+        )
 
     # ------------------------------------------------------------ appending
     def append(
@@ -563,8 +608,14 @@ class Transcript:
             ):
                 occ.count(ROLE_BY_EVENT[ev.type], ev.content)
         self.learn(session_id, events)
-        return self.record(session_id, messages, occurrences=occ, meta=meta, source=source,
-                           prev=events[-1].id if events else None)  # fmt: skip
+        return self.record(
+            session_id,
+            messages,
+            occurrences=occ,
+            meta=meta,
+            source=source,
+            prev=events[-1].id if events else None,
+        )
 
     def recall_calls(self, session_id: str, call_ids: Iterable[str], scope: str | None) -> None:
         """Learn the stored invocations of ``call_ids`` (results whose call came earlier)."""
@@ -602,31 +653,35 @@ def _unique(ids: Iterable[str | None]) -> tuple[str, ...]:
 
 
 # ---------------------------------------------------------------- one writer per weave
-_WRITERS: weakref.WeakKeyDictionary[Weave, Transcript] = weakref.WeakKeyDictionary()
-_WRITERS_LOCK = threading.Lock()
+class TranscriptOwner(Protocol):
+    """What owns a conversation writer: a weave builds its one :class:`Transcript` on first
+    use (``Weave.transcript``), so every integration on it records through the same one."""
+
+    @property
+    def transcript(self) -> Transcript: ...
 
 
-def transcript_for(weave: Weave) -> Transcript:
-    """The one writer of ``weave`` (made, with its REFERS_TO linker on the bus, on first
-    use): every integration on one weave shares it, so they never record a message twice."""
-    w = _WRITERS.get(weave)
-    if w is None:
-        with _WRITERS_LOCK:
-            w = _WRITERS.get(weave)
-            if w is None:
-                w = _WRITERS[weave] = Transcript(_WeaveSink(weave), weave.store)
-                weave.bus.subscribe(ValueRefLinker(weave.store))
-    return w
+def transcript_for(weave: TranscriptOwner) -> Transcript:
+    """The one writer of ``weave``: every integration on one weave shares it, so they never
+    record a message twice."""
+    return weave.transcript
 
 
-class _WeaveSink:
-    """The weave's bus, not the weave: a writer kept per weave in a WeakKeyDictionary
-    must not hold its key strongly, or the weave would never be let go."""
+def bus_transcript(bus: ContextBus) -> Transcript:
+    """A writer whose events go through ``bus`` with the scope its store writes (as
+    ``Weave.emit``), and whose tool calls are linked to the values they reuse by a
+    REFERS_TO linker subscribed to that bus (what ``Weave.transcript`` is built from)."""
+    bus.subscribe(ValueRefLinker(bus.store))
+    return Transcript(_BusSink(bus), bus.store)
 
-    def __init__(self, weave: Weave) -> None:
-        self.tenant = weave.tenant
-        self._emit = weave.bus.emit
-        self._scopes = weave.store.scopes
+
+class _BusSink:
+    """A capture bus as a :class:`Sink`: its ``emit``, with the write scope of its store."""
+
+    def __init__(self, bus: ContextBus) -> None:
+        self.tenant = bus.store.tenant
+        self._emit = bus.emit
+        self._scopes = bus.store.scopes
 
     def emit(self, *args: Any, meta: Mapping[str, Any] | None = None, **kw: Any) -> str:
         """The bus's ``emit``, with the scope the weave writes (as ``Weave.emit``)."""
@@ -642,17 +697,36 @@ class _Collector:
         self.t0 = t0
         self.events: list[Event] = []
 
-    def emit(self, type: EventType | str, content: Any = "", *, session_id: str,
-             role: str | None = None, payload: Mapping[str, Any] | None = None,
-             parents: Sequence[str] = (), meta: Mapping[str, Any] | None = None,
-             source: Mapping[str, Any] | None = None, key: str | None = None) -> str:  # fmt: skip
+    def emit(
+        self,
+        type: EventType | str,
+        content: Any = "",
+        *,
+        session_id: str,
+        role: str | None = None,
+        payload: Mapping[str, Any] | None = None,
+        parents: Sequence[str] = (),
+        meta: Mapping[str, Any] | None = None,
+        source: Mapping[str, Any] | None = None,
+        key: str | None = None,
+    ) -> str:
         eid = event_id_for(self.tenant, session_id, key) if key else new_event_id()
         text = content if isinstance(content, str) else json.dumps(content, ensure_ascii=False)
-        self.events.append(Event(
-            id=eid, tenant=self.tenant, session_id=session_id, type=EventType(type), role=role,
-            content=text, payload=dict(payload or {}), ts=self.t0 + len(self.events) * 1e-3,
-            parents=tuple(parents), meta=dict(meta or {}), source=dict(source or {}),
-        ))  # fmt: skip
+        self.events.append(
+            Event(
+                id=eid,
+                tenant=self.tenant,
+                session_id=session_id,
+                type=EventType(type),
+                role=role,
+                content=text,
+                payload=dict(payload or {}),
+                ts=self.t0 + len(self.events) * 1e-3,
+                parents=tuple(parents),
+                meta=dict(meta or {}),
+                source=dict(source or {}),
+            )
+        )
         return eid
 
 
@@ -670,8 +744,13 @@ def from_openai(message: Mapping[str, Any], index: int = 0) -> Message:
         content = "" if content is None else json.dumps(content, ensure_ascii=False)
     calls = tuple(_openai_call(c, j) for j, c in enumerate(message.get("tool_calls") or ()))
     tcid = message.get("tool_call_id")
-    return Message(role=role, content=content, tool_calls=calls, name=message.get("name"),
-                   tool_call_id=str(tcid) if tcid is not None else None)  # fmt: skip
+    return Message(
+        role=role,
+        content=content,
+        tool_calls=calls,
+        name=message.get("name"),
+        tool_call_id=str(tcid) if tcid is not None else None,
+    )
 
 
 def _openai_call(call: Mapping[str, Any], j: int) -> ToolCall:
@@ -687,8 +766,17 @@ def _openai_call(call: Mapping[str, Any], j: int) -> ToolCall:
     return ToolCall(str(call.get("id") or f"call_{j}"), str(call.get("name") or "tool"), args)
 
 
+class Capturing(Protocol):
+    """What :func:`record_messages` sends a conversation through: a weave (its bus)."""
+
+    store: EventStore
+    bus: ContextBus
+
+    def flush(self, timeout: float = ..., wait_index: bool = ...) -> bool: ...
+
+
 def record_messages(
-    target: Weave | EventStore,
+    target: Capturing | EventStore,
     session_id: str,
     messages: Sequence[Mapping[str, Any]],
     *,

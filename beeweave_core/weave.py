@@ -32,6 +32,7 @@ from beeweave_core.read_gate import ReadGate
 from beeweave_core.scopes import META_KEY, Readable, derived, narrow, with_scope
 from beeweave_core.store import EventStore
 from beeweave_core.tombstones import EVENT, SESSION, USER, Tombstone, buried, of_purge
+from beeweave_core.transcript import Transcript, bus_transcript
 
 if TYPE_CHECKING:
     from typing_extensions import Unpack
@@ -165,6 +166,8 @@ class Weave:
         self._contexts: dict[Readable, ContextEngine] = {}
         self._contexts_lock = threading.Lock()  # two first reads build one engine
         self._items: ItemIndex | None = None  # store items' pointers (a user purge's)
+        self._transcript: Transcript | None = None
+        self._transcript_lock = threading.Lock()
         #: reads in flight: the background workers of this weave give way to them
         self.reads = ReadGate()
         #: Background vector indexer (``None`` without an index); see ``index/indexer.py``.
@@ -177,6 +180,16 @@ class Weave:
             self.bus.subscribe(self.indexer.on_stored)
             self.on_close(self.indexer.close)
         _warm_tokenizer()
+
+    @property
+    def transcript(self) -> Transcript:
+        """The one writer of this weave's conversations, made (with its REFERS_TO linker on
+        the bus) on first use: every integration on the weave records through it, so no
+        message is recorded twice (``transcript.transcript_for``)."""
+        with self._transcript_lock:
+            if self._transcript is None:
+                self._transcript = bus_transcript(self.bus)
+            return self._transcript
 
     @classmethod
     def open(
@@ -208,9 +221,12 @@ class Weave:
         Other keyword arguments tune the capture bus (``flush_interval``, ``max_high`` …).
         """
         config = _with_index_options(
-            config or WeaveConfig(), embeddings=embeddings, index=index,
-            vector_url=vector_url, index_options=index_options,
-        )  # fmt: skip
+            config or WeaveConfig(),
+            embeddings=embeddings,
+            index=index,
+            vector_url=vector_url,
+            index_options=index_options,
+        )
         url = url or default_url()
         check_tenant(tenant)
         backend = open_backend(
@@ -250,10 +266,20 @@ class Weave:
         if meta is None or isinstance(meta, Mapping):  # (anything else: the bus refuses it)
             meta = with_scope(meta, self.store.scopes, scope)
         return self.bus.emit(
-            type, content, session_id=session_id, role=role, payload=payload, parents=parents,
-            links=links, meta=meta, source=source, key=key, ts=ts, priority=priority,
+            type,
+            content,
+            session_id=session_id,
+            role=role,
+            payload=payload,
+            parents=parents,
+            links=links,
+            meta=meta,
+            source=source,
+            key=key,
+            ts=ts,
+            priority=priority,
             coalesce_key=coalesce_key,
-        )  # fmt: skip
+        )
 
     @property
     def scopes(self) -> Readable:
@@ -388,8 +414,11 @@ class Weave:
         """Lift one purge's tombstone, so copies of that session, event or user are stored
         again (a re-import is accepted): an operator's explicit decision, for a weave of
         every scope.  False when there was no such tombstone."""
-        named = [(k, v) for k, v in ((SESSION, session_id), (EVENT, event_id), (USER, user_id))
-                 if v is not None]  # fmt: skip
+        named = [
+            (k, v)
+            for k, v in ((SESSION, session_id), (EVENT, event_id), (USER, user_id))
+            if v is not None
+        ]
         if len(named) != 1:
             raise ValueError(
                 "lift_tombstone takes exactly one of session_id=, event_id= or user_id="
@@ -447,18 +476,24 @@ class Weave:
         return self._retrievers[readable]
 
     def retrieve(
-        self, query: str, *, scopes: Iterable[str] | str | None = None,
+        self,
+        query: str,
+        *,
+        scopes: Iterable[str] | str | None = None,
         **kw: Unpack[RetrieveOptions],
-    ) -> list[Hit]:  # fmt: skip
+    ) -> list[Hit]:
         """Find past events for ``query``; see :meth:`beeweave_core.retrieval.Retriever.retrieve`.
         ``scopes`` narrows this call to some of the weave's scopes."""
         with self.reads.reading():
             return self.retriever_for(scopes).retrieve(query, **kw)
 
     async def aretrieve(
-        self, query: str, *, scopes: Iterable[str] | str | None = None,
+        self,
+        query: str,
+        *,
+        scopes: Iterable[str] | str | None = None,
         **kw: Unpack[RetrieveOptions],
-    ) -> list[Hit]:  # fmt: skip
+    ) -> list[Hit]:
         """Async twin of :meth:`retrieve` (runs in a worker thread)."""
         with self.reads.reading():
             return await self.retriever_for(scopes).aretrieve(query, **kw)
@@ -482,11 +517,13 @@ class Weave:
 
         store = self._view(readable)
         engine = ContextEngine(
-            self._writer_for(store), self.config.context,
+            self._writer_for(store),
+            self.config.context,
             emit=partial(self._emit_record, store),  # type: ignore[arg-type]
-            retrieve=partial(self.retrieve, scopes=readable), flush=self.flush,
+            retrieve=partial(self.retrieve, scopes=readable),
+            flush=self.flush,
             gate=self.reads,
-        )  # fmt: skip
+        )
         self.bus.subscribe(engine.on_batch)
         self.on_close(lambda: self.bus.unsubscribe(engine.on_batch))
         self.on_close(engine.close)
@@ -513,10 +550,11 @@ class Weave:
             meta[META_KEY] = next(iter(store.scopes))
         else:
             shown = {
-                i for part in ("included", "left_out")
+                i
+                for part in ("included", "left_out")
                 for piece in (payload or {}).get(part) or ()  # type: ignore[attr-defined]
                 for i in piece.get("event_ids") or ()
-            }  # fmt: skip
+            }
             seen = store.scopes_in(session_id) | store.scopes_of(sorted(shown))
             try:
                 scope = derived(seen)
@@ -525,22 +563,35 @@ class Weave:
             if scope is not None:
                 meta[META_KEY] = scope
         return self.bus.emit(
-            type, content, session_id=session_id, role=role, payload=payload, meta=meta,
+            type,
+            content,
+            session_id=session_id,
+            role=role,
+            payload=payload,
+            meta=meta,
             source=source,
-        )  # fmt: skip
+        )
 
     def assemble(
-        self, session_id: str, query: str | None = None, *,
-        scopes: Iterable[str] | str | None = None, **kw: Unpack[AssembleOptions],
-    ) -> AssembledContext:  # fmt: skip
+        self,
+        session_id: str,
+        query: str | None = None,
+        *,
+        scopes: Iterable[str] | str | None = None,
+        **kw: Unpack[AssembleOptions],
+    ) -> AssembledContext:
         """The layered, token-budgeted context for the next model call of ``session_id``
         (``scopes``: only some of the weave's scopes, for this call)."""
         return self.context_for(scopes).assemble(session_id, query, **kw)
 
     async def aassemble(
-        self, session_id: str, query: str | None = None, *,
-        scopes: Iterable[str] | str | None = None, **kw: Unpack[AssembleOptions],
-    ) -> AssembledContext:  # fmt: skip
+        self,
+        session_id: str,
+        query: str | None = None,
+        *,
+        scopes: Iterable[str] | str | None = None,
+        **kw: Unpack[AssembleOptions],
+    ) -> AssembledContext:
         """Async twin of :meth:`assemble` (runs in a worker thread)."""
         return await self.context_for(scopes).aassemble(session_id, query, **kw)
 
@@ -587,8 +638,9 @@ def _warm_tokenizer() -> None:
 
     name = tokens.encoding_for_model(tokens.DEFAULT_MODEL)
     if not tokens.is_built(name):
-        threading.Thread(target=tokens.get_encoding, args=(name,), daemon=True,
-                         name="beeweave-tokenizer").start()  # fmt: skip
+        threading.Thread(
+            target=tokens.get_encoding, args=(name,), daemon=True, name="beeweave-tokenizer"
+        ).start()
 
 
 def _with_index_options(
@@ -603,9 +655,12 @@ def _with_index_options(
     if embeddings is None and index is None and vector_url is None and not index_options:
         return config
     section = IndexConfig.from_options(
-        index=index, embeddings=embeddings, vector_url=vector_url,
-        index_options=index_options, base=config.index,
-    )  # fmt: skip
+        index=index,
+        embeddings=embeddings,
+        vector_url=vector_url,
+        index_options=index_options,
+        base=config.index,
+    )
     return replace(config, index=section)
 
 

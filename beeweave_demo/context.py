@@ -64,8 +64,13 @@ def show_assembled_context(weave: Weave, session_id: str, console: Console) -> N
             rt.add_column(col)
         for p in recalled:
             turns = f"#{p.seq_range[0]}-#{p.seq_range[1]}" if p.seq_range else "-"
-            rt.add_row(p.kind, p.session_id or "-", turns,
-                       f"{p.score:.2f}" if p.score is not None else "-", escape(_short(p.text)))  # fmt: skip
+            rt.add_row(
+                p.kind,
+                p.session_id or "-",
+                turns,
+                f"{p.score:.2f}" if p.score is not None else "-",
+                escape(_short(p.text)),
+            )
         console.print(rt)
     imm = ctx.layers["immediate"].pieces
     if imm:

@@ -13,23 +13,34 @@ from beeweave_core.weave import Weave
 DEMO_QUESTION = "What was the job id, and which batch size did we settle on?"
 
 
-_ABBREV = {"semantic": "sem", "lexical": "lex", "graph": "graph", "recent": "recent",
-           "temporal": "time", "metadata": "meta"}  # fmt: skip
+_ABBREV = {
+    "semantic": "sem",
+    "lexical": "lex",
+    "graph": "graph",
+    "recent": "recent",
+    "temporal": "time",
+    "metadata": "meta",
+}
 
 
 def hits_table(hits: list[Hit], title: str) -> Table:
     """Hits with fused score, the rank each path gave them, and where they came from."""
     table = Table(title=title)
     for col in ("#", "score", "paths (rank)", "type", "seq", "content"):
-        table.add_column(col, overflow="fold" if col == "content" else "ellipsis",
-                         no_wrap=col != "content")  # fmt: skip
+        table.add_column(
+            col, overflow="fold" if col == "content" else "ellipsis", no_wrap=col != "content"
+        )
     for i, h in enumerate(hits, 1):
         paths = " ".join(f"{_ABBREV.get(p, p)}{h.ranks.get(p, '')}" for p in sorted(h.paths))
         text = " ".join(h.event.content.split())
         table.add_row(
-            str(i), f"{h.score:.3f}", paths, h.event.type.value.replace("_message", ""),
-            str(h.provenance.seq), text if len(text) <= 70 else text[:69] + "…",
-        )  # fmt: skip
+            str(i),
+            f"{h.score:.3f}",
+            paths,
+            h.event.type.value.replace("_message", ""),
+            str(h.provenance.seq),
+            text if len(text) <= 70 else text[:69] + "…",
+        )
     return table
 
 

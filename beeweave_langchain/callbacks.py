@@ -56,8 +56,16 @@ _ROOT_INPUT_KEYS = ("input", "question", "query", "human_input", "text")
 
 class _Run:
     __slots__ = (
-        "named", "parent", "event", "kind", "name", "tool_call_id", "text", "errors", "last",
-    )  # fmt: skip
+        "named",
+        "parent",
+        "event",
+        "kind",
+        "name",
+        "tool_call_id",
+        "text",
+        "errors",
+        "last",
+    )
 
     def __init__(self, parent: _Run | None, kind: str, name: str | None) -> None:
         self.named: str | None = None  # root: its session, once a run below names it
@@ -237,16 +245,28 @@ class _Capture:
             payload["name"] = run.name
         if run.tool_call_id:
             payload["tool_call_id"] = run.tool_call_id
-        self._emit(run, EventType.ERROR, f"{type(error).__name__}: {error}", role="system",
-                   payload=payload, parents=self._nearest(run), source=self._source(run_id),
-                   key=f"run:{run_id}:error")  # fmt: skip
+        self._emit(
+            run,
+            EventType.ERROR,
+            f"{type(error).__name__}: {error}",
+            role="system",
+            payload=payload,
+            parents=self._nearest(run),
+            source=self._source(run_id),
+            key=f"run:{run_id}:error",
+        )
 
     # ---------------------------------------------------------------- chains
     @_guard
     def on_chain_start(
-        self, serialized: dict[str, Any] | None, inputs: Any, *, run_id: UUID,
-        parent_run_id: UUID | None = None, **kwargs: Any,
-    ) -> None:  # fmt: skip
+        self,
+        serialized: dict[str, Any] | None,
+        inputs: Any,
+        *,
+        run_id: UUID,
+        parent_run_id: UUID | None = None,
+        **kwargs: Any,
+    ) -> None:
         metadata = kwargs.get("metadata")
         name = kwargs.get("name") or (serialized or {}).get("name")
         run = self._open(run_id, parent_run_id, metadata, "chain", name)
@@ -277,18 +297,29 @@ class _Capture:
         thought = getattr(action, "log", "") or ""
         root = run.root
         root.last = self._emit(
-            run, EventType.INTERNAL_THOUGHT, thought, role="assistant",
-            payload={"tool": getattr(action, "tool", None),
-                     "tool_input": getattr(action, "tool_input", None)},
-            parents=(root.last,) if root.last else self._nearest(run), source=self._source(run_id),
-        )  # fmt: skip
+            run,
+            EventType.INTERNAL_THOUGHT,
+            thought,
+            role="assistant",
+            payload={
+                "tool": getattr(action, "tool", None),
+                "tool_input": getattr(action, "tool_input", None),
+            },
+            parents=(root.last,) if root.last else self._nearest(run),
+            source=self._source(run_id),
+        )
 
     # ------------------------------------------------------------------ LLMs
     @_guard
     def on_chat_model_start(
-        self, serialized: dict[str, Any] | None, messages: list[list[BaseMessage]], *, run_id: UUID,
-        parent_run_id: UUID | None = None, **kwargs: Any,
-    ) -> None:  # fmt: skip
+        self,
+        serialized: dict[str, Any] | None,
+        messages: list[list[BaseMessage]],
+        *,
+        run_id: UUID,
+        parent_run_id: UUID | None = None,
+        **kwargs: Any,
+    ) -> None:
         metadata = kwargs.get("metadata")
         run = self._open(run_id, parent_run_id, metadata, "chat", kwargs.get("name"))
         prompt = messages[0] if messages else []
@@ -310,31 +341,53 @@ class _Capture:
                 prompt = [m for m in prompt if m.type != "system" or _assembled(m)]
         ids = self._rec.record(run.session, to_messages(prompt), meta=self._meta, source=src)
         run.event = self._emit(
-            run, EventType.MODEL_CALL, "", role="assistant",
-            parents=_consumed(prompt, ids) or self._nearest(run), payload=payload, source=src,
-            links={"REFERS_TO": (rid,)} if rid else None, key=f"run:{run_id}:call",
-        )  # fmt: skip
+            run,
+            EventType.MODEL_CALL,
+            "",
+            role="assistant",
+            parents=_consumed(prompt, ids) or self._nearest(run),
+            payload=payload,
+            source=src,
+            links={"REFERS_TO": (rid,)} if rid else None,
+            key=f"run:{run_id}:call",
+        )
 
     @_guard
     def on_llm_start(
-        self, serialized: dict[str, Any] | None, prompts: list[str], *, run_id: UUID,
-        parent_run_id: UUID | None = None, **kwargs: Any,
-    ) -> None:  # fmt: skip
+        self,
+        serialized: dict[str, Any] | None,
+        prompts: list[str],
+        *,
+        run_id: UUID,
+        parent_run_id: UUID | None = None,
+        **kwargs: Any,
+    ) -> None:
         metadata = kwargs.get("metadata")
         run = self._open(run_id, parent_run_id, metadata, "llm", kwargs.get("name"))
         src = self._source(run_id, metadata)
         root = run.root
         if root.text is not None and root.event is None:  # the user's words, once per chain run
-            root.event = self._rec.message(root.session, Message("user", root.text),
-                                           meta=self._meta, source=src,
-                                           key=f"run:{run_id}:input")  # fmt: skip
+            root.event = self._rec.message(
+                root.session,
+                Message("user", root.text),
+                meta=self._meta,
+                source=src,
+                key=f"run:{run_id}:input",
+            )
         payload = _model_payload(serialized, metadata, kwargs, None)
         payload["prompt_chars"] = sum(len(p) for p in prompts)
         # a text prompt cannot be split into messages: it consumed what came last in this
         # run (a legacy agent's observation), else what started the run
-        run.event = self._emit(run, EventType.MODEL_CALL, "", role="assistant",
-                               parents=(root.last,) if root.last else self._nearest(run),
-                               payload=payload, source=src, key=f"run:{run_id}:call")  # fmt: skip
+        run.event = self._emit(
+            run,
+            EventType.MODEL_CALL,
+            "",
+            role="assistant",
+            parents=(root.last,) if root.last else self._nearest(run),
+            payload=payload,
+            source=src,
+            key=f"run:{run_id}:call",
+        )
 
     @_guard
     def on_llm_new_token(
@@ -345,10 +398,16 @@ class _Capture:
         run = self._runs.get(run_id)
         if run is None or not token:
             return
-        self._emit(run, EventType.INTERNAL_THOUGHT, token if isinstance(token, str) else str(token),
-                   role="assistant", parents=(run.event,) if run.event else (),
-                   payload={"kind": "token_stream"}, priority="low",
-                   coalesce_key=f"stream:{run_id}")  # fmt: skip
+        self._emit(
+            run,
+            EventType.INTERNAL_THOUGHT,
+            token if isinstance(token, str) else str(token),
+            role="assistant",
+            parents=(run.event,) if run.event else (),
+            payload={"kind": "token_stream"},
+            priority="low",
+            coalesce_key=f"stream:{run_id}",
+        )
 
     @_guard
     def on_llm_end(self, response: Any, *, run_id: UUID, **kwargs: Any) -> None:
@@ -364,9 +423,13 @@ class _Capture:
                     msg = AIMessage(content=gen.text)
                 key = f"msg:{msg.id}" if msg.id else f"run:{run_id}:gen:{i}"
                 run.root.last = self._rec.message(
-                    run.session, to_message(msg, "assistant"), key=key, parents=parents,
-                    meta=self._meta, source=src,
-                )  # fmt: skip
+                    run.session,
+                    to_message(msg, "assistant"),
+                    key=key,
+                    parents=parents,
+                    meta=self._meta,
+                    source=src,
+                )
 
     @_guard
     def on_llm_error(self, error: BaseException, *, run_id: UUID, **kwargs: Any) -> None:
@@ -376,9 +439,14 @@ class _Capture:
     # ----------------------------------------------------------------- tools
     @_guard
     def on_tool_start(
-        self, serialized: dict[str, Any] | None, input_str: str, *, run_id: UUID,
-        parent_run_id: UUID | None = None, **kwargs: Any,
-    ) -> None:  # fmt: skip
+        self,
+        serialized: dict[str, Any] | None,
+        input_str: str,
+        *,
+        run_id: UUID,
+        parent_run_id: UUID | None = None,
+        **kwargs: Any,
+    ) -> None:
         metadata = kwargs.get("metadata")
         inputs = kwargs.get("inputs")
         name = (serialized or {}).get("name") or kwargs.get("name")
@@ -388,10 +456,13 @@ class _Capture:
         call = ToolCall(tcid, str(name or ""), inputs if inputs is not None else input_str)
         last = run.root.last  # a legacy agent's action (no tool_call_id to link by)
         run.event = self._rec.tool_call(
-            run.session, call, parents=(last,) if last and not tcid else self._nearest(run),
-            meta=self._meta, source=self._source(run_id, metadata),
+            run.session,
+            call,
+            parents=(last,) if last and not tcid else self._nearest(run),
+            meta=self._meta,
+            source=self._source(run_id, metadata),
             key=None if tcid else f"run:{run_id}:tool",
-        )  # fmt: skip
+        )
 
     @_guard
     def on_tool_end(self, output: Any, *, run_id: UUID, **kwargs: Any) -> None:
@@ -406,11 +477,22 @@ class _Capture:
                 msg = msg.model_copy(update={"name": run.name})
             result = to_message(msg, "tool")
         else:  # a plain return value: stored in its canonical form
-            result = Message("tool", tool_call_id=tcid, name=run.name, value=output,
-                             payload={"name": run.name, "status": "success"})  # fmt: skip
+            result = Message(
+                "tool",
+                tool_call_id=tcid,
+                name=run.name,
+                value=output,
+                payload={"name": run.name, "status": "success"},
+            )
         key = None if tcid else f"run:{run_id}:result"
-        run.root.last = self._rec.message(run.session, result, key=key, parents=parents,
-                                          meta=self._meta, source=self._source(run_id))  # fmt: skip
+        run.root.last = self._rec.message(
+            run.session,
+            result,
+            key=key,
+            parents=parents,
+            meta=self._meta,
+            source=self._source(run_id),
+        )
 
     @_guard
     def on_tool_error(self, error: BaseException, *, run_id: UUID, **kwargs: Any) -> None:
@@ -420,9 +502,14 @@ class _Capture:
     # ------------------------------------------------------------ retrievers
     @_guard
     def on_retriever_start(
-        self, serialized: dict[str, Any] | None, query: str, *, run_id: UUID,
-        parent_run_id: UUID | None = None, **kwargs: Any,
-    ) -> None:  # fmt: skip
+        self,
+        serialized: dict[str, Any] | None,
+        query: str,
+        *,
+        run_id: UUID,
+        parent_run_id: UUID | None = None,
+        **kwargs: Any,
+    ) -> None:
         metadata = kwargs.get("metadata")
         name = kwargs.get("name") or (serialized or {}).get("name")
         run = self._open(run_id, parent_run_id, metadata, "retriever", name)
@@ -435,11 +522,17 @@ class _Capture:
             return
         docs = [_doc_record(d) for d in documents]
         recalled = [d["event_id"] for d in docs if isinstance(d.get("event_id"), str)]
-        self._emit(run, EventType.RETRIEVAL, run.text or "", role="system",
-                   payload={"retriever": run.name, "documents": docs},
-                   parents=self._nearest(run.parent) if run.parent else self._nearest(run),
-                   links={"REFERS_TO": recalled} if recalled else None,
-                   source=self._source(run_id), key=f"run:{run_id}:retrieval")  # fmt: skip
+        self._emit(
+            run,
+            EventType.RETRIEVAL,
+            run.text or "",
+            role="system",
+            payload={"retriever": run.name, "documents": docs},
+            parents=self._nearest(run.parent) if run.parent else self._nearest(run),
+            links={"REFERS_TO": recalled} if recalled else None,
+            source=self._source(run_id),
+            key=f"run:{run_id}:retrieval",
+        )
 
     @_guard
     def on_retriever_error(self, error: BaseException, *, run_id: UUID, **kwargs: Any) -> None:
@@ -465,11 +558,22 @@ class AsyncBeeWeaveCallbackHandler(_Capture, AsyncCallbackHandler):
 
 
 _CALLBACKS = (
-    "on_chain_start", "on_chain_end", "on_chain_error", "on_agent_action",
-    "on_chat_model_start", "on_llm_start", "on_llm_new_token", "on_llm_end", "on_llm_error",
-    "on_tool_start", "on_tool_end", "on_tool_error",
-    "on_retriever_start", "on_retriever_end", "on_retriever_error",
-)  # fmt: skip
+    "on_chain_start",
+    "on_chain_end",
+    "on_chain_error",
+    "on_agent_action",
+    "on_chat_model_start",
+    "on_llm_start",
+    "on_llm_new_token",
+    "on_llm_end",
+    "on_llm_error",
+    "on_tool_start",
+    "on_tool_end",
+    "on_tool_error",
+    "on_retriever_start",
+    "on_retriever_end",
+    "on_retriever_error",
+)
 
 
 def _async_twin(sync: Any) -> Any:

@@ -90,9 +90,12 @@ def open_weave(
 ) -> Weave:
     """The weave a ``from_conn_string`` factory opens (path, BeeWeave URL or default file)."""
     return Weave.open(
-        store_url(conn_string), tenant=tenant, auth=auth, database=database,
+        store_url(conn_string),
+        tenant=tenant,
+        auth=auth,
+        database=database,
         **(weave_options or {}),
-    )  # fmt: skip
+    )
 
 
 def _reported(fn: Callable[..., Any]) -> Callable[..., Any]:
@@ -268,9 +271,13 @@ class BeeWeaveCheckpointer(BaseCheckpointSaver[str]):
         (``sqlite:///…``, ``bolt://…``, ``neo4j+s://…``) or None (the default file).
         """
         saver = cls._open(
-            conn_string, tenant=tenant, auth=auth, database=database,
-            weave_options=dict(weave_options or {}), kw=kw,
-        )  # fmt: skip
+            conn_string,
+            tenant=tenant,
+            auth=auth,
+            database=database,
+            weave_options=dict(weave_options or {}),
+            kw=kw,
+        )
         try:
             yield saver
         finally:
@@ -686,9 +693,14 @@ class AsyncBeeWeaveCheckpointer(BeeWeaveCheckpointer):
         **kw: Any,
     ) -> AsyncIterator[AsyncBeeWeaveCheckpointer]:
         saver = await asyncio.to_thread(
-            cls._open, conn_string, tenant=tenant, auth=auth, database=database,
-            weave_options=dict(weave_options or {}), kw=kw,
-        )  # fmt: skip
+            cls._open,
+            conn_string,
+            tenant=tenant,
+            auth=auth,
+            database=database,
+            weave_options=dict(weave_options or {}),
+            kw=kw,
+        )
         try:
             yield saver  # type: ignore[misc]
         finally:

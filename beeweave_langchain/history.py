@@ -84,9 +84,11 @@ class BeeWeaveChatMessageHistory(BaseChatMessageHistory):
 
     def _assembled(self) -> list[BaseMessage]:
         ctx = self.weave.assemble(
-            self.session_id, budget_tokens=self.budget_tokens, model=self.model,
+            self.session_id,
+            budget_tokens=self.budget_tokens,
+            model=self.model,
             user_id=self._user_id,
-        )  # fmt: skip
+        )
         return dicts_to_messages(ctx.messages)
 
     def _messages(self) -> list[BaseMessage]:

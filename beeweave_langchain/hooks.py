@@ -56,9 +56,15 @@ def assembled_messages(
         mid = f"{STORED_ID_PREFIX}{eid or f'~{ctx.session_id}:{n}'}"
         mine = (known or {}).get(eid) if eid else None
         if mine is not None and _same(mine, d):
-            out.append(mine.model_copy(update={"id": mid, "name": d.get("name"),  # as counted
-                                               "additional_kwargs": {**mine.additional_kwargs,
-                                                                     **tag}}))  # fmt: skip
+            out.append(
+                mine.model_copy(
+                    update={
+                        "id": mid,
+                        "name": d.get("name"),  # as counted
+                        "additional_kwargs": {**mine.additional_kwargs, **tag},
+                    }
+                )
+            )
             continue
         msg = dict_to_message({**d, "id": mid})
         msg.additional_kwargs[BEEWEAVE_KWARG] = tag[BEEWEAVE_KWARG]
@@ -179,10 +185,15 @@ class BeeWeaveContextHook:
         lineage = [i for i in ids if i] if branch else None
         known = {i: m for i, m in zip(ids, messages, strict=False) if i}
         ctx = self.weave.assemble(
-            session_id, budget_tokens=self.budget_tokens, model=self.model,
-            window_tokens=self.window_tokens, user_id=self.user_id,
-            agent_id=self.agent_id, lineage=lineage, **self.assemble_kw,
-        )  # fmt: skip
+            session_id,
+            budget_tokens=self.budget_tokens,
+            model=self.model,
+            window_tokens=self.window_tokens,
+            user_id=self.user_id,
+            agent_id=self.agent_id,
+            lineage=lineage,
+            **self.assemble_kw,
+        )
         self.last = ctx
         return assembled_messages(ctx, known)
 

@@ -127,8 +127,12 @@ class BeeWeaveMemory(BaseMemory):
         return value if isinstance(value, str) and value else None
 
     def _assemble_kw(self) -> dict[str, Any]:
-        return {"budget_tokens": self.max_token_limit, "model": self.model,
-                "user_id": self.user_id, **self.assemble_kwargs}  # fmt: skip
+        return {
+            "budget_tokens": self.max_token_limit,
+            "model": self.model,
+            "user_id": self.user_id,
+            **self.assemble_kwargs,
+        }
 
     def _format(self, ctx: Any) -> dict[str, Any]:
         self.last_context = ctx

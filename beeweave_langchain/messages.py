@@ -70,11 +70,16 @@ def to_message(message: BaseMessage, role: str | None = None) -> Message:
     )
     tcid = getattr(message, "tool_call_id", None) if r == "tool" else None
     return Message(
-        role=r, content=text_of(message), tool_calls=calls, tool_call_id=tcid or None,
-        name=message.name, id=None if assembled else mid,
-        stored=stored_event_id(message) if assembled else None, assembled=assembled,
+        role=r,
+        content=text_of(message),
+        tool_calls=calls,
+        tool_call_id=tcid or None,
+        name=message.name,
+        id=None if assembled else mid,
+        stored=stored_event_id(message) if assembled else None,
+        assembled=assembled,
         extras=functools.partial(message_payload, message),
-    )  # fmt: skip
+    )
 
 
 def to_messages(messages: Iterable[BaseMessage]) -> list[Message]:
@@ -225,10 +230,13 @@ def message_to_dict(message: BaseMessage) -> dict[str, Any]:
     calls = tool_calls_of(message)
     if calls:
         out["tool_calls"] = [
-            {"id": tc.get("id"), "type": "function",
-             "function": {"name": tc["name"], "arguments": json.dumps(tc.get("args") or {})}}
+            {
+                "id": tc.get("id"),
+                "type": "function",
+                "function": {"name": tc["name"], "arguments": json.dumps(tc.get("args") or {})},
+            }
             for tc in calls
-        ]  # fmt: skip
+        ]
     if isinstance(message, ToolMessage):
         out["tool_call_id"] = message.tool_call_id
     return out

@@ -83,9 +83,14 @@ class BeeWeaveSearchItem(SearchItem):
 
     def __init__(self, found: Found) -> None:
         row = found.row
-        super().__init__(namespace=row.namespace, key=row.key, value=row.value,
-                         created_at=_time(row.created_at), updated_at=_time(row.updated_at),
-                         score=found.score)  # fmt: skip
+        super().__init__(
+            namespace=row.namespace,
+            key=row.key,
+            value=row.value,
+            created_at=_time(row.created_at),
+            updated_at=_time(row.updated_at),
+            score=found.score,
+        )
         self.rank = found.rank
 
 
@@ -109,9 +114,12 @@ class BeeWeaveStore(BaseStore):
         self.weave = weave = require_weave(weave, type(self).__name__)
         embed = (index or {}).get("embed")
         self.items = items or ItemStore(
-            weave, clock=clock, embeddings=ensure_embeddings(embed) if embed else None,
-            dims=(index or {}).get("dims"), scope=scope,
-        )  # fmt: skip
+            weave,
+            clock=clock,
+            embeddings=ensure_embeddings(embed) if embed else None,
+            dims=(index or {}).get("dims"),
+            scope=scope,
+        )
         self._fields = _tokenized((index or {}).get("fields") or ["$"])
         self.index_config = index
         self.ttl_config = ttl
@@ -197,8 +205,9 @@ class BeeWeaveStore(BaseStore):
                 self.items.delete(namespace, key)
             else:
                 texts = self._texts(op)
-                self.items.put(namespace, key, op.value, text="\n".join(texts), texts=texts,
-                               ttl_minutes=op.ttl)  # fmt: skip
+                self.items.put(
+                    namespace, key, op.value, text="\n".join(texts), texts=texts, ttl_minutes=op.ttl
+                )
         if puts:
             self._maybe_sweep()
         return results
@@ -208,9 +217,13 @@ class BeeWeaveStore(BaseStore):
 
     def _search(self, op: SearchOp) -> list[BeeWeaveSearchItem]:
         found = self.items.search(
-            op.namespace_prefix, filter=op.filter, query=op.query, limit=op.limit,
-            offset=op.offset, refresh_ttl=op.refresh_ttl,
-        )  # fmt: skip
+            op.namespace_prefix,
+            filter=op.filter,
+            query=op.query,
+            limit=op.limit,
+            offset=op.offset,
+            refresh_ttl=op.refresh_ttl,
+        )
         return [BeeWeaveSearchItem(f) for f in found]
 
     # ----------------------------------------------------------------- TTL

@@ -178,7 +178,7 @@ class BeeWeaveChatMemory(BaseMemory):
                 "tenant": self.weave.tenant,
                 **self.model_dump(),
                 "class_name": self.class_name(),
-            }  # fmt: skip
+            }
         )
 
     @classmethod
@@ -222,8 +222,15 @@ class BeeWeaveChatMemory(BaseMemory):
         if model is None and llm is not None:
             model = getattr(getattr(llm, "metadata", None), "model_name", None) or None
         given = {"session_id": session_id} if session_id else {}
-        memory = cls(weave=weave, token_limit=token_limit, user_id=user_id, agent_id=agent_id,
-                     model=model, assemble_kwargs=assemble_kwargs, **given)  # fmt: skip
+        memory = cls(
+            weave=weave,
+            token_limit=token_limit,
+            user_id=user_id,
+            agent_id=agent_id,
+            model=model,
+            assemble_kwargs=assemble_kwargs,
+            **given,
+        )
         if chat_history is not None:
             memory.set(chat_history)
         return memory
@@ -232,9 +239,14 @@ class BeeWeaveChatMemory(BaseMemory):
     def _writer(self, scope: str) -> TurnWriter:
         w = self._writers.get(scope)
         if w is None:
-            w = TurnWriter(self.weave, session_id=self.session_id, scope=scope,
-                           user_id=self.user_id, agent_id=self.agent_id,
-                           component="BeeWeaveChatMemory")  # fmt: skip
+            w = TurnWriter(
+                self.weave,
+                session_id=self.session_id,
+                scope=scope,
+                user_id=self.user_id,
+                agent_id=self.agent_id,
+                component="BeeWeaveChatMemory",
+            )
             self._writers[scope] = w
             while len(self._writers) > _MAX_WRITERS:
                 self._writers.popitem(last=False)
@@ -441,9 +453,13 @@ class BeeWeaveMemoryBlock(BaseMemoryBlock[str]):
             return ""
         await asyncio.to_thread(self.weave.flush, _FLUSH_TIMEOUT)
         hits = await self.weave.aretrieve(
-            query, session_id=self.session_id, user_id=self.user_id, k=self.k,
-            filters=self.filters or {"types": list(RECALL_TYPES)}, paths=self.paths,
-        )  # fmt: skip
+            query,
+            session_id=self.session_id,
+            user_id=self.user_id,
+            k=self.k,
+            filters=self.filters or {"types": list(RECALL_TYPES)},
+            paths=self.paths,
+        )
         skip = block_kwargs.get("session_id") if self.skip_current_session else None
         lines = [self._line(h) for h in hits if not skip or h.event.session_id != skip]
         return "\n".join(lines)
@@ -456,15 +472,20 @@ class BeeWeaveMemoryBlock(BaseMemoryBlock[str]):
             if sid:
                 by_session.setdefault(str(sid), []).append(m)
         for sid, msgs in by_session.items():
-            writer = TurnWriter(self.weave, session_id=sid, scope=f"block-{uuid.uuid4().hex[:12]}",
-                                user_id=self.user_id, component="BeeWeaveMemoryBlock")  # fmt: skip
+            writer = TurnWriter(
+                self.weave,
+                session_id=sid,
+                scope=f"block-{uuid.uuid4().hex[:12]}",
+                user_id=self.user_id,
+                component="BeeWeaveMemoryBlock",
+            )
             for m in msgs:
                 clean = m.model_copy(
                     update={
                         "additional_kwargs": {
                             k: v for k, v in m.additional_kwargs.items() if k != "session_id"
                         }
-                    }  # fmt: skip
+                    }
                 )
                 writer.message(to_message(clean))
 

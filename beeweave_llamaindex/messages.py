@@ -120,9 +120,12 @@ def to_message(message: ChatMessage) -> Message:
         for tc in d.get("tool_calls") or ()
     )
     return Message(
-        role=d["role"], content=d["content"], tool_calls=calls,
-        tool_call_id=d.get("tool_call_id"), name=d.get("name"),
-    )  # fmt: skip
+        role=d["role"],
+        content=d["content"],
+        tool_calls=calls,
+        tool_call_id=d.get("tool_call_id"),
+        name=d.get("name"),
+    )
 
 
 def to_chat_message(message: Mapping[str, Any]) -> ChatMessage:

@@ -86,9 +86,15 @@ class BeeWeaveRetriever(BaseRetriever):
         super().__init__(callback_manager=callback_manager, verbose=verbose)
 
     def _params(self) -> dict[str, Any]:
-        return {"session_id": self.session_id, "user_id": self.user_id, "k": self.k,
-                "filters": self.filters, "paths": self.paths, "scope": self.scope,
-                "scopes": self.scopes}  # fmt: skip
+        return {
+            "session_id": self.session_id,
+            "user_id": self.user_id,
+            "k": self.k,
+            "filters": self.filters,
+            "paths": self.paths,
+            "scope": self.scope,
+            "scopes": self.scopes,
+        }
 
     def _retrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
         if self.flush:

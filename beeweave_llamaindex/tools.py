@@ -44,9 +44,11 @@ def memory_tools(
         def memory(**kwargs: Any) -> str:
             return handler.execute(kwargs, session_id=session_id)
 
-        tools.append(FunctionTool.from_defaults(fn=memory, name="memory",
-                                                description=TOOL_DESCRIPTION,
-                                                fn_schema=MemoryCommand))  # fmt: skip
+        tools.append(
+            FunctionTool.from_defaults(
+                fn=memory, name="memory", description=TOOL_DESCRIPTION, fn_schema=MemoryCommand
+            )
+        )
     return tools
 
 

@@ -68,9 +68,14 @@ class TurnWriter:
         source: Mapping[str, Any] | None = None,
     ) -> str:
         eid = self.transcript.message(
-            self.session_id, message, scope=self.scope, parents=parents,
-            occurrences=self._occ, meta=dict(self.meta), source=self._source(source),
-        )  # fmt: skip
+            self.session_id,
+            message,
+            scope=self.scope,
+            parents=parents,
+            occurrences=self._occ,
+            meta=dict(self.meta),
+            source=self._source(source),
+        )
         self.ids.add(eid)
         for call in message.tool_calls:  # an answer's calls are recorded with it
             inv = self.transcript.invocation(self.session_id, call.id, self.scope)
@@ -78,14 +83,31 @@ class TurnWriter:
                 self.ids.add(inv)
         return eid
 
-    def _event(self, type_: EventType, content: str, *, kind: str, identity: str,
-               parents: Sequence[str], payload: Mapping[str, Any],
-               source: Mapping[str, Any] | None, role: str | None = None) -> str:  # fmt: skip
+    def _event(
+        self,
+        type_: EventType,
+        content: str,
+        *,
+        kind: str,
+        identity: str,
+        parents: Sequence[str],
+        payload: Mapping[str, Any],
+        source: Mapping[str, Any] | None,
+        role: str | None = None,
+    ) -> str:
         eid = self.transcript.event(
-            self.session_id, type_, content, kind=kind, identity=identity, scope=self.scope,
-            role=role, parents=parents, payload=payload, meta=dict(self.meta),
+            self.session_id,
+            type_,
+            content,
+            kind=kind,
+            identity=identity,
+            scope=self.scope,
+            role=role,
+            parents=parents,
+            payload=payload,
+            meta=dict(self.meta),
             source=self._source(source),
-        )  # fmt: skip
+        )
         if eid:
             self.ids.add(eid)
         return eid
@@ -112,18 +134,28 @@ class TurnWriter:
         """A system prompt is configuration: one event per distinct prompt per session
         (seen afresh each call, so never a second occurrence)."""
         eid = self.transcript.message(
-            self.session_id, Message("system", text), scope=self.scope, meta=dict(self.meta),
+            self.session_id,
+            Message("system", text),
+            scope=self.scope,
+            meta=dict(self.meta),
             source=self.source,
-        )  # fmt: skip
+        )
         self.ids.add(eid)
         return eid
 
     def model_call(
         self, call_id: str, payload: Mapping[str, Any], *, source: Mapping[str, Any] | None = None
     ) -> str:
-        return self._event(EventType.MODEL_CALL, "", kind="model_call", identity=call_id,
-                           parents=self._pending, payload=payload, source=source,
-                           role="assistant")  # fmt: skip
+        return self._event(
+            EventType.MODEL_CALL,
+            "",
+            kind="model_call",
+            identity=call_id,
+            parents=self._pending,
+            payload=payload,
+            source=source,
+            role="assistant",
+        )
 
     def assistant(
         self,
@@ -146,9 +178,13 @@ class TurnWriter:
         source: Mapping[str, Any] | None = None,
     ) -> str:
         eid = self.transcript.tool_call(
-            self.session_id, call, scope=self.scope, parents=parents, meta=dict(self.meta),
+            self.session_id,
+            call,
+            scope=self.scope,
+            parents=parents,
+            meta=dict(self.meta),
             source=self._source(source),
-        )  # fmt: skip
+        )
         self.ids.add(eid)
         return eid
 
@@ -162,8 +198,11 @@ class TurnWriter:
         is_error: bool = False,
         source: Mapping[str, Any] | None = None,
     ) -> str:
-        payload = {"name": name or "", "is_error": is_error,
-                   "output": output if output is not None else content}  # fmt: skip
+        payload = {
+            "name": name or "",
+            "is_error": is_error,
+            "output": output if output is not None else content,
+        }
         msg = Message("tool", content, tool_call_id=tool_id, name=name or None, payload=payload)
         eid = self._record(msg, source=source)
         if not self._results_phase:
@@ -180,9 +219,15 @@ class TurnWriter:
         call_id: str,
         source: Mapping[str, Any] | None = None,
     ) -> str:
-        eid = self._event(EventType.RETRIEVAL, query, kind="retrieval", identity=call_id,
-                          parents=self._pending, payload={"query": query, "hits": hits},
-                          source=source)  # fmt: skip
+        eid = self._event(
+            EventType.RETRIEVAL,
+            query,
+            kind="retrieval",
+            identity=call_id,
+            parents=self._pending,
+            payload={"query": query, "hits": hits},
+            source=source,
+        )
         self._pending = [*self._pending, eid]
         return eid
 
@@ -195,9 +240,15 @@ class TurnWriter:
         parents: Sequence[str] | None = None,
         source: Mapping[str, Any] | None = None,
     ) -> str:
-        return self._event(EventType.ERROR, text, kind="error", identity=call_id,
-                           parents=self._pending if parents is None else parents,
-                           payload=payload, source=source)  # fmt: skip
+        return self._event(
+            EventType.ERROR,
+            text,
+            kind="error",
+            identity=call_id,
+            parents=self._pending if parents is None else parents,
+            payload=payload,
+            source=source,
+        )
 
     def message(self, message: Message) -> str:
         """Record one chat message (what a memory ``put`` receives), by role."""

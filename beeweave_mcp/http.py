@@ -14,7 +14,9 @@ from typing import Any
 from beeweave_core.access import is_loopback, new_token, token_matches
 
 Scope = MutableMapping[str, Any]
-ASGIApp = Callable[[Scope, Callable[..., Awaitable[Any]], Callable[..., Awaitable[Any]]], Awaitable[None]]  # fmt: skip
+ASGIApp = Callable[
+    [Scope, Callable[..., Awaitable[Any]], Callable[..., Awaitable[Any]]], Awaitable[None]
+]
 
 
 class TokenGuard:
@@ -34,9 +36,16 @@ class TokenGuard:
             await self.app(scope, receive, send)
             return
         status, text = problem
-        await send({"type": "http.response.start", "status": status,
-                    "headers": [(b"content-type", b"text/plain; charset=utf-8"),
-                                (b"www-authenticate", b"Bearer")]})  # fmt: skip
+        await send(
+            {
+                "type": "http.response.start",
+                "status": status,
+                "headers": [
+                    (b"content-type", b"text/plain; charset=utf-8"),
+                    (b"www-authenticate", b"Bearer"),
+                ],
+            }
+        )
         await send({"type": "http.response.body", "body": text.encode()})
 
     def check(self, scope: Scope) -> tuple[int, str] | None:
@@ -61,13 +70,15 @@ def http_app(server: Any, *, host: str, token: str | None, path: str = "/mcp") -
     security = None
     if not is_loopback(host):  # the Host header is the public name; the token guards it
         security = TransportSecuritySettings(enable_dns_rebinding_protection=False)
-    app = server.streamable_http_app(streamable_http_path=path, host=host,
-                                     transport_security=security)  # fmt: skip
+    app = server.streamable_http_app(
+        streamable_http_path=path, host=host, transport_security=security
+    )
     return TokenGuard(app, token)
 
 
-def serve_http(server: Any, *, host: str, port: int, token: str | None,
-               announce: Callable[[str], None]) -> None:  # fmt: skip
+def serve_http(
+    server: Any, *, host: str, port: int, token: str | None, announce: Callable[[str], None]
+) -> None:
     """Run until interrupted; a non-loopback ``host`` without ``token`` gets a new one."""
     import uvicorn
 
@@ -76,5 +87,4 @@ def serve_http(server: Any, *, host: str, port: int, token: str | None,
     announce(f"beeweave mcp: streamable HTTP on http://{host}:{port}/mcp")
     if token is not None:
         announce(f"beeweave mcp: bearer token (send 'Authorization: Bearer <token>'): {token}")
-    uvicorn.run(http_app(server, host=host, token=token), host=host, port=port,
-                log_level="warning")  # fmt: skip
+    uvicorn.run(http_app(server, host=host, token=token), host=host, port=port, log_level="warning")

@@ -59,11 +59,15 @@ def _as_function(
     schema the LangChain and LlamaIndex tools show (one definition of each tool)."""
     params = []
     for field_name, f in args.model_fields.items():
-        default = inspect.Parameter.empty if f.is_required() else f.get_default(
-            call_default_factory=True)  # fmt: skip
+        default = (
+            inspect.Parameter.empty if f.is_required() else f.get_default(call_default_factory=True)
+        )
         hint = Annotated[f.annotation, Field(description=f.description)]
-        params.append(inspect.Parameter(field_name, inspect.Parameter.KEYWORD_ONLY,
-                                        default=default, annotation=hint))  # fmt: skip
+        params.append(
+            inspect.Parameter(
+                field_name, inspect.Parameter.KEYWORD_ONLY, default=default, annotation=hint
+            )
+        )
 
     def tool(**kwargs: Any) -> str:
         return run({k: v for k, v in kwargs.items() if v is not None})
@@ -73,8 +77,9 @@ def _as_function(
     return tool
 
 
-def get_context(weave: Weave, opts: ServerOptions, session_id: str, query: str | None,
-                budget_tokens: int) -> dict[str, Any]:  # fmt: skip
+def get_context(
+    weave: Weave, opts: ServerOptions, session_id: str, query: str | None, budget_tokens: int
+) -> dict[str, Any]:
     """The assembled, token-budgeted context of ``session_id`` (messages + accounts)."""
     if not session_id or is_namespace(session_id):
         raise MemoryOpError(f"not a conversation session: {session_id!r}")
@@ -84,13 +89,21 @@ def get_context(weave: Weave, opts: ServerOptions, session_id: str, query: str |
     stats = known.get(session_id)
     if opts.user_id and stats is not None and stats.user_ids and opts.user_id not in stats.user_ids:
         raise MemoryOpError(f"session {session_id!r} belongs to another user")
-    ctx = weave.assemble(session_id, query or None, budget_tokens=budget_tokens,
-                         model=opts.model, user_id=opts.user_id)  # fmt: skip
+    ctx = weave.assemble(
+        session_id,
+        query or None,
+        budget_tokens=budget_tokens,
+        model=opts.model,
+        user_id=opts.user_id,
+    )
     return {
-        "session_id": session_id, "messages": ctx.messages, "total_tokens": ctx.total_tokens,
-        "budget_tokens": ctx.budget_tokens, "tokens_by_layer": ctx.tokens_by_layer,
+        "session_id": session_id,
+        "messages": ctx.messages,
+        "total_tokens": ctx.total_tokens,
+        "budget_tokens": ctx.budget_tokens,
+        "tokens_by_layer": ctx.tokens_by_layer,
         "retrieval_event_id": ctx.retrieval_event_id,
-    }  # fmt: skip
+    }
 
 
 class _Server(MCPServer):
@@ -110,8 +123,15 @@ class _Server(MCPServer):
 def build_server(weave: Weave, opts: ServerOptions | None = None) -> MCPServer:
     """An :class:`MCPServer` over ``weave`` (its tenant) for ``opts``'s user, agent, scope."""
     opts = opts or ServerOptions()
-    ops = MemoryOps(weave, user_id=opts.user_id, agent_id=opts.agent_id, scope=opts.scope,
-                    budget_tokens=opts.budget_tokens, model=opts.model, scope_fixed=True)  # fmt: skip
+    ops = MemoryOps(
+        weave,
+        user_id=opts.user_id,
+        agent_id=opts.agent_id,
+        scope=opts.scope,
+        budget_tokens=opts.budget_tokens,
+        model=opts.model,
+        scope_fixed=True,
+    )
     files = MemoryFiles(ops)
     server = _Server(
         name="beeweave",
@@ -120,13 +140,22 @@ def build_server(weave: Weave, opts: ServerOptions | None = None) -> MCPServer:
         "must outlive the conversation; get_context gives a session's assembled context.",
     )
     for spec in TOOL_SPECS:
-        server.add_tool(_as_function(spec.name, spec.args, _op(ops, spec.name)),
-                        name=spec.name, description=spec.description)  # fmt: skip
-    server.add_tool(_as_function("memory", MemoryCommand, files.execute), name="memory",
-                    description=TOOL_DESCRIPTION)  # fmt: skip
+        server.add_tool(
+            _as_function(spec.name, spec.args, _op(ops, spec.name)),
+            name=spec.name,
+            description=spec.description,
+        )
+    server.add_tool(
+        _as_function("memory", MemoryCommand, files.execute),
+        name="memory",
+        description=TOOL_DESCRIPTION,
+    )
 
-    @server.tool(name="get_context", description="The assembled, token-budgeted context "
-                 "(messages) for a session's next model call.")  # fmt: skip
+    @server.tool(
+        name="get_context",
+        description="The assembled, token-budgeted context "
+        "(messages) for a session's next model call.",
+    )
     def context_tool(session_id: str, query: str = "", budget_tokens: int = 2000) -> str:
         try:
             return json.dumps(get_context(weave, opts, session_id, query, budget_tokens))
@@ -142,27 +171,43 @@ def _op(ops: MemoryOps, name: str) -> Callable[[Mapping[str, Any]], str]:
 
 
 def _resources(server: MCPServer, weave: Weave, ops: MemoryOps) -> None:
-    @server.resource("beeweave://sessions", name="sessions", mime_type="application/json",
-                     description="Conversation sessions of this tenant (and user).")  # fmt: skip
+    @server.resource(
+        "beeweave://sessions",
+        name="sessions",
+        mime_type="application/json",
+        description="Conversation sessions of this tenant (and user).",
+    )
     def sessions() -> str:
         rows = [
             s for s in weave.store.sessions(user_id=ops.user_id) if not is_namespace(s.session_id)
         ]
-        return json.dumps([{"session_id": s.session_id, "events": s.events,
-                            "last_ts": s.last_ts} for s in rows])  # fmt: skip
+        return json.dumps(
+            [{"session_id": s.session_id, "events": s.events, "last_ts": s.last_ts} for s in rows]
+        )
 
-    @server.resource("beeweave://sessions/{session_id}", name="session",
-                     mime_type="text/plain", description="A session's latest events.")  # fmt: skip
+    @server.resource(
+        "beeweave://sessions/{session_id}",
+        name="session",
+        mime_type="text/plain",
+        description="A session's latest events.",
+    )
     def session(session_id: str) -> str:
         stats = {s.session_id for s in weave.store.sessions(user_id=ops.user_id)}
         if session_id not in stats or is_namespace(session_id):
             return f"error: no session {session_id!r}"
         events = weave.store.timeline(session_id, last=SESSION_TAIL)
-        return "\n".join(f"#{e.seq} {e.type.value} [{e.id}] {' '.join(e.content.split())[:300]}"
-                         for e in events if e.type != EventType.MODEL_CALL)  # fmt: skip
+        return "\n".join(
+            f"#{e.seq} {e.type.value} [{e.id}] {' '.join(e.content.split())[:300]}"
+            for e in events
+            if e.type != EventType.MODEL_CALL
+        )
 
-    @server.resource("beeweave://memories", name="memories", mime_type="text/plain",
-                     description="Current memories of this agent's scope and the shared one.")  # fmt: skip
+    @server.resource(
+        "beeweave://memories",
+        name="memories",
+        mime_type="text/plain",
+        description="Current memories of this agent's scope and the shared one.",
+    )
     def memories() -> str:
         return ops.list(limit=100).text
 

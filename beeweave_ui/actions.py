@@ -46,12 +46,21 @@ def _record(weave: Weave, mem: Event, action: str, reason: str) -> str:
     text = f"Memory #{mem.seq} ({mem.payload.get('kind', 'memory')}) {action}d in beeweave ui"
     links = {} if action == "purge" else {EdgeType.REFERS_TO: (mem.id,)}
     ev = Event(
-        id=new_event_id(), session_id=mem.session_id, type=EventType.WARNING, role="system",
+        id=new_event_id(),
+        session_id=mem.session_id,
+        type=EventType.WARNING,
+        role="system",
         content=text + (f": {reason}" if reason else "."),
-        payload={"kind": UI_ACTION, "action": action, "memory_id": mem.id,
-                 "memory_kind": mem.payload.get("kind"), "reason": reason},
-        links=links, meta={k: v for k, v in mem.meta.items() if k in ("user_id", "agent_id")},
+        payload={
+            "kind": UI_ACTION,
+            "action": action,
+            "memory_id": mem.id,
+            "memory_kind": mem.payload.get("kind"),
+            "reason": reason,
+        },
+        links=links,
+        meta={k: v for k, v in mem.meta.items() if k in ("user_id", "agent_id")},
         source={"framework": "beeweave", "component": "ui"},
-    )  # fmt: skip
+    )
     weave.writer.append([ev])
     return ev.id

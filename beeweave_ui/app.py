@@ -78,15 +78,17 @@ def _routes(weave: Weave) -> list[Route]:
 
     def session_graph(r: Request) -> dict[str, Any]:
         sid = r.path_params["sid"]
-        return reads.graph_window(store, sid, _int(r, "seq_from", None),
-                                  _int(r, "limit", reads.WINDOW) or reads.WINDOW)  # fmt: skip
+        return reads.graph_window(
+            store, sid, _int(r, "seq_from", None), _int(r, "limit", reads.WINDOW) or reads.WINDOW
+        )
 
     def search(r: Request) -> list[dict[str, Any]]:
         q = r.query_params.get("q", "").strip()
         if not q:
             raise ValueError("search needs a query (?q=…)")
-        return reads.search(weave, q, session_id=r.query_params.get("session") or None,
-                            k=_int(r, "k", 10) or 10)  # fmt: skip
+        return reads.search(
+            weave, q, session_id=r.query_params.get("session") or None, k=_int(r, "k", 10) or 10
+        )
 
     get = {
         "/api/info": info,

@@ -70,9 +70,16 @@ def _local_host_header(scope: Scope) -> bool:
 
 async def _refuse(send: Send) -> None:
     body = b'{"error": "forbidden: not a local client and no valid token"}'
-    await send({"type": "http.response.start", "status": 403,
-                "headers": [(b"content-type", b"application/json"),
-                            (b"content-length", str(len(body)).encode())]})  # fmt: skip
+    await send(
+        {
+            "type": "http.response.start",
+            "status": 403,
+            "headers": [
+                (b"content-type", b"application/json"),
+                (b"content-length", str(len(body)).encode()),
+            ],
+        }
+    )
     await send({"type": "http.response.body", "body": body})
 
 

@@ -22,8 +22,12 @@ WINDOW = 400
 MAX_WINDOW = 2_000
 PREVIEW = 160
 #: Edges walked for "what led to this event" (NEXT is order, not cause).
-ANCESTRY_EDGES = (EdgeType.CAUSED_BY, EdgeType.REFERS_TO, EdgeType.DERIVED_FROM,
-                  EdgeType.SUMMARIZES)  # fmt: skip
+ANCESTRY_EDGES = (
+    EdgeType.CAUSED_BY,
+    EdgeType.REFERS_TO,
+    EdgeType.DERIVED_FROM,
+    EdgeType.SUMMARIZES,
+)
 ANCESTRY_DEPTH = 25
 #: Agents are read from a session's latest events (the stats table does not keep them).
 AGENT_SAMPLE = 500
@@ -38,9 +42,15 @@ def _preview(text: str, n: int = PREVIEW) -> str:
 def brief(ev: Event, tokens: int | None = None) -> dict[str, Any]:
     """An event as a row: enough to list it and link to it."""
     out: dict[str, Any] = {
-        "id": ev.id, "session_id": ev.session_id, "seq": ev.seq, "type": ev.type.value,
-        "role": ev.role, "preview": _preview(ev.content), "ts": ev.ts, "status": ev.status.value,
-    }  # fmt: skip
+        "id": ev.id,
+        "session_id": ev.session_id,
+        "seq": ev.seq,
+        "type": ev.type.value,
+        "role": ev.role,
+        "preview": _preview(ev.content),
+        "ts": ev.ts,
+        "status": ev.status.value,
+    }
     if tokens is not None:
         out["tokens"] = tokens
     return out
@@ -50,13 +60,19 @@ def sessions(store: EventStore, query: str = "") -> list[dict[str, Any]]:
     """The session list, newest first; ``query`` filters by id, user or agent."""
     rows = []
     for s in store.sessions():
-        agents = sorted({str(e.agent_id) for e in store.timeline(s.session_id, last=AGENT_SAMPLE)
-                         if e.agent_id})  # fmt: skip
+        agents = sorted(
+            {str(e.agent_id) for e in store.timeline(s.session_id, last=AGENT_SAMPLE) if e.agent_id}
+        )
         row = {
-            "session_id": s.session_id, "events": s.events, "counts": s.counts,
-            "tokens": s.tokens, "users": s.user_ids, "agents": agents,
-            "first_ts": s.first_ts, "last_ts": s.last_ts,
-        }  # fmt: skip
+            "session_id": s.session_id,
+            "events": s.events,
+            "counts": s.counts,
+            "tokens": s.tokens,
+            "users": s.user_ids,
+            "agents": agents,
+            "first_ts": s.first_ts,
+            "last_ts": s.last_ts,
+        }
         hay = " ".join([s.session_id, *s.user_ids, *agents]).casefold()
         if query.casefold() in hay:
             rows.append(row)
@@ -83,11 +99,17 @@ def graph_window(
         if e.src in ids and e.dst in ids
     ]
     return {
-        "session_id": session_id, "total": stats.events, "last_seq": stats.last_seq,
-        "seq_from": seq_from, "seq_to": seq_to, "limit": limit,
-        "shown": len(events) - hidden, "hidden": hidden,
-        "nodes": [brief(e, t) for e, t in zip(events, tokens, strict=True)], "edges": edges,
-    }  # fmt: skip
+        "session_id": session_id,
+        "total": stats.events,
+        "last_seq": stats.last_seq,
+        "seq_from": seq_from,
+        "seq_to": seq_to,
+        "limit": limit,
+        "shown": len(events) - hidden,
+        "hidden": hidden,
+        "nodes": [brief(e, t) for e, t in zip(events, tokens, strict=True)],
+        "edges": edges,
+    }
 
 
 def event_detail(store: EventStore, event_id: str) -> dict[str, Any]:
@@ -96,15 +118,21 @@ def event_detail(store: EventStore, event_id: str) -> dict[str, Any]:
     if not found:
         raise NotFound(f"no event {event_id!r} for tenant {store.tenant!r}")
     ev = found[0]
-    walk = store.ancestors(event_id, depth=ANCESTRY_DEPTH, edge_types=ANCESTRY_EDGES,
-                           include_inactive=True)  # fmt: skip
+    walk = store.ancestors(
+        event_id, depth=ANCESTRY_DEPTH, edge_types=ANCESTRY_EDGES, include_inactive=True
+    )
     return {
-        **brief(ev), "content": ev.content, "payload": ev.payload, "meta": ev.meta,
-        "source": ev.source, "status_reason": ev.status_reason, "parents": list(ev.parents),
+        **brief(ev),
+        "content": ev.content,
+        "payload": ev.payload,
+        "meta": ev.meta,
+        "source": ev.source,
+        "status_reason": ev.status_reason,
+        "parents": list(ev.parents),
         "links": {k.value: list(v) for k, v in ev.links.items()},
         "ancestors": [{**brief(a), "depth": d} for a, d in walk],
         "assemblies": assemblies_using(store, ev),
-    }  # fmt: skip
+    }
 
 
 def _piece_ids(pieces: Iterable[dict[str, Any]]) -> Iterable[tuple[str, dict[str, Any]]]:
@@ -130,10 +158,17 @@ def assemblies(store: EventStore, session_id: str) -> list[dict[str, Any]]:
     rows = []
     for a in store.timeline(session_id, types=(EventType.RETRIEVAL,), include_inactive=True):
         p = a.payload
-        rows.append({**brief(a), **_query(a), "total_tokens": p.get("total_tokens"),
-                     "budget_tokens": p.get("budget_tokens"), "phase": p.get("phase"),
-                     "included": len(p.get("included") or ()),
-                     "left_out": len(p.get("left_out") or ())})  # fmt: skip
+        rows.append(
+            {
+                **brief(a),
+                **_query(a),
+                "total_tokens": p.get("total_tokens"),
+                "budget_tokens": p.get("budget_tokens"),
+                "phase": p.get("phase"),
+                "included": len(p.get("included") or ()),
+                "left_out": len(p.get("left_out") or ()),
+            }
+        )
     return rows
 
 
@@ -144,13 +179,19 @@ def assembly(store: EventStore, event_id: str) -> dict[str, Any]:
         raise NotFound(f"no assembly {event_id!r} for tenant {store.tenant!r}")
     ev = found[0]
     p = ev.payload
-    wanted = list(dict.fromkeys(i for how in ("included", "left_out")
-                                for i, _ in _piece_ids(p.get(how) or ())))  # fmt: skip
+    wanted = list(
+        dict.fromkeys(
+            i for how in ("included", "left_out") for i, _ in _piece_ids(p.get(how) or ())
+        )
+    )
     sources = {e.id: brief(e) for e in store.get(wanted, include_inactive=True)}
     return {
-        **brief(ev), **_query(ev), "payload": p, "sources": sources,
+        **brief(ev),
+        **_query(ev),
+        "payload": p,
+        "sources": sources,
         "layers": _layer_rows(p),
-    }  # fmt: skip
+    }
 
 
 def _query(record: Event) -> dict[str, Any]:
@@ -179,13 +220,21 @@ def memories(store: EventStore, session_id: str) -> list[dict[str, Any]]:
     rows = []
     for m in mems:
         p = m.payload
-        rows.append({
-            **brief(m), "content": m.content, "kind": p.get("kind"), "version": p.get("version"),
-            "revision_of": p.get("revision_of"), "supersedes": list(p.get("supersedes") or ()),
-            "superseded_by": superseded_by.get(m.id, []), "status_reason": m.status_reason,
-            "source_ids": list(p.get("source_ids") or ()), "dormant": expired(m),
-            "actions": actions.get(m.id, []),
-        })  # fmt: skip
+        rows.append(
+            {
+                **brief(m),
+                "content": m.content,
+                "kind": p.get("kind"),
+                "version": p.get("version"),
+                "revision_of": p.get("revision_of"),
+                "supersedes": list(p.get("supersedes") or ()),
+                "superseded_by": superseded_by.get(m.id, []),
+                "status_reason": m.status_reason,
+                "source_ids": list(p.get("source_ids") or ()),
+                "dormant": expired(m),
+                "actions": actions.get(m.id, []),
+            }
+        )
     return rows
 
 
@@ -199,7 +248,7 @@ def _ui_actions(store: EventStore, session_id: str) -> dict[str, list[dict[str, 
                     "reason": w.payload.get("reason"),
                     "ts": w.ts,
                     "id": w.id,
-                }  # fmt: skip
+                }
             )
     return out
 
@@ -217,7 +266,7 @@ def search(
             "ranks": h.ranks,
             "via": list(h.provenance.via),
             "duplicates": list(h.provenance.duplicates),
-        }  # fmt: skip
+        }
         for h in hits
     ]
 

@@ -195,7 +195,7 @@ AUTH_CASES = [
 def test_auth_is_parsed_the_same_everywhere(
     text: str, expected: tuple[str, str] | None, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from beeweave_core.cli import _auth
+    from beeweave_cli.common import credentials as _auth
 
     monkeypatch.delenv("NEO4J_USER", raising=False)
     monkeypatch.delenv("NEO4J_PASSWORD", raising=False)

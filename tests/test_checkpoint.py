@@ -492,7 +492,10 @@ def test_a_task_writing_again_keeps_its_writes_and_replaces_its_error(
     """A task re-run after a resume sends its writes again: regular ones keep the
     first value (as SqliteSaver's INSERT OR IGNORE), special ones (an error) are
     replaced; nothing is duplicated."""
-    from langgraph.constants import ERROR
+    from langgraph.checkpoint.base import WRITES_IDX_MAP
+
+    ERROR = "__error__"  # LangGraph's error channel (its constant is private since 1.0)
+    assert ERROR in WRITES_IDX_MAP  # a special write: replaced, not kept
 
     saver = savers(record_messages=False)
     c = _put(saver, "rerun", {"source": "loop", "step": 0})

@@ -10,7 +10,7 @@ import pytest
 from typer.testing import CliRunner
 
 from beeweave_bench.checkpoint import balanced_order
-from beeweave_core.cli import app
+from beeweave_cli.app import app
 
 
 @pytest.mark.parametrize("n", [2, 3, 4, 5, 6, 7, 8, 9])

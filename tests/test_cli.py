@@ -17,7 +17,7 @@ from .conftest import neo4j_auth
 def run(home: Path, *args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, "BEEWEAVE_HOME": str(home), "COLUMNS": "200"}
     proc = subprocess.run(
-        [sys.executable, "-m", "beeweave_core.cli", *args],
+        [sys.executable, "-m", "beeweave_cli", *args],
         capture_output=True, text=True, env=env, timeout=300,
     )  # fmt: skip
     if check and proc.returncode != 0:
@@ -229,7 +229,7 @@ READS = [("sessions",), ("show", "s1"), ("trace", "e1"), ("stats",), ("search", 
 def test_reading_a_store_that_is_not_there_creates_nothing(tmp_path, args):
     home, missing = tmp_path / "home", tmp_path / "nonexistent" / "dir" / "x.db"
     proc = subprocess.run(
-        [sys.executable, "-m", "beeweave_core.cli", *args, "--url", f"sqlite:///{missing}"],
+        [sys.executable, "-m", "beeweave_cli", *args, "--url", f"sqlite:///{missing}"],
         capture_output=True, text=True, timeout=120, cwd=tmp_path,
         env={**os.environ, "BEEWEAVE_HOME": str(home), "COLUMNS": "200"},
     )  # fmt: skip

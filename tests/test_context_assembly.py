@@ -114,7 +114,7 @@ async def test_aassemble_matches_assemble(weave_factory):
 
 
 def test_demo_ends_with_the_assembled_context(tmp_path, monkeypatch):
-    from beeweave_core.cli import app
+    from beeweave_cli.app import app
 
     monkeypatch.setenv("BEEWEAVE_HOME", str(tmp_path))
     monkeypatch.setenv("COLUMNS", "200")

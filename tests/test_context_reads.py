@@ -212,7 +212,7 @@ def test_bench_assemble_reports_every_call_of_both_workloads(
 
     from typer.testing import CliRunner
 
-    from beeweave_core.cli import app
+    from beeweave_cli.app import app
 
     monkeypatch.delenv("NEO4J_URI", raising=False)  # SQLite rows only
     out = tmp_path / "assemble.json"

@@ -166,6 +166,8 @@ def test_core_imports_writes_recalls_and_assembles_without_frameworks(core_venv,
         (["bench", "checkpoint", "--steps", "2"], 'pip install "beeweave[langgraph,bench]"'),
         (["bench", "capture", "--framework", "llamaindex"], 'pip install "beeweave[llamaindex]"'),
         (["bench", "context", "--scenarios", "."], 'pip install "beeweave[langchain,llamaindex]"'),
+        (["ui"], 'pip install "beeweave[ui]"'),
+        (["mcp"], 'pip install "beeweave[mcp]"'),
     ],
 )
 def test_cli_names_the_extra_a_command_needs(core_venv, env, args, hint):
@@ -181,3 +183,11 @@ def test_cli_reads_a_store_without_frameworks(core_venv, env, tmp_path):
               "langchain_core"], env=env)  # fmt: skip
     done = _checked([str(core_venv / "beeweave"), "sessions", "--url", f"sqlite:///{db}"], env=env)
     assert "ops" in done.stdout
+
+
+def test_cli_lists_every_command_without_the_extras(core_venv, env):
+    """The commands other packages bring are listed, by name: their modules import without
+    their extras."""
+    done = _checked([str(core_venv / "beeweave"), "--help"], env={**env, "COLUMNS": "160"})
+    for command in ("demo", "sessions", "bench", "ui", "mcp", "tombstones", "retention"):
+        assert f" {command} " in done.stdout, command

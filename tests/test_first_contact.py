@@ -154,7 +154,7 @@ def _free_port() -> int:
 def test_an_unreachable_routing_url_is_reported_in_one_line(tmp_path):
     env = {**os.environ, "BEEWEAVE_HOME": str(tmp_path), "PYTHONPATH": str(Path.cwd())}
     done = subprocess.run(
-        [sys.executable, "-m", "beeweave_core.cli", "sessions", "--url",
+        [sys.executable, "-m", "beeweave_cli", "sessions", "--url",
          f"neo4j://127.0.0.1:{_free_port()}"],
         capture_output=True, text=True, env=env, timeout=60,
     )  # fmt: skip

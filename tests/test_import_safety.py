@@ -29,7 +29,7 @@ on_both = pytest.mark.parametrize("backend", BACKENDS)
 def cli(home: Path, *args: str) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, "BEEWEAVE_HOME": str(home), "BEEWEAVE_INDEX": "off"}
     return subprocess.run(
-        [sys.executable, "-m", "beeweave_core.cli", *args],
+        [sys.executable, "-m", "beeweave_cli", *args],
         capture_output=True, text=True, env=env, timeout=120,
     )  # fmt: skip
 

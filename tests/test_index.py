@@ -457,7 +457,7 @@ def test_reindex_resumes_after_interruption(tmp_path):
 def test_reindex_command_shows_progress(tmp_path, monkeypatch):
     from typer.testing import CliRunner
 
-    from beeweave_core.cli import app
+    from beeweave_cli.app import app
 
     w = Weave.open(sqlite_url(tmp_path), tenant="t", spool_dir=tmp_path / "sp", index=False)
     fill(w, sessions=2, per=5)

@@ -7,7 +7,7 @@ import json
 
 from typer.testing import CliRunner
 
-from beeweave_core.cli import app
+from beeweave_cli.app import app
 
 
 def test_capture_bench_runs_all_cases(tmp_path):

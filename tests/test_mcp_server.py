@@ -45,7 +45,7 @@ def _seed(db: Path) -> None:
 
 
 def _args(db: Path, *extra: str) -> list[str]:
-    return ["-m", "beeweave_core.cli", "mcp", "--url", f"sqlite:///{db}", "--tenant", "acme",
+    return ["-m", "beeweave_cli", "mcp", "--url", f"sqlite:///{db}", "--tenant", "acme",
             "--user", "tomas", "--agent", "desk", *extra]  # fmt: skip
 
 

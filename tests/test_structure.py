@@ -1,17 +1,21 @@
 """Structure checks read from the source with ``ast``: typed public API, explicit wiring.
 
-They fail when someone reintroduces what issue 12 removed: ``Any`` in ``Weave``'s public
-signatures, ``weave: Any`` parameters, parts reaching into the weave's closers or the
-bus's listener list, an import cycle through ``weave.py``, a second written version.
+They fail when someone reintroduces what issues 12 and 34 removed: ``Any`` in ``Weave``'s
+public signatures, ``weave: Any`` parameters, parts reaching into the weave's closers or the
+bus's listener list, any import cycle in the core (hints and function-level imports
+counted), a core module importing a package above it, a second written version.
 """
 
 from __future__ import annotations
 
 import ast
 import inspect
+import os
+import subprocess
 import sys
 import textwrap
 import typing
+from collections.abc import Container
 from pathlib import Path
 
 import pytest
@@ -21,8 +25,8 @@ from beeweave_core import weave as weave_module
 from beeweave_core.weave import Weave
 
 ROOT = Path(beeweave_core.__file__).resolve().parent.parent
-PACKAGES = ["beeweave_core", "beeweave_langchain", "beeweave_llamaindex", "beeweave_bench",
-            "beeweave_demo", "beeweave_ui"]  # fmt: skip
+PACKAGES = ["beeweave_core", "beeweave_cli", "beeweave_langchain", "beeweave_llamaindex",
+            "beeweave_bench", "beeweave_demo", "beeweave_ui", "beeweave_mcp"]  # fmt: skip
 
 
 def _sources(*packages: str) -> list[tuple[str, ast.Module]]:
@@ -139,10 +143,13 @@ def test_parts_use_on_close_and_subscribe_not_the_lists_behind_them(
     assert users == []
 
 
-def _imports(module: str, tree: ast.Module) -> set[str]:
-    """Modules ``module`` imports at run time (``if TYPE_CHECKING:`` blocks excluded)."""
+def _imports(module: str, tree: ast.Module, *, type_only: bool = False) -> set[str]:
+    """Modules ``module`` imports at run time, in functions too; ``type_only``: also those
+    of ``if TYPE_CHECKING:`` blocks (a hint is a dependency as well)."""
     skip: set[int] = set()
     for node in ast.walk(tree):
+        if type_only:
+            break
         if isinstance(node, ast.If) and ast.unparse(node.test) == "TYPE_CHECKING":
             skip |= {id(n) for stmt in node.body for n in ast.walk(stmt)}
     out: set[str] = set()
@@ -157,20 +164,112 @@ def _imports(module: str, tree: ast.Module) -> set[str]:
     return out
 
 
-def test_no_import_cycle_runs_through_weave() -> None:
-    """Lazy imports count too: a cycle hidden in a function is still a cycle."""
+def _module_imports(module: str, tree: ast.Module, modules: Container[str]) -> set[str]:
+    """Every module of ``modules`` that ``module`` imports: at the top, in a function, or for
+    type hints only.  ``from package import module`` is an import of that module (the
+    package's ``__init__`` runs first for any of its modules, so it orders nothing)."""
+    out: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and node.module:
+            for alias in node.names:
+                sub = f"{node.module}.{alias.name}"
+                out.add(sub if sub in modules else node.module)
+        elif isinstance(node, ast.Import):
+            out |= {alias.name for alias in node.names}
+    return {m for m in out if m in modules and m != module}
+
+
+def _cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """The import cycles of ``graph``: its strongly connected parts of two modules or more."""
+    order: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    found: list[list[str]] = []
+
+    def visit(node: str) -> None:
+        order[node] = low[node] = len(order)
+        stack.append(node)
+        for nxt in sorted(graph.get(node, ())):
+            if nxt not in order:
+                visit(nxt)
+                low[node] = min(low[node], low[nxt])
+            elif nxt in stack:
+                low[node] = min(low[node], order[nxt])
+        if low[node] == order[node]:
+            part = stack[stack.index(node) :]
+            del stack[stack.index(node) :]
+            if len(part) > 1:
+                found.append(sorted(part))
+
+    for node in sorted(graph):
+        if node not in order:
+            visit(node)
+    return sorted(found)
+
+
+def core_import_graph() -> dict[str, set[str]]:
     sources = dict(_sources("beeweave_core"))
-    graph = {m: {d for d in _imports(m, t) if d in sources and d != "beeweave_core"}
-             for m, t in sources.items()}  # fmt: skip
-    start = "beeweave_core.weave"
-    stack, reached = list(graph[start]), set()
-    while stack:
-        m = stack.pop()
-        if m not in reached:
-            reached.add(m)
-            stack.extend(graph[m])
-    back = sorted(m for m in reached if start in graph[m])
-    assert back == [], f"these modules import weave.py, which imports them: {back}"
+    return {m: _module_imports(m, tree, sources) for m, tree in sources.items()}
+
+
+def test_no_import_cycle_in_the_core() -> None:
+    """Every import in the core points down: type-only and function-level ones included."""
+    assert _cycles(core_import_graph()) == []
+
+
+def test_the_cycle_check_finds_a_cycle_hidden_in_hints_and_functions() -> None:
+    source = {
+        "p.a": "from p import b\n",
+        "p.b": "def f():\n    from p.c import x\n",
+        "p.c": "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from p.a import A\n",
+        "p.d": "import p.a\n",
+    }
+    graph = {m: _module_imports(m, ast.parse(s), source) for m, s in source.items()}
+    assert _cycles(graph) == [["p.a", "p.b", "p.c"]]
+
+
+#: The packages above the core: it imports none of them, not even in a function.
+PRODUCT = ("beeweave_bench", "beeweave_ui", "beeweave_mcp", "beeweave_demo", "beeweave_cli")
+
+
+def test_the_core_imports_no_product_package() -> None:
+    found = sorted(
+        f"{module} imports {target}"
+        for module, tree in _sources("beeweave_core")
+        for target in _imports(module, tree, type_only=True)
+        if target.split(".")[0] in PRODUCT
+    )
+    assert found == []
+
+
+def test_the_product_import_check_can_fail() -> None:
+    tree = ast.parse("def f():\n    from beeweave_bench import report\n")
+    assert "beeweave_bench" in _imports("beeweave_core.x", tree, type_only=True)
+
+
+def test_the_command_loads_other_packages_only_when_named(tmp_path: Path) -> None:
+    """``beeweave sessions`` imports no benchmark, UI, MCP or demo module; ``beeweave ui``
+    imports the UI's command (and only that package's)."""
+    script = (
+        "import sys\n"
+        "from beeweave_cli.app import app\n"
+        "try:\n"
+        "    app(sys.argv[1:], standalone_mode=False)\n"
+        "except SystemExit:\n"
+        "    pass\n"
+        "print(sorted({m.split('.')[0] for m in sys.modules if m.startswith('beeweave_')}))\n"
+    )
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "BEEWEAVE_HOME": str(tmp_path / "home")}
+
+    def loaded(*args: str) -> list[str]:
+        done = subprocess.run([sys.executable, "-c", script, *args], capture_output=True,
+                              text=True, env=env, timeout=120, cwd=tmp_path)  # fmt: skip
+        return ast.literal_eval(done.stdout.strip().splitlines()[-1])
+
+    assert loaded("sessions", "--url", f"sqlite:///{tmp_path / 'x.db'}") == [
+        "beeweave_cli", "beeweave_core"
+    ]  # fmt: skip
+    assert loaded("ui", "--help") == ["beeweave_cli", "beeweave_core", "beeweave_ui"]
 
 
 def test_paths_stay_importable_from_their_old_homes() -> None:

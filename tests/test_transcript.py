@@ -213,3 +213,19 @@ def test_langchain_history_and_llamaindex_memory_mint_the_same_graph(tmp_path: P
     assert [m.content for m in memory.get_all()][-3:] == ["ok", "Anything else?", "ok"]
     lc.close()
     li.close()
+
+
+def test_a_weave_builds_and_owns_its_one_writer(tmp_path: Path) -> None:
+    """No registry beside the weaves: each weave holds its writer, and every integration
+    asking for it (``transcript_for``) gets that one."""
+    first, second = open_weave(tmp_path / "a.db"), open_weave(tmp_path / "b.db")
+    try:
+        assert transcript_for(first) is first.transcript is transcript_for(first)
+        assert first.transcript is not second.transcript
+        transcript_for(first).record("s-own", [Message("user", "Hello there.")])
+        first.flush()
+        assert [e.content for e in first.store.timeline("s-own")] == ["Hello there."]
+        assert second.store.timeline("s-own") == []
+    finally:
+        first.close()
+        second.close()

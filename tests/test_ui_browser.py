@@ -98,7 +98,7 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     home = tmp_path_factory.mktemp("ui-home")
     env = {**os.environ, "BEEWEAVE_HOME": str(home),
            "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])}  # fmt: skip
-    cli = [sys.executable, "-m", "beeweave_core.cli"]
+    cli = [sys.executable, "-m", "beeweave_cli"]
     subprocess.run([*cli, "demo", "--session", DEMO], env=env, check=True,
                    capture_output=True, timeout=300)  # fmt: skip
     _bulk_session(home / "beeweave.db")

@@ -17,37 +17,37 @@ import os
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 from urllib.parse import urlsplit
 
+from beeweave_core.backends.common import VECTOR_KINDS
+from beeweave_core.index.base import VectorHome
 from beeweave_core.paths import default_url
 
 if TYPE_CHECKING:
     from beeweave_core.backends.neo4j.auth import AuthSpec
     from beeweave_core.checkpoints import AsyncCheckpointStore, CheckpointStore
-    from beeweave_core.index.base import EmbeddingIdentity, VectorIndex
     from beeweave_core.items import ItemIndex
-    from beeweave_core.store import EventStore
 
 SQLITE_PREFIX = "sqlite:///"
 NEO4J_SCHEMES = ("neo4j", "neo4j+s", "neo4j+ssc", "bolt", "bolt+s", "bolt+ssc")
-#: Vector index kinds a weave may name; ``auto`` lets the backend choose.
-VECTOR_KINDS = ("auto", "chroma", "neo4j")
 
 __all__ = [
-    "NEO4J_SCHEMES", "VECTOR_KINDS", "Backend", "open_backend", "sqlite_path", "store_exists",
+    "NEO4J_SCHEMES",
+    "VECTOR_KINDS",
+    "Backend",
+    "open_backend",
+    "sqlite_path",
+    "store_exists",
     "store_url",
-]  # fmt: skip
+]
 
 
 @runtime_checkable
-class Backend(Protocol):
-    """Everything a weave stores, opened from one URL, closed together."""
+class Backend(VectorHome, Protocol):
+    """Everything a weave stores, opened from one URL, closed together: the event graph
+    (``events``, the source of truth) and the vector index it opens (``vectors``, with the
+    packages it needs: ``required_packages``; see ``index.base.VectorHome``), and these."""
 
     url: str
     tenant: str
-
-    @property
-    def events(self) -> EventStore:
-        """The event graph (the source of truth)."""
-        ...
 
     def checkpoints(self) -> CheckpointStore:
         """A checkpoint store beside the events; closed with the backend."""
@@ -64,21 +64,6 @@ class Backend(Protocol):
 
     def vector_kind(self, kind: str = "auto", vector_url: str | None = None) -> str:
         """The vector index ``kind`` resolves to (``auto``: this backend's default)."""
-        ...
-
-    def vectors(
-        self,
-        identity: EmbeddingIdentity,
-        *,
-        embeddings: object = None,
-        kind: str = "auto",
-        vector_url: str | None = None,
-    ) -> VectorIndex:
-        """Open the vector index ``kind`` names, for one embedding identity."""
-        ...
-
-    def required_packages(self, *, kind: str = "auto", vector_url: str | None = None) -> list[str]:
-        """Import names the chosen vector index needs (the caller checks which are missing)."""
         ...
 
     def close(self) -> None:

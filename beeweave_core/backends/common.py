@@ -12,14 +12,14 @@ from abc import ABC, abstractmethod
 from collections.abc import Callable
 from typing import TYPE_CHECKING, ClassVar, Protocol, TypeVar
 
-from beeweave_core.backends import VECTOR_KINDS
-
 if TYPE_CHECKING:
     from beeweave_core.checkpoints import AsyncCheckpointStore, CheckpointStore
     from beeweave_core.index.base import EmbeddingIdentity, VectorIndex
     from beeweave_core.items import ItemIndex
     from beeweave_core.store import EventStore
 
+#: Vector index kinds a weave may name; ``auto`` lets the backend choose.
+VECTOR_KINDS = ("auto", "chroma", "neo4j")
 #: What an embedded (or server) Chroma index imports.
 #: langchain-chroma only serves the optional ``.vectorstore`` view, so it is not required.
 CHROMA_PACKAGES = ("chromadb",)

@@ -321,7 +321,11 @@ def _rollback_note(
             f"Compaction rolled back ({len(ids)} summary(ies)): the context lost "
             f"{len(before.missing)} early fact(s); the original turns are kept."
         ),
-        payload={"kind": "amnesia", "summary_ids": ids, "missing": before.missing,
-                 "still_missing": after.missing},
+        payload={
+            "kind": "amnesia",
+            "summary_ids": ids,
+            "missing": before.missing,
+            "still_missing": after.missing,
+        },
         source={"framework": "beeweave", "component": "health"},
-    )  # fmt: skip
+    )

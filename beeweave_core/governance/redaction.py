@@ -92,17 +92,25 @@ _DATE_LIKE = re.compile(r"^(?:19|20)\d{2}[-./ ](?:0?[1-9]|1[0-2])[-./ ](?:0?[1-9
 
 #: Order matters: more specific kinds first, so a card number is not taken for a phone.
 DEFAULT_DETECTORS: tuple[Detector, ...] = (
-    Detector("EMAIL", re.compile(r"(?<![\w.+-])[\w.+-]+@[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)*\.[A-Za-z]{2,}")),
-    Detector("IBAN", re.compile(r"\b[A-Z]{2}\d{2}(?:[ ]?[A-Z0-9]{4}){2,7}(?:[ ]?[A-Z0-9]{1,3})?\b"), iban_ok),
+    Detector(
+        "EMAIL", re.compile(r"(?<![\w.+-])[\w.+-]+@[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)*\.[A-Za-z]{2,}")
+    ),
+    Detector(
+        "IBAN",
+        re.compile(r"\b[A-Z]{2}\d{2}(?:[ ]?[A-Z0-9]{4}){2,7}(?:[ ]?[A-Z0-9]{1,3})?\b"),
+        iban_ok,
+    ),
     Detector("CN_ID", re.compile(r"(?<!\d)\d{17}[\dXx](?![\dA-Za-z])"), cn_resident_id_ok),
     Detector("CARD", re.compile(r"(?<![\d-])\d(?:[ -]?\d){12,18}(?![\d-])"), luhn_ok),
     Detector("CN_MOBILE", re.compile(r"(?<!\d)(?:\+?86[ -]?)?1[3-9]\d(?:[ -]?\d{4}){2}(?!\d)")),
     Detector(
         "PHONE",
-        re.compile(r"(?<![\w+:.-])(?:\+\d{1,3}[ .-]?)?(?:\(\d{1,4}\)[ .-]?)?\d{2,4}(?:[ .-]\d{2,4}){2,4}(?![\w:.-])"),
+        re.compile(
+            r"(?<![\w+:.-])(?:\+\d{1,3}[ .-]?)?(?:\(\d{1,4}\)[ .-]?)?\d{2,4}(?:[ .-]\d{2,4}){2,4}(?![\w:.-])"
+        ),
         lambda v: 8 <= len(_digits(v)) <= 15 and not _DATE_LIKE.match(v),
     ),
-)  # fmt: skip
+)
 
 _PLACEHOLDER = re.compile(r"\[[A-Z_]+:[0-9a-f]{8}\]")
 

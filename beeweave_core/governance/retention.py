@@ -28,7 +28,7 @@ import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from beeweave_core.checkpoints import CheckpointStore, PruneLimits
 from beeweave_core.events import AppendResult, Edge, EdgeType, Event, EventType, event_id_for
@@ -36,9 +36,6 @@ from beeweave_core.exports import SessionExport, validate_export
 from beeweave_core.paths import beeweave_home
 from beeweave_core.private import open_private, private_dir, write_private_text
 from beeweave_core.store import EventStore
-
-if TYPE_CHECKING:
-    from beeweave_core.weave import Weave
 
 ARCHIVE_FORMAT = "beeweave.archive/1"
 #: The file in the home listing archive folders other than ``$BEEWEAVE_HOME/archive``.
@@ -172,8 +169,22 @@ def manifest_path(path: Path) -> Path:
     return path.with_name(path.name + ".manifest.json")
 
 
+class Retaining(Protocol):
+    """What a retention run asks of its weave (a ``Weave`` is one): its tenant and store,
+    a flush of what is still on its bus, a purge that archives may bring back, and the
+    writer its provenance notes go through."""
+
+    tenant: str
+    store: EventStore
+
+    @property
+    def writer(self) -> EventStore: ...
+    def flush(self, timeout: float = ..., wait_index: bool = ...) -> bool: ...
+    def purge(self, *, ids: Sequence[str] | None = None, tombstone: bool = True) -> int: ...
+
+
 def apply_retention(
-    weave: Weave,
+    weave: Retaining,
     archive_dir: Path,
     rules: Sequence[RetentionRule] = DEFAULT_RULES,
     *,

@@ -6,7 +6,6 @@ import hashlib
 import os
 import uuid
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from beeweave_core.index.base import (
     Chunk,
@@ -15,12 +14,10 @@ from beeweave_core.index.base import (
     EmbeddingMismatch,
     IndexFilter,
     IndexState,
+    VectorHome,
     VectorIndex,
 )
 from beeweave_core.index.chunking import ChunkPolicy, chunk_event, chunk_events
-
-if TYPE_CHECKING:
-    from beeweave_core.backends import Backend
 
 __all__ = [
     "Chunk",
@@ -62,13 +59,17 @@ def open_chroma(
     else:
         prefix = "beeweave"
     return ChromaVectorIndex(
-        tenant=tenant, identity=identity, location=location, embeddings=embeddings,
-        prefix=prefix, temporary=location is None,
-    )  # fmt: skip
+        tenant=tenant,
+        identity=identity,
+        location=location,
+        embeddings=embeddings,
+        prefix=prefix,
+        temporary=location is None,
+    )
 
 
 def open_index(
-    backend: Backend,
+    backend: VectorHome,
     *,
     embeddings: object,
     identity: EmbeddingIdentity | None = None,

@@ -17,9 +17,12 @@ import hashlib
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from beeweave_core.events import Event, EventType
+
+if TYPE_CHECKING:
+    from beeweave_core.store import EventStore
 
 
 @runtime_checkable
@@ -254,3 +257,24 @@ def chunk_metadata(chunk: Chunk, identity: EmbeddingIdentity) -> dict[str, Any]:
     if chunk.agent_id is not None:
         meta["agent_id"] = str(chunk.agent_id)
     return meta
+
+
+class VectorHome(Protocol):
+    """What indexing asks of the backend it runs on (``backends.Backend`` is one): the
+    events to embed, the vector index it opens, and the packages that index needs."""
+
+    @property
+    def events(self) -> EventStore: ...
+
+    def vectors(
+        self,
+        identity: EmbeddingIdentity,
+        *,
+        embeddings: object = None,
+        kind: str = "auto",
+        vector_url: str | None = None,
+    ) -> VectorIndex: ...
+
+    def required_packages(
+        self, *, kind: str = "auto", vector_url: str | None = None
+    ) -> list[str]: ...

@@ -417,9 +417,11 @@ class ChromaVectorIndex:
                 return found
         fetch = k * 3 + 10  # Chroma returns fewer when fewer match (no count() round trip)
         got = self._collection.query(
-            query_embeddings=[list(map(float, vector))], n_results=fetch, where=where,
+            query_embeddings=[list(map(float, vector))],
+            n_results=fetch,
+            where=where,
             include=["distances"],
-        )  # fmt: skip
+        )
         return self._nearest_events(got["ids"][0], got["distances"][0], k, filters)
 
     def _nearest_events(
@@ -470,13 +472,17 @@ class ChromaVectorIndex:
 
     def _load_sessions(self, session_ids: list[str]) -> Rows:
         """Every vector of these sessions (this identity's), to fill the in-process copy."""
-        where = {"session_id": {"$in": session_ids}} if len(session_ids) > 1 else {
-            "session_id": session_ids[0]}  # fmt: skip
+        where = (
+            {"session_id": {"$in": session_ids}}
+            if len(session_ids) > 1
+            else {"session_id": session_ids[0]}
+        )
         rows: list[tuple[str, dict[str, Any], Sequence[float]]] = []
         offset = 0
         while True:
-            got = self._collection.get(where=where, limit=_PAGE, offset=offset,
-                                       include=["metadatas", "embeddings"])  # fmt: skip
+            got = self._collection.get(
+                where=where, limit=_PAGE, offset=offset, include=["metadatas", "embeddings"]
+            )
             for cid, meta, emb in zip(got["ids"], got["metadatas"], got["embeddings"], strict=True):
                 if self._ours(meta):
                     rows.append((cid, meta, emb))

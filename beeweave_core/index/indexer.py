@@ -23,7 +23,7 @@ import time
 from collections import deque
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from beeweave_core.config import IndexConfig
 from beeweave_core.events import Event, Status
@@ -35,6 +35,7 @@ from beeweave_core.index.base import (
     EmbeddingIdentity,
     EmbeddingMismatch,
     IndexBusy,
+    VectorHome,
 )
 from beeweave_core.index.chunking import (
     ChunkPolicy,
@@ -45,9 +46,6 @@ from beeweave_core.index.chunking import (
     recipe_key,
 )
 from beeweave_core.store import EventStore
-
-if TYPE_CHECKING:
-    from beeweave_core.backends import Backend
 
 log = logging.getLogger("beeweave.indexer")
 
@@ -148,8 +146,10 @@ class Indexer:
                 "beeweave: embedding model changed: the vector index of tenant %r was built "
                 "with %s, the configured embeddings are %s. Semantic recall only sees events "
                 "embedded with the new model until you run `beeweave reindex`.",
-                idx.tenant, old, self.identity,
-            )  # fmt: skip
+                idx.tenant,
+                old,
+                self.identity,
+            )
 
     def check(self) -> None:
         """Raise :class:`EmbeddingMismatch` while the index needs a reindex."""
@@ -218,8 +218,9 @@ class Indexer:
                 elif getattr(self.embeddings, "offline", False):
                     # an in-process model costs only CPU: re-embed now (the old
                     # identity's vectors are dropped once every event has a new one)
-                    log.warning("beeweave: re-embedding tenant %r with %s", self.index.tenant,
-                                self.identity)  # fmt: skip
+                    log.warning(
+                        "beeweave: re-embedding tenant %r with %s", self.index.tenant, self.identity
+                    )
                     self.reindex()
             except Exception as exc:
                 self._failed(exc)
@@ -297,8 +298,9 @@ class Indexer:
             log.warning(
                 "beeweave: vector indexing failed (%s); the events are stored and will be "
                 "indexed by the gap check (retry in %.0f s, or `beeweave reindex`)",
-                self.last_error, self.retry_interval,
-            )  # fmt: skip
+                self.last_error,
+                self.retry_interval,
+            )
         self._dirty_since = time.monotonic()
 
     def _embed(self, events: Sequence[Event], *, only_missing: bool = False) -> tuple[int, int]:
@@ -529,7 +531,7 @@ class _GapBatch:
 
 
 # ----------------------------------------------------------- weave wiring
-def build_indexer(backend: Backend, *, config: IndexConfig) -> Indexer | None:
+def build_indexer(backend: VectorHome, *, config: IndexConfig) -> Indexer | None:
     """The :class:`Indexer` ``config`` asks for over ``backend``'s events (``None``: none).
 
     No index either when a package the chosen index or the default embeddings need is
@@ -541,8 +543,12 @@ def build_indexer(backend: Backend, *, config: IndexConfig) -> Indexer | None:
     kind = config.kind
     missing = _missing_packages(backend, kind, config)
     if missing:
-        log.info("beeweave: semantic recall is off (not installed: %s; %s); words, graph "
-                 "and recency still recall", ", ".join(missing), install_hint(["chroma"]))  # fmt: skip
+        log.info(
+            "beeweave: semantic recall is off (not installed: %s; %s); words, graph "
+            "and recency still recall",
+            ", ".join(missing),
+            install_hint(["chroma"]),
+        )
         return None
     embeddings = config.embeddings
     if embeddings is None:
@@ -553,16 +559,27 @@ def build_indexer(backend: Backend, *, config: IndexConfig) -> Indexer | None:
     identity = EmbeddingIdentity.of(embeddings, recipe_key(policy.recipe))
 
     def factory() -> VectorIndex:
-        return open_index(backend, embeddings=embeddings, identity=identity, kind=kind,
-                          vector_url=config.vector_url)  # fmt: skip
+        return open_index(
+            backend,
+            embeddings=embeddings,
+            identity=identity,
+            kind=kind,
+            vector_url=config.vector_url,
+        )
 
-    return Indexer(backend.events, factory, embeddings, policy=policy,
-                   batch_size=config.batch_size, backfill_on_open=config.backfill,
-                   retry_interval=config.retry_interval)  # fmt: skip
+    return Indexer(
+        backend.events,
+        factory,
+        embeddings,
+        policy=policy,
+        batch_size=config.batch_size,
+        backfill_on_open=config.backfill,
+        retry_interval=config.retry_interval,
+    )
 
 
 def _missing_packages(
-    backend: Backend, kind: str | VectorIndex | None, config: IndexConfig
+    backend: VectorHome, kind: str | VectorIndex | None, config: IndexConfig
 ) -> list[str]:
     """Packages the chosen index / default embeddings need that are not installed."""
     from importlib.util import find_spec

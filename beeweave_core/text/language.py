@@ -185,9 +185,30 @@ ACK_EN = frozenset(
     ]
 )
 ACK_ZH = (
-    "好的", "好", "可以", "行", "嗯", "继续", "收到", "明白了", "明白", "谢谢", "不错", "吧",
-    "没问题", "好嘞", "对", "了", "那就", "这样", "知道了", "谢", "辛苦了", "很好", "棒",
-)  # fmt: skip
+    "好的",
+    "好",
+    "可以",
+    "行",
+    "嗯",
+    "继续",
+    "收到",
+    "明白了",
+    "明白",
+    "谢谢",
+    "不错",
+    "吧",
+    "没问题",
+    "好嘞",
+    "对",
+    "了",
+    "那就",
+    "这样",
+    "知道了",
+    "谢",
+    "辛苦了",
+    "很好",
+    "棒",
+)
 _ACK_ZH_RUN = re.compile("^(?:" + "|".join(sorted(ACK_ZH, key=len, reverse=True)) + ")+$")
 _PUNCT = re.compile(r"[\s\W_]+", re.U)
 
@@ -198,17 +219,60 @@ TRANSIENT = re.compile(
 )
 CONSTRAINT = re.compile(
     _words(
-        "must", "should", "shall", "needs? to", "has to", "have to", "required?", "never",
-        "always", "only", "at most", "at least", "no (?:more|less|later|longer|fewer) than",
-        "not (?:longer|more|later)", "limit", "maximum", "minimum", "max", "min",
-        "non-negotiable", "mandatory", "do not", "don't", "cannot", "can't", "avoid",
-        "make sure", "ensure", "within",
+        "must",
+        "should",
+        "shall",
+        "needs? to",
+        "has to",
+        "have to",
+        "required?",
+        "never",
+        "always",
+        "only",
+        "at most",
+        "at least",
+        "no (?:more|less|later|longer|fewer) than",
+        "not (?:longer|more|later)",
+        "limit",
+        "maximum",
+        "minimum",
+        "max",
+        "min",
+        "non-negotiable",
+        "mandatory",
+        "do not",
+        "don't",
+        "cannot",
+        "can't",
+        "avoid",
+        "make sure",
+        "ensure",
+        "within",
     )
     + "|"
-    + _zh("必须", "务必", "一定要", "不能", "不要", "不得", "禁止", "只能", "只用", "一律",
-          "至少", "最多", "不超过", "以内", "限速", "限制", "要求", "应该", "需要"),
+    + _zh(
+        "必须",
+        "务必",
+        "一定要",
+        "不能",
+        "不要",
+        "不得",
+        "禁止",
+        "只能",
+        "只用",
+        "一律",
+        "至少",
+        "最多",
+        "不超过",
+        "以内",
+        "限速",
+        "限制",
+        "要求",
+        "应该",
+        "需要",
+    ),
     re.I,
-)  # fmt: skip
+)
 IMPERATIVE = re.compile(
     r"^(?:please\s+)?(?:use|store|save|write|read|keep|set|fill|limit|send|call|deduplicate|"
     r"dedupe|partition|make|add|remove|exclude|include|put|name|log|retry|cache|encrypt|"
@@ -220,44 +284,121 @@ IMPERATIVE = re.compile(
 )
 DECISION = re.compile(
     _words(
-        "change of plan", "actually", "instead", "let's", "let us", "we'll", "we will",
-        "go with", "decided", "decision", "switch(?:ed)? to", "from now on", "going forward",
-        "no longer", "cancel", "scratch that", "never mind", "drop", "settle on", "agreed",
+        "change of plan",
+        "actually",
+        "instead",
+        "let's",
+        "let us",
+        "we'll",
+        "we will",
+        "go with",
+        "decided",
+        "decision",
+        "switch(?:ed)? to",
+        "from now on",
+        "going forward",
+        "no longer",
+        "cancel",
+        "scratch that",
+        "never mind",
+        "drop",
+        "settle on",
+        "agreed",
     )
     + "|"
-    + _zh("决定", "改一下", "方案调整", "改用", "改成", "换成", "不再", "不用", "就用", "定为",
-          "取消", "算了", "以后", "从现在起", "确定"),
+    + _zh(
+        "决定",
+        "改一下",
+        "方案调整",
+        "改用",
+        "改成",
+        "换成",
+        "不再",
+        "不用",
+        "就用",
+        "定为",
+        "取消",
+        "算了",
+        "以后",
+        "从现在起",
+        "确定",
+    ),
     re.I,
-)  # fmt: skip
+)
 PREFERENCE = re.compile(
-    _words("prefer", "i like", "i'd like", "i would like", "i love", "i hate", "i dislike",
-           "my favou?rite", "please always", "i'd rather", "i would rather")
-    + "|" + _zh("喜欢", "偏好", "更喜欢", "希望", "习惯", "讨厌"),
+    _words(
+        "prefer",
+        "i like",
+        "i'd like",
+        "i would like",
+        "i love",
+        "i hate",
+        "i dislike",
+        "my favou?rite",
+        "please always",
+        "i'd rather",
+        "i would rather",
+    )
+    + "|"
+    + _zh("喜欢", "偏好", "更喜欢", "希望", "习惯", "讨厌"),
     re.I,
-)  # fmt: skip
+)
 REASON = re.compile(
     r"\b(?:because|since|so that|due to|given that|the reason is)\b\s*(?P<r>[^.;]+)"
     r"|(?:因为|由于|考虑到|为了)(?P<rz>[^。；]+)",
     re.I,
 )
 TODO = re.compile(
-    _words("todo", "to-do", "next step", "remaining", "still need", "still have to",
-           "will need to", "follow up", "pending")
-    + "|" + _zh("待办", "接下来", "下一步", "之后再", "还需要", "还要", "后续", "稍后"),
+    _words(
+        "todo",
+        "to-do",
+        "next step",
+        "remaining",
+        "still need",
+        "still have to",
+        "will need to",
+        "follow up",
+        "pending",
+    )
+    + "|"
+    + _zh("待办", "接下来", "下一步", "之后再", "还需要", "还要", "后续", "稍后"),
     re.I,
-)  # fmt: skip
+)
 CLOSING = re.compile(
-    _words("that's all", "that is all", "wrap up", "wrap it up", "we're done", "all done",
-           "bye", "goodbye", "final summary", "summari[sz]e everything")
-    + "|" + _zh("总结一下", "收尾", "就这样吧", "结束", "最后总结"),
+    _words(
+        "that's all",
+        "that is all",
+        "wrap up",
+        "wrap it up",
+        "we're done",
+        "all done",
+        "bye",
+        "goodbye",
+        "final summary",
+        "summari[sz]e everything",
+    )
+    + "|"
+    + _zh("总结一下", "收尾", "就这样吧", "结束", "最后总结"),
     re.I,
-)  # fmt: skip
+)
 GOAL = re.compile(
-    _words("i need", "i want", "help me", "we need", "goal", "build", "create", "set up",
-           "implement", "write a", "make a")
-    + "|" + _zh("我需要", "我想", "帮我", "目标", "搭建", "实现", "需要一个"),
+    _words(
+        "i need",
+        "i want",
+        "help me",
+        "we need",
+        "goal",
+        "build",
+        "create",
+        "set up",
+        "implement",
+        "write a",
+        "make a",
+    )
+    + "|"
+    + _zh("我需要", "我想", "帮我", "目标", "搭建", "实现", "需要一个"),
     re.I,
-)  # fmt: skip
+)
 _QUESTION = re.compile(r"[?？]\s*$|[吗呢]\s*。?$|^(?:what|which|how|why|when|where|who)\b", re.I)
 
 
@@ -418,8 +559,7 @@ ZH_STOPWORDS = frozenset(
 
 def terms(text: str) -> list[str]:
     """Content terms (stopwords out), Chinese segmented: what similarity compares."""
-    return [t for t in tokens(text or "")
-            if t not in STOPWORDS and t not in ZH_STOPWORDS]  # fmt: skip
+    return [t for t in tokens(text or "") if t not in STOPWORDS and t not in ZH_STOPWORDS]
 
 
 def slot_terms(text: str) -> set[str]:
@@ -473,8 +613,23 @@ _BOUND = re.compile(
     r"at least|no less than|min(?:imum)?)\b|不超过|最多|以内|至少|不少于|不能更长)",
     re.I,
 )
-_UPPER = ("at most", "no more than", "no longer than", "not longer", "up to", "within", "under",
-          "max", "不超过", "最多", "以内", "不能更长", "<=", "≤", "<")  # fmt: skip
+_UPPER = (
+    "at most",
+    "no more than",
+    "no longer than",
+    "not longer",
+    "up to",
+    "within",
+    "under",
+    "max",
+    "不超过",
+    "最多",
+    "以内",
+    "不能更长",
+    "<=",
+    "≤",
+    "<",
+)
 _LOWER = ("at least", "no less than", "min", "至少", "不少于", ">=", "≥", ">")
 _NEGATION = re.compile(
     r"\b(?:never|do not|don't|must not|mustn't|cannot|can't|not)\b|不能|不要|不得|禁止|别", re.I

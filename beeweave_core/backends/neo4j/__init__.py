@@ -75,9 +75,11 @@ class Neo4jBackend(BackendBase):
         kw = _driver_options(self._store_options)
         driver = neo4j.AsyncGraphDatabase.driver(self.url, auth=driver_auth(self._auth), **kw)
         return AsyncNeo4jCheckpointStore(
-            driver, tenant=self.tenant, database=self.database,
+            driver,
+            tenant=self.tenant,
+            database=self.database,
             bookmarks=self.driver.execute_query_bookmark_manager,
-        )  # fmt: skip
+        )
 
     def _open_items(self) -> Neo4jItemIndex:
         from beeweave_core.backends.neo4j.items import Neo4jItemIndex

@@ -91,11 +91,17 @@ def writes_params(
         "checkpoint_ns": checkpoint_ns,
         "checkpoint_id": checkpoint_id,
         "writes": [
-            {"task_id": w.task_id, "idx": w.idx, "task_path": w.task_path,
-             "channel": w.channel, "type": w.value[0], "value": w.value[1]}
+            {
+                "task_id": w.task_id,
+                "idx": w.idx,
+                "task_path": w.task_path,
+                "channel": w.channel,
+                "type": w.value[0],
+                "value": w.value[1],
+            }
             for w in writes
         ],
-    }  # fmt: skip
+    }
 
 
 def create_writes(
@@ -130,9 +136,13 @@ class _ForkTx:
         self, name: str, head: str | None, fork_point: str | None, created_at: float | None
     ) -> None:
         self.tx.run(
-            q.CYPHER_CREATE_BRANCH, name=name, head=head, fork_point=fork_point,
-            created_at=created_at, **self.params,
-        ).consume()  # fmt: skip
+            q.CYPHER_CREATE_BRANCH,
+            name=name,
+            head=head,
+            fork_point=fork_point,
+            created_at=created_at,
+            **self.params,
+        ).consume()
 
     def activate(self, name: str) -> None:
         self.tx.run(q.CYPHER_SET_ACTIVE_BRANCH, name=name, **self.params).consume()
@@ -181,20 +191,27 @@ class Neo4jCheckpointStore(neo4j_tx.TenantNodes, BranchOps):
         try:
             self._run(query, **params)
         except nx.ConstraintError:  # the task ran before: keep or replace, write by write
-            self._run(q.CYPHER_PUT_WRITES, **writes_params(thread_id, checkpoint_ns,
-                                                           checkpoint_id, writes))  # fmt: skip
+            self._run(
+                q.CYPHER_PUT_WRITES,
+                **writes_params(thread_id, checkpoint_ns, checkpoint_id, writes),
+            )
 
     # ---------------------------------------------------------------- reads
     @staticmethod
     def _row(rec: Mapping[str, Any]) -> CheckpointRow:
         writes = sorted(
             (
-                WriteRow(w["task_id"], w["task_path"] or "", w["idx"], w["channel"],
-                         (w["type"], _bytes(w["value"])))
+                WriteRow(
+                    w["task_id"],
+                    w["task_path"] or "",
+                    w["idx"],
+                    w["channel"],
+                    (w["type"], _bytes(w["value"])),
+                )
                 for w in rec["writes"]
             ),
             key=lambda w: (w.task_path, w.task_id, w.idx),
-        )  # fmt: skip
+        )
         mtype = rec.get("metadata_type")
         return CheckpointRow(
             thread_id=rec["thread_id"],
@@ -242,11 +259,17 @@ class Neo4jCheckpointStore(neo4j_tx.TenantNodes, BranchOps):
             )
         query = q.CYPHER_LIST_THREAD if thread_id is not None else q.CYPHER_LIST_ALL
         params: dict[str, Any] = {
-            "thread_id": thread_id, "checkpoint_ns": checkpoint_ns,
-            "checkpoint_id": checkpoint_id, "before": before, "must": must,
-            "null_keys": null_keys, "readable": scopes, "after_id": None, "after_thread": None,
+            "thread_id": thread_id,
+            "checkpoint_ns": checkpoint_ns,
+            "checkpoint_id": checkpoint_id,
+            "before": before,
+            "must": must,
+            "null_keys": null_keys,
+            "readable": scopes,
+            "after_id": None,
+            "after_thread": None,
             "after_ns": None,
-        }  # fmt: skip
+        }
 
         def fetch(page: int, after: CheckpointRow | None) -> list[CheckpointRow]:
             if after is not None:
@@ -269,8 +292,13 @@ class Neo4jCheckpointStore(neo4j_tx.TenantNodes, BranchOps):
     ) -> Iterator[CheckpointRow]:
         """One thread and namespace: pages read in index order, each below the last."""
         must, null_keys, scopes = filters
-        params = {"thread_id": thread_id, "checkpoint_ns": checkpoint_ns,
-                  "must": must, "null_keys": null_keys, "readable": scopes}  # fmt: skip
+        params = {
+            "thread_id": thread_id,
+            "checkpoint_ns": checkpoint_ns,
+            "must": must,
+            "null_keys": null_keys,
+            "readable": scopes,
+        }
 
         def fetch(page: int, after: CheckpointRow | None) -> list[CheckpointRow]:
             below = after.checkpoint_id if after is not None else before  # after < before
@@ -338,8 +366,12 @@ class Neo4jCheckpointStore(neo4j_tx.TenantNodes, BranchOps):
         limits: PruneLimits | None = None,
     ) -> None:
         lim = limits or PruneLimits()
-        prune_threads(thread_ids, strategy, delete_thread=self.delete_thread,
-                      keep_latest=lambda tid: self._keep_latest(tid, lim))  # fmt: skip
+        prune_threads(
+            thread_ids,
+            strategy,
+            delete_thread=self.delete_thread,
+            keep_latest=lambda tid: self._keep_latest(tid, lim),
+        )
 
     def _keep_latest(self, thread_id: str, limits: PruneLimits) -> None:
         skeleton, _ = self._skeleton(thread_id)

@@ -58,8 +58,10 @@ class AsyncNeo4jCheckpointStore:
         try:  # as the sync store: new nodes first, the keep-or-replace MERGE if refused
             await self._run(query, **params)
         except nx.ConstraintError:
-            await self._run(q.CYPHER_PUT_WRITES, **writes_params(thread_id, checkpoint_ns,
-                                                                 checkpoint_id, writes))  # fmt: skip
+            await self._run(
+                q.CYPHER_PUT_WRITES,
+                **writes_params(thread_id, checkpoint_ns, checkpoint_id, writes),
+            )
 
     async def aclose(self) -> None:
         """Close the idle sessions and the driver (in the loop they ran in)."""

@@ -39,7 +39,6 @@ from beeweave_core.backends.neo4j import session_scopes, user_sessions
 from beeweave_core.backends.neo4j import terms as event_terms
 from beeweave_core.backends.neo4j import tx as neo4j_tx
 from beeweave_core.backends.neo4j.auth import AuthSpec, driver_auth
-from beeweave_core.backends.sqlite.events import TokenCount, default_token_count
 from beeweave_core.errors import shown
 from beeweave_core.events import (
     TYPE_LABELS,
@@ -54,7 +53,13 @@ from beeweave_core.events import (
 from beeweave_core.fallback import cause
 from beeweave_core.payloads import dumps
 from beeweave_core.scopes import Readable, narrow, refuse_artifact
-from beeweave_core.store import BaseEventStore, Prepared, StoreError
+from beeweave_core.store import (
+    BaseEventStore,
+    Prepared,
+    StoreError,
+    TokenCount,
+    default_token_count,
+)
 from beeweave_core.text import lucene
 from beeweave_core.text.lexical import CONTEXT_CHARS
 from beeweave_core.text.lucene import Turn
@@ -280,9 +285,12 @@ class Neo4jEventStore(BaseEventStore):
     def _read(self, query: str, **params: Any) -> list[Any]:
         scopes = None if self.scopes is None else sorted(self.scopes)
         return neo4j_tx.run(
-            self.driver, self.database, query,
-            {"tenant": self.tenant, "scopes": scopes, **params}, read=True,
-        )  # fmt: skip
+            self.driver,
+            self.database,
+            query,
+            {"tenant": self.tenant, "scopes": scopes, **params},
+            read=True,
+        )
 
     def _write(self, work: Any, *args: Any) -> Any:
         """Run ``work(tx, *args)`` in a managed write transaction (retried on
@@ -391,8 +399,9 @@ class Neo4jEventStore(BaseEventStore):
         parts = append_parts.split(prepared, keep_seq)
         # an import's terms follow its stored order: recomputed once it is stored (below)
         build = partial(self._build, with_terms=not keep_seq)
-        pending = tx.run(q.CYPHER_BEGIN_APPEND, tenant=t, session_ids=sids,
-                         context_chars=CONTEXT_CHARS)  # fmt: skip
+        pending = tx.run(
+            q.CYPHER_BEGIN_APPEND, tenant=t, session_ids=sids, context_chars=CONTEXT_CHARS
+        )
         # the rows (but seq and predecessor) and terms need no stored data: the first
         # part's are built while the server takes the session locks
         built = build(parts[0])
@@ -446,8 +455,9 @@ class Neo4jEventStore(BaseEventStore):
             for sha, body in p.artifacts.items():
                 artifacts.setdefault(sha, {"sha256": sha, "chars": len(body), "body": body})
         if artifacts:
-            tx.run(q.CYPHER_MERGE_ARTIFACTS, tenant=self.tenant,
-                   artifacts=list(artifacts.values())).consume()  # fmt: skip
+            tx.run(
+                q.CYPHER_MERGE_ARTIFACTS, tenant=self.tenant, artifacts=list(artifacts.values())
+            ).consume()
 
     def _build(
         self, part: list[Prepared], with_terms: bool
@@ -469,8 +479,11 @@ class Neo4jEventStore(BaseEventStore):
             tx.run(q.CYPHER_FILL_PLACEHOLDERS, tenant=t, rows=placing.placeholders).consume()
         if placing.late:
             _merge_edges(tx, t, placing.late)
-        refs = [{"id": r["props"]["id"], "shas": r["artifacts"]}
-                for r in placing.placed if r["artifacts"]]  # fmt: skip
+        refs = [
+            {"id": r["props"]["id"], "shas": r["artifacts"]}
+            for r in placing.placed
+            if r["artifacts"]
+        ]
         if refs:
             tx.run(q.CYPHER_LINK_ARTIFACTS, tenant=t, rows=refs).consume()
 
@@ -536,9 +549,12 @@ class Neo4jEventStore(BaseEventStore):
 
         def work(tx: Any) -> int:
             rec = tx.run(
-                q.CYPHER_SET_STATUS, tenant=self.tenant, ids=ids, status=status.value,
+                q.CYPHER_SET_STATUS,
+                tenant=self.tenant,
+                ids=ids,
+                status=status.value,
                 reason=reason,
-            ).single()  # fmt: skip
+            ).single()
             return rec["n"] if rec else 0
 
         return self._write(work)
@@ -583,8 +599,9 @@ class Neo4jEventStore(BaseEventStore):
         def work(tx: Any) -> list[str]:
             t = self.tenant
             if tombstone:
-                tx.run(q.CYPHER_ADD_TOMBSTONES, tenant=t,
-                       rows=[m._asdict() for m in marks]).consume()  # fmt: skip
+                tx.run(
+                    q.CYPHER_ADD_TOMBSTONES, tenant=t, rows=[m._asdict() for m in marks]
+                ).consume()
             targets, sids = self._purge_targets(tx, session_id, wanted, user_id)
             tx.run(q.CYPHER_LOCK_EXISTING_SESSIONS, tenant=t, session_ids=sids).consume()
             gone, shas, placeholders = [], set(), set()
@@ -629,8 +646,11 @@ class Neo4jEventStore(BaseEventStore):
 
     def _lift_tombstone(self, kind: str, value: str) -> bool:
         def work(tx: Any) -> int:
-            return int(tx.run(q.CYPHER_LIFT_TOMBSTONE, tenant=self.tenant, kind=kind,
-                              value=value).single()["n"])  # fmt: skip
+            return int(
+                tx.run(
+                    q.CYPHER_LIFT_TOMBSTONE, tenant=self.tenant, kind=kind, value=value
+                ).single()["n"]
+            )
 
         return self._write(work) > 0
 
@@ -672,10 +692,14 @@ class Neo4jEventStore(BaseEventStore):
     ) -> list[Event]:
         """A session in order; ``last=N`` gives the latest N (still oldest first)."""
         params: dict[str, Any] = {
-            "session_id": session_id, "seq_from": seq_from, "seq_to": seq_to, "since": since,
-            "until": until, "all": include_inactive,
+            "session_id": session_id,
+            "seq_from": seq_from,
+            "seq_to": seq_to,
+            "since": since,
+            "until": until,
+            "all": include_inactive,
             "types": None if types is None else [EventType(t).value for t in types],
-        }  # fmt: skip
+        }
         if last is not None:
             if int(last) <= 0:
                 return []
@@ -719,10 +743,14 @@ class Neo4jEventStore(BaseEventStore):
             if direction in ("in", "both"):
                 rows += self._read(q.CYPHER_GET_EDGES_IN, id=event_id, types=wanted)
         out = [
-            Edge(src=r["src"], dst=r["dst"], type=EdgeType(r["type"]),
-                 meta=json.loads(r["meta"]) if r["meta"] else {})
+            Edge(
+                src=r["src"],
+                dst=r["dst"],
+                type=EdgeType(r["type"]),
+                meta=json.loads(r["meta"]) if r["meta"] else {},
+            )
             for r in rows
-        ]  # fmt: skip
+        ]
         return self._visible_edges(out, event_id)
 
     def _count_tokens(self, session_ids: list[str] | None) -> None:
@@ -780,13 +808,17 @@ class Neo4jEventStore(BaseEventStore):
             rows = self._read(q.CYPHER_GET_SESSION_STATS, session_ids=session_ids)
         stats = [
             SessionStats(
-                session_id=r["sid"], events=sum(n for _, n in r["counts"]),
-                counts={t: n for t, n in r["counts"]}, first_ts=r["first"], last_ts=r["last"],
-                last_seq=r["last_seq"], tokens=r["tokens"] or 0,
+                session_id=r["sid"],
+                events=sum(n for _, n in r["counts"]),
+                counts={t: n for t, n in r["counts"]},
+                first_ts=r["first"],
+                last_ts=r["last"],
+                last_seq=r["last_seq"],
+                tokens=r["tokens"] or 0,
                 user_ids=sorted({str(u) for u in r["user_ids"] if u is not None}),
             )
             for r in rows
-        ]  # fmt: skip
+        ]
         return sorted(stats, key=lambda s: s.last_ts or 0.0, reverse=True)
 
     def get_artifact(self, sha256: str) -> str | None:
@@ -833,9 +865,14 @@ class Neo4jEventStore(BaseEventStore):
             search += f"+session_id:({either})^0 "
         search += f"+terms:({words})"
         params = {
-            "index": q.FULLTEXT_INDEX, "search": search, "k": int(k), "session_ids": session_ids,
-            "types": type_values, "since": since, "until": until,
-        }  # fmt: skip
+            "index": q.FULLTEXT_INDEX,
+            "search": search,
+            "k": int(k),
+            "session_ids": session_ids,
+            "types": type_values,
+            "since": since,
+            "until": until,
+        }
         limit = max(4 * int(k), 50)
         while True:
             rows = self._read(q.CYPHER_SEARCH_TEXT, limit=limit, **params)

@@ -432,7 +432,7 @@ CALL (n) {{ DETACH DELETE n }} IN TRANSACTIONS OF 5000 ROWS
         # what the Neo4j vector index keeps per tenant (beeweave_core/index/neo4j_vector.py)
         ("BeeweaveChunk", "id"),
         ("BeeweaveIndexState", "identity"),
-    )  # fmt: skip
+    )
 }
 
 # ------------------------------------------------------------------ reads

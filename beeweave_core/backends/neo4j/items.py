@@ -14,10 +14,16 @@ _NO_LIMIT = 2**62
 
 def _row(rec: Mapping[str, Any]) -> ItemRow:
     return ItemRow(
-        ns_from_path(rec["path"]), rec["key"], decode_value(rec["value"]), rec["event_id"],
-        rec["created_at"], rec["updated_at"], rec.get("expires_at"), rec.get("ttl_minutes"),
+        ns_from_path(rec["path"]),
+        rec["key"],
+        decode_value(rec["value"]),
+        rec["event_id"],
+        rec["created_at"],
+        rec["updated_at"],
+        rec.get("expires_at"),
+        rec.get("ttl_minutes"),
         rec.get("scope"),
-    )  # fmt: skip
+    )
 
 
 def _scopes(scopes: frozenset[str] | None) -> list[str] | None:
@@ -36,10 +42,17 @@ class Neo4jItemIndex(neo4j_tx.TenantNodes):
 
     def upsert(self, row: ItemRow) -> None:
         self._run(
-            q.CYPHER_UPSERT_ITEM, path=row.path, key=row.key, value=encode_value(row.value),
-            event_id=row.event_id, created_at=row.created_at, updated_at=row.updated_at,
-            expires_at=row.expires_at, ttl_minutes=row.ttl_minutes, scope=row.scope,
-        )  # fmt: skip
+            q.CYPHER_UPSERT_ITEM,
+            path=row.path,
+            key=row.key,
+            value=encode_value(row.value),
+            event_id=row.event_id,
+            created_at=row.created_at,
+            updated_at=row.updated_at,
+            expires_at=row.expires_at,
+            ttl_minutes=row.ttl_minutes,
+            scope=row.scope,
+        )
 
     def remove(self, path: str, key: str) -> None:
         self._run(q.CYPHER_DELETE_ITEM, path=path, key=key)
@@ -48,14 +61,22 @@ class Neo4jItemIndex(neo4j_tx.TenantNodes):
         self._run(q.CYPHER_TOUCH_ITEM, path=path, key=key, expires_at=expires_at)
 
     def scan(
-        self, prefix: str | None, *, now: float, limit: int | None = None,
+        self,
+        prefix: str | None,
+        *,
+        now: float,
+        limit: int | None = None,
         scopes: frozenset[str] | None = None,
-    ) -> Iterator[ItemRow]:  # fmt: skip
+    ) -> Iterator[ItemRow]:
         recs = self._run(
-            q.CYPHER_SCAN, read=True, prefix=prefix,
-            prefix_sep=None if prefix is None else prefix + NS_SEP, now=now,
-            limit=_NO_LIMIT if limit is None else limit, scopes=_scopes(scopes),
-        )  # fmt: skip
+            q.CYPHER_SCAN,
+            read=True,
+            prefix=prefix,
+            prefix_sep=None if prefix is None else prefix + NS_SEP,
+            now=now,
+            limit=_NO_LIMIT if limit is None else limit,
+            scopes=_scopes(scopes),
+        )
         for r in recs:
             yield _row(r["row"])
 

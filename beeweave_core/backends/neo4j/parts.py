@@ -64,9 +64,12 @@ class Placement:
 
     @classmethod
     def begin(
-        cls, begun: list[dict[str, Any]], found: dict[str, bool], prepared: list[Prepared],
+        cls,
+        begun: list[dict[str, Any]],
+        found: dict[str, bool],
+        prepared: list[Prepared],
         keep_seq: bool,
-    ) -> Placement:  # fmt: skip
+    ) -> Placement:
         """From CYPHER_BEGIN_APPEND's sessions and which of the ids exist."""
         return cls(
             last={x["sid"]: x["last_seq"] for x in begun},
@@ -117,8 +120,7 @@ class Placement:
         otherwise; an edge to an event of a later part is set aside (``late``)."""
         at = {r["props"]["id"]: i for i, r in enumerate(rows)}
         by: dict[str, dict[str, list[list[int | str]]]] = {"near": {}, "far": {}, "seek": {}}
-        nexts: dict[str, list[list[int | str]]] = {"next_near": [], "next_far": [],
-                                                   "next_seek": []}  # fmt: skip
+        nexts: dict[str, list[list[int | str]]] = {"next_near": [], "next_far": [], "next_seek": []}
         for i, r in enumerate(rows):
             if (p := r["prev"]) in at:
                 nexts["next_near"].append([at[p], i])
@@ -146,7 +148,10 @@ class Placement:
         written = set() if self.keep_seq else {r["props"]["session_id"] for r in self.placed}
         users = user_sessions.users_by_session(self.placed)
         return [
-            {**x, "context": self.context[x["id"]] if x["id"] in written else None,
-             "users": users.get(x["id"])}
+            {
+                **x,
+                "context": self.context[x["id"]] if x["id"] in written else None,
+                "users": users.get(x["id"]),
+            }
             for x in session_scopes.sessions_param(self.last, self.placed)
-        ]  # fmt: skip
+        ]

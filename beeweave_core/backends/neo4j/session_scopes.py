@@ -86,8 +86,10 @@ def sessions_param(
             unscoped.add(sid)
         else:
             named[sid].add(scope)
-    return [{"id": sid, "last_seq": n, "scopes": sorted(named[sid]), "unscoped": sid in unscoped}
-            for sid, n in last.items()]  # fmt: skip
+    return [
+        {"id": sid, "last_seq": n, "scopes": sorted(named[sid]), "unscoped": sid in unscoped}
+        for sid, n in last.items()
+    ]
 
 
 def compute(tx: Any, sessions: Sequence[tuple[str, str]]) -> None:
@@ -126,8 +128,11 @@ def backfill(session: Any) -> int:
 def compute_pending(session: Any, tenant: str | None = None) -> int:
     """Compute the scopes of the sessions (of ``tenant``, or every one) whose scopes do
     not hold, :data:`SESSIONS_PER_TX` per transaction."""
-    pending = [(r["tenant"], r["id"]) for r in session.run(CYPHER_PENDING, tenant=tenant)
-               if r["tenant"] is not None and r["id"] is not None]  # fmt: skip
+    pending = [
+        (r["tenant"], r["id"])
+        for r in session.run(CYPHER_PENDING, tenant=tenant)
+        if r["tenant"] is not None and r["id"] is not None
+    ]
     for i in range(0, len(pending), SESSIONS_PER_TX):
         session.execute_write(compute, pending[i : i + SESSIONS_PER_TX])
     return len(pending)

@@ -232,9 +232,13 @@ class TenantNodes:
     def _run(self, query: str, *, read: bool = False, **params: Any) -> list[Any]:
         """One statement in one auto-commit (retried) transaction; returns all records."""
         return run(
-            self.driver, self.database, query, {"tenant": self.tenant, **params},
-            read=read, sessions=self._sessions,
-        )  # fmt: skip
+            self.driver,
+            self.database,
+            query,
+            {"tenant": self.tenant, **params},
+            read=read,
+            sessions=self._sessions,
+        )
 
     def setup(self) -> None:
         """Create constraints and indexes (idempotent; once per driver in a process)."""

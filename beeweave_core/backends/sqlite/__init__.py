@@ -12,7 +12,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from beeweave_core.backends.common import BackendBase
-from beeweave_core.backends.sqlite.events import SQLiteEventStore, TokenCount
+from beeweave_core.backends.sqlite.events import SQLiteEventStore
+from beeweave_core.store import TokenCount
 
 if TYPE_CHECKING:
     from beeweave_core.backends.sqlite.checkpoints import SQLiteCheckpointStore

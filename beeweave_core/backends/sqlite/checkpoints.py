@@ -109,11 +109,21 @@ class SQLiteCheckpointStore(SideTables, BranchOps):
             c.execute(
                 q.UPSERT_CHECKPOINT,
                 (
-                    t, tid, ns, row.checkpoint_id, row.parent_checkpoint_id, *row.checkpoint,
-                    canonical(row.metadata), mtype, mblob, json.dumps(row.channel_versions),
-                    run_id if isinstance(run_id, str) else None, time.time(), row.scope,
+                    t,
+                    tid,
+                    ns,
+                    row.checkpoint_id,
+                    row.parent_checkpoint_id,
+                    *row.checkpoint,
+                    canonical(row.metadata),
+                    mtype,
+                    mblob,
+                    json.dumps(row.channel_versions),
+                    run_id if isinstance(run_id, str) else None,
+                    time.time(),
+                    row.scope,
                 ),
-            )  # fmt: skip
+            )
             if blob_rows:
                 c.executemany(q.UPSERT_BLOB, blob_rows)
             c.execute(q.ADVANCE_ACTIVE_BRANCH, (row.checkpoint_id, t, tid, ns))
@@ -124,10 +134,19 @@ class SQLiteCheckpointStore(SideTables, BranchOps):
         """Regular writes are stored once per (task, idx); special ones (idx < 0) replace."""
         t = self.tenant
         rows = [
-            (t, thread_id, checkpoint_ns, checkpoint_id, w.task_id, w.idx, w.task_path,
-             w.channel, *w.value)
+            (
+                t,
+                thread_id,
+                checkpoint_ns,
+                checkpoint_id,
+                w.task_id,
+                w.idx,
+                w.task_path,
+                w.channel,
+                *w.value,
+            )
             for w in writes
-        ]  # fmt: skip
+        ]
         regular = [r for r in rows if r[5] >= 0]
         special = [r for r in rows if r[5] < 0]
         with self._tx() as c:
@@ -259,8 +278,12 @@ class SQLiteCheckpointStore(SideTables, BranchOps):
         """``keep_latest``: newest per namespace (``limits``: newest N, none older than an
         age) plus DeltaChannel seeds; ``delete``: all."""
         lim = limits or PruneLimits()
-        prune_threads(thread_ids, strategy, delete_thread=self.delete_thread,
-                      keep_latest=lambda tid: self._keep_latest(tid, lim))  # fmt: skip
+        prune_threads(
+            thread_ids,
+            strategy,
+            delete_thread=self.delete_thread,
+            keep_latest=lambda tid: self._keep_latest(tid, lim),
+        )
 
     def _keep_latest(self, thread_id: str, limits: PruneLimits) -> None:
         t = self.tenant
@@ -301,8 +324,9 @@ class SQLiteCheckpointStore(SideTables, BranchOps):
     def fork(self, thread_id: str, checkpoint_ns: str, checkpoint_id: str, name: str) -> BranchInfo:
         """Start branch ``name`` at ``checkpoint_id`` and make it the active one."""
         with self._tx() as c:
-            return fork_in(_ForkTx(c, (self.tenant, thread_id, checkpoint_ns)), thread_id,
-                           checkpoint_id, name)  # fmt: skip
+            return fork_in(
+                _ForkTx(c, (self.tenant, thread_id, checkpoint_ns)), thread_id, checkpoint_id, name
+            )
 
     def _set_active_branch(self, thread_id: str, checkpoint_ns: str, name: str) -> None:
         with self._tx() as c:

@@ -29,11 +29,8 @@ from beeweave_core.events import (
 )
 from beeweave_core.payloads import dumps
 from beeweave_core.scopes import Readable, narrow, refuse_artifact
-from beeweave_core.store import BaseEventStore, Prepared
+from beeweave_core.store import BaseEventStore, Prepared, TokenCount, default_token_count
 from beeweave_core.text.lexical import fts_query, fts_text, query_terms
-
-TokenCount = Callable[[list[str]], list[int]]
-
 
 #: Decoded events kept by row (an event is immutable: the same row decodes to the same
 #: value, and the newest turns are read by call after call).  A row that changed in any
@@ -81,13 +78,6 @@ def _json_list(values: Sequence[str]) -> str:
 
 def _json_links(links: dict[EdgeType, tuple[str, ...]]) -> str:
     return json.dumps({k.value: list(v) for k, v in links.items()}) if links else "{}"
-
-
-def default_token_count(texts: list[str]) -> list[int]:
-    """Exact cl100k_base counts (offline); used for session token stats."""
-    from beeweave_core.tokens import count_batch
-
-    return count_batch(texts)
 
 
 class SQLiteEventStore(SideTables, BaseEventStore):
@@ -452,8 +442,13 @@ class SQLiteEventStore(SideTables, BaseEventStore):
 
     def _user_sessions_read(self, sql: str, user_id: str) -> list[Any]:
         scopes = sorted(self.scopes) if self.scopes is not None else []
-        scoped = "" if self.scopes is None else q.USER_IN_SCOPES.format(
-            scopes=", ".join(f"?{i}" for i in range(3, 3 + len(scopes))))  # fmt: skip
+        scoped = (
+            ""
+            if self.scopes is None
+            else q.USER_IN_SCOPES.format(
+                scopes=", ".join(f"?{i}" for i in range(3, 3 + len(scopes)))
+            )
+        )
         return self._read(sql.format(scoped=scoped), (self.tenant, user_id, *scopes))
 
     def recent_session_ids(self, limit: int) -> list[str]:
@@ -527,12 +522,17 @@ class SQLiteEventStore(SideTables, BaseEventStore):
             s["u"].update(u for u in (users or "").split(",") if u)
         stats = [
             SessionStats(
-                session_id=sid, events=sum(s["counts"].values()), counts=s["counts"],
-                first_ts=s["first"], last_ts=s["last"], last_seq=s["seq"], tokens=s["tok"],
+                session_id=sid,
+                events=sum(s["counts"].values()),
+                counts=s["counts"],
+                first_ts=s["first"],
+                last_ts=s["last"],
+                last_seq=s["seq"],
+                tokens=s["tok"],
                 user_ids=sorted(s["u"]),
             )
             for sid, s in acc.items()
-        ]  # fmt: skip
+        ]
         return sorted(stats, key=lambda s: s.last_ts or 0.0, reverse=True)
 
     def get_artifact(self, sha256: str) -> str | None:

@@ -32,10 +32,18 @@ class SQLiteItemIndex(SideTables):
         self._write(
             q.UPSERT_ITEM,
             (
-                self.tenant, row.path, row.key, encode_value(row.value), row.event_id,
-                row.created_at, row.updated_at, row.expires_at, row.ttl_minutes, row.scope,
+                self.tenant,
+                row.path,
+                row.key,
+                encode_value(row.value),
+                row.event_id,
+                row.created_at,
+                row.updated_at,
+                row.expires_at,
+                row.ttl_minutes,
+                row.scope,
             ),
-        )  # fmt: skip
+        )
 
     def remove(self, path: str, key: str) -> None:
         self._write(q.DELETE_ITEM, (self.tenant, path, key))
@@ -44,9 +52,13 @@ class SQLiteItemIndex(SideTables):
         self._write(q.TOUCH_ITEM, (expires_at, self.tenant, path, key))
 
     def scan(
-        self, prefix: str | None, *, now: float, limit: int | None = None,
+        self,
+        prefix: str | None,
+        *,
+        now: float,
+        limit: int | None = None,
         scopes: frozenset[str] | None = None,
-    ) -> Iterator[ItemRow]:  # fmt: skip
+    ) -> Iterator[ItemRow]:
         """Live items under ``prefix`` (None: all), in insertion order (as InMemoryStore)."""
         if prefix is None:
             sql, params = q.SCAN_ALL, [self.tenant, now]

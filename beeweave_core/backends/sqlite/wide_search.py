@@ -215,8 +215,9 @@ class Bounds:
 
     def grown(self) -> Bounds:
         """Four times as much (for a scope that keeps few of the rows read)."""
-        return Bounds(self.probe * 4, self.read * 4, self.walk * 4,
-                      min(self.pool * 4, 4 * q.WIDE_POOL))  # fmt: skip
+        return Bounds(
+            self.probe * 4, self.read * 4, self.walk * 4, min(self.pool * 4, 4 * q.WIDE_POOL)
+        )
 
 
 def _floor(group: Sequence[Probe], totals: IndexTotals, low: int, walk: int) -> int:
@@ -295,8 +296,9 @@ def _fold(word: str) -> str:
     """Lower case without accents (``remove_diacritics``), so the prefix test holds."""
     if word.isascii():
         return word.lower()
-    return "".join(ch for ch in unicodedata.normalize("NFKD", word.lower())
-                   if not unicodedata.combining(ch))  # fmt: skip
+    return "".join(
+        ch for ch in unicodedata.normalize("NFKD", word.lower()) if not unicodedata.combining(ch)
+    )
 
 
 class _Matcher:
