@@ -3,17 +3,20 @@
 Bad arguments raise one ``TypeError``/``ValueError`` line; a closed or unreachable store
 never crashes the agent through a hook or a memory read (one warning, the agent goes on),
 while the checkpointer raises one ``CheckpointStoreError`` line naming the store.  The
-outage tests cut a real TCP relay in front of the test Neo4j (``tests/relay.py``).
+outage tests cut a real TCP relay in front of the test Neo4j (``tests/relay.py``); the
+credential tests run a second test Neo4j of their own with authentication on.
 """
 
 from __future__ import annotations
 
+import json
 import logging
 import os
 import socket
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -21,6 +24,7 @@ from langchain_core.messages import AIMessage, HumanMessage
 
 from beeweave_core import Weave
 from beeweave_core.checkpoints import CheckpointStoreError
+from beeweave_core.errors import StoreError
 from beeweave_langchain import (
     BeeWeaveCallbackHandler,
     BeeWeaveChatMessageHistory,
@@ -151,13 +155,14 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
+def _cli(home: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "BEEWEAVE_HOME": str(home), "PYTHONPATH": str(Path.cwd())}
+    return subprocess.run([sys.executable, "-m", "beeweave_cli", *args],
+                          capture_output=True, text=True, env=env, timeout=60)  # fmt: skip
+
+
 def test_an_unreachable_routing_url_is_reported_in_one_line(tmp_path):
-    env = {**os.environ, "BEEWEAVE_HOME": str(tmp_path), "PYTHONPATH": str(Path.cwd())}
-    done = subprocess.run(
-        [sys.executable, "-m", "beeweave_cli", "sessions", "--url",
-         f"neo4j://127.0.0.1:{_free_port()}"],
-        capture_output=True, text=True, env=env, timeout=60,
-    )  # fmt: skip
+    done = _cli(tmp_path, "sessions", "--url", f"neo4j://127.0.0.1:{_free_port()}")
     assert done.returncode == 1
     assert done.stderr.strip().count("\n") == 0, done.stderr
     assert "not reachable" in done.stderr
@@ -172,3 +177,72 @@ def test_a_plain_path_opens_the_same_file_as_from_conn_string(tmp_path, monkeypa
     assert (tmp_path / "a.db").exists()
     with BeeWeaveCheckpointer.from_conn_string("a.db") as saver:
         assert saver.weave.store.timeline("s-path")[0].content == "plain path"
+
+
+SERVER_SCRIPT = Path(__file__).resolve().parents[1] / "scripts" / "neo4j-test-server"
+GOOD_PASSWORD = "hive-keeper-7"
+
+
+@pytest.fixture(scope="module")
+def _locked_boot(tmp_path_factory: pytest.TempPathFactory) -> Iterator[subprocess.Popen[str]]:
+    """``neo4j-test-server start`` for a Neo4j that wants ``neo4j``/GOOD_PASSWORD, on a port
+    and state dir of its own (the shared test server runs with authentication off)."""
+    env = {**os.environ, "NEO4J_PORT": str(_free_port()), "NEO4J_TEST_AUTH": GOOD_PASSWORD,
+           "BEEWEAVE_NEO4J_STATE": str(tmp_path_factory.mktemp("neo4j-locked"))}  # fmt: skip
+    boot = subprocess.Popen([SERVER_SCRIPT, "start"], env=env, stdout=subprocess.PIPE, text=True)
+    try:
+        yield boot
+    finally:
+        boot.wait(600)
+        subprocess.run([SERVER_SCRIPT, "stop"], env=env, check=False, stdout=subprocess.DEVNULL)
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _boot_locked_early(request: pytest.FixtureRequest) -> None:
+    """When a selected test needs the locked server, it starts with this module's first
+    test and boots (about 20 s) while the others run."""
+    if any(item.path == request.path and "locked_neo4j" in item.fixturenames
+           for item in request.session.items):  # fmt: skip
+        request.getfixturevalue("_locked_boot")
+
+
+@pytest.fixture(scope="module")
+def locked_neo4j(_locked_boot: subprocess.Popen[str]) -> str:
+    """The locked server's URI, once it answers; checks the credentials the script printed."""
+    out, _ = _locked_boot.communicate(timeout=600)
+    assert _locked_boot.returncode == 0, "the auth-enabled test Neo4j did not start"
+    printed = dict(line.split("=", 1) for line in out.splitlines())
+    assert printed["NEO4J_AUTH"] == f"neo4j:{GOOD_PASSWORD}"
+    return printed["NEO4J_URI"]
+
+
+@pytest.mark.neo4j
+@pytest.mark.parametrize("scheme", ["bolt", "neo4j"])
+def test_a_wrong_password_is_named_as_such_in_a_second(locked_neo4j, tmp_path, scheme):
+    url = locked_neo4j.replace("bolt://", f"{scheme}://")
+    started = time.monotonic()
+    with pytest.raises(StoreError) as err:
+        Weave.open(url, auth=("neo4j", "wrong-password"), index=False, spool_dir=tmp_path)
+    assert time.monotonic() - started < 2.0
+    message = one_line(err.value)
+    assert "refused the credentials" in message and "NEO4J_AUTH" in message, message
+    assert "not reachable" not in message and "wrong-password" not in message
+    assert err.value.__cause__ is None
+
+
+@pytest.mark.neo4j
+def test_the_cli_says_the_credentials_were_refused_in_one_line(locked_neo4j, tmp_path):
+    done = _cli(tmp_path, "sessions", "--url", locked_neo4j, "--auth", "neo4j:wrong")
+    assert done.returncode == 1
+    assert done.stderr.strip().count("\n") == 0, done.stderr
+    assert "refused the credentials" in done.stderr and "not reachable" not in done.stderr
+    assert done.stdout == ""
+
+
+@pytest.mark.neo4j
+def test_the_right_password_opens_the_locked_server(locked_neo4j, tmp_path):
+    """The control: the same server, reached the same way, lets the right password in."""
+    done = _cli(tmp_path, "sessions", "--json", "--url", locked_neo4j,
+                "--auth", f"neo4j:{GOOD_PASSWORD}")  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout) == []

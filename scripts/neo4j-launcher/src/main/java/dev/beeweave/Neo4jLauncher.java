@@ -2,6 +2,7 @@ package dev.beeweave;
 
 import java.nio.file.Path;
 import java.time.Duration;
+import java.util.Map;
 import java.util.concurrent.CountDownLatch;
 
 import org.neo4j.configuration.GraphDatabaseSettings;
@@ -13,6 +14,7 @@ import org.neo4j.configuration.helpers.SocketAddress;
 import org.neo4j.dbms.api.DatabaseManagementService;
 import org.neo4j.dbms.api.DatabaseManagementServiceBuilder;
 import org.neo4j.graphdb.GraphDatabaseService;
+import org.neo4j.graphdb.QueryExecutionException;
 import org.neo4j.io.ByteUnit;
 
 /**
@@ -22,13 +24,17 @@ import org.neo4j.io.ByteUnit;
  * java -cp 'target/classes:target/lib/*' dev.beeweave.Neo4jLauncher PORT HOME_DIR
  * </pre>
  *
- * HOME_DIR is the DBMS home (data/ and logs/ go below it). Authentication is off, the
- * page cache is 256 MiB, HTTP is off. Once the default database is available the
- * launcher prints a line starting with READY_MARKER; SIGTERM (or Ctrl-C) shuts the DBMS
- * down cleanly.
+ * HOME_DIR is the DBMS home (data/ and logs/ go below it). Authentication is off unless
+ * the environment variable PASSWORD_ENV is set: then it is on, and the user {@code neo4j}
+ * has that password (any other is refused; no lock-out after failed attempts, so a test
+ * of a wrong password cannot lock out the next one). The page cache is 256 MiB, HTTP is
+ * off. Once the default database is available the launcher prints a line starting with
+ * READY_MARKER; SIGTERM (or Ctrl-C) shuts the DBMS down cleanly.
  */
 public final class Neo4jLauncher {
     public static final String READY_MARKER = "BEEWEAVE_NEO4J_READY";
+    /** The environment variable holding the {@code neo4j} user's password (unset: auth off). */
+    public static final String PASSWORD_ENV = "NEO4J_TEST_AUTH";
 
     private Neo4jLauncher() {}
 
@@ -46,13 +52,17 @@ public final class Neo4jLauncher {
             return;
         }
         Path home = Path.of(args[1]).toAbsolutePath();
+        String password = System.getenv(PASSWORD_ENV);
+        boolean auth = password != null && !password.isEmpty();
 
         SocketAddress bolt = new SocketAddress("127.0.0.1", port);
         long t0 = System.nanoTime();
         final DatabaseManagementService dbms;
         try {
             dbms = new DatabaseManagementServiceBuilder(home)
-                    .setConfig(GraphDatabaseSettings.auth_enabled, false)
+                    .setConfig(GraphDatabaseSettings.auth_enabled, auth)
+                    .setConfig(GraphDatabaseSettings.auth_minimum_password_length, 1)
+                    .setConfig(GraphDatabaseSettings.auth_max_failed_attempts, 0)
                     .setConfig(BoltConnector.enabled, true)
                     .setConfig(BoltConnector.listen_address, bolt)
                     .setConfig(BoltConnector.advertised_address, bolt)
@@ -88,18 +98,47 @@ public final class Neo4jLauncher {
             }
         }, "neo4j-shutdown"));
 
+        if (auth) {
+            try {
+                setPassword(dbms, password);
+            } catch (Throwable t) {
+                System.err.println("could not set the neo4j user's password:");
+                t.printStackTrace();
+                System.exit(1);  // the shutdown hook stops the DBMS
+            }
+        }
         GraphDatabaseService db = dbms.database(GraphDatabaseSettings.DEFAULT_DATABASE_NAME);
         while (!db.isAvailable(5_000)) {
             System.out.println("waiting for database '" + db.databaseName() + "' ...");
         }
         long ms = (System.nanoTime() - t0) / 1_000_000;
-        System.out.println(READY_MARKER + " bolt://" + bolt + " home=" + home + " startup_ms=" + ms);
+        System.out.println(READY_MARKER + " bolt://" + bolt + " home=" + home + " auth=" + auth
+                + " startup_ms=" + ms);
         System.out.flush();
 
         try {
             stopped.await();
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
+        }
+    }
+
+    /**
+     * Gives the {@code neo4j} user {@code password}, usable at once (no forced change).
+     * Neo4j refuses to set the password the user already has (a kept home, or "neo4j"
+     * itself); then only the forced change is lifted.
+     */
+    private static void setPassword(DatabaseManagementService dbms, String password) {
+        GraphDatabaseService system = dbms.database(GraphDatabaseSettings.SYSTEM_DATABASE_NAME);
+        try {
+            system.executeTransactionally(
+                    "ALTER USER neo4j SET PLAINTEXT PASSWORD $password CHANGE NOT REQUIRED",
+                    Map.of("password", password));
+        } catch (QueryExecutionException e) {
+            if (!String.valueOf(e.getMessage()).contains("cannot be the same")) {
+                throw e;
+            }
+            system.executeTransactionally("ALTER USER neo4j SET PASSWORD CHANGE NOT REQUIRED");
         }
     }
 }
