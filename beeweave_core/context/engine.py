@@ -82,10 +82,7 @@ NOTES_K = 8
 #: The retriever's paths recall uses: not ``recent``, nor ``metadata`` (which, with
 #: only a type filter, is the newest events of each session in scope: the newest
 #: turns are shown verbatim already, and ranking them would take recall's places).
-#: ``feedback`` (a second word round) reaches a changed setting worded apart from the
-#: question through the words it shares with the old one, where meaning alone does not
-#: (Chinese, on the English-only default embedding).
-RECALL_PATHS = ("semantic", "lexical", "feedback", "temporal", "graph")
+RECALL_PATHS = ("semantic", "lexical", "temporal", "graph")
 #: Event types recall never shows (pinned already, bookkeeping, or echoes of recall).
 _NOT_RECALLED = frozenset({
     EventType.SYSTEM_PROMPT, EventType.RETRIEVAL, EventType.MODEL_CALL, EventType.CHECKPOINT,
