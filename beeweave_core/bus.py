@@ -13,7 +13,7 @@ background threads do the rest:
   so a replay is idempotent).
 
 So an event is on disk one journal tick after ``emit()`` returned, whether the
-store answers or not; see "Durability" in the README for the full contract.
+store answers or not; see docs/durability.md for the full contract.
 Bounds: at most ``max_low`` low-priority items wait in the queue (beyond that the
 newest are dropped and counted) and at most ``max_low`` fragments wait in coalescing
 groups (beyond that the oldest group is written early); a store slower than capture
