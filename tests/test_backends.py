@@ -161,7 +161,6 @@ BAD_URLS = [
     ("sqlite://agent.db", "bad SQLite URL"),
     ("sqlite:///", "no file path"),
     ("postgres://db.example/agent", "unsupported store URL"),
-    ("agent.db", "unsupported store URL"),
     ("bolt://", "no host"),
     ("neo4j://:7687", "no host"),
     ("bolt://graph.example:seven", "port must be a number"),
