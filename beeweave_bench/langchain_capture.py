@@ -201,6 +201,7 @@ def run(n: int = 100_000) -> tuple[list[dict[str, Any]], dict[str, Any]]:
         "meets_target": ratio <= 2.0,
         "callbacks_per_turn": CALLBACKS_PER_TURN,
         "events_written": stats["written"],
+        "capture_stats": stats,
         "drain_after_s": round(drain, 3),
         "note": "vector indexing off (index=False): it runs on its own thread; see bench ingest",
     }

@@ -26,5 +26,6 @@ def test_capture_bench_runs_all_cases(tmp_path):
     ]
     assert all(r["median_us"] > 0 for r in doc["rows"])
     p = doc["params"]
-    assert p["framework"] == "langchain" and p["events_written"] > 1600 // 8 * 4
+    assert p["framework"] == "langchain"
+    assert p["events_written"] > 1600 // 8 * 4, p["capture_stats"]
     assert isinstance(p["handler_vs_tracer_overhead"], float) and "meets_target" in p
