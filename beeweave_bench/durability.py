@@ -278,6 +278,7 @@ def purge_sibling_run(tmp: Path, n: int = 30, *, dies_after_purge: bool = False)
         pending = _spooled(spool, weave.bus.spool_path)
         if dies_after_purge:
             os.kill(child.proc.pid, signal.SIGSTOP)
+            _wait_stopped(child.proc.pid)  # before the lock is freed: it must not take it
         else:
             child.proc.kill()
             child.proc.wait(60)
@@ -297,6 +298,22 @@ def purge_sibling_run(tmp: Path, n: int = 30, *, dies_after_purge: bool = False)
         "resurrected": len(back),
         "copies refused at replay": refused,
     }
+
+
+def _wait_stopped(pid: int, timeout: float = 10.0) -> None:
+    """Until the kernel shows ``pid`` stopped: SIGSTOP is delivered, not obeyed, by
+    ``kill``, and a sibling still running could take the write lock and freeze holding
+    it (a purge then waits out the busy timeout)."""
+    stat = Path(f"/proc/{pid}/stat")
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            if stat.read_text().rsplit(")", 1)[1].split()[0] == "T":
+                return
+        except (OSError, IndexError):  # no /proc (not Linux): give the signal a moment
+            time.sleep(0.5)
+            return
+        time.sleep(0.01)
 
 
 def _spooled(folder: Path, own: Path) -> int:
