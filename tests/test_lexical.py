@@ -112,6 +112,15 @@ def test_chinese_words_are_found(loaded):
     assert "zh3" not in ids(loaded.search_text("数据管道"))[:1]
 
 
+def test_a_one_character_chinese_word_finds_the_compound_that_holds_it(store):
+    """A question says 车 where the turn said 班车 and 发车: they share no jieba word,
+    only characters, which the index holds too (and the query asks for)."""
+    store.append([ev(i, s, t) for i, s, t in DOCS] + [ev("zh4", "s2", "周六的班车改到八点发车。")])
+    assert ids(store.search_text("车几点走？"))[:1] == ["zh4"]
+    # a whole word still outranks a stray shared character
+    assert ids(store.search_text("数据管道"))[0] == "zh1"
+
+
 def test_plain_unicode61_cannot_find_chinese(tmp_path: Path):
     """Why BeeWeave segments: SQLite's default tokenizer keeps a Chinese sentence whole."""
     db = sqlite3.connect(tmp_path / "plain.db")
@@ -221,6 +230,28 @@ def test_old_database_is_migrated_and_indexed(tmp_path: Path):
         assert store.schema_version >= 3
         assert ids(store.search_text("JOB-1234")) == ["old"]
         assert ids(store.search_text("批次")) == ["old"]
+    finally:
+        store.close()
+
+
+def test_a_v7_index_without_chinese_characters_is_rebuilt_on_open(tmp_path: Path):
+    """A file whose index holds jieba's words only (as version 7 wrote it) gets the
+    characters too: its index is rebuilt from the events, the events untouched."""
+    path = tmp_path / "v7.db"
+    store = SQLiteEventStore(path, tenant="t")
+    store.append([ev("bus", "s1", "周六的班车改到八点发车。")])
+    assert store.sync_text_index() == 1
+    store.close()
+    db = sqlite3.connect(path)
+    rewritten = db.execute("UPDATE events_fts SET body = ?", ("周六 的 班车 改 到 八点 发车 。",))
+    assert rewritten.rowcount == 1
+    db.execute("UPDATE beeweave_meta SET value = '7' WHERE key = 'schema_version'")
+    db.commit()
+    db.close()
+    store = SQLiteEventStore(path, tenant="t")
+    try:
+        assert ids(store.search_text("车几点走？")) == ["bus"]
+        assert [e.content for e in store.timeline("s1")] == ["周六的班车改到八点发车。"]
     finally:
         store.close()
 

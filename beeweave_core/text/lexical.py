@@ -15,7 +15,13 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from beeweave_core.text.segment import STOPWORDS, bare_numbers, segment, unit_tokens
+from beeweave_core.text.segment import (
+    STOPWORDS,
+    bare_numbers,
+    han_characters,
+    segment,
+    unit_tokens,
+)
 from beeweave_core.text.stems import stem_strings
 
 __all__ = [
@@ -95,6 +101,9 @@ def query_terms(query: str) -> list[list[str]]:
                 add([t])
     for bare in bare_numbers(query):
         add([bare])
+    for g in list(groups):  # a Chinese word's characters (the index holds them too)
+        for c in han_characters(g[0]) if len(g) == 1 else ():
+            add([c])
     content = [g for g in groups if not (len(g) == 1 and g[0] in STOPWORDS)]
     return content or groups
 

@@ -8,7 +8,8 @@ same function wherever words are counted or matched (the FTS index and its queri
 BM25 in the context engine, the similarity of two statements):
 
 * Han runs go through ``jieba`` (search mode at index time, which also emits the
-  shorter words inside long ones); kana runs become character bigrams;
+  shorter words inside long ones, and every character of the run); kana runs become
+  character bigrams;
 * a number glued to a unit or word (``30s``, ``5k``, ``v2``) is also split
   (``30 s``), so the way a user types a number matters less.
 
@@ -31,6 +32,7 @@ __all__ = [
     "STOPWORDS",
     "WORDLIKE_CHAR",
     "bare_numbers",
+    "han_characters",
     "has_cjk",
     "segment",
     "tokens",
@@ -96,7 +98,21 @@ def _han_words(run: str, *, for_index: bool) -> list[str]:
     except ImportError:  # without jieba: character bigrams, the same on both sides
         return _bigrams(run)
     words = jieba.cut_for_search(run) if for_index else jieba.cut(run)
-    return [w for w in (w.strip() for w in words) if w]
+    out = [w for w in (w.strip() for w in words) if w]
+    if for_index:  # the characters too, so a question's one-character word finds them
+        singles = {w for w in out if len(w) == 1}
+        out += [c for c in run if c not in singles]
+    return out
+
+
+def han_characters(word: str) -> list[str]:
+    """The characters of a Chinese word of two or more, as extra query terms.
+
+    The index holds every Han character beside jieba's words, so a question that
+    words a thing differently (``车`` for ``车队``, ``上传`` for ``传到``) still shares
+    terms with the turn; BM25 weighs the shared characters by how rare they are.
+    """
+    return list(word) if len(word) > 1 and _HAN_RUN.fullmatch(word) else []
 
 
 def _bigrams(run: str) -> list[str]:

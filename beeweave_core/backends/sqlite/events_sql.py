@@ -7,7 +7,7 @@ take parameters; no user data is ever formatted into SQL text.
 
 #: Row of ``beeweave_meta`` holding this schema's version (see ``sqlite_db``).
 SCHEMA_KEY = "schema_version"
-SCHEMA_VERSION = 7
+SCHEMA_VERSION = 8
 
 #: (version, statements) applied in order by ``setup()``; never edit a released one.
 MIGRATIONS: list[tuple[int, list[str]]] = [
@@ -117,6 +117,14 @@ MIGRATIONS: list[tuple[int, list[str]]] = [
                 at REAL NOT NULL,
                 PRIMARY KEY (tenant, value, kind)
             )""",
+        ],
+    ),
+    (
+        8,
+        [
+            # the index holds every Chinese character beside jieba's words now
+            # (text/segment.py): emptied, it is rebuilt by FTS_CATCH_UP from the events
+            "DELETE FROM events_fts",
         ],
     ),
 ]
