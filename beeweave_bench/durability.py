@@ -505,27 +505,19 @@ def run(
         with tempfile.TemporaryDirectory() as tmp:
             rows.append({"scenario": name, **fn(Path(tmp))})
 
-    kill, term = signal.SIGKILL, signal.SIGTERM
-    scenario(
-        "SIGKILL, paced",
-        lambda t: kill_run(
-            t, mode="paced", sig=kill, n=100_000, pace=0.002, delay=rng.uniform(0.5, 1.5)
-        ),
-    )
-    scenario(
-        "SIGKILL, after a burst",
-        lambda t: kill_run(t, mode="burst", sig=kill, n=burst, pace=0, delay=rng.uniform(0.2, 1.2)),
-    )
-    scenario(
-        "SIGTERM, paced",
-        lambda t: kill_run(
-            t, mode="paced", sig=term, n=100_000, pace=0.002, delay=rng.uniform(0.5, 1.5)
-        ),
-    )
-    scenario(
-        "SIGTERM, after a burst",
-        lambda t: kill_run(t, mode="burst", sig=term, n=burst, pace=0, delay=rng.uniform(0.2, 1.2)),
-    )
+    for sig in (signal.SIGKILL, signal.SIGTERM):
+        scenario(
+            f"{sig.name}, paced",
+            lambda t, sig=sig: kill_run(
+                t, mode="paced", sig=sig, n=100_000, pace=0.002, delay=rng.uniform(0.5, 1.5)
+            ),
+        )
+        scenario(
+            f"{sig.name}, after a burst",
+            lambda t, sig=sig: kill_run(
+                t, mode="burst", sig=sig, n=burst, pace=0, delay=rng.uniform(0.2, 1.2)
+            ),
+        )
     scenario("SQLite write lock held", sqlite_lock_run)
     scenario("poison inputs", poison_run)
     scenario("purge, then SIGKILL", purge_run)
