@@ -73,6 +73,13 @@ EN: tuple[tuple[str, str], ...] = (
     ("got it, thanks!", "ack"),
     ("no thanks, I'll pass", "decline"),
     ("Ugh, traffic was horrible today", "chatter"),
+    # chat that drops its question marks and full stops
+    ("did the pottery kiln ever get fixed", "question"),
+    ("is anyone using the spare room this weekend", "question"),
+    ("how much do we still owe the dog walker", "question"),
+    ("can you check whether the school trip form went in", "task"),
+    ("ugh the train was packed again", "chatter"),
+    ("rent goes to me by the 5th of each month from now on", "constraint"),
 )
 
 ZH: tuple[tuple[str, str], ...] = (
@@ -131,4 +138,11 @@ ZH: tuple[tuple[str, str], ...] = (
     ("收到", "ack"),
     ("不用了", "decline"),
     ("好暖心啊", "chatter"),
+    # 不打问号、不打句号的聊天
+    ("陶艺课的窑修好了吗", "question"),
+    ("这周末有人用客房不", "question"),
+    ("遛狗的钱我们还欠多少", "question"),
+    ("帮我看下春游的回执交了没", "task"),
+    ("今天地铁挤得要命", "chatter"),
+    ("以后房租统一每月 5 号前转给我", "constraint"),
 )

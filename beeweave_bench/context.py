@@ -13,6 +13,10 @@ counts of the whole message list.  Probes carry a ``kind`` (``updated``, ``rejec
 BeeWeave sees the conversation as an agent run would, through the capture bus with the
 product's defaults (semantic recall on): turn by turn, a model call's ``assemble``
 after each user turn, and maintenance caught up by the time the late question comes.
+Maintenance is waited for after each turn, as a worker that keeps up would be: the
+memories it writes take store seqs (shown as ``#n`` labels) right after their turn, so
+a run repeats exactly (a worker left to its own timing gives the same content, with
+labels, and so token counts, that vary by a few).
 ``beeweave (cold)`` captures everything and asks at once: the read never waits, so it
 shows what a first call gets while maintenance is still behind.  The fit check: with a
 budget above the whole history, the context must be every turn verbatim and in order.
@@ -196,6 +200,8 @@ def _beeweave(
             record_messages(weave, sid, [turns[i]], user_id=f"user-{sid}", key_prefix=f"t{i}")
             if not cold and turns[i]["role"] == "user":  # the model call this turn asks for
                 weave.assemble(sid, budget_tokens=budget, counter=counter)
+            if not cold:  # a worker that keeps up: memories are stored right after their
+                weave.context.update(sid)  # turn, so store seqs (and labels) repeat run to run
     finally:
         weave.close()
     return rows

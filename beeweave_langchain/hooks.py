@@ -16,7 +16,7 @@ and which events the model call consumed.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping, MutableMapping, Sequence
 from typing import Any
 
 from langchain_core.messages import AIMessage, BaseMessage, convert_to_messages
@@ -42,34 +42,63 @@ def checkpointed(config: Mapping[str, Any] | None) -> bool:
 
 
 def assembled_messages(
-    ctx: AssembledContext, known: Mapping[str, BaseMessage] | None = None
+    ctx: AssembledContext,
+    known: Mapping[str, BaseMessage] | None = None,
+    reuse: MutableMapping[str, BaseMessage] | None = None,
 ) -> list[BaseMessage]:
     """An :class:`~beeweave_core.context.AssembledContext` as LangChain messages, ids set.
 
     ``known``: event id -> the caller's own message for it (the graph state's); one the
     assembly hands on unchanged is copied rather than rebuilt, which skips validating
-    every message of a long thread on every model call."""
-    out: list[BaseMessage] = []
-    tag = {BEEWEAVE_KWARG: {"retrieval_event_id": ctx.retrieval_event_id}}
+    every message of a long thread on every model call.  ``reuse``: the copies a hook
+    handed out before (event id -> message), kept by the caller: a turn unchanged since
+    is handed out again instead of copied on every call.  The first message carries
+    the call's accounts (``additional_kwargs["beeweave"]``: the retrieval record the
+    callback handler links the model call to)."""
+    tag = {"retrieval_event_id": ctx.retrieval_event_id}
     ids = ctx.message_ids or [None] * len(ctx.messages)
+    out: list[BaseMessage] = []
     for n, (d, eid) in enumerate(zip(ctx.messages, ids, strict=True)):
         mid = f"{STORED_ID_PREFIX}{eid or f'~{ctx.session_id}:{n}'}"
-        mine = (known or {}).get(eid) if eid else None
-        if mine is not None and _same(mine, d):
-            out.append(
-                mine.model_copy(
-                    update={
-                        "id": mid,
-                        "name": d.get("name"),  # as counted
-                        "additional_kwargs": {**mine.additional_kwargs, **tag},
-                    }
-                )
-            )
-            continue
-        msg = dict_to_message({**d, "id": mid})
-        msg.additional_kwargs[BEEWEAVE_KWARG] = tag[BEEWEAVE_KWARG]
+        msg = _handed_before(reuse, eid, d) or _copy_of(known, eid, d, mid)
+        if msg is None:
+            msg = dict_to_message({**d, "id": mid})
+            msg.additional_kwargs[BEEWEAVE_KWARG] = tag
+        elif reuse is not None and eid:
+            if len(reuse) >= _REUSE_MAX:
+                reuse.clear()
+            reuse[eid] = msg
         out.append(msg)
+    if out and out[0].additional_kwargs.get(BEEWEAVE_KWARG) is not tag:
+        first = out[0]
+        out[0] = first.model_copy(
+            update={"additional_kwargs": {**first.additional_kwargs, BEEWEAVE_KWARG: tag}}
+        )
     return out
+
+
+#: Copies a hook keeps for handing out again (a long thread's turns; then it starts over).
+_REUSE_MAX = 8_192
+
+
+def _handed_before(
+    reuse: Mapping[str, BaseMessage] | None, eid: str | None, d: Mapping[str, Any]
+) -> BaseMessage | None:
+    msg = reuse.get(eid) if reuse is not None and eid else None
+    return msg if msg is not None and msg.name == d.get("name") and _same(msg, d) else None
+
+
+def _copy_of(
+    known: Mapping[str, BaseMessage] | None, eid: str | None, d: Mapping[str, Any], mid: str
+) -> BaseMessage | None:
+    """The caller's own message for ``eid`` with BeeWeave's id, if it says what ``d`` says."""
+    mine = known.get(eid) if known is not None and eid else None
+    if mine is None or not _same(mine, d):
+        return None
+    kwargs = {k: v for k, v in mine.additional_kwargs.items() if k != BEEWEAVE_KWARG}
+    return mine.model_copy(
+        update={"id": mid, "name": d.get("name"), "additional_kwargs": kwargs}  # name as counted
+    )
 
 
 def _same(msg: BaseMessage, d: Mapping[str, Any]) -> bool:
@@ -131,6 +160,7 @@ class BeeWeaveContextHook:
         self._source = {"framework": "langchain", "component": "context_hook"}
         #: The last assembly, for inspection (tokens per layer, provenance, compaction).
         self.last: Any = None
+        self._handed: dict[str, BaseMessage] = {}  # event id -> the copy handed out
 
     def session(self, thread_id: Any = None) -> str:
         """The session to read and record: ``session_id`` if given, else the run's thread."""
@@ -195,7 +225,7 @@ class BeeWeaveContextHook:
             **self.assemble_kw,
         )
         self.last = ctx
-        return assembled_messages(ctx, known)
+        return assembled_messages(ctx, known, self._handed)
 
     async def acontext(
         self, session_id: str, messages: Sequence[BaseMessage], *, branch: bool = False

@@ -96,9 +96,13 @@ def test_with_handler_each_message_once_and_model_calls_link_the_assembly(weave_
     retrievals = {e.id for e in tl if e.type == EventType.RETRIEVAL}
     calls_ = [e for e in tl if e.type == EventType.MODEL_CALL]
     assert len(calls_) == 9
+    given = []
     for c in calls_:  # each model call points at the assembly it was given
         linked = {e.dst for e in weave.store.edges(event_id=c.id, types=[EdgeType.REFERS_TO])}
         assert len(linked) == 1 and linked <= retrievals
+        given += linked
+    # its own one: turns handed out again from an earlier call never carry that call's id
+    assert len(set(given)) == len(calls_)
     # the messages the model saw map back to stored events
     seen = events_of(weave, model.received[-1])
     assert seen and seen[-1].type == EventType.TOOL_RESULT

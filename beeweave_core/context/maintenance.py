@@ -111,6 +111,9 @@ class Maintenance:
         self._closing = False
         self._thread: threading.Thread | None = None
         self._busy: str | None = None  # the session a step is working on
+        #: something was stored since the full-text index was last brought up to date
+        #: (a read's own search catches up what other processes stored)
+        self._text_due = True
         #: test hook: held while a step runs (a test holds it to keep a step open)
         self.step_lock = threading.Lock()
         compactor.pause = self._give_way
@@ -143,7 +146,9 @@ class Maintenance:
     # ----------------------------------------------------------- the write side
     def notify(self, events: Iterable[Event]) -> None:
         """A stored batch (the bus's listener, on its writer thread): quick, no reads."""
-        sids = {e.session_id for e in events if e.type in _DUE_TYPES}
+        batch = list(events)
+        self._text_due = self._text_due or bool(batch)
+        sids = {e.session_id for e in batch if e.type in _DUE_TYPES}
         if sids:
             with self._cond:
                 for sid in sids:
@@ -265,6 +270,7 @@ class Maintenance:
             if cursor < view.last_turn:
                 upto = min(cursor + CHUNK, view.last_turn)
                 written = self.memory.process(sid, upto=upto, pause=self._between)
+                self._text_due = self._text_due or bool(written)
                 if job is not None:
                     job.written += written
                 more = more or self.memory.cursor(sid) < view.last_turn
@@ -287,8 +293,10 @@ class Maintenance:
         path, and without a vector indexer nothing else would before a read), in small
         batches that give way to reads."""
         sync = getattr(self.views.store, "sync_text_index", None)
-        if sync is not None:
-            sync(TEXT_BATCH, go_on=self._may_go_on)
+        if sync is None or not self._text_due:
+            return
+        self._text_due = False  # (a batch stored from here on sets it again)
+        sync(TEXT_BATCH, go_on=self._may_go_on)
 
     def _may_go_on(self) -> bool:
         self._give_way()
