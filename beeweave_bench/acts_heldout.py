@@ -80,6 +80,12 @@ EN: tuple[tuple[str, str], ...] = (
     ("can you check whether the school trip form went in", "task"),
     ("ugh the train was packed again", "chatter"),
     ("rent goes to me by the 5th of each month from now on", "constraint"),
+    # standing instructions worded as requests, beside one-off requests
+    ("from here on, copy me on anything that goes to the landlord", "preference"),
+    ("going forward just ring me if the vet calls, don't email", "preference"),
+    ("from now on never book me anything before 10", "constraint"),
+    ("Check the tyre pressure tomorrow morning.", "task"),
+    ("send the slides to Hugo tonight", "task"),
 )
 
 ZH: tuple[tuple[str, str], ...] = (
@@ -145,4 +151,10 @@ ZH: tuple[tuple[str, str], ...] = (
     ("帮我看下春游的回执交了没", "task"),
     ("今天地铁挤得要命", "chatter"),
     ("以后房租统一每月 5 号前转给我", "constraint"),
+    # 说成请求的长期安排，和一次性的请求
+    ("以后房东那边的消息都抄送我一份", "preference"),
+    ("往后宠物医院来电话就直接打给我，别发短信", "preference"),
+    ("从现在开始，十点前别给我排任何事", "constraint"),
+    ("明早帮我查一下胎压", "task"),
+    ("今晚把幻灯片发给雨果", "task"),
 )

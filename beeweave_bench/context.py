@@ -69,10 +69,13 @@ def openai_message(turn: dict[str, Any]) -> dict[str, Any]:
     m: dict[str, Any] = {"role": turn["role"], "content": turn.get("content") or ""}
     if turn.get("tool_calls"):
         m["tool_calls"] = [
-            {"id": c["id"], "type": "function",
-             "function": {"name": c["name"], "arguments": json.dumps(c.get("args", {}))}}
+            {
+                "id": c["id"],
+                "type": "function",
+                "function": {"name": c["name"], "arguments": json.dumps(c.get("args", {}))},
+            }
             for c in turn["tool_calls"]
-        ]  # fmt: skip
+        ]
     if turn["role"] == "tool":
         m["tool_call_id"] = turn.get("tool_call_id", "")
     return m
@@ -120,8 +123,15 @@ def _trim(
         return counter.count_messages(convert_to_openai_messages(list(msgs)))
 
     lc = convert_to_messages(messages)
-    kept = trim_messages(lc, max_tokens=budget, token_counter=count, strategy="last",
-                         include_system=True, start_on="human", allow_partial=False)  # fmt: skip
+    kept = trim_messages(
+        lc,
+        max_tokens=budget,
+        token_counter=count,
+        strategy="last",
+        include_system=True,
+        start_on="human",
+        allow_partial=False,
+    )
     return convert_to_openai_messages(kept)
 
 
@@ -139,8 +149,9 @@ def _buffer(
         if m.get("tool_call_id"):
             extra["tool_call_id"] = m["tool_call_id"]
         history.append(ChatMessage(role=m["role"], content=m["content"], additional_kwargs=extra))
-    memory = ChatMemoryBuffer.from_defaults(chat_history=history, token_limit=budget,
-                                            tokenizer_fn=counter.encode)  # fmt: skip
+    memory = ChatMemoryBuffer.from_defaults(
+        chat_history=history, token_limit=budget, tokenizer_fn=counter.encode
+    )
     out = []
     for cm in memory.get(input=query):
         m = {"role": cm.role.value, "content": cm.content or ""}
@@ -190,10 +201,19 @@ def _beeweave(
                 ms = (time.perf_counter() - t0) * 1000
                 retained, stale, stale_any = score_all(ctx.text(), probe)
                 full = counter.count_messages([openai_message(t) for t in turns[:i]])
-                rows.append({"probe": idx, "retained": retained, "stale": stale,
-                             "stale_any": stale_any, "tokens": ctx.total_tokens,
-                             "full_tokens": full, "ms": ms, "layers": ctx.tokens_by_layer,
-                             "compaction": (ctx.compaction or {}).get("stats")})  # fmt: skip
+                rows.append(
+                    {
+                        "probe": idx,
+                        "retained": retained,
+                        "stale": stale,
+                        "stale_any": stale_any,
+                        "tokens": ctx.total_tokens,
+                        "full_tokens": full,
+                        "ms": ms,
+                        "layers": ctx.tokens_by_layer,
+                        "compaction": (ctx.compaction or {}).get("stats"),
+                    }
+                )
                 nxt += 1
             if i == len(turns):
                 break
@@ -222,8 +242,11 @@ def _verbatim(messages: list[dict[str, Any]]) -> list[tuple[str, str, str]]:
             out.append([fn.get("name"), args])
         return json.dumps(out, sort_keys=True)
 
-    return [(m["role"], str(m.get("content") or ""), calls(m))
-            for m in messages if m["role"] != "system"]  # fmt: skip
+    return [
+        (m["role"], str(m.get("content") or ""), calls(m))
+        for m in messages
+        if m["role"] != "system"
+    ]
 
 
 def _fit(scn: dict[str, Any], counter: TokenCounter, tmp: str) -> dict[str, Any]:
@@ -240,8 +263,13 @@ def _fit(scn: dict[str, Any], counter: TokenCounter, tmp: str) -> dict[str, Any]
     finally:
         weave.close()
     want = _verbatim(msgs)
-    return {"scenario": scn["id"], "turns": len(msgs), "tokens": ctx.total_tokens,
-            "full_tokens": full, "verbatim": _verbatim(ctx.messages) == want}  # fmt: skip
+    return {
+        "scenario": scn["id"],
+        "turns": len(msgs),
+        "tokens": ctx.total_tokens,
+        "full_tokens": full,
+        "verbatim": _verbatim(ctx.messages) == want,
+    }
 
 
 def _short_session(scn: dict[str, Any], counter: TokenCounter, tmp: str) -> dict[str, Any] | None:
@@ -268,9 +296,13 @@ def _short_session(scn: dict[str, Any], counter: TokenCounter, tmp: str) -> dict
         ctx = weave.context.assemble(sid, budget_tokens=budget, counter=counter)
     finally:
         weave.close()
-    return {"scenario": scn["id"], "turns": len(msgs), "tokens": ctx.total_tokens,
-            "full_tokens": counter.count_messages(msgs),
-            "verbatim": _verbatim(ctx.messages) == _verbatim(msgs)}  # fmt: skip
+    return {
+        "scenario": scn["id"],
+        "turns": len(msgs),
+        "tokens": ctx.total_tokens,
+        "full_tokens": counter.count_messages(msgs),
+        "verbatim": _verbatim(ctx.messages) == _verbatim(msgs),
+    }
 
 
 def _short_row(cases: list[dict[str, Any]], name: str, kind: str) -> dict[str, Any]:
@@ -316,10 +348,20 @@ def run(directory: str | Path) -> tuple[list[dict[str, Any]], list[dict[str, Any
                     from beeweave_core.context.messages import message_text
 
                     retained, stale, stale_any = score_all(message_text(out), probe)
-                    details.append({**base, "system": system, "probe": idx, "kind": kinds[idx],
-                                    "retained": retained, "stale": stale, "stale_any": stale_any,
-                                    "tokens": counter.count_messages(out),
-                                    "full_tokens": full, "ms": ms})  # fmt: skip
+                    details.append(
+                        {
+                            **base,
+                            "system": system,
+                            "probe": idx,
+                            "kind": kinds[idx],
+                            "retained": retained,
+                            "stale": stale,
+                            "stale_any": stale_any,
+                            "tokens": counter.count_messages(out),
+                            "full_tokens": full,
+                            "ms": ms,
+                        }
+                    )
     rows = by_kind(details)
     rows.append(_short_row(short, "beeweave (short session)", "history fits"))
     rows.append(_short_row(fits, "beeweave (fit check)", "budget above history"))
@@ -350,8 +392,10 @@ def by_kind(details: list[dict[str, Any]]) -> list[dict[str, Any]]:
         mine = [d for d in details if d["system"] == system]
         rows.append(_aggregate(system, "all", mine))
         if len(kinds) > 1:
-            rows += [_aggregate(system, k, [d for d in mine if d.get("kind", "plain") == k])
-                     for k in kinds]  # fmt: skip
+            rows += [
+                _aggregate(system, k, [d for d in mine if d.get("kind", "plain") == k])
+                for k in kinds
+            ]
     return rows
 
 

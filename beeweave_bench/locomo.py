@@ -336,8 +336,16 @@ def run(
     try:
         weave = Weave.open(url, tenant=tenant, spool_dir=root / "spool", embeddings=embeddings)
         try:
-            tallies = _run_all(weave, convs, embeddings, summary, systems=systems, ks=ks,
-                               limit=limit, say=progress or (lambda _m: None))  # fmt: skip
+            tallies = _run_all(
+                weave,
+                convs,
+                embeddings,
+                summary,
+                systems=systems,
+                ks=ks,
+                limit=limit,
+                say=progress or (lambda _m: None),
+            )
         finally:
             if store_url is not None:
                 purge_bench_data(weave.store)  # leave a shared server as it was
@@ -507,8 +515,10 @@ def cv_notes(summary: Mapping[str, Any]) -> list[str]:
         f"held-out {f['held_out_score']:.3f})"
         for f in cv["folds"]
     ]
-    out.append(f"chosen on all: {cv['chosen_on_all']} (shipped default: "
-               f"{'the same' if cv['default_is_chosen'] else 'DIFFERENT'})")  # fmt: skip
+    out.append(
+        f"chosen on all: {cv['chosen_on_all']} (shipped default: "
+        f"{'the same' if cv['default_is_chosen'] else 'DIFFERENT'})"
+    )
     return out
 
 
@@ -545,9 +555,13 @@ def fusion_grid(base: RetrievalConfig) -> dict[str, RetrievalConfig]:
         name += f" neighbour_decay={decay:g}" if graph and near > 1 else ""
         for boost, fb in itertools.product(CV_AUTHOR_BOOST, CV_FEEDBACK):
             grid[f"{name} author_boost={boost:g} feedback={fb:g}"] = replace(
-                base, weights={**weights, "feedback": fb}, rrf_k=rrf_k, neighbours=near,
-                neighbour_decay=decay, author_boost=boost,
-            )  # fmt: skip
+                base,
+                weights={**weights, "feedback": fb},
+                rrf_k=rrf_k,
+                neighbours=near,
+                neighbour_decay=decay,
+                author_boost=boost,
+            )
     return grid
 
 
@@ -582,10 +596,12 @@ class CrossValidation:
     def summary(self, default: RetrievalConfig) -> dict[str, Any]:
         """The folds, and whether the shipped default is what all of them together pick."""
         same = self.settings == {
-            "weights": dict(default.weights), "rrf_k": default.rrf_k,
-            "neighbours": default.neighbours, "neighbour_decay": default.neighbour_decay,
+            "weights": dict(default.weights),
+            "rrf_k": default.rrf_k,
+            "neighbours": default.neighbours,
+            "neighbour_decay": default.neighbour_decay,
             "author_boost": default.author_boost,
-        }  # fmt: skip
+        }
         return {
             "folds": [
                 {
@@ -595,7 +611,7 @@ class CrossValidation:
                     "held_out_score": round(f.held, 4),
                 }
                 for f in self.folds
-            ],  # fmt: skip
+            ],
             "chosen_on_all": self.chosen_all,
             "default_is_chosen": same,
         }
@@ -637,7 +653,10 @@ def cross_validate(
     cv.chosen_all = crossval.choose(table, list(asked))
     chosen = grid[cv.chosen_all]
     cv.settings = {
-        "weights": dict(chosen.weights), "rrf_k": chosen.rrf_k, "neighbours": chosen.neighbours,
-        "neighbour_decay": chosen.neighbour_decay, "author_boost": chosen.author_boost,
-    }  # fmt: skip
+        "weights": dict(chosen.weights),
+        "rrf_k": chosen.rrf_k,
+        "neighbours": chosen.neighbours,
+        "neighbour_decay": chosen.neighbour_decay,
+        "author_boost": chosen.author_boost,
+    }
     return cv

@@ -90,12 +90,16 @@ def lines_of(conv: Conversation, raw: dict[str, Any]) -> list[Line]:
     out = []
     n = 1
     while f"session_{n}" in raw or f"session_{n}_date_time" in raw:
-        start = parse_date(raw[f"session_{n}_date_time"]).timestamp() if raw.get(
-            f"session_{n}_date_time") else 0.0  # fmt: skip
+        start = (
+            parse_date(raw[f"session_{n}_date_time"]).timestamp()
+            if raw.get(f"session_{n}_date_time")
+            else 0.0
+        )
         for i, t in enumerate(raw.get(f"session_{n}") or []):
             role = "user" if t["speaker"] == first else "assistant"
-            out.append(Line(t["dia_id"], n, role, str(t.get("text", "")), start + i,
-                            str(t["speaker"])))  # fmt: skip
+            out.append(
+                Line(t["dia_id"], n, role, str(t.get("text", "")), start + i, str(t["speaker"]))
+            )
         n += 1
     return out
 
@@ -168,9 +172,15 @@ def _as_of(weave: Weave, now: float) -> None:
 def _capture(weave: Weave, conv: str, lines: Sequence[Line], mode: str) -> None:
     for ln in lines:
         sid = conv if mode == "one session" else f"{conv}/session_{ln.session}"
-        weave.emit(f"{ln.role}_message", ln.text, session_id=sid, role=ln.role,
-                   meta={"user_id": conv, "name": ln.speaker}, key=f"{mode}:{ln.dia_id}",
-                   ts=ln.ts)  # fmt: skip
+        weave.emit(
+            f"{ln.role}_message",
+            ln.text,
+            session_id=sid,
+            role=ln.role,
+            meta={"user_id": conv, "name": ln.speaker},
+            key=f"{mode}:{ln.dia_id}",
+            ts=ln.ts,
+        )
 
 
 def run_conversation(
@@ -235,12 +245,16 @@ def run(
             for conv in convs:
                 tag = mode.replace(" ", "-")
                 url = f"sqlite:///{tmp}/{conv.name}-{tag}.db"
-                weave = (open_weave(url, tmp) if open_weave is not None else
-                         Weave.open(url, tenant="locomo", spool_dir=f"{tmp}/spool"))  # fmt: skip
+                weave = (
+                    open_weave(url, tmp)
+                    if open_weave is not None
+                    else Weave.open(url, tenant="locomo", spool_dir=f"{tmp}/spool")
+                )
                 try:
                     say(f"{mode}: {conv.name}")
-                    run_conversation(weave, conv, _raw(data, conv.name), mode, budget, c,
-                                     tallies, limit)  # fmt: skip
+                    run_conversation(
+                        weave, conv, _raw(data, conv.name), mode, budget, c, tallies, limit
+                    )
                 finally:
                     weave.close()
             rows += _rows(mode, tallies)
@@ -261,12 +275,18 @@ def _rows(mode: str, tallies: dict[str, dict[int, Tally]]) -> list[dict[str, Any
         for label, parts in groups:
             ev = [x for p in parts for x in p.evidence]
             ms = [x for p in parts for x in p.ms]
-            rows.append({
-                "mode": mode, "system": system, "category": label, "n": len(ev),
-                "evidence": _mean(ev), "answer": _mean([x for p in parts for x in p.answer]),
-                "answer_n": sum(len(p.answer) for p in parts),
-                "tokens": _mean([x for p in parts for x in p.tokens]),
-                "p50 ms": median(ms) if any(ms) else float("nan"),
-                "p95 ms": percentile(ms, 95) if any(ms) else float("nan"),
-            })  # fmt: skip
+            rows.append(
+                {
+                    "mode": mode,
+                    "system": system,
+                    "category": label,
+                    "n": len(ev),
+                    "evidence": _mean(ev),
+                    "answer": _mean([x for p in parts for x in p.answer]),
+                    "answer_n": sum(len(p.answer) for p in parts),
+                    "tokens": _mean([x for p in parts for x in p.tokens]),
+                    "p50 ms": median(ms) if any(ms) else float("nan"),
+                    "p95 ms": percentile(ms, 95) if any(ms) else float("nan"),
+                }
+            )
     return rows

@@ -169,8 +169,17 @@ def run(
     for held in convs:
         s = choose([c for c in convs if c is not held])
         missed, merged = errors(held, s)
-        rows.append({"held_out": held.name, "threshold": s.threshold, "statements": len(held.said),
-                     "old": len(held.old), "missed": missed, "labelled": len(held.after), "merged": merged})  # fmt: skip
+        rows.append(
+            {
+                "held_out": held.name,
+                "threshold": s.threshold,
+                "statements": len(held.said),
+                "old": len(held.old),
+                "missed": missed,
+                "labelled": len(held.after),
+                "merged": merged,
+            }
+        )
     final = choose(convs)
     if write is not None:
         final.save(write)

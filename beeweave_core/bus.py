@@ -202,7 +202,9 @@ class ContextBus:
         #: (the vector indexer and the memory writer hang off this).
         self.listeners: list[Listener] = []
         self._orphans = self._spool.orphans()
-        self._jthread = threading.Thread(target=self._journal_loop, name="beeweave-journal", daemon=True)  # fmt: skip
+        self._jthread = threading.Thread(
+            target=self._journal_loop, name="beeweave-journal", daemon=True
+        )
         self._sthread = threading.Thread(
             target=self._store_loop, name="beeweave-store", daemon=True
         )
@@ -247,12 +249,23 @@ class ContextBus:
         self._refused_seen = 0
         self._stats: dict[str, int] = dict.fromkeys(
             (
-                "emitted", "journaled", "written", "duplicates", "coalesced", "dropped_low",
-                "overflowed", "spooled", "replayed", "refused", "refused_unkept", "purged_copies",
-                "store_errors", "emit_errors",
+                "emitted",
+                "journaled",
+                "written",
+                "duplicates",
+                "coalesced",
+                "dropped_low",
+                "overflowed",
+                "spooled",
+                "replayed",
+                "refused",
+                "refused_unkept",
+                "purged_copies",
+                "store_errors",
+                "emit_errors",
             ),
             0,
-        )  # fmt: skip
+        )
 
     # ------------------------------------------------------------ caller side
     def emit(
@@ -645,8 +658,10 @@ class ContextBus:
                 self._add_built(batch, it)
             return
         payload["coalesced"] = {
-            "fragments": len(group), "first_ts": first[_TS], "last_ts": group[-1][_TS],
-        }  # fmt: skip
+            "fragments": len(group),
+            "first_ts": first[_TS],
+            "last_ts": group[-1][_TS],
+        }
         merged = first[:_CONTENT] + (text,) + first[_CONTENT + 1 : _PAYLOAD] + (payload,)
         self._stats["coalesced"] += len(group) - 1
         self._add_built(batch, merged + first[_PAYLOAD + 1 :])
@@ -677,15 +692,27 @@ class ContextBus:
             )
         links = it[_LINKS]
         return {
-            "id": it[_ID], "tenant": self.tenant, "session_id": it[_SID], "seq": -1,
-            "type": it[_TYPE], "role": it[_ROLE], "content": content,
-            "payload": to_jsonable(payload), "ts": it[_TS], "parents": list(it[_PARENTS] or ()),
-            "links": {_as_str(k.value if isinstance(k, EdgeType) else k): list(v)
-                      for k, v in links.items()} if links else {},
+            "id": it[_ID],
+            "tenant": self.tenant,
+            "session_id": it[_SID],
+            "seq": -1,
+            "type": it[_TYPE],
+            "role": it[_ROLE],
+            "content": content,
+            "payload": to_jsonable(payload),
+            "ts": it[_TS],
+            "parents": list(it[_PARENTS] or ()),
+            "links": {
+                _as_str(k.value if isinstance(k, EdgeType) else k): list(v)
+                for k, v in links.items()
+            }
+            if links
+            else {},
             "meta": to_jsonable(dict(it[_META] or {})),
-            "source": to_jsonable(dict(it[_SOURCE] or {})), "status": "active",
+            "source": to_jsonable(dict(it[_SOURCE] or {})),
+            "status": "active",
             "status_reason": None,
-        }  # fmt: skip
+        }
 
     def redact(self, value: T) -> T:
         """``value`` with personal data replaced (counted in ``stats()["redacted"]``, never
@@ -999,8 +1026,9 @@ class ContextBus:
         self._stats["refused"] += len(records)
         first = records[0]["error"]
         more = f" and {len(records) - 1} more" if len(records) > 1 else ""
-        log.error("beeweave: event refused (%s)%s; kept in %s", first[:200], more,
-                  self.dead_letter_path)  # fmt: skip
+        log.error(
+            "beeweave: event refused (%s)%s; kept in %s", first[:200], more, self.dead_letter_path
+        )
         try:
             self._dead.add(records)
         except Exception:
@@ -1018,9 +1046,10 @@ class ContextBus:
         else:
             eid = sid = user = None
         return {
-            "at": time.time(), "error": reason,
+            "at": time.time(),
+            "error": reason,
             "id": eid if isinstance(eid, str) else None,
             "session_id": sid if isinstance(sid, str) else None,
             "user_id": user if isinstance(user, str) else None,
             "item": self.redact(_raw(item)),
-        }  # fmt: skip
+        }

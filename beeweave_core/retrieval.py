@@ -182,10 +182,16 @@ class Hit:
         """The hit's provenance as flat metadata, for framework documents and nodes."""
         ev, prov = self.event, self.provenance
         md: dict[str, Any] = {
-            "event_id": ev.id, "session_id": ev.session_id, "seq": ev.seq,
-            "type": ev.type.value, "role": ev.role, "ts": ev.ts, "time": ev.time.isoformat(),
-            "score": self.score, "source": "beeweave",
-        }  # fmt: skip
+            "event_id": ev.id,
+            "session_id": ev.session_id,
+            "seq": ev.seq,
+            "type": ev.type.value,
+            "role": ev.role,
+            "ts": ev.ts,
+            "time": ev.time.isoformat(),
+            "score": self.score,
+            "source": "beeweave",
+        }
         if prov.via:
             md["via"] = list(prov.via)
         if prov.duplicates:
@@ -468,8 +474,12 @@ class Retriever:
         if k <= 0:
             return []
         query = bounded_query(query)
-        return self.fuse(self._rankings(query, session_id, user_id, filters, paths, scope, now,
-                                        config, overrides), k)  # fmt: skip
+        return self.fuse(
+            self._rankings(
+                query, session_id, user_id, filters, paths, scope, now, config, overrides
+            ),
+            k,
+        )
 
     def rankings(
         self,
@@ -491,8 +501,9 @@ class Retriever:
         needs.  Arguments as :meth:`retrieve`.
         """
         _check_query(query)
-        return self._rankings(bounded_query(query), session_id, user_id, filters, paths, scope,
-                              now, config, overrides)  # fmt: skip
+        return self._rankings(
+            bounded_query(query), session_id, user_id, filters, paths, scope, now, config, overrides
+        )
 
     def _rankings(
         self,
@@ -629,9 +640,13 @@ class Retriever:
         found: dict[str, tuple[Event, float]] = {}
         for where in targets:
             for ev, score in search(
-                c.query, k=c.cfg.candidates, types=c.flt.type_set, since=since, until=until,
+                c.query,
+                k=c.cfg.candidates,
+                types=c.flt.type_set,
+                since=since,
+                until=until,
                 **where,
-            ):  # fmt: skip
+            ):
                 if sc.accepts(ev) and score > found.get(ev.id, (ev, float("-inf")))[1]:
                     found[ev.id] = (ev, score)
         c.seen.update((eid, ev) for eid, (ev, _) in found.items())
@@ -661,9 +676,12 @@ class Retriever:
         found: list[Event] = []
         for sid in order[:METADATA_SESSIONS]:  # most recent sessions first
             evs = self.store.timeline(
-                sid, since=flt.since_ts, until=flt.until_ts, types=flt.type_set,
+                sid,
+                since=flt.since_ts,
+                until=flt.until_ts,
+                types=flt.type_set,
                 last=c.cfg.candidates,
-            )  # fmt: skip
+            )
             found += [e for e in evs if flt.accepts(e)]
         found.sort(key=lambda e: -e.ts)
         found = found[: c.cfg.candidates]

@@ -95,8 +95,11 @@ def _model_name(model_dict: Any) -> str | None:
 
 def _usage(response: Any) -> dict[str, Any]:
     """Token usage a provider reported (OpenAI-style ``additional_kwargs`` or ``raw.usage``)."""
-    out = {k: v for k, v in (getattr(response, "additional_kwargs", None) or {}).items()
-           if k.endswith("_tokens") and isinstance(v, int)}  # fmt: skip
+    out = {
+        k: v
+        for k, v in (getattr(response, "additional_kwargs", None) or {}).items()
+        if k.endswith("_tokens") and isinstance(v, int)
+    }
     raw = getattr(response, "raw", None)
     usage = raw.get("usage") if isinstance(raw, dict) else getattr(raw, "usage", None)
     if usage is not None:
@@ -115,9 +118,14 @@ def _hits(nodes: Any) -> list[dict[str, Any]]:
             text = node.get_content()
         except Exception:
             text = str(getattr(node, "text", ""))
-        hits.append({"node_id": getattr(node, "node_id", None), "score": getattr(n, "score", None),
-                     "text": preview(text, _HIT_TEXT_CHARS),
-                     "metadata": dict(getattr(node, "metadata", None) or {})})  # fmt: skip
+        hits.append(
+            {
+                "node_id": getattr(node, "node_id", None),
+                "score": getattr(n, "score", None),
+                "text": preview(text, _HIT_TEXT_CHARS),
+                "metadata": dict(getattr(node, "metadata", None) or {}),
+            }
+        )
     return hits
 
 
@@ -160,9 +168,12 @@ class _Recorder:
 
         agent = pick(TAG_AGENT, "agent_id", self.agent_id)
         writer = TurnWriter(
-            self.weave, session_id=str(pick(TAG_SESSION, "session_id", self.session_id)),
-            scope=root, user_id=pick(TAG_USER, "user_id", self.user_id), agent_id=agent,
-        )  # fmt: skip
+            self.weave,
+            session_id=str(pick(TAG_SESSION, "session_id", self.session_id)),
+            scope=root,
+            user_id=pick(TAG_USER, "user_id", self.user_id),
+            agent_id=agent,
+        )
         run = _Run(root=root, writer=writer, agent_fixed=agent is not None)
         self._runs[root] = run
         while len(self._runs) > self._max_runs:  # roots whose exit we never saw
@@ -209,8 +220,14 @@ class _Recorder:
             self._forget(self._closed.popleft())
 
     # ------------------------------------------------------------- span hooks
-    def span_enter(self, id_: str, bound_args: inspect.BoundArguments, instance: Any,
-                   parent_id: str | None, tags: dict[str, Any] | None) -> None:  # fmt: skip
+    def span_enter(
+        self,
+        id_: str,
+        bound_args: inspect.BoundArguments,
+        instance: Any,
+        parent_id: str | None,
+        tags: dict[str, Any] | None,
+    ) -> None:
         with self._lock:
             root = self._root.get(parent_id, parent_id) if parent_id else id_
             args = bound_args.arguments
@@ -268,8 +285,14 @@ class _Recorder:
             if tool is not None:
                 out = result.tool_output if isinstance(result, ToolCallResult) else result
                 if isinstance(out, ToolOutput):
-                    run.writer.tool_result(tool[1], tool[2], out.content, output=out.raw_output,
-                                           is_error=out.is_error, source={"span": id_})  # fmt: skip
+                    run.writer.tool_result(
+                        tool[1],
+                        tool[2],
+                        out.content,
+                        output=out.raw_output,
+                        is_error=out.is_error,
+                        source={"span": id_},
+                    )
             if id_ == run.root:
                 self._close(run)
 
@@ -282,8 +305,13 @@ class _Recorder:
                 self._error(run, err, id_)
                 tool = run.tools.pop(id_, None)
                 if tool is not None:  # the invocation gets its (failed) result
-                    run.writer.tool_result(tool[1], tool[2], f"{type(err).__name__}: {err}",
-                                           is_error=True, source={"span": id_})  # fmt: skip
+                    run.writer.tool_result(
+                        tool[1],
+                        tool[2],
+                        f"{type(err).__name__}: {err}",
+                        is_error=True,
+                        source={"span": id_},
+                    )
             if id_ == run.root:
                 self._close(run)
 
@@ -301,11 +329,15 @@ class _Recorder:
                 parents = [run.llm_calls[s]]
                 break
         run.writer.error(
-            f"{type(err).__name__}: {err}", call_id=f"{span_id}:{len(run.errors)}",
-            payload={"error_type": f"{type(err).__module__}.{type(err).__qualname__}",
-                     "span": span_id},
-            parents=parents, source={"span": span_id},
-        )  # fmt: skip
+            f"{type(err).__name__}: {err}",
+            call_id=f"{span_id}:{len(run.errors)}",
+            payload={
+                "error_type": f"{type(err).__module__}.{type(err).__qualname__}",
+                "span": span_id,
+            },
+            parents=parents,
+            source={"span": span_id},
+        )
 
     # ------------------------------------------------------------- events
     def on_event(self, event: BaseEvent) -> None:
@@ -347,8 +379,11 @@ class _Recorder:
 
     def _model_call(self, run: _Run, ev: Any, extra: dict[str, Any]) -> None:
         span = ev.span_id or "unscoped"
-        payload = {"model": _model_name(ev.model_dict), "params": dict(ev.additional_kwargs or {}),
-                   **extra}  # fmt: skip
+        payload = {
+            "model": _model_name(ev.model_dict),
+            "params": dict(ev.additional_kwargs or {}),
+            **extra,
+        }
         run.llm_calls[span] = run.writer.model_call(  # keyed by the start event: redelivery-safe
             ev.id_, payload, source={"span": span, "instrumentation_event": ev.id_}
         )
@@ -358,8 +393,11 @@ class _Recorder:
             return None
         mc = run.llm_calls.get(ev.span_id or "unscoped")
         message = dataclasses.replace(message, payload={"usage": _usage(response)})
-        return run.writer.assistant(message, parents=[mc] if mc else None,
-                                    source={"span": ev.span_id, "instrumentation_event": ev.id_})  # fmt: skip
+        return run.writer.assistant(
+            message,
+            parents=[mc] if mc else None,
+            source={"span": ev.span_id, "instrumentation_event": ev.id_},
+        )
 
     def _chat_end(self, run: _Run, ev: Any) -> None:
         if ev.response is not None:
@@ -383,8 +421,12 @@ class _Recorder:
             run.writer.user(_query_text(ev.query), source={"span": ev.span_id})
 
     def _retrieval_end(self, run: _Run, ev: Any) -> None:
-        run.writer.retrieval(_query_text(ev.str_or_query_bundle), _hits(ev.nodes),
-                             call_id=ev.id_, source={"span": ev.span_id})  # fmt: skip
+        run.writer.retrieval(
+            _query_text(ev.str_or_query_bundle),
+            _hits(ev.nodes),
+            call_id=ev.id_,
+            source={"span": ev.span_id},
+        )
 
     def _exception(self, run: _Run, ev: Any) -> None:
         if isinstance(ev.exception, Exception):
@@ -450,21 +492,39 @@ class BeeWeaveSpanHandler(BaseSpanHandler[SimpleSpan]):
     def class_name(cls) -> str:
         return "BeeWeaveSpanHandler"
 
-    def span_enter(self, id_: str, bound_args: inspect.BoundArguments, instance: Any = None,
-                   parent_id: str | None = None, tags: dict[str, Any] | None = None,
-                   **kwargs: Any) -> None:  # fmt: skip
+    def span_enter(
+        self,
+        id_: str,
+        bound_args: inspect.BoundArguments,
+        instance: Any = None,
+        parent_id: str | None = None,
+        tags: dict[str, Any] | None = None,
+        **kwargs: Any,
+    ) -> None:
         rec = self.recorder
         if rec is not None:
             _guard(rec, rec.span_enter, id_, bound_args, instance, parent_id, tags)
 
-    def span_exit(self, id_: str, bound_args: inspect.BoundArguments, instance: Any = None,
-                  result: Any = None, **kwargs: Any) -> None:  # fmt: skip
+    def span_exit(
+        self,
+        id_: str,
+        bound_args: inspect.BoundArguments,
+        instance: Any = None,
+        result: Any = None,
+        **kwargs: Any,
+    ) -> None:
         rec = self.recorder
         if rec is not None:
             _guard(rec, rec.span_exit, id_, result)
 
-    def span_drop(self, id_: str, bound_args: inspect.BoundArguments, instance: Any = None,
-                  err: BaseException | None = None, **kwargs: Any) -> None:  # fmt: skip
+    def span_drop(
+        self,
+        id_: str,
+        bound_args: inspect.BoundArguments,
+        instance: Any = None,
+        err: BaseException | None = None,
+        **kwargs: Any,
+    ) -> None:
         rec = self.recorder
         if rec is not None:
             _guard(rec, rec.span_drop, id_, err)
@@ -596,8 +656,9 @@ def instrument(
         if isinstance(h, BeeWeaveEventHandler) and h.weave is weave:
             h.retarget(session_id, user_id=user_id, agent_id=agent_id)
             return h
-    handler = BeeWeaveEventHandler(weave=weave, session_id=session_id, user_id=user_id,
-                                   agent_id=agent_id)  # fmt: skip
+    handler = BeeWeaveEventHandler(
+        weave=weave, session_id=session_id, user_id=user_id, agent_id=agent_id
+    )
     handler.attach(d)
     weave.on_close(handler.detach)
     return handler

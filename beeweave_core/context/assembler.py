@@ -107,12 +107,16 @@ class Piece:
 
     def to_dict(self) -> dict[str, Any]:
         return {
-            "layer": self.layer, "kind": self.kind, "tokens": self.tokens,
-            "event_ids": list(self.event_ids), "session_id": self.session_id,
+            "layer": self.layer,
+            "kind": self.kind,
+            "tokens": self.tokens,
+            "event_ids": list(self.event_ids),
+            "session_id": self.session_id,
             "seq_range": list(self.seq_range) if self.seq_range else None,
             "score": round(self.score, 4) if self.score is not None else None,
-            "note": self.note, "text": self.text[:200],
-        }  # fmt: skip
+            "note": self.note,
+            "text": self.text[:200],
+        }
 
 
 @dataclass
@@ -234,8 +238,10 @@ def render_recall(lines: Sequence[Line], session_id: str, today: str | None) -> 
     if not lines:
         return ""
     own = sorted((ln for ln in lines if ln.session_id == session_id), key=lambda ln: ln.seq)
-    others = sorted((ln for ln in lines if ln.session_id != session_id),
-                    key=lambda ln: (ln.ts, ln.session_id, ln.seq))  # fmt: skip
+    others = sorted(
+        (ln for ln in lines if ln.session_id != session_id),
+        key=lambda ln: (ln.ts, ln.session_id, ln.seq),
+    )
     dated = any(day_of(ln.ts) != today for ln in lines if ln.ts)
     out = [RECALL_HEADER]
     out += _dated(own, dated)
@@ -285,8 +291,14 @@ def event_line(
         text = cut_tool_output(ev, policy, resolve) or ev.content
         return Line(ev.id, ev.session_id, ev.seq, ev.ts, "turn", f"{role}: {text}", note)
     if t == EventType.TOOL_RESULT:
-        inv = next((related[p] for p in ev.parents if p in related
-                    and related[p].type == EventType.TOOL_INVOCATION), None)  # fmt: skip
+        inv = next(
+            (
+                related[p]
+                for p in ev.parents
+                if p in related and related[p].type == EventType.TOOL_INVOCATION
+            ),
+            None,
+        )
         covers = (inv.id,) if inv is not None else ()
         digest = tool_digest(ev, inv, policy, resolve)
         return Line(ev.id, ev.session_id, ev.seq, ev.ts, "tool", f"tool {digest}", note, covers)
@@ -294,13 +306,22 @@ def event_line(
         seq = int(ev.payload.get("source_seq", ev.seq))
         kind = str(ev.payload.get("kind", "fact"))
         sources = tuple(str(s) for s in ev.payload.get("source_ids") or ())
-        return Line(ev.id, ev.session_id, seq, ev.ts, "memory", f"(noted {kind}) {ev.content}",
-                    note, sources)  # fmt: skip
+        return Line(
+            ev.id,
+            ev.session_id,
+            seq,
+            ev.ts,
+            "memory",
+            f"(noted {kind}) {ev.content}",
+            note,
+            sources,
+        )
     if t == EventType.SUMMARY and ev.content:
         a = int(ev.payload.get("seq_from", ev.seq))
         b = int(ev.payload.get("seq_to", ev.seq))
-        return Line(ev.id, ev.session_id, a, ev.ts, "summary",
-                    f"(summary of #{a}-#{b}) {ev.content}", note)  # fmt: skip
+        return Line(
+            ev.id, ev.session_id, a, ev.ts, "summary", f"(summary of #{a}-#{b}) {ev.content}", note
+        )
     if t == EventType.ERROR and ev.content:
         return Line(ev.id, ev.session_id, ev.seq, ev.ts, "turn", f"error: {ev.content}", note)
     return None
@@ -389,8 +410,11 @@ def _whole_history(plan: Plan, reports: dict[str, LayerReport], avail: int) -> _
     if avail - used > 0:
         shown = {i for u in f.window for i in u.ids}
         inputs = plan.recall(shown)
-        others = [k for k in inputs.candidates
-                  if k.lines[0].session_id != plan.session_id or _notes_only(k)]  # fmt: skip
+        others = [
+            k
+            for k in inputs.candidates
+            if k.lines[0].session_id != plan.session_id or _notes_only(k)
+        ]
         if others:
             f.today = inputs.today
             reports["recalled"].budget = avail - used
@@ -422,8 +446,17 @@ def _system_layer(
         )
     reports["system"].budget = reports["system"].tokens = sys_cost
     if sys_msg:
-        reports["system"].pieces.append(Piece("system", "system_prompt", sys_text, sys_cost,
-                                              tuple(plan.system_ids), plan.session_id, None))  # fmt: skip
+        reports["system"].pieces.append(
+            Piece(
+                "system",
+                "system_prompt",
+                sys_text,
+                sys_cost,
+                tuple(plan.system_ids),
+                plan.session_id,
+                None,
+            )
+        )
     return sys_msg, overhead, plan.budget - overhead - sys_cost
 
 
@@ -616,11 +649,14 @@ def _account(plan: Plan, reports: dict[str, LayerReport], f: _Fill) -> None:
     wr.pieces = [_item_piece(c, it, sid) for it in f.w_in]
     wr.left_out = [_item_piece(c, it, sid, note="over budget") for it in f.w_out]
     rr.pieces = [_line_piece(c, ln, f.scores.get(ln.event_id)) for ln in f.lines]
-    rr.left_out = [_line_piece(c, k.lines[0], (k.score, k.rank), "over budget")
-                   for k in f.r_out[:LEFT_OUT_SHOWN]]  # fmt: skip
+    rr.left_out = [
+        _line_piece(c, k.lines[0], (k.score, k.rank), "over budget")
+        for k in f.r_out[:LEFT_OUT_SHOWN]
+    ]
     ir.pieces = [_unit_piece(c, u, sid) for u in f.window]
-    ir.left_out = [_unit_piece(c, u, sid, note="older than the window")
-                   for u in f.dropped[-LEFT_OUT_SHOWN:]]  # fmt: skip
+    ir.left_out = [
+        _unit_piece(c, u, sid, note="older than the window") for u in f.dropped[-LEFT_OUT_SHOWN:]
+    ]
 
 
 #: Recalled candidates listed as left out in the audit (the best-ranked first).
@@ -728,8 +764,17 @@ def _newest_that_fit(
 
 def _item_piece(c: TokenCounter, it: Item, sid: str, note: str | None = None) -> Piece:
     line = it.render()
-    return Piece("working", it.section, line, _text_tokens(c, line), it.event_ids, sid,
-                 (it.seq, it.seq), None, note)  # fmt: skip
+    return Piece(
+        "working",
+        it.section,
+        line,
+        _text_tokens(c, line),
+        it.event_ids,
+        sid,
+        (it.seq, it.seq),
+        None,
+        note,
+    )
 
 
 def _line_piece(
@@ -737,16 +782,33 @@ def _line_piece(
 ) -> Piece:
     text = ln.render()
     kind = {"turn": "original", "tool": "tool_result"}.get(ln.kind, ln.kind)
-    return Piece("recalled", kind, text, _text_tokens(c, text), (ln.event_id, *ln.covers),
-                 ln.session_id, (ln.seq, ln.seq), score[0] if score else None,
-                 note or (f"via retriever, rank {score[1]}" if score else None))  # fmt: skip
+    return Piece(
+        "recalled",
+        kind,
+        text,
+        _text_tokens(c, text),
+        (ln.event_id, *ln.covers),
+        ln.session_id,
+        (ln.seq, ln.seq),
+        score[0] if score else None,
+        note or (f"via retriever, rank {score[1]}" if score else None),
+    )
 
 
 def _unit_piece(c: TokenCounter, u: Unit, sid: str, note: str | None = None) -> Piece:
     # every message's words (a tool group: what the assistant said, then what came back)
     text = " ".join(str(m["content"]) for m in u.messages if m.get("content"))[:200]
-    return Piece("immediate", u.kind, text, unit_cost(c, u), tuple(u.ids), sid,
-                 (u.seq_from, u.seq_to), None, note)  # fmt: skip
+    return Piece(
+        "immediate",
+        u.kind,
+        text,
+        unit_cost(c, u),
+        tuple(u.ids),
+        sid,
+        (u.seq_from, u.seq_to),
+        None,
+        note,
+    )
 
 
 def lines_for(

@@ -30,9 +30,10 @@ _NAMERS = frozenset({EventType.USER_MESSAGE, EventType.ASSISTANT_MESSAGE})
 def codes(text: str) -> list[str]:
     """The codes ``text`` names: identifiers holding both letters and digits."""
     return [
-        t for t in dict.fromkeys(identifiers(text))
+        t
+        for t in dict.fromkeys(identifiers(text))
         if any(c.isdigit() for c in t) and any(c.isalpha() for c in t) and len(t) >= 4
-    ]  # fmt: skip
+    ]
 
 
 def with_code_links(
@@ -60,11 +61,15 @@ def with_code_links(
                 continue
             named.add(code)
             followed += 1
-            found = store.search_text(code, k=PER_CODE + 1, session_id=session_id,
-                                      types=_NAMERS)  # fmt: skip
-            fresh = [o for o, _bm25 in found
-                     if rank.get(o.id, len(keep)) > i and o.id not in moved
-                     and code in (o.content or "") and accept(o)]  # fmt: skip
+            found = store.search_text(code, k=PER_CODE + 1, session_id=session_id, types=_NAMERS)
+            fresh = [
+                o
+                for o, _bm25 in found
+                if rank.get(o.id, len(keep)) > i
+                and o.id not in moved
+                and code in (o.content or "")
+                and accept(o)
+            ]
             for other in fresh[:PER_CODE]:
                 moved.add(other.id)
                 links.setdefault(ev.id, []).append((other, score * SHARE))

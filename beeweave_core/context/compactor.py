@@ -175,8 +175,10 @@ class Compactor:
             if summaries is not None
             else self.summaries(session_id, include_inactive=True)
         )
-        return max((int(s.payload.get("seq_to", -1)) for s in allsum
-                    if s.payload.get("level", 0) == 0), default=-1)  # fmt: skip
+        return max(
+            (int(s.payload.get("seq_to", -1)) for s in allsum if s.payload.get("level", 0) == 0),
+            default=-1,
+        )
 
     def rolled_back(self, session_id: str) -> list[Event]:
         """Segments whose summary failed the retention check (originals kept)."""
@@ -189,15 +191,19 @@ class Compactor:
 
     def stats(self, session_id: str, inputs: SessionInputs | None = None) -> dict[str, Any]:
         if inputs is None:
-            return stats_of(self.summaries(session_id, include_inactive=True),
-                            self.level(session_id))  # fmt: skip
+            return stats_of(
+                self.summaries(session_id, include_inactive=True), self.level(session_id)
+            )
         return stats_of(inputs.summaries, inputs.level)
 
     # ------------------------------------------------------------ compaction
     def unit_tokens(self, unit: Unit, editor: Editor, counter: TokenCounter) -> int:
         ov = editor.overturned
-        key = (*unit.ids, counter.encoding_name,
-               tuple((i, tuple(ov[i])) for i in unit.ids if i in ov))  # fmt: skip
+        key = (
+            *unit.ids,
+            counter.encoding_name,
+            tuple((i, tuple(ov[i])) for i in unit.ids if i in ov),
+        )
         hit = self._unit_tokens.get(key)
         if hit is None:
             edited = editor.edit_unit(unit)
@@ -226,8 +232,12 @@ class Compactor:
     def read_inputs(self, session_id: str) -> SessionInputs:
         """The session's inputs straight from the store (no view at hand)."""
         _systems, units = read_units(self.store, session_id)
-        return SessionInputs(units, self.summaries(session_id, include_inactive=True),
-                             self.level(session_id), self.overturned(session_id))  # fmt: skip
+        return SessionInputs(
+            units,
+            self.summaries(session_id, include_inactive=True),
+            self.level(session_id),
+            self.overturned(session_id),
+        )
 
     def _maybe_compact(
         self, session_id: str, window: int, counter: TokenCounter, force: bool,
@@ -290,9 +300,15 @@ class Compactor:
         return report
 
     def _pace(
-        self, session_id: str, allsum: Sequence[Event], tail: Sequence[Unit],
-        report: CompactionReport, level: int, window: int, force: bool,
-    ) -> tuple[int, bool]:  # fmt: skip
+        self,
+        session_id: str,
+        allsum: Sequence[Event],
+        tail: Sequence[Unit],
+        report: CompactionReport,
+        level: int,
+        window: int,
+        force: bool,
+    ) -> tuple[int, bool]:
         """(thrash level, wait?): back off after a recent compaction, or adapt to thrash."""
         last = max(allsum, key=lambda s: int(s.payload.get("at_seq", -1)), default=None)
         if last is None or force:
@@ -310,9 +326,12 @@ class Compactor:
         return level, False
 
     def _cut(
-        self, allsum: Sequence[Event], tail: Sequence[Unit], tokens: Sequence[int],
+        self,
+        allsum: Sequence[Event],
+        tail: Sequence[Unit],
+        tokens: Sequence[int],
         threshold: int,
-    ) -> int | None:  # fmt: skip
+    ) -> int | None:
         """The unit a compaction is made at: the first that takes the uncovered tail past
         the trigger with the back-off after the last compaction over (``None``: no unit
         yet).  Cutting there, not wherever the tail has got to when the worker runs,
@@ -455,10 +474,15 @@ class Compactor:
             "overturned_applied": sorted(_overturn_keys(ids, overturned)),
             **extra,
         }
-        ev = self._append(session_id, EventType.SUMMARY, summary, payload,
-                          links={EdgeType.SUMMARIZES: tuple(ids)},
-                          scope=derived(e.scope for e in events),
-                          key=f"segment:{ids[0]}:{ids[-1]}:v{version}:{len(payload['overturned_applied'])}")  # fmt: skip
+        ev = self._append(
+            session_id,
+            EventType.SUMMARY,
+            summary,
+            payload,
+            links={EdgeType.SUMMARIZES: tuple(ids)},
+            scope=derived(e.scope for e in events),
+            key=f"segment:{ids[0]}:{ids[-1]}:v{version}:{len(payload['overturned_applied'])}",
+        )
         if retention["outcome"] == "rolled_back":
             self._roll_back(session_id, ev, retention["missing"])
         return ev
@@ -479,10 +503,14 @@ class Compactor:
     def _roll_back(self, session_id: str, ev: Event, missing: Sequence[str]) -> None:
         reason = "retention check failed: lost " + ", ".join(missing[:10]) + "; originals kept"
         self.store.invalidate([ev.id], reason)
-        self._append(session_id, EventType.WARNING,
-                     f"Summary of #{ev.payload['seq_from']}-#{ev.payload['seq_to']} rolled back: {reason}.",
-                     {"kind": "retention", "summary_id": ev.id, "missing": list(missing)},
-                     key=f"retention:{ev.id}", scope=ev.scope)  # fmt: skip
+        self._append(
+            session_id,
+            EventType.WARNING,
+            f"Summary of #{ev.payload['seq_from']}-#{ev.payload['seq_to']} rolled back: {reason}.",
+            {"kind": "retention", "summary_id": ev.id, "missing": list(missing)},
+            key=f"retention:{ev.id}",
+            scope=ev.scope,
+        )
 
     # ----------------------------------------------------------------- merges
     def _merge_all(
@@ -516,17 +544,24 @@ class Compactor:
         mixes two business lines), oldest first: one pass over the pool for all of
         them, so a long catch-up does not rescan the pool per merge."""
         n = self.policy.merge_after
-        return [run[i : i + n] for run in runs(pool, lambda s: (s.scope,))
-                for i in range(0, len(run) - n + 1, n)]  # fmt: skip
+        return [
+            run[i : i + n]
+            for run in runs(pool, lambda s: (s.scope,))
+            for i in range(0, len(run) - n + 1, n)
+        ]
 
     def _pools(self, allsum: Sequence[Event]) -> dict[int, list[Event]]:
         """Per level below the cap: active summaries no merge holds yet, oldest first
         (children of a merge that was rolled back are not tried again)."""
         active = [s for s in allsum if s.status.value == "active"]
         covered = {c for s in active for c in s.payload.get("children") or ()}
-        tried = {c for s in allsum if s.status.value != "active"
-                 and (s.payload.get("retention") or {}).get("outcome") == "rolled_back"
-                 for c in s.payload.get("children") or ()}  # fmt: skip
+        tried = {
+            c
+            for s in allsum
+            if s.status.value != "active"
+            and (s.payload.get("retention") or {}).get("outcome") == "rolled_back"
+            for c in s.payload.get("children") or ()
+        }
         pools: dict[int, list[Event]] = {}
         for s in active:
             level = int(s.payload.get("level", 0))
@@ -538,9 +573,15 @@ class Compactor:
         return {lv: sorted(pool, key=_seq_from) for lv, pool in pools.items()}
 
     def _merge(
-        self, session_id: str, children: Sequence[Event], level: int, counter: TokenCounter,
-        *, version: int = 1, written: tuple[str, dict[str, Any]] | None = None,
-    ) -> Event:  # fmt: skip
+        self,
+        session_id: str,
+        children: Sequence[Event],
+        level: int,
+        counter: TokenCounter,
+        *,
+        version: int = 1,
+        written: tuple[str, dict[str, Any]] | None = None,
+    ) -> Event:
         """A summary of ``children`` one level up (``written``: its text and retention
         check already made, by :meth:`_patched`)."""
         if written is None:
@@ -565,10 +606,15 @@ class Compactor:
                 {k for c in children for k in c.payload.get("overturned_applied") or ()}
             ),
         }
-        ev = self._append(session_id, EventType.SUMMARY, summary, payload,
-                          links={EdgeType.SUMMARIZES: tuple(c.id for c in children)},
-                          scope=derived(c.scope for c in children),
-                          key=f"merge:{':'.join(c.id for c in children)}:v{version}")  # fmt: skip
+        ev = self._append(
+            session_id,
+            EventType.SUMMARY,
+            summary,
+            payload,
+            links={EdgeType.SUMMARIZES: tuple(c.id for c in children)},
+            scope=derived(c.scope for c in children),
+            key=f"merge:{':'.join(c.id for c in children)}:v{version}",
+        )
         if retention["outcome"] == "rolled_back":
             self._roll_back(session_id, ev, retention["missing"])
         return ev
@@ -616,16 +662,31 @@ class Compactor:
             if not seg:  # sources gone (purged): rebuild from the stored events
                 _sys, seg = split_units(self.store.get(list(ids)))
             seen = self._said.before(session_id, editor, units, lo, seg)
-            keep = {k: s.payload[k] for k in ("at_seq", "window_tokens", "thrash_level", "cooldown_turns")
-                    if k in s.payload}  # fmt: skip
+            keep = {
+                k: s.payload[k]
+                for k in ("at_seq", "window_tokens", "thrash_level", "cooldown_turns")
+                if k in s.payload
+            }
             new = self._segment(session_id, seg, editor, seen, counter, keep, version=version)
         else:
-            children = sorted(self.store.get(list(s.payload.get("children") or ()),
-                                             include_inactive=True), key=_seq_from)  # fmt: skip
-            fresh = [self._rebuild(session_id, c, editor, units, counter)
-                     if self._stale(c, editor.overturned) else c for c in children]  # fmt: skip
-            new = self._merge(session_id, fresh, int(s.payload["level"]), counter,
-                              version=version, written=self._patched(s, children, fresh))  # fmt: skip
+            children = sorted(
+                self.store.get(list(s.payload.get("children") or ()), include_inactive=True),
+                key=_seq_from,
+            )
+            fresh = [
+                self._rebuild(session_id, c, editor, units, counter)
+                if self._stale(c, editor.overturned)
+                else c
+                for c in children
+            ]
+            new = self._merge(
+                session_id,
+                fresh,
+                int(s.payload["level"]),
+                counter,
+                version=version,
+                written=self._patched(s, children, fresh),
+            )
         if s.status.value == "active":
             self.store.invalidate([s.id], "rebuilt without an overturned instruction", by=new.id)
         return new
@@ -660,8 +721,13 @@ class Compactor:
             parts += [r for r in text.splitlines() if r.strip()]
             checked, attempts = checked + ret["checked"], max(attempts, ret["attempts"])
         outcome = "ok" if attempts == 1 else "retried"
-        return "\n".join(parts), {"checked": checked, "missing": [], "attempts": attempts,
-                                  "outcome": outcome, "patched": True}  # fmt: skip
+        return "\n".join(parts), {
+            "checked": checked,
+            "missing": [],
+            "attempts": attempts,
+            "outcome": outcome,
+            "patched": True,
+        }
 
     # ---------------------------------------------------------------- writing
     def _append(
@@ -680,10 +746,16 @@ class Compactor:
             meta["scope"] = scope
         ev = Event(
             id=event_id_for(self.store.tenant, session_id, f"compactor:{key}"),
-            tenant=self.store.tenant, session_id=session_id, type=etype,
-            role="system", content=content, payload=payload, links=links or {},
-            meta=meta, source=_SOURCE,
-        )  # fmt: skip
+            tenant=self.store.tenant,
+            session_id=session_id,
+            type=etype,
+            role="system",
+            content=content,
+            payload=payload,
+            links=links or {},
+            meta=meta,
+            source=_SOURCE,
+        )
         self.store.append([ev])
         got = self.store.get([ev.id], include_inactive=True)
         return got[0] if got else ev
@@ -693,8 +765,9 @@ class Compactor:
         hit = self._meta.get(session_id)
         if hit is None:
             last = self.store.timeline(session_id, types=(EventType.USER_MESSAGE,), last=1)
-            hit = {k: last[0].meta[k] for k in ("user_id", "agent_id")
-                   if last and last[0].meta.get(k)}  # fmt: skip
+            hit = {
+                k: last[0].meta[k] for k in ("user_id", "agent_id") if last and last[0].meta.get(k)
+            }
             if last:  # known once the user has spoken
                 self._meta[session_id] = hit
                 if len(self._meta) > 4096:
@@ -708,10 +781,18 @@ def stats_of(allsum: Sequence[Event], level: int) -> dict[str, Any]:
     seg = [s for s in active if s.payload.get("level", 0) == 0]
     src = sum(int(s.payload.get("source_tokens", 0)) for s in seg)
     dst = sum(int(s.payload.get("summary_tokens", 0)) for s in seg)
-    rolled = [s for s in allsum if s.payload.get("level", 0) == 0
-              and (s.payload.get("retention") or {}).get("outcome") == "rolled_back"]  # fmt: skip
-    counts = {"segments": len(seg), "merged": len(active) - len(seg),
-              "source_tokens": src, "summary_tokens": dst}  # fmt: skip
+    rolled = [
+        s
+        for s in allsum
+        if s.payload.get("level", 0) == 0
+        and (s.payload.get("retention") or {}).get("outcome") == "rolled_back"
+    ]
+    counts = {
+        "segments": len(seg),
+        "merged": len(active) - len(seg),
+        "source_tokens": src,
+        "summary_tokens": dst,
+    }
     return stats_row(counts, len(rolled), level)
 
 

@@ -348,9 +348,13 @@ class FirstSaid:
         self._first: dict[str, tuple[int, dict[str, int]]] = {}
 
     def before(
-        self, session_id: str, editor: Editor, units: Sequence[Unit], lo: int,
+        self,
+        session_id: str,
+        editor: Editor,
+        units: Sequence[Unit],
+        lo: int,
         segment: Sequence[Unit],
-    ) -> set[str]:  # fmt: skip
+    ) -> set[str]:
         """The sentences of ``segment`` that a unit ending before ``lo`` already said."""
         first = self.index(session_id, editor, units)
         said = {f for u in segment for f in self._cache.of(editor, u)}
@@ -385,8 +389,7 @@ class SeenCache:
     def of(self, editor: Editor, unit: Unit) -> frozenset[str]:
         ids = tuple(unit.ids)
         ov = editor.overturned
-        key = (id(editor.policy), ids,
-               tuple((i, tuple(ov[i])) for i in ids if i in ov))  # fmt: skip
+        key = (id(editor.policy), ids, tuple((i, tuple(ov[i])) for i in ids if i in ov))
         hit = self._sets.get(key)
         if hit is None:
             seen: set[str] = set()
@@ -439,8 +442,9 @@ class EditCache:
         Acks and repeated turns are dropped (the latest user message, and the one that
         opens the conversation, always kept), big tool outputs cut, overturned wording out.
         """
-        last_user = next((i for i in range(len(units) - 1, -1, -1) if units[i].kind == "user"),
-                         None)  # fmt: skip
+        last_user = next(
+            (i for i in range(len(units) - 1, -1, -1) if units[i].kind == "user"), None
+        )
         opening = 0 if units and units[0].kind == "user" else None  # keeps the history valid
         out: list[Unit] = []
         dropped: list[tuple[Unit, str]] = []

@@ -74,8 +74,15 @@ RECALL_CANDIDATES = 120
 #: What was said and done (the evidence recall ranks first), and the notes made of it
 #: (memories, summaries: recalled on their own only when their turns are gone, or a
 #: memory tool wrote them).
-_SAID = [t.value for t in (EventType.USER_MESSAGE, EventType.ASSISTANT_MESSAGE,
-                           EventType.TOOL_RESULT, EventType.ERROR)]  # fmt: skip
+_SAID = [
+    t.value
+    for t in (
+        EventType.USER_MESSAGE,
+        EventType.ASSISTANT_MESSAGE,
+        EventType.TOOL_RESULT,
+        EventType.ERROR,
+    )
+]
 _NOTES = [EventType.MEMORY.value, EventType.SUMMARY.value]
 _RECALLED = [*_SAID, *_NOTES]
 NOTES_K = 8
@@ -84,10 +91,16 @@ NOTES_K = 8
 #: turns are shown verbatim already, and ranking them would take recall's places).
 RECALL_PATHS = ("semantic", "lexical", "temporal", "graph")
 #: Event types recall never shows (pinned already, bookkeeping, or echoes of recall).
-_NOT_RECALLED = frozenset({
-    EventType.SYSTEM_PROMPT, EventType.RETRIEVAL, EventType.MODEL_CALL, EventType.CHECKPOINT,
-    EventType.WARNING, EventType.INTERNAL_THOUGHT,
-})  # fmt: skip
+_NOT_RECALLED = frozenset(
+    {
+        EventType.SYSTEM_PROMPT,
+        EventType.RETRIEVAL,
+        EventType.MODEL_CALL,
+        EventType.CHECKPOINT,
+        EventType.WARNING,
+        EventType.INTERNAL_THOUGHT,
+    }
+)
 #: Conversation events a branch (a LangGraph checkpoint's lineage) names.
 _BRANCHED = frozenset({EventType.USER_MESSAGE, EventType.ASSISTANT_MESSAGE, EventType.TOOL_RESULT})
 
@@ -130,20 +143,28 @@ class ContextEngine:
         self.edit_policy = cfg.edit_policy or EditPolicy()
         self._units_memo = UnitsMemo()
         self.presets = {**PRESETS, **cfg.presets}
-        self.memory = MemoryWriter(self.store, llm=cfg.memory_llm, digest=self._digest,
-                                   outside_changes=self.views.outside_changes)  # fmt: skip
+        self.memory = MemoryWriter(
+            self.store,
+            llm=cfg.memory_llm,
+            digest=self._digest,
+            outside_changes=self.views.outside_changes,
+        )
         self.compactor = Compactor(
-            self.store, summarizer, policy=cfg.policy,
-            edit_policy=self.edit_policy, overturned=self.memory.overturned_index,
-        )  # fmt: skip
+            self.store,
+            summarizer,
+            policy=cfg.policy,
+            edit_policy=self.edit_policy,
+            overturned=self.memory.overturned_index,
+        )
         self._counters: dict[str, TokenCounter] = {}
         #: When long-term memories turn dormant (replace it to change the age or clock).
         self.dormancy = DormancyPolicy()
         self.affirmations = Affirmations(self.store)
         #: Check early facts right after each compaction, rolling back what lost them.
         self.amnesia_guard = True
-        self.maintenance = Maintenance(self.views, self.memory, self.compactor,
-                                       guard=self._guard, gate=gate)  # fmt: skip
+        self.maintenance = Maintenance(
+            self.views, self.memory, self.compactor, guard=self._guard, gate=gate
+        )
 
     def _digest(self, result: Event, invocation: Event | None) -> str:
         return tool_digest(result, invocation, self.edit_policy, self.store.get_artifact)
@@ -216,8 +237,9 @@ class ContextEngine:
     def memories(self, session_id: str, *, include_inactive: bool = False) -> list[Event]:
         """The session's memory events (active ones unless ``include_inactive``)."""
         self.update(session_id)
-        return self.store.timeline(session_id, types=(EventType.MEMORY,),
-                                   include_inactive=include_inactive)  # fmt: skip
+        return self.store.timeline(
+            session_id, types=(EventType.MEMORY,), include_inactive=include_inactive
+        )
 
     def working_state(self, session_id: str) -> WorkingState:
         """The session's working state once maintenance has read everything stored."""
@@ -281,8 +303,9 @@ class ContextEngine:
             if flush:
                 self._flush()
                 flush = False
-            self.maintenance.run(req.session_id, compact=req.window_tokens or req.budget_tokens,
-                                 counter=c)  # fmt: skip
+            self.maintenance.run(
+                req.session_id, compact=req.window_tokens or req.budget_tokens, counter=c
+            )
         with self.maintenance.reading():  # maintenance gives way from here on
             if flush:
                 self._flush()
@@ -310,30 +333,52 @@ class ContextEngine:
             shares = shares.shrink_immediate(THRASH_SHRINK**snap.level)
         qmsg = {"role": "user", "content": req.query} if req.include_query and req.query else None
         plan = Plan(
-            session_id=sid, query=req.query, budget=req.budget_tokens, counter=c, phase=phase,
-            shares=shares, systems=[e.content for e in systems], system_ids=[e.id for e in systems],
-            units=units, working=working, query_message=qmsg, single_system=req.single_system,
-            whole_history=whole, policy=self.edit_policy, resolve=self.store.get_artifact,
+            session_id=sid,
+            query=req.query,
+            budget=req.budget_tokens,
+            counter=c,
+            phase=phase,
+            shares=shares,
+            systems=[e.content for e in systems],
+            system_ids=[e.id for e in systems],
+            units=units,
+            working=working,
+            query_message=qmsg,
+            single_system=req.single_system,
+            whole_history=whole,
+            policy=self.edit_policy,
+            resolve=self.store.get_artifact,
             recall=self._recall(req, snap, units, uid, asleep | hidden, whole),
-        )  # fmt: skip
+        )
         filled = assemble(plan)
         messages = filled.messages
         return AssembledContext(
-            session_id=sid, query=req.query, messages=messages, layers=filled.reports,
-            total_tokens=filled.tokens, budget_tokens=req.budget_tokens,
-            model=req.model, encoding=c.encoding_name, phase=phase, working_state=working,
+            session_id=sid,
+            query=req.query,
+            messages=messages,
+            layers=filled.reports,
+            total_tokens=filled.tokens,
+            budget_tokens=req.budget_tokens,
+            model=req.model,
+            encoding=c.encoding_name,
+            phase=phase,
+            working_state=working,
             full_history_tokens=self._history_tokens(c, snap, tail, systems, units, whole),
-            overhead_tokens=filled.overhead, compaction={"stats": dict(snap.compaction)},
+            overhead_tokens=filled.overhead,
+            compaction={"stats": dict(snap.compaction)},
             catching_up=not tail.complete and snap.cursor < tail.first_seq,
-            message_ids=filled.message_ids, recall_query=asked or None,
-        )  # fmt: skip
+            message_ids=filled.message_ids,
+            recall_query=asked or None,
+        )
 
     # ------------------------------------------------------------ reading
     def _systems(self, snap: Snapshot, tail: Tail, agent_id: str | None) -> list[Event]:
         """The session's system prompts: the snapshot's and any newer in the tail."""
         if snap.ready:
-            found = [*snap.systems, *(e for e in tail.since(snap.cursor)
-                                      if e.type == EventType.SYSTEM_PROMPT)]  # fmt: skip
+            found = [
+                *snap.systems,
+                *(e for e in tail.since(snap.cursor) if e.type == EventType.SYSTEM_PROMPT),
+            ]
         elif tail.complete:
             found = [e for e in tail.events if e.type == EventType.SYSTEM_PROMPT]
         else:
@@ -360,15 +405,27 @@ class ContextEngine:
     def _fits(
         c: TokenCounter, systems: Sequence[Event], units: Sequence[Unit], budget: int
     ) -> bool:
-        msgs = [{"role": "system", "content": "\n\n".join(dict.fromkeys(
-            e.content for e in systems if e.content))}] if systems else []  # fmt: skip
+        msgs = (
+            [
+                {
+                    "role": "system",
+                    "content": "\n\n".join(dict.fromkeys(e.content for e in systems if e.content)),
+                }
+            ]
+            if systems
+            else []
+        )
         return c.count_messages(msgs) + sum(unit_cost(c, u) for u in units) <= budget
 
     @staticmethod
     def _history_tokens(
-        c: TokenCounter, snap: Snapshot, tail: Tail, systems: Sequence[Event],
-        units: Sequence[Unit], whole: bool,
-    ) -> int:  # fmt: skip
+        c: TokenCounter,
+        snap: Snapshot,
+        tail: Tail,
+        systems: Sequence[Event],
+        units: Sequence[Unit],
+        whole: bool,
+    ) -> int:
         """What the whole history costs as a plain buffer sends it."""
         if tail.complete:  # (a unit's cost is its messages', kept on the unit)
             sys_msgs = [{"role": "system", "content": e.content} for e in systems]
@@ -386,16 +443,24 @@ class ContextEngine:
         matching = snap.memories_matching(index_terms(query))
         # only what this call could show: the working state's memories and the matching
         pinned = working.memory_ids
-        old = [m for m in {m.id: m for m in (*matching, *snap.memories_of(pinned))}.values()
-               if m.ts < cutoff]  # fmt: skip
+        old = [
+            m
+            for m in {m.id: m for m in (*matching, *snap.memories_of(pinned))}.values()
+            if m.ts < cutoff
+        ]
         ages = dormant_ages(self.store, old, self.dormancy, self.affirmations.last) if old else {}
         if not ages:
             return working, frozenset()
         asked = [
-            Item("needs_confirmation", needs_confirmation_text(m, ages[m.id]), (m.id,),
-                 int(m.payload.get("source_seq", m.seq)))
-            for m in matching if m.id in ages
-        ]  # fmt: skip
+            Item(
+                "needs_confirmation",
+                needs_confirmation_text(m, ages[m.id]),
+                (m.id,),
+                int(m.payload.get("source_seq", m.seq)),
+            )
+            for m in matching
+            if m.id in ages
+        ]
         return put_to_sleep(working, ages.keys(), asked), frozenset(ages)
 
     def _dormant(self, memories: Sequence[Event]) -> Collection[str]:
@@ -420,15 +485,25 @@ class ContextEngine:
                 return RecallInputs(req.session_id, [], today)
             hits = self._hits(req, query, uid, whole)
             twins = self._twins(hits)
-            keep = [(ev, h.score) for h in hits
-                    if (ev := self._pick(h, twins, req, shown, skip)) is not None]  # fmt: skip
-            keep = with_code_links(self.store, req.session_id, keep,
-                                   lambda e: self._recallable(e, req, shown, skip), query)  # fmt: skip
+            keep = [
+                (ev, h.score)
+                for h in hits
+                if (ev := self._pick(h, twins, req, shown, skip)) is not None
+            ]
+            keep = with_code_links(
+                self.store,
+                req.session_id,
+                keep,
+                lambda e: self._recallable(e, req, shown, skip),
+                query,
+            )
             related = self._related(keep, snap)
-            shows = [(evs, score) for ev, score in keep
-                     if (evs := _evidence(ev, related, req, shown))]  # fmt: skip
-            cands: list[Candidate] = lines_for(shows, related, dict(snap.superseded),
-                                               self.edit_policy, self.store.get_artifact)  # fmt: skip
+            shows = [
+                (evs, score) for ev, score in keep if (evs := _evidence(ev, related, req, shown))
+            ]
+            cands: list[Candidate] = lines_for(
+                shows, related, dict(snap.superseded), self.edit_policy, self.store.get_artifact
+            )
             return RecallInputs(req.session_id, cands, today)
 
         return recall
@@ -442,11 +517,26 @@ class ContextEngine:
         scope = {"user_id": uid} if others else {}
         try:
             if whole and not others:
-                return list(retrieve(query, session_id=req.session_id, k=NOTES_K,
-                                     filters={"types": _NOTES}, paths=("lexical", "semantic")))  # fmt: skip
-            return list(retrieve(query, session_id=req.session_id, k=RECALL_K + NOTES_K,
-                                 candidates=RECALL_CANDIDATES, filters={"types": _RECALLED},
-                                 paths=RECALL_PATHS, **scope))  # fmt: skip
+                return list(
+                    retrieve(
+                        query,
+                        session_id=req.session_id,
+                        k=NOTES_K,
+                        filters={"types": _NOTES},
+                        paths=("lexical", "semantic"),
+                    )
+                )
+            return list(
+                retrieve(
+                    query,
+                    session_id=req.session_id,
+                    k=RECALL_K + NOTES_K,
+                    candidates=RECALL_CANDIDATES,
+                    filters={"types": _RECALLED},
+                    paths=RECALL_PATHS,
+                    **scope,
+                )
+            )
         except ImportError:
             return []
         except Exception:  # recall is a bonus: never fail an assembly on it
@@ -479,14 +569,22 @@ class ContextEngine:
     def _twins(self, hits: Sequence[Hit]) -> dict[str, Event]:
         """The events the retriever merged into a memory hit for saying the same words
         (the turn a memory was taken from), read at once."""
-        ids = [d for h in hits if h.event.type == EventType.MEMORY
-               for d in h.provenance.duplicates[:SOURCES_READ]]  # fmt: skip
+        ids = [
+            d
+            for h in hits
+            if h.event.type == EventType.MEMORY
+            for d in h.provenance.duplicates[:SOURCES_READ]
+        ]
         return {e.id: e for e in self.store.get(ids)} if ids else {}
 
     def _pick(
-        self, hit: Hit, twins: dict[str, Event], req: AssembleRequest, shown: set[str],
+        self,
+        hit: Hit,
+        twins: dict[str, Event],
+        req: AssembleRequest,
+        shown: set[str],
         skip: frozenset[str],
-    ) -> Event | None:  # fmt: skip
+    ) -> Event | None:
         """What a hit shows: a turn the retriever merged into a memory hit (same words)
         stands for it, the evidence rather than what was taken from it."""
         for d in hit.provenance.duplicates if hit.event.type == EventType.MEMORY else ():
@@ -535,9 +633,15 @@ class ContextEngine:
         }
         meta = {"user_id": user_id} if user_id else {}
         try:
-            return emit(EventType.RETRIEVAL, ctx.query or "", session_id=ctx.session_id,
-                        role="system", payload=payload, meta=meta,
-                        source={"framework": "beeweave", "component": "assembler"})  # fmt: skip
+            return emit(
+                EventType.RETRIEVAL,
+                ctx.query or "",
+                session_id=ctx.session_id,
+                role="system",
+                payload=payload,
+                meta=meta,
+                source={"framework": "beeweave", "component": "assembler"},
+            )
         except Exception:  # the audit record must never cost the agent its context
             log.exception("beeweave: could not record the assembly")
             return None
@@ -561,8 +665,13 @@ def _evidence(
     if ev.type not in (EventType.MEMORY, EventType.SUMMARY) or _written_by_tool(ev):
         return [ev]  # (a memory tool's note is the agent's own words, not its turn's)
     turns = [related[i] for i in _sources(ev)[:SOURCES_READ] if i in related]
-    turns = [t for t in turns if t.type in _BRANCHED and t.id not in shown
-             and (req.lineage is None or _in_lineage(t, req.lineage))]  # fmt: skip
+    turns = [
+        t
+        for t in turns
+        if t.type in _BRANCHED
+        and t.id not in shown
+        and (req.lineage is None or _in_lineage(t, req.lineage))
+    ]
     if turns:
         return sorted(turns, key=lambda t: t.seq)
     if any(i in related or i in shown for i in _sources(ev)[:SOURCES_READ]):

@@ -51,10 +51,17 @@ COMPACTION_PASSES = 64
 #: Newest memories per working-state section.
 WORKING_PER_SECTION = 64
 #: Event types whose arrival makes a session due (an audit record alone does not).
-_DUE_TYPES = frozenset({
-    EventType.USER_MESSAGE, EventType.ASSISTANT_MESSAGE, EventType.TOOL_RESULT,
-    EventType.TOOL_INVOCATION, EventType.SYSTEM_PROMPT, EventType.MEMORY, EventType.SUMMARY,
-})  # fmt: skip
+_DUE_TYPES = frozenset(
+    {
+        EventType.USER_MESSAGE,
+        EventType.ASSISTANT_MESSAGE,
+        EventType.TOOL_RESULT,
+        EventType.TOOL_INVOCATION,
+        EventType.SYSTEM_PROMPT,
+        EventType.MEMORY,
+        EventType.SUMMARY,
+    }
+)
 
 #: (session id, what the compaction wrote, window, counter) -> the amnesia check's
 #: rolled-back summary ids
@@ -204,8 +211,9 @@ class Maintenance:
 
     def _start(self) -> None:
         if self._thread is None and not self._closing:
-            self._thread = threading.Thread(target=self._loop, name="beeweave-maintenance",
-                                            daemon=True)  # fmt: skip
+            self._thread = threading.Thread(
+                target=self._loop, name="beeweave-maintenance", daemon=True
+            )
             self._thread.start()
 
     def _loop(self) -> None:
@@ -307,8 +315,9 @@ class Maintenance:
         window = job.compact if job is not None and job.compact else (ask.window if ask else 0)
         if not window:
             return
-        counter = (job.counter if job is not None and job.counter is not None
-                   else _first_counter(ask))  # fmt: skip
+        counter = (
+            job.counter if job is not None and job.counter is not None else _first_counter(ask)
+        )
         force = job is not None and job.force
         for _pass in range(COMPACTION_PASSES):  # one trigger point per pass, then merges
             self._give_way()
@@ -317,8 +326,9 @@ class Maintenance:
             if refreshed:
                 view, _n = self.views.get(sid)
                 inputs = _inputs(view, self.compactor)
-            report = self.compactor.maybe_compact(sid, window_tokens=window, counter=counter,
-                                                  force=force, inputs=inputs)  # fmt: skip
+            report = self.compactor.maybe_compact(
+                sid, window_tokens=window, counter=counter, force=force, inputs=inputs
+            )
             report.refreshed = refreshed
             if report.triggered and self.guard is not None:
                 view, _n = self.views.get(sid)
@@ -337,17 +347,26 @@ class Maintenance:
         old = self._published.get(sid)
         memories = tuple(view.memories.values())
         working = build_working_state(
-            sid, working_candidates(view, WORKING_PER_SECTION), view.last_units(8),
-            scan=view.scanned(), per_section=WORKING_PER_SECTION, overturned=view.overturned(),
-        )  # fmt: skip
+            sid,
+            working_candidates(view, WORKING_PER_SECTION),
+            view.last_units(8),
+            scan=view.scanned(),
+            per_section=WORKING_PER_SECTION,
+            overturned=view.overturned(),
+        )
         snap = Snapshot(
-            session_id=sid, cursor=view.cursor, systems=tuple(view.systems), user_id=view.user_id,
-            memories=memories, superseded=view.replaced(), working=working,
+            session_id=sid,
+            cursor=view.cursor,
+            systems=tuple(view.systems),
+            user_id=view.user_id,
+            memories=memories,
+            superseded=view.replaced(),
+            working=working,
             level=min(view.thrash, self.compactor.policy.max_level),
             history_tokens={c.encoding_name: view.history_tokens(c) for c in counters},
             compaction=view.compaction_stats(self.compactor.policy.max_level),
             version=(old.version if old else 0) + 1,
-        )  # fmt: skip
+        )
         self._published[sid] = snap  # the swap: one dictionary store
 
 
@@ -359,9 +378,14 @@ def _first_counter(ask: _Ask | None) -> TokenCounter:
 
 def _inputs(view: SessionView, compactor: Compactor) -> SessionInputs:
     """The compactor's inputs from the view (the view's overturn cursor moves)."""
-    return SessionInputs(view.units(), list(view.summaries.values()),
-                         min(view.thrash, compactor.policy.max_level), view.overturned(),
-                         view.touched_tops(), view.covered_to)  # fmt: skip
+    return SessionInputs(
+        view.units(),
+        list(view.summaries.values()),
+        min(view.thrash, compactor.policy.max_level),
+        view.overturned(),
+        view.touched_tops(),
+        view.covered_to,
+    )
 
 
 def _merged(a: CompactionReport | None, b: CompactionReport) -> CompactionReport:

@@ -67,8 +67,11 @@ class Unit:
     def message_ids(self) -> list[str | None]:
         """The event behind each message (``None``: a call message no assistant event
         said), so a caller maps what the model reads back to the store without a read."""
-        said = {e.type: e.id for e in reversed(self.events)
-                if e.type in (EventType.USER_MESSAGE, EventType.ASSISTANT_MESSAGE)}  # fmt: skip
+        said = {
+            e.type: e.id
+            for e in reversed(self.events)
+            if e.type in (EventType.USER_MESSAGE, EventType.ASSISTANT_MESSAGE)
+        }
         out: list[str | None] = []
         for m in self.messages:
             if m.get("role") == "tool":
@@ -162,12 +165,22 @@ class UnitBuilder:
             cid if cid in self._inv_unit else None
         )
         if owner_key is None:  # orphan result: give it a call so the pair is valid
-            synth = {"id": ev.id, "type": "function",
-                     "function": {"name": tool_name(ev), "arguments": "{}"}}  # fmt: skip
-            self._new(Unit("tool_group", [ev],
-                           [{"role": "assistant", "content": "", "tool_calls": [synth]},
-                            {"role": "tool", "tool_call_id": ev.id, "content": ev.content}],
-                           {ev.id: ev.id}))  # fmt: skip
+            synth = {
+                "id": ev.id,
+                "type": "function",
+                "function": {"name": tool_name(ev), "arguments": "{}"},
+            }
+            self._new(
+                Unit(
+                    "tool_group",
+                    [ev],
+                    [
+                        {"role": "assistant", "content": "", "tool_calls": [synth]},
+                        {"role": "tool", "tool_call_id": ev.id, "content": ev.content},
+                    ],
+                    {ev.id: ev.id},
+                )
+            )
             self._current = None
             return
         unit = self._inv_unit[owner_key]

@@ -149,8 +149,13 @@ class SessionView:
         be stored); returns how many were read (only the types a view keeps: an
         assembly's audit record, the biggest event a call writes, is never parsed by the
         next)."""
-        events = store.timeline(self.session_id, seq_from=self.cursor + 1, seq_to=upto,
-                                types=self.kept, include_inactive=True)  # fmt: skip
+        events = store.timeline(
+            self.session_id,
+            seq_from=self.cursor + 1,
+            seq_to=upto,
+            types=self.kept,
+            include_inactive=True,
+        )
         self.fold(events)
         if upto is not None:
             self.cursor = max(self.cursor, upto)
@@ -342,8 +347,11 @@ class SessionView:
         return acc.total
 
     def _add_overturned(self, memory: Event) -> None:
-        pairs = [(src, item["text"]) for item in memory.payload.get("overturned") or ()
-                 for src in item.get("sources") or ()]  # fmt: skip
+        pairs = [
+            (src, item["text"])
+            for item in memory.payload.get("overturned") or ()
+            for src in item.get("sources") or ()
+        ]
         if not pairs:
             return
         self._ov_by_memory[memory.id] = pairs

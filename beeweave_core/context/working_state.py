@@ -42,8 +42,12 @@ TITLES = {
 #: Sections shown as one list in the order said (what the user settled: a later line
 #: on the same thing is the one that holds), and the kind each line is tagged with.
 SETTLED = frozenset({"constraints", "preferences", "decisions", "done"})
-_KIND_OF_SECTION = {"constraints": "constraint", "preferences": "preference",
-                    "decisions": "decision", "done": "done"}  # fmt: skip
+_KIND_OF_SECTION = {
+    "constraints": "constraint",
+    "preferences": "preference",
+    "decisions": "decision",
+    "done": "done",
+}
 #: Which items survive first when the layer's budget is short (higher first).
 PRIORITY = {
     "conflicts": 6.0,
@@ -269,5 +273,8 @@ def _open_questions(units: Sequence[Unit]) -> list[Item]:
     ev = last_asst.events[0]
     if ev.type != EventType.ASSISTANT_MESSAGE:
         return []
-    return [Item("open_questions", s, (ev.id,), ev.seq)
-            for s in L.sentences(ev.content) if L.is_question(s)]  # fmt: skip
+    return [
+        Item("open_questions", s, (ev.id,), ev.seq)
+        for s in L.sentences(ev.content)
+        if L.is_question(s)
+    ]

@@ -28,9 +28,16 @@ from beeweave_core.memory.vectors import embed
 from beeweave_core.text import segment
 
 ACTS = (
-    "decision", "constraint", "preference", "fact",
-    "task", "question", "ack", "decline", "chatter",
-)  # fmt: skip
+    "decision",
+    "constraint",
+    "preference",
+    "fact",
+    "task",
+    "question",
+    "ack",
+    "decline",
+    "chatter",
+)
 #: The acts that are remembered (a memory's kind is the act).
 STATEMENTS = frozenset({"decision", "constraint", "preference", "fact"})
 #: Replies that take up what the other side proposed (accept it, or turn it down).
@@ -92,12 +99,25 @@ class ActModel:
     @classmethod
     def load(cls, path: Path = WEIGHTS) -> ActModel:
         data = np.load(path, allow_pickle=False)
-        return cls(data["w"], data["b"], data["mean"], data["scale"],
-                   tuple(str(a) for a in data["acts"]), str(data["embedder"]))  # fmt: skip
+        return cls(
+            data["w"],
+            data["b"],
+            data["mean"],
+            data["scale"],
+            tuple(str(a) for a in data["acts"]),
+            str(data["embedder"]),
+        )
 
     def save(self, path: Path) -> None:
-        np.savez_compressed(path, w=self.w, b=self.b, mean=self.mean, scale=self.scale,
-                            acts=np.array(self.acts), embedder=np.array(self.embedder))  # fmt: skip
+        np.savez_compressed(
+            path,
+            w=self.w,
+            b=self.b,
+            mean=self.mean,
+            scale=self.scale,
+            acts=np.array(self.acts),
+            embedder=np.array(self.embedder),
+        )
 
     def features(self, vectors: np.ndarray, texts: Sequence[str]) -> np.ndarray:
         shapes = (np.array([shape(t) for t in texts], dtype=np.float32) - self.mean) / self.scale

@@ -59,8 +59,17 @@ def statements(turn: Turn, before: Turn | None) -> list[Statement]:
     if kinds[0] not in REPLIES:  # a reply answers first ("no — …", "yes, and …")
         return said
     rejected = kinds[0] == "decline"
-    taken = [Statement(p, kind if kind in STATEMENTS else "decision", (before.id, turn.id),
-                       turn.seq, True, rejected) for p, kind in proposal(before.text)]  # fmt: skip
+    taken = [
+        Statement(
+            p,
+            kind if kind in STATEMENTS else "decision",
+            (before.id, turn.id),
+            turn.seq,
+            True,
+            rejected,
+        )
+        for p, kind in proposal(before.text)
+    ]
     return taken + said
 
 

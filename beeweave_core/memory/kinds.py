@@ -26,5 +26,9 @@ def expired(ev: Event, now: float | None = None) -> bool:
 def conflicts(memories: Iterable[Event]) -> list[tuple[Event, Event]]:
     """Pairs of active memories flagged as possibly saying different things of one setting."""
     by_id = {m.id: m for m in memories}
-    return [(by_id[o], m) for m in by_id.values()
-            for o in m.payload.get("conflicts_with") or () if o in by_id]  # fmt: skip
+    return [
+        (by_id[o], m)
+        for m in by_id.values()
+        for o in m.payload.get("conflicts_with") or ()
+        if o in by_id
+    ]

@@ -37,10 +37,21 @@ from beeweave_core.text import segment
 
 WEIGHTS = Path(__file__).resolve().parent.parent / "data" / "supersession-minilm.npz"
 FEATURES = (
-    "cos_masked", "cos_raw", "jaccard", "containment", "shared_value", "new_value",
-    "old_values_repeated", "kind_changed", "id_conflict", "both_valued", "log_distance",
-    "new_by_user", "old_by_user", "char_overlap",
-)  # fmt: skip
+    "cos_masked",
+    "cos_raw",
+    "jaccard",
+    "containment",
+    "shared_value",
+    "new_value",
+    "old_values_repeated",
+    "kind_changed",
+    "id_conflict",
+    "both_valued",
+    "log_distance",
+    "new_by_user",
+    "old_by_user",
+    "char_overlap",
+)
 #: Masked-text cosine above which two statements are one sentence said again.
 SAME_SENTENCE = 0.97
 #: Candidates compared per new statement (the nearest by masked meaning).
@@ -136,8 +147,11 @@ def char_grams(masked: str) -> frozenset[str]:
 def content_words(text: str, found: Sequence[Value]) -> frozenset[str]:
     """The words a statement is about: its tokens without stopwords and values."""
     vals = {t for v in found for t in segment.tokens(v.text)}
-    return frozenset(t for t in segment.tokens(text)
-                     if t not in segment.STOPWORDS and t not in vals and not t.isdigit())  # fmt: skip
+    return frozenset(
+        t
+        for t in segment.tokens(text)
+        if t not in segment.STOPWORDS and t not in vals and not t.isdigit()
+    )
 
 
 @dataclass
@@ -183,8 +197,11 @@ def features(old: Said, new: Said) -> list[float]:
     """The pair's features, in :data:`FEATURES` order."""
     a, b = old.value_keys, new.value_keys
     kinds_a = {v.kind: v.text.casefold() for v in old.found}
-    kind_changed = any(v.kind in kinds_a and kinds_a[v.kind] != v.text.casefold()
-                       for v in new.found if v.kind != "name")  # fmt: skip
+    kind_changed = any(
+        v.kind in kinds_a and kinds_a[v.kind] != v.text.casefold()
+        for v in new.found
+        if v.kind != "name"
+    )
     ids_a = {v.kind: v.text.casefold() for v in old.found if v.kind.startswith("id:")}
     ids_b = {v.kind: v.text.casefold() for v in new.found if v.kind.startswith("id:")}
     shared_id = set(ids_a.values()) & set(ids_b.values())
@@ -227,8 +244,13 @@ class Scorer:
         return cls(data["w"], float(data["b"]), float(data["threshold"]))
 
     def save(self, path: Path) -> None:
-        np.savez_compressed(path, w=self.w, b=np.array(self.b), threshold=np.array(self.threshold),
-                            features=np.array(FEATURES))  # fmt: skip
+        np.savez_compressed(
+            path,
+            w=self.w,
+            b=np.array(self.b),
+            threshold=np.array(self.threshold),
+            features=np.array(FEATURES),
+        )
 
     def probability(self, f: Sequence[float]) -> float:
         z = float(np.dot(self.w, np.asarray(f, dtype=np.float64)) + self.b)
@@ -260,8 +282,12 @@ class Scorer:
         at = FEATURES.index
         if f[at("id_conflict")]:
             return False
-        if (f[at("cos_masked")] >= SAME_SENTENCE and f[at("containment")] >= 1.0
-                and f[at("kind_changed")] and not f[at("shared_value")]):  # fmt: skip
+        if (
+            f[at("cos_masked")] >= SAME_SENTENCE
+            and f[at("containment")] >= 1.0
+            and f[at("kind_changed")]
+            and not f[at("shared_value")]
+        ):
             return True
         return self.probability(f) >= self.threshold
 
@@ -302,8 +328,11 @@ class Index:
         sims = self._matrix[:n] @ new.masked_vec
         alive = np.array([r is not None for r in self._rows])
         sims = np.where(alive, sims, -np.inf)
-        near = [old for k in np.argsort(-sims)[: min(NEAREST, len(self._row_of))]
-                if (old := self._rows[int(k)]) is not None and old.seq <= new.seq]  # fmt: skip
+        near = [
+            old
+            for k in np.argsort(-sims)[: min(NEAREST, len(self._row_of))]
+            if (old := self._rows[int(k)]) is not None and old.seq <= new.seq
+        ]
         chosen = judge.choose(new, near, [features(old, new) for old in near])
         return [near[k].id for k in chosen]
 
@@ -333,5 +362,14 @@ class Index:
 
 
 __all__ = [
-    "FEATURES", "Index", "Said", "Scorer", "features", "mask", "prepare", "scorer", "values", "warm",
-]  # fmt: skip
+    "FEATURES",
+    "Index",
+    "Said",
+    "Scorer",
+    "features",
+    "mask",
+    "prepare",
+    "scorer",
+    "values",
+    "warm",
+]

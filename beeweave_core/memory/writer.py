@@ -146,8 +146,9 @@ class MemoryWriter:
         written: list[str] = []
         with self._lock:
             st = self._session(session_id)
-            events = self.store.timeline(session_id, seq_from=st.cursor + 1, seq_to=upto,
-                                         types=_READ)  # fmt: skip
+            events = self.store.timeline(
+                session_id, seq_from=st.cursor + 1, seq_to=upto, types=_READ
+            )
             invocations = {e.id: e for e in events if e.type == EventType.TOOL_INVOCATION}
             for i in range(0, len(events), WARM_EVENTS):
                 if pause is not None:
@@ -186,8 +187,10 @@ class MemoryWriter:
     def _read_state(self, session_id: str) -> _Session:
         mems = self.store.timeline(session_id, types=(EventType.MEMORY,), include_inactive=True)
         newest = max(mems, key=lambda m: int(m.payload.get("source_seq", -1)), default=None)
-        st = _Session(cursor=int(newest.payload.get("source_seq", -1)) if newest else -1,
-                      turns=_turn_of(newest) if newest else 0)  # fmt: skip
+        st = _Session(
+            cursor=int(newest.payload.get("source_seq", -1)) if newest else -1,
+            turns=_turn_of(newest) if newest else 0,
+        )
         active = [m for m in mems if m.status.value == "active"]
         for m in active:
             if m.payload.get("kind") == "artifact":
@@ -196,8 +199,13 @@ class MemoryWriter:
                     st.calls[str(key)] = m.id
             else:
                 st.wording[L.fold(m.content)] = m.id
-        said = prepare([(m.id, m.content, _turn_of(m), m.payload.get("source_role") == "user")
-                        for m in active if m.payload.get("kind") != "artifact"])  # fmt: skip
+        said = prepare(
+            [
+                (m.id, m.content, _turn_of(m), m.payload.get("source_role") == "user")
+                for m in active
+                if m.payload.get("kind") != "artifact"
+            ]
+        )
         for s in said:
             st.index.add(s)
         return st
@@ -262,8 +270,16 @@ class MemoryWriter:
             except ValueError:
                 continue
             if isinstance(obj, dict) and obj.get("text") and obj.get("kind") in KINDS:
-                out.append(Statement(str(obj["text"]), str(obj["kind"]), (turn.id,), turn.seq,
-                                     True, extractor="llm"))  # fmt: skip
+                out.append(
+                    Statement(
+                        str(obj["text"]),
+                        str(obj["kind"]),
+                        (turn.id,),
+                        turn.seq,
+                        True,
+                        extractor="llm",
+                    )
+                )
         return out
 
     def _confirmations(self, st: _Session, ev: Event) -> None:
@@ -288,8 +304,14 @@ class MemoryWriter:
         replaced = st.index.replaced_by(said)
         extra = self._overturns(replaced) if replaced else {}
         role = "user" if s.by_user else "assistant"
-        mid = self._write(ev, st.turns, s.kind, s.text, s.sources,
-                          {"source_role": role, "extractor": s.extractor, **extra})  # fmt: skip
+        mid = self._write(
+            ev,
+            st.turns,
+            s.kind,
+            s.text,
+            s.sources,
+            {"source_role": role, "extractor": s.extractor, **extra},
+        )
         for old in replaced:
             self.store.invalidate([old], f"superseded by #{ev.seq}: {key[:120]}", by=mid)
             self._forget(st, old)
@@ -302,35 +324,51 @@ class MemoryWriter:
         """The payload naming what a new memory replaces (and what those replaced: a
         setting changed twice never brings its first value back)."""
         olds = self.store.get(list(replaced), include_inactive=True)
-        overturned = [{"memory": m.id, "text": m.content, "sources": self._sources_of(m)}
-                      for m in olds]  # fmt: skip
+        overturned = [
+            {"memory": m.id, "text": m.content, "sources": self._sources_of(m)} for m in olds
+        ]
         overturned += [o for m in olds for o in m.payload.get("overturned") or ()]
         return {"overturned": overturned[:OVERTURNED_KEPT], "supersedes": list(replaced)}
 
     def _rejected(self, st: _Session, ev: Event, s: Statement) -> str:
         """A proposal the user turned down: stored, invalid from the start, with the reply."""
         proposal, reply = s.sources[0], s.sources[-1]
-        mid = self._write(ev, st.turns, "decision", s.text, s.sources,
-                          {"source_role": "assistant", "rejected": True, "rejected_by": reply,
-                           "overturned": [{"memory": None, "text": s.text,
-                                           "sources": [proposal]}]},
-                          key=f"rejected:{proposal}:{L.fold(s.text)}")  # fmt: skip
+        mid = self._write(
+            ev,
+            st.turns,
+            "decision",
+            s.text,
+            s.sources,
+            {
+                "source_role": "assistant",
+                "rejected": True,
+                "rejected_by": reply,
+                "overturned": [{"memory": None, "text": s.text, "sources": [proposal]}],
+            },
+            key=f"rejected:{proposal}:{L.fold(s.text)}",
+        )
         self.store.invalidate([mid], f"turned down by the user at #{ev.seq}", by=reply)
         return mid
 
     def _artifact(self, st: _Session, ev: Event, invocations: dict[str, Event]) -> list[str]:
         inv = next((invocations[p] for p in ev.parents if p in invocations), None)
         if inv is None and ev.parents:
-            found = [e for e in self.store.get(list(ev.parents))
-                     if e.type == EventType.TOOL_INVOCATION]  # fmt: skip
+            found = [
+                e for e in self.store.get(list(ev.parents)) if e.type == EventType.TOOL_INVOCATION
+            ]
             inv = found[0] if found else None
         text = self.digest(ev, inv)
-        call = json.dumps([tool_name(inv or ev), tool_args(inv) if inv else None],
-                          sort_keys=True, default=str)  # fmt: skip
+        call = json.dumps(
+            [tool_name(inv or ev), tool_args(inv) if inv else None], sort_keys=True, default=str
+        )
         sources = [ev.id] + ([inv.id] if inv else [])
         prior = st.calls.get(call)
-        extra: dict[str, Any] = {"tool": tool_name(inv or ev), "call_key": call,
-                                 "args": tool_args(inv) if inv else None, "source_role": "tool"}  # fmt: skip
+        extra: dict[str, Any] = {
+            "tool": tool_name(inv or ev),
+            "call_key": call,
+            "args": tool_args(inv) if inv else None,
+            "source_role": "tool",
+        }
         if prior is not None:
             extra.update(previous=prior, supersedes=[prior])
         mid = self._write(ev, st.turns, "artifact", text, sources, extra)
@@ -350,9 +388,16 @@ class MemoryWriter:
         return list(dict.fromkeys([*(m.payload.get("source_ids") or ()), *linked]))
 
     def _write(
-        self, ev: Event, turn: int, kind: str, text: str, sources: Sequence[str],
-        extra: dict[str, Any], *, key: str | None = None,
-    ) -> str:  # fmt: skip
+        self,
+        ev: Event,
+        turn: int,
+        kind: str,
+        text: str,
+        sources: Sequence[str],
+        extra: dict[str, Any],
+        *,
+        key: str | None = None,
+    ) -> str:
         kind = kind if kind in KINDS else "fact"
         payload: dict[str, Any] = {
             "kind": kind,
@@ -372,10 +417,17 @@ class MemoryWriter:
         meta = {k: ev.meta[k] for k in ("user_id", "agent_id", "scope") if ev.meta.get(k)}
         meta["tags"] = ["memory", kind]
         mem = Event(
-            id=mid, tenant=ev.tenant, session_id=ev.session_id, type=EventType.MEMORY,
-            content=text, payload=payload, ts=ev.ts,
-            links={EdgeType.DERIVED_FROM: tuple(sources)}, meta=meta, source=_SOURCE,
-        )  # fmt: skip
+            id=mid,
+            tenant=ev.tenant,
+            session_id=ev.session_id,
+            type=EventType.MEMORY,
+            content=text,
+            payload=payload,
+            ts=ev.ts,
+            links={EdgeType.DERIVED_FROM: tuple(sources)},
+            meta=meta,
+            source=_SOURCE,
+        )
         self.store.append([mem])
         return mid
 
@@ -384,8 +436,9 @@ def _warm(events: Sequence[Event]) -> None:
     """Decide the acts of a chunk's user sentences, and embed its statements, in one
     model run each (the writer then reads them one event at a time from the caches; an
     assistant's sentences are read only when a user's reply takes them up)."""
-    sents = [s for e in events if e.type == EventType.USER_MESSAGE
-             for s in L.sentences(e.content or "")]  # fmt: skip
+    sents = [
+        s for e in events if e.type == EventType.USER_MESSAGE for s in L.sentences(e.content or "")
+    ]
     if not sents:
         return
     kinds = classify(sents)
