@@ -17,17 +17,7 @@ from __future__ import annotations
 import random
 from dataclasses import dataclass
 
-ACTS = (
-    "decision",
-    "constraint",
-    "preference",
-    "fact",
-    "task",
-    "question",
-    "ack",
-    "decline",
-    "chatter",
-)
+from beeweave_core.memory.acts import ACTS  # the labels are the classifier's acts
 
 
 @dataclass(frozen=True)
