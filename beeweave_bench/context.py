@@ -15,8 +15,9 @@ product's defaults (semantic recall on): turn by turn, a model call's ``assemble
 after each user turn, and maintenance caught up by the time the late question comes.
 Maintenance is waited for after each turn, as a worker that keeps up would be: the
 memories it writes take store seqs (shown as ``#n`` labels) right after their turn, so
-a run repeats exactly (a worker left to its own timing gives the same content, with
-labels, and so token counts, that vary by a few).
+a run repeats its outcomes (a worker left to its own timing gives the same content,
+with labels, and so token counts, that vary by a few; a compaction a read asks for can
+still land between turns, so token counts may still differ by a few).
 ``beeweave (cold)`` captures everything and asks at once: the read never waits, so it
 shows what a first call gets while maintenance is still behind.  The fit check: with a
 budget above the whole history, the context must be every turn verbatim and in order.
