@@ -192,9 +192,7 @@ def _beeweave(
         nxt = 0
         for i in range(len(turns) + 1):
             if nxt < len(probes) and probes[nxt][1]["at"] == i:
-                weave.flush(60, wait_index=True)
-                if not cold:
-                    weave.context.update(sid)  # maintenance had the time a late question gives
+                weave.flush(60, wait_index=True)  # (warm: maintenance kept up after each turn)
             while nxt < len(probes) and probes[nxt][1]["at"] == i:
                 idx, probe = probes[nxt]
                 t0 = time.perf_counter()
@@ -221,8 +219,8 @@ def _beeweave(
             record_messages(weave, sid, [turns[i]], user_id=f"user-{sid}", key_prefix=f"t{i}")
             if not cold and turns[i]["role"] == "user":  # the model call this turn asks for
                 weave.assemble(sid, budget_tokens=budget, counter=counter)
-            if not cold:  # a worker that keeps up: memories are stored right after their
-                weave.context.update(sid)  # turn, so store seqs (and labels) repeat run to run
+            if not cold:  # a worker that keeps up (as a late question gives it time to):
+                weave.context.update(sid)  # memories are stored right after their turn
     finally:
         weave.close()
     return rows
