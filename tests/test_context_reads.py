@@ -14,6 +14,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from beeweave_core.context.request import MAX_QUERY_TOKENS
+from beeweave_core.context.tail import EarlySystems
 from beeweave_core.events import EventType
 from beeweave_core.tokens import TokenCounter
 from beeweave_langchain.history import BeeWeaveChatMessageHistory
@@ -97,6 +98,24 @@ def test_a_long_unread_session_is_answered_from_its_newest_turns(weave_factory: 
     assert any("parcels" in m.content for m in memories(weave, "long"))
     again = weave.assemble("long", "which errand is last?", budget_tokens=500)
     assert not again.catching_up and "Errand 399" in again.text()
+
+
+def test_system_prompts_read_before_maintenance_follow_adds_and_deletes(
+    weave_factory: Any,
+) -> None:
+    weave = weave_factory(index=False)
+    store = weave.store
+    say(weave, "briefed", [{"role": "system", "content": "Reply in Portuguese."}, *_errands(30)],
+        maintain=False)  # fmt: skip
+    early = EarlySystems()
+    newest = store.timeline("briefed", last=1)[0].seq
+    assert [e.content for e in early.of(store, "briefed", newest)] == ["Reply in Portuguese."]
+    say(weave, "briefed", [{"role": "system", "content": "Keep every reply under fifty words."}],
+        maintain=False)  # fmt: skip
+    first = store.timeline("briefed", types=(EventType.SYSTEM_PROMPT,))[0]
+    store.soft_delete([first.id], "withdrawn")
+    got = early.of(store, "briefed", newest)
+    assert [e.content for e in got] == ["Keep every reply under fifty words."]
 
 
 def test_an_engine_told_not_to_catch_up_in_the_background_waits_for_maintenance(

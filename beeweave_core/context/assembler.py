@@ -528,27 +528,92 @@ def _lines_of(c: TokenCounter, f: _Fill, ids: set[str]) -> int:
 
 
 def _pack(c: TokenCounter, f: _Fill, candidates: Sequence[Candidate], budget: int) -> None:
-    """Candidates by rank while their new lines fit (exact at the end)."""
+    """Candidates by rank while their new lines fit (exact at the end).  A line that
+    says nothing the prompt does not already say later (every sentence of it is in the
+    newest turns or in a later recalled line) is left out: a conversation that repeats
+    itself would otherwise fill recall with copies and crowd out what was said once.
+    Lines a later one made repeats of leave again and their room goes to what is next."""
+    seen = _Said(f.window)
+    left = _pack_pass(c, f, candidates, budget, seen)
+    if _drop_repeats(f, seen) and left:
+        f.r_out = [k for k in f.r_out if k not in left]
+        _pack_pass(c, f, left, budget, seen)
+    while f.lines and _recall_cost(c, f) > budget:
+        f.lines.pop()
+
+
+def _pack_pass(
+    c: TokenCounter, f: _Fill, candidates: Sequence[Candidate], budget: int, seen: _Said
+) -> list[Candidate]:
+    """One pass of :func:`_pack`; returns the candidates that did not fit."""
     have = {ln.event_id for ln in f.lines}
     covered = {i for ln in f.lines for i in ln.covers}
     used = _recall_cost(c, f)
+    left: list[Candidate] = []
     for cand in candidates:
         new = [ln for ln in cand.lines if ln.event_id not in have and ln.event_id not in covered]
         new = [ln for ln in new if not (ln.kind == "memory" and have.intersection(ln.covers))]
+        new = [ln for ln in new if not seen.repeats(ln)]
         if not new:
             continue
         add = sum(_text_tokens(c, ln.render()) + 1 for ln in new) + (0 if f.lines else 40)
         if used + add > budget:
             f.r_out.append(cand)
+            left.append(cand)
             continue
         f.lines += new
         for ln in new:
             f.scores[ln.event_id] = (cand.score, cand.rank)
             have.add(ln.event_id)
             covered.update(ln.covers)
+            seen.add(ln)
         used += add
-    while f.lines and _recall_cost(c, f) > budget:
-        f.lines.pop()
+    return left
+
+
+def _drop_repeats(f: _Fill, seen: _Said) -> bool:
+    """Take out the recalled lines a later recalled line repeats; did any go?"""
+    keep = [ln for ln in f.lines if not seen.repeats(ln)]
+    if len(keep) == len(f.lines):
+        return False
+    f.lines = keep
+    return True
+
+
+class _Said:
+    """The sentences the prompt holds, each with the newest place it is said: the
+    newest turns (newer than anything recalled) or a recalled line's seq."""
+
+    def __init__(self, window: Sequence[Unit]) -> None:
+        self._window = {
+            s
+            for u in window
+            for m in u.messages
+            for s in _sentences_of(str(m.get("content") or ""))
+        }
+        self._newest: dict[tuple[str, str], int] = {}
+
+    def add(self, ln: Line) -> None:
+        for s in _sentences_of(_said_text(ln)):
+            key = (ln.session_id, s)
+            self._newest[key] = max(self._newest.get(key, -1), ln.seq)
+
+    def repeats(self, ln: Line) -> bool:
+        """Is every sentence of ``ln`` said again later in the prompt?"""
+        said = _sentences_of(_said_text(ln))
+        return bool(said) and all(
+            s in self._window or self._newest.get((ln.session_id, s), -1) > ln.seq for s in said
+        )
+
+
+def _said_text(ln: Line) -> str:
+    """What a line says, without the speaker a turn's line starts with."""
+    return ln.text.partition(": ")[2] if ln.kind == "turn" else ln.text
+
+
+@lru_cache(maxsize=8192)
+def _sentences_of(text: str) -> frozenset[str]:
+    return frozenset(L.fold(s) for s in L.sentences(text))
 
 
 def _recall_cost(c: TokenCounter, f: _Fill) -> int:

@@ -40,7 +40,7 @@ from beeweave_core.context.request import AssembleRequest
 from beeweave_core.context.session_view import Views, WatchedStore
 from beeweave_core.context.snapshot import Snapshot, index_terms
 from beeweave_core.context.summarizers import ExtractiveSummarizer, LLMSummarizer, Summarizer
-from beeweave_core.context.tail import Tail, event_tokens, read_tail, systems_of
+from beeweave_core.context.tail import EarlySystems, Tail, event_tokens, read_tail
 from beeweave_core.context.working_state import Item, WorkingState, put_to_sleep
 from beeweave_core.errors import StoreClosed
 from beeweave_core.events import Event, EventType
@@ -142,6 +142,7 @@ class ContextEngine:
         self._flush_fn = flush
         self.edit_policy = cfg.edit_policy or EditPolicy()
         self._units_memo = UnitsMemo()
+        self._early_systems = EarlySystems()
         self.presets = {**PRESETS, **cfg.presets}
         self.memory = MemoryWriter(
             self.store,
@@ -375,6 +376,7 @@ class ContextEngine:
     def _systems(self, snap: Snapshot, tail: Tail, agent_id: str | None) -> list[Event]:
         """The session's system prompts: the snapshot's and any newer in the tail."""
         if snap.ready:
+            self._early_systems.forget(snap.session_id)
             found = [
                 *snap.systems,
                 *(e for e in tail.since(snap.cursor) if e.type == EventType.SYSTEM_PROMPT),
@@ -382,7 +384,8 @@ class ContextEngine:
         elif tail.complete:
             found = [e for e in tail.events if e.type == EventType.SYSTEM_PROMPT]
         else:
-            found = systems_of(self.store, snap.session_id)
+            newest = tail.events[-1].seq if tail.events else -1
+            found = self._early_systems.of(self.store, snap.session_id, newest)
         if agent_id is not None:
             found = [e for e in found if e.agent_id in (None, agent_id)]
         return list({e.id: e for e in found}.values())
@@ -497,6 +500,7 @@ class ContextEngine:
                 lambda e: self._recallable(e, req, shown, skip),
                 query,
             )
+            keep += self._results_unranked(snap, keep, req, shown, skip)
             related = self._related(keep, snap)
             shows = [
                 (evs, score) for ev, score in keep if (evs := _evidence(ev, related, req, shown))
@@ -507,6 +511,29 @@ class ContextEngine:
             return RecallInputs(req.session_id, cands, today)
 
         return recall
+
+    def _results_unranked(
+        self,
+        snap: Snapshot,
+        keep: Sequence[tuple[Event, float]],
+        req: AssembleRequest,
+        shown: set[str],
+        skip: frozenset[str],
+    ) -> list[tuple[Event, float]]:
+        """The session's newest tool results the retriever did not rank, newest first,
+        after its hits: a result cost a tool call and its digest is short, while a
+        question can miss it by wording alone (asked in another language than the tool
+        answered in).  They take only the room the ranked evidence leaves."""
+        have = {ev.id for ev, _s in keep}
+        want = [i for i in reversed(snap.results) if i not in have and i not in shown]
+        if not want:
+            return []
+        found = {e.id: e for e in self.store.get(want)}
+        return [
+            (found[i], 0.0)
+            for i in want
+            if i in found and self._recallable(found[i], req, shown, skip)
+        ]
 
     def _hits(self, req: AssembleRequest, query: str, uid: str | None, whole: bool) -> list[Hit]:
         """The retriever's hits for this request: this session's, and the user's other
@@ -567,14 +594,9 @@ class ContextEngine:
         return True
 
     def _twins(self, hits: Sequence[Hit]) -> dict[str, Event]:
-        """The events the retriever merged into a memory hit for saying the same words
-        (the turn a memory was taken from), read at once."""
-        ids = [
-            d
-            for h in hits
-            if h.event.type == EventType.MEMORY
-            for d in h.provenance.duplicates[:SOURCES_READ]
-        ]
+        """The events the retriever merged into a hit for saying the same words (the
+        turn a memory was taken from, a turn said again), read at once."""
+        ids = [d for h in hits for d in h.provenance.duplicates[:SOURCES_READ]]
         return {e.id: e for e in self.store.get(ids)} if ids else {}
 
     def _pick(
@@ -586,12 +608,17 @@ class ContextEngine:
         skip: frozenset[str],
     ) -> Event | None:
         """What a hit shows: a turn the retriever merged into a memory hit (same words)
-        stands for it, the evidence rather than what was taken from it."""
-        for d in hit.provenance.duplicates if hit.event.type == EventType.MEMORY else ():
-            twin = twins.get(d)
-            if twin is not None and twin.type in _BRANCHED:
-                return twin if self._recallable(twin, req, shown, skip) else None
-        return hit.event if self._recallable(hit.event, req, shown, skip) else None
+        stands for it, the evidence rather than what was taken from it; of a turn said
+        again in the session, the newest saying (what was said last is what holds; none
+        when the newest turns already show it)."""
+        ev = hit.event
+        same = [twins[d] for d in hit.provenance.duplicates if d in twins]
+        if ev.type == EventType.MEMORY:
+            ev = next((t for t in same if t.type in _BRANCHED), ev)
+            same = []
+        again = [t for t in same if t.session_id == ev.session_id and t.type == ev.type]
+        newest = max([ev, *again], key=lambda e: e.seq)
+        return newest if self._recallable(newest, req, shown, skip) else None
 
     def _related(self, keep: Sequence[tuple[Event, float]], snap: Snapshot) -> dict[str, Event]:
         """The tool calls behind recalled results and the turns that replaced recalled

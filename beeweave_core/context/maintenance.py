@@ -362,6 +362,7 @@ class Maintenance:
             memories=memories,
             superseded=view.replaced(),
             working=working,
+            results=tuple(view.results),
             level=min(view.thrash, self.compactor.policy.max_level),
             history_tokens={c.encoding_name: view.history_tokens(c) for c in counters},
             compaction=view.compaction_stats(self.compactor.policy.max_level),

@@ -19,6 +19,7 @@ from __future__ import annotations
 import bisect
 import heapq
 import threading
+from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -41,6 +42,9 @@ _KEPT = (*CONVERSATION_TYPES, EventType.MEMORY, EventType.SUMMARY, EventType.WAR
 RECALLED = (EventType.MEMORY, EventType.SUMMARY)
 #: Postings kept per term (newest); a term in more memories than this says little.
 MAX_POSTINGS = 256
+#: tool results a view remembers by id, newest last (what recall offers when the
+#: retriever ranks none of them)
+RESULTS_KEPT = 16
 #: What the view counts of its active summaries (the compaction stats).
 _TALLY = ("segments", "merged", "source_tokens", "summary_tokens")
 
@@ -111,6 +115,7 @@ class SessionView:
     order: list[str] = field(default_factory=list)  # memory ids as stored
     kinds: dict[str, list[str]] = field(default_factory=dict)  # kind -> memory ids
     conflicting: list[str] = field(default_factory=list)  # memories flagged as conflicts
+    results: deque[str] = field(default_factory=lambda: deque(maxlen=RESULTS_KEPT))
     #: bumped whenever memories or summaries change (derived caches key on it)
     version: int = 0
     #: event ids whose wording a memory overturned, in the order the memories came
@@ -183,6 +188,8 @@ class SessionView:
             self.builder.add(ev)
             if ev.type in _MESSAGES:
                 self.conversation_ids.add(ev.id)
+            if ev.type == EventType.TOOL_RESULT:
+                self.results.append(ev.id)
             if self.user_id is None and ev.meta.get("user_id"):
                 self.user_id = str(ev.meta["user_id"])
         elif ev.type == EventType.MEMORY:

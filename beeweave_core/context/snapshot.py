@@ -37,6 +37,9 @@ class Snapshot:
     #: turn id -> ids of the later turns that gave what it said another value
     superseded: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
     working: WorkingState | None = None
+    #: the newest tool results' ids, newest last (what the agent paid for: recall
+    #: offers them after the retriever's hits)
+    results: tuple[str, ...] = ()
     #: thrash level (how often compaction had to back off), capped
     level: int = 0
     #: encoding name -> tokens of the history up to ``cursor`` (as a plain buffer sends it)

@@ -89,4 +89,41 @@ def systems_of(store: EventStore, session_id: str) -> list[Event]:
     return store.timeline(session_id, types=(EventType.SYSTEM_PROMPT,))
 
 
-__all__ = ["TAIL_PAGE", "Tail", "event_tokens", "read_tail", "systems_of"]
+class EarlySystems:
+    """System prompts of the sessions maintenance has not read yet, for the calls made
+    before it has: the first such call reads a session's prompts, the next ones only
+    what was stored since and the known ones again by id (so a deleted prompt drops
+    out).  Reading a long session's prompts means scanning it: at 100k events that
+    was most of such a call."""
+
+    def __init__(self, max_sessions: int = 256) -> None:
+        self._seen: dict[str, tuple[int, tuple[str, ...]]] = {}
+        self._max = max_sessions
+        self._lock = threading.Lock()
+
+    def of(self, store: EventStore, session_id: str, stored_to: int) -> list[Event]:
+        """``stored_to``: a seq of the session read before this call (the tail's
+        newest): every prompt up to it is stored already."""
+        with self._lock:
+            known = self._seen.get(session_id)
+        if known is None:
+            found = systems_of(store, session_id)
+        else:
+            since, ids = known
+            newer = store.timeline(session_id, seq_from=since + 1, types=(EventType.SYSTEM_PROMPT,))
+            found = sorted([*store.get(list(ids)), *newer], key=lambda e: e.seq)
+        read_to = max([stored_to, *(e.seq for e in found)])
+        with self._lock:
+            if len(self._seen) >= self._max:
+                self._seen.clear()
+            self._seen[session_id] = (read_to, tuple(e.id for e in found))
+        return found
+
+    def forget(self, session_id: str) -> None:
+        """Maintenance has read the session: its snapshot holds the prompts now."""
+        if session_id in self._seen:
+            with self._lock:
+                self._seen.pop(session_id, None)
+
+
+__all__ = ["TAIL_PAGE", "EarlySystems", "Tail", "event_tokens", "read_tail", "systems_of"]
