@@ -153,7 +153,29 @@ def _raw(item: Any) -> Any:
 
 
 class ContextBus:
-    """Bounded, prioritised, non-blocking, durable capture in front of an :class:`EventStore`."""
+    """Bounded, prioritised, non-blocking, durable capture in front of an :class:`EventStore`.
+
+    Args:
+        store: Where events end up; its ``tenant`` names the spool files.
+        spool_dir: The folder of the spool, overflow and dead-letter files.
+        name: Part of the spool files' names (one bus per name and tenant).
+        batch_size: Most records handed to the store in one call.
+        flush_interval: Seconds between two journal cycles.
+        coalesce_window: Seconds within which low-priority fragments of one
+            ``coalesce_key`` are merged into one event.
+        max_high: High-priority items held in memory; past it they go to the overflow file.
+        max_low: Low-priority items held in memory; past it the newest are dropped.
+        store_interval: Least seconds between two background writes to the store
+            (``None``: the store's ``write_interval``).
+        retry_interval: First wait in seconds before asking a failed store again.
+        max_retry_interval: Longest such wait (it doubles after each failure).
+        stall_after: Seconds after which a running store call counts as not answering.
+        dead_letter_days: Days a dead-letter entry is kept (``None``: forever).
+        redactor: Replaces personal data in every record before it is written.
+
+    Raises:
+        ValueError: ``store.tenant`` is not a valid tenant name.
+    """
 
     def __init__(
         self,
@@ -337,7 +359,14 @@ class ContextBus:
             self._stats["refused_unkept"] += 1
 
     def submit(self, event: Event) -> str:
-        """Queue an already built :class:`Event` (integrations that need full control)."""
+        """Queue an already built :class:`Event` (integrations that need full control).
+
+        Args:
+            event: The event, queued as high priority and written as it is.
+
+        Returns:
+            The event's id.
+        """
         self._stats["emitted"] += 1
         if telemetry.CAPTURE is not None:
             telemetry.CAPTURE.add(1)
@@ -370,6 +399,12 @@ class ContextBus:
         replayed later), were refused (dead-letter file), or ``timeout`` passed.
         Either way everything emitted before the call is on disk or stored when
         this returns, unless the timeout passed first.
+
+        Args:
+            timeout: Most seconds to wait.
+
+        Returns:
+            Whether everything emitted before the call is stored and nothing was refused.
         """
         target = next(self._counter)
         self._flush_target = max(self._flush_target, target)
@@ -390,7 +425,14 @@ class ContextBus:
         return self._stored_upto >= target and not refused
 
     def persisted(self, timeout: float = 5.0) -> bool:
-        """Wait until everything emitted so far is at least on disk (spool or store)."""
+        """Wait until everything emitted so far is at least on disk (spool or store).
+
+        Args:
+            timeout: Most seconds to wait.
+
+        Returns:
+            Whether it all reached disk before ``timeout``.
+        """
         target = next(self._counter)
         self._flush_target = max(self._flush_target, target)
         self._wake.set()
@@ -406,6 +448,9 @@ class ContextBus:
 
         Safe to call twice.  Whatever is not stored stays in the spool file and is
         replayed by the next bus opened for the same store and tenant.
+
+        Args:
+            timeout: Most seconds to spend storing and stopping the threads.
         """
         if self._closed:
             return
@@ -436,16 +481,29 @@ class ContextBus:
         logged and capture goes on.  Subscribing the same listener twice is a no-op.
         The list is replaced, never changed in place, so the writer thread can walk
         it without a lock.
+
+        Args:
+            listener: Called with each stored batch (a list of events).
         """
         if listener not in self.listeners:
             self.listeners = [*self.listeners, listener]
 
     def unsubscribe(self, listener: Listener) -> None:
-        """Stop calling ``listener``; safe to repeat."""
+        """Stop calling ``listener``; safe to repeat.
+
+        Args:
+            listener: A listener given to :meth:`subscribe`.
+        """
         self.listeners = [x for x in self.listeners if x != listener]
 
     def stats(self) -> dict[str, Any]:
-        """Counters that say what happened to every emitted event."""
+        """Counters that say what happened to every emitted event.
+
+        Returns:
+            Emitted, journaled, written, coalesced, dropped, refused ... counts, the queue
+            lengths, whether events wait in the spool, whether the store is up, and the
+            redactions by kind.
+        """
         return {
             **self._stats,
             "queue_high": len(self._high),
@@ -469,7 +527,14 @@ class ContextBus:
     def forget(self, match: Match) -> int:
         """Drop pending events ``match(id, session_id, user_id)`` selects from memory, the
         spool, the overflow and spools left by dead processes, and such entries from
-        the dead-letter file; the number of pending events dropped."""
+        the dead-letter file: a purge must also reach what the store does not have yet.
+
+        Args:
+            match: Says which events to drop, from their id, session id and user id.
+
+        Returns:
+            The number of pending events dropped.
+        """
         with self._jpause, self._spause:
             dropped = self._forget_memory(match)
             with self._spool_lock:
@@ -717,7 +782,14 @@ class ContextBus:
     def redact(self, value: T) -> T:
         """``value`` with personal data replaced (counted in ``stats()["redacted"]``, never
         logged); ``value`` itself without a redactor.  The one place anything BeeWeave
-        writes — events, checkpoints, store items — is redacted."""
+        writes — events, checkpoints, store items — is redacted.
+
+        Args:
+            value: A text, or a JSON-like value or checkpoint object holding texts.
+
+        Returns:
+            ``value`` with every string inside redacted, its types kept.
+        """
         if self.redactor is None:
             return value
         found: Counter[str] = Counter()

@@ -59,14 +59,21 @@ DEFAULT_TYPE_WEIGHTS: dict[EventType, float] = {
 class IndexConfig:
     """The vector index behind semantic recall.
 
-    ``kind``: ``None``/``"auto"`` (Neo4j's own index for a Neo4j store, else Chroma),
-    ``"chroma"``, ``"neo4j"``, a ready :class:`~beeweave_core.index.VectorIndex`, or
-    ``"off"`` for none (``BEEWEAVE_INDEX=off`` turns ``None`` into ``"off"``).
-    ``embeddings``: any LangChain-style ``Embeddings`` (default: the offline MiniLM).
-    ``vector_url``: a Chroma directory or ``http(s)://host:port`` server.
-    ``policy``: what is embedded and how texts are chunked (default ``ChunkPolicy()``).
-    ``backfill``: run the gap check when the weave opens.  ``batch_size``: events per
-    embedding batch.  ``retry_interval``: seconds before a failed batch is retried.
+    Attributes:
+        kind: ``None``/``"auto"`` (Neo4j's own index for a Neo4j store, else Chroma),
+            ``"chroma"``, ``"neo4j"``, a ready :class:`~beeweave_core.index.VectorIndex`,
+            or ``"off"`` for none (``BEEWEAVE_INDEX=off`` turns ``None`` into ``"off"``).
+        embeddings: Any LangChain-style ``Embeddings`` (default: the offline MiniLM).
+        vector_url: A Chroma directory or ``http(s)://host:port`` server.
+        policy: What is embedded and how texts are chunked (default ``ChunkPolicy()``).
+        backfill: Run the gap check when the weave opens.
+        batch_size: Events per embedding batch.
+        retry_interval: Seconds before a failed batch is retried.
+
+    Raises:
+        ValueError: An unknown index name, a ``batch_size`` that is not a positive int,
+            or a ``retry_interval`` that is not positive.
+        TypeError: ``kind`` is neither a string nor a ``VectorIndex``.
     """
 
     kind: str | VectorIndex | None = None
@@ -119,8 +126,20 @@ class IndexConfig:
     ) -> IndexConfig:
         """The section ``Weave.open``'s keyword arguments name, over ``base``.
 
-        ``index=False`` means ``"off"``; ``index_options`` holds the other fields
-        (``policy``, ``backfill``, ``batch_size``, ``retry_interval``).
+        Args:
+            index: The ``kind``: ``False`` means ``"off"``, ``True`` ``"auto"``, ``None``
+                keeps ``base``'s.
+            embeddings: The embedder (``None``: ``base``'s).
+            vector_url: The Chroma directory or server (``None``: ``base``'s).
+            index_options: The other fields (``policy``, ``backfill``, ``batch_size``,
+                ``retry_interval``).
+            base: The section to change (``None``: the defaults).
+
+        Returns:
+            A new section; ``base`` is left as it is.
+
+        Raises:
+            ValueError: ``index_options`` names an unknown field, or a value is invalid.
         """
         known = {f.name for f in fields(cls)} - {"kind", "embeddings", "vector_url"}
         extra = dict(index_options or {})
@@ -141,54 +160,66 @@ class IndexConfig:
 class RetrievalConfig:
     """Knobs of fusion; the defaults suit an agent's working memory.
 
-    ``weights``: per path, multiplies its reciprocal-rank term (0 turns it off).
-    Lexical is the strongest content path, semantic (a paraphrase) and temporal (a
-    date) each find what it misses; ``recent`` half, since it suggests events by
-    position, not content; ``metadata`` least, since filters alone say nothing about
-    the query.  The semantic and temporal weights, the graph weight, ``rrf_k`` and
-    ``neighbours`` are what ``beeweave bench locomo`` chooses by leave-one-conversation-out
+    The semantic and temporal weights, the graph weight, ``rrf_k`` and ``neighbours``
+    are what ``beeweave bench locomo`` chooses by leave-one-conversation-out
     cross-validation over its five development conversations (semantic 0.5, temporal
     2, graph 0.25, ``rrf_k`` 3, neighbours 2: the pick over all five folds, with
     ``neighbour_decay`` and ``author_boost``; each fold's pick, made without the
-    conversation it is scored on, is in the bench's output).
-    The graph weight was measured on chat only (no tool calls): a trace's causal edges
-    may deserve more.
-    ``fusion``: ``"rrf"`` (weighted reciprocal rank) or ``"score"`` (weighted sum of
-    min-max normalised scores, a convex combination).
-    ``rrf_k``: the reciprocal-rank constant (:data:`beeweave_core.ranking.RRF_K` says
-    why it is small).
-    ``type_weights``: per event type, multiplies the fused score.
-    ``half_life``: seconds after which an event's score is halved (towards
-    ``decay_floor``); a memory decays with its own kind's half-life instead
-    (:data:`beeweave_core.ranking.HALF_LIFE_DAYS`); ``None`` disables recency decay.
-    ``decay_floor``: 0.5, so age only reorders near-ties: an old event keeps at least
-    half its score and a strong old match still beats a weak new one.
-    ``candidates``: how many results each path fetches before fusion (50: twice the
-    largest ``k`` the benchmarks ask for, so gating and dedup still leave enough).
-    ``recent_n``: the session's last turns offered by ``recent`` (about one exchange
-    of tool calls and replies).
-    ``graph_seeds``/``graph_depth``/``neighbours``/``hop_decay``: how far the graph
-    path looks from the best hits (8 seeds: most of a default top 10; 4 causal hops reach the user question behind a
-    tool result: result → call → message → model call → question; two turns either
-    side in the session: an answer often spans a question, its reply and a follow-up)
-    and how much of a seed's score it passes on (the graph weight's share to a
-    direct neighbour, halved per further causal hop).
-    ``neighbour_decay``: the same per turn of distance for session neighbours: 1.0, so
-    a turn two away from a hit inherits as much as the next one (a question, its
-    reply and a follow-up answer together); chosen with the fusion weights by the
-    bench's cross-validation (0.5 or 1.0: 1.0 in every fold).
-    ``author_boost``: when the query names exactly one of the candidates' authors
-    (``meta["name"]``, a speaker of a multi-party chat) by every word of the name, that
-    author's events score ``1 + author_boost`` times as much: "what did Ana say about
-    the shed?" prefers Ana's own turns, without dropping what others said of it.
-    Chosen by the bench's cross-validation among 0, 1 and 2 (2 in every fold).
-    ``time_margin``: days added after a date the query names (people talk about
-    things after they happen).
-    ``feedback_seeds``/``feedback_terms``: the ``feedback`` path's second lexical round
-    adds to the query the ``feedback_terms`` words most shared by the first round's
-    ``feedback_seeds`` best lexical hits (3 and 20; its weight 0.5, chosen by the
-    bench's cross-validation between 0 and 0.5).
-    ``index_wait``: seconds to wait for the vector indexer to catch up first.
+    conversation it is scored on, is in the bench's output).  The graph weight was
+    measured on chat only (no tool calls): a trace's causal edges may deserve more.
+
+    Attributes:
+        weights: Per path, multiplies its reciprocal-rank term (0 turns it off).
+            Lexical is the strongest content path, semantic (a paraphrase) and temporal
+            (a date) each find what it misses; ``recent`` half, since it suggests events
+            by position, not content; ``metadata`` least, since filters alone say nothing
+            about the query.
+        fusion: ``"rrf"`` (weighted reciprocal rank) or ``"score"`` (weighted sum of
+            min-max normalised scores, a convex combination).
+        rrf_k: The reciprocal-rank constant (:data:`beeweave_core.ranking.RRF_K` says
+            why it is small).
+        type_weights: Per event type, multiplies the fused score.
+        half_life: Seconds after which an event's score is halved (towards
+            ``decay_floor``); a memory decays with its own kind's half-life instead
+            (:data:`beeweave_core.ranking.HALF_LIFE_DAYS`); ``None`` disables recency
+            decay.
+        decay_floor: 0.5, so age only reorders near-ties: an old event keeps at least
+            half its score and a strong old match still beats a weak new one.
+        candidates: How many results each path fetches before fusion (50: twice the
+            largest ``k`` the benchmarks ask for, so gating and dedup still leave enough).
+        recent_n: The session's last turns offered by ``recent`` (about one exchange
+            of tool calls and replies).
+        graph_seeds: How many of the best hits the graph path starts from (8: most of
+            a default top 10).
+        graph_depth: Causal hops the graph path follows (4 reach the user question
+            behind a tool result: result → call → message → model call → question).
+        neighbours: Turns either side in the session the graph path adds (2: an answer
+            often spans a question, its reply and a follow-up).
+        hop_decay: How much of a seed's score the graph path passes on: the graph
+            weight's share to a direct neighbour, halved per further causal hop.
+        neighbour_decay: The same per turn of distance for session neighbours: 1.0, so
+            a turn two away from a hit inherits as much as the next one (a question, its
+            reply and a follow-up answer together); chosen with the fusion weights by
+            the bench's cross-validation (0.5 or 1.0: 1.0 in every fold).
+        author_boost: When the query names exactly one of the candidates' authors
+            (``meta["name"]``, a speaker of a multi-party chat) by every word of the
+            name, that author's events score ``1 + author_boost`` times as much: "what
+            did Ana say about the shed?" prefers Ana's own turns, without dropping what
+            others said of it.  Chosen by the bench's cross-validation among 0, 1 and 2
+            (2 in every fold).
+        time_margin: Days added after a date the query names (people talk about
+            things after they happen).
+        feedback_seeds: The ``feedback`` path's second lexical round adds to the query
+            the ``feedback_terms`` words most shared by the first round's
+            ``feedback_seeds`` best lexical hits (3; its weight 0.5, chosen by the
+            bench's cross-validation between 0 and 0.5).
+        feedback_terms: See ``feedback_seeds`` (20).
+        dedup: Whether hits of the same text (case and spacing aside) are merged into
+            the first (the others named in its provenance's ``duplicates``).
+        index_wait: Seconds to wait for the vector indexer to catch up first.
+
+    Raises:
+        ValueError: A setting is out of its range, or ``weights`` names an unknown path.
     """
 
     weights: Mapping[str, float] = field(
@@ -249,17 +280,20 @@ class RetrievalConfig:
 class ContextConfig:
     """Assembly, compaction and long-term memory (``weave.context``).
 
-    ``summarizer``: writes compaction summaries (default: extractive, no model).
-    ``llm``: a :class:`~beeweave_core.llm.TextLLM` (framework models are wrapped by
-    their integration package: ``LangChainLLM``, ``LlamaIndexLLM``) or a function
-    ``str -> str``; a shortcut for ``summarizer=LLMSummarizer(llm)``.  ``policy``: when and how to compact.
-    ``edit_policy``: what the immediate layer drops or cuts.  ``memory_llm``: a chat
-    model that extracts memories the rules miss (optional).  ``presets``: layer
-    shares per phase, over the built-in ones.  ``catch_up_in_background``: maintenance
-    (memories, supersession, compaction) runs in a background worker while ``assemble``
-    reads what it last published (True, the default: no call waits for it); False makes
-    each ``assemble`` first wait until maintenance has read everything stored (the
-    answer is then complete, as a test or a batch job may want, at a call's cost).
+    Attributes:
+        summarizer: Writes compaction summaries (default: extractive, no model).
+        llm: A :class:`~beeweave_core.llm.TextLLM` (framework models are wrapped by
+            their integration package: ``LangChainLLM``, ``LlamaIndexLLM``) or a
+            function ``str -> str``; a shortcut for ``summarizer=LLMSummarizer(llm)``.
+        policy: When and how to compact.
+        edit_policy: What the immediate layer drops or cuts.
+        memory_llm: A chat model that extracts memories the rules miss (optional).
+        presets: Layer shares per phase, over the built-in ones.
+        catch_up_in_background: Maintenance (memories, supersession, compaction) runs
+            in a background worker while ``assemble`` reads what it last published
+            (True, the default: no call waits for it); False makes each ``assemble``
+            first wait until maintenance has read everything stored (the answer is then
+            complete, as a test or a batch job may want, at a call's cost).
     """
 
     summarizer: Summarizer | None = None
@@ -273,7 +307,16 @@ class ContextConfig:
 
 @dataclass(frozen=True)
 class WeaveConfig:
-    """Everything a weave's parts are configured with; see each section."""
+    """Everything a weave's parts are configured with; see each section.
+
+    Attributes:
+        index: The vector index behind semantic recall.
+        retrieval: The knobs of fused recall.
+        context: Assembly, compaction and long-term memory.
+
+    Raises:
+        TypeError: A section is not of its config class.
+    """
 
     index: IndexConfig = field(default_factory=IndexConfig)
     retrieval: RetrievalConfig = field(default_factory=RetrievalConfig)

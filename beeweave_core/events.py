@@ -103,7 +103,14 @@ def new_event_id() -> str:
 
 
 class Edge(BaseModel):
-    """A typed, directed link between two events of one tenant."""
+    """A typed, directed link between two events of one tenant.
+
+    Attributes:
+        src: The id of the event the edge starts from.
+        dst: The id of the event it points to.
+        type: What the link means (caused by, refers to, summarizes ...).
+        meta: Free-form details of the link.
+    """
 
     model_config = ConfigDict(frozen=True)
 
@@ -116,10 +123,23 @@ class Edge(BaseModel):
 class Event(BaseModel):
     """One immutable record of something an agent run did.
 
-    ``content`` is the text a model would read; ``payload`` holds structure (tool
-    args and output, usage, model name) in BeeWeave's canonical JSON form (see
-    :mod:`beeweave_core.payloads`).  ``parents`` are the events that caused this one
-    (CAUSED_BY edges); ``links`` maps other edge types to target ids.
+    Attributes:
+        id: The event's id (deterministic when emitted with a ``key``).
+        tenant: The tenant the event belongs to.
+        session_id: The session (thread, conversation) it happened in.
+        seq: Its position in the session, given by the store (-1 before it is stored).
+        type: What kind of event it is.
+        role: Who produced it (``"user"``, ``"assistant"``, ``"tool"`` ...), if anyone.
+        content: The text a model would read.
+        payload: Structure (tool args and output, usage, model name) in BeeWeave's
+            canonical JSON form (see :mod:`beeweave_core.payloads`).
+        ts: When it happened, in seconds since the epoch.
+        parents: The events that caused this one (CAUSED_BY edges).
+        links: Other edge types, each to its target ids.
+        meta: Who and where: ``user_id``, ``agent_id``, ``scope``, ``tags`` ...
+        source: Where the event was captured (framework, run id, graph node ...).
+        status: Its lifecycle state, set by the store.
+        status_reason: Why it was deleted or invalidated, if it was.
     """
 
     model_config = ConfigDict(frozen=True, use_enum_values=False)
@@ -142,14 +162,17 @@ class Event(BaseModel):
 
     @property
     def time(self) -> datetime:
+        """The event's time as an aware UTC datetime (``ts`` is seconds since the epoch)."""
         return datetime.fromtimestamp(self.ts, tz=timezone.utc)
 
     @property
     def user_id(self) -> str | None:
+        """The user the event belongs to (``meta["user_id"]``; ``None``: no user)."""
         return self.meta.get("user_id")
 
     @property
     def agent_id(self) -> str | None:
+        """The agent that produced it (``meta["agent_id"]``; ``None``: not named)."""
         return self.meta.get("agent_id")
 
     @property
@@ -159,31 +182,66 @@ class Event(BaseModel):
 
     @property
     def tags(self) -> list[str]:
+        """The free-form labels the event was emitted with (``meta["tags"]``)."""
         return list(self.meta.get("tags", ()))
 
     def edge_targets(self) -> list[tuple[EdgeType, str]]:
         """(type, target) of each outgoing edge this event declares: CAUSED_BY from
-        ``parents``, then ``links`` (plain pairs: a bulk write needs no model each)."""
+        ``parents``, then ``links`` (plain pairs: a bulk write needs no model each).
+
+        Returns:
+            One ``(edge type, target id)`` pair per declared edge.
+        """
         out = [(EdgeType.CAUSED_BY, p) for p in self.parents]
         for etype, targets in self.links.items():
             out.extend((EdgeType(etype), t) for t in targets)
         return out
 
     def edges(self) -> list[Edge]:
-        """The outgoing edges this event declares (CAUSED_BY from ``parents`` + ``links``)."""
+        """The outgoing edges this event declares (CAUSED_BY from ``parents`` + ``links``).
+
+        Returns:
+            One :class:`Edge` from this event per declared target.
+        """
         return [Edge(src=self.id, dst=d, type=t) for t, d in self.edge_targets()]
 
     def to_record(self) -> dict[str, Any]:
-        """Plain-JSON form used by export, the spool and the stores."""
+        """Plain-JSON form used by export, the spool and the stores.
+
+        Returns:
+            The event's fields as JSON-ready values (enums as their strings).
+        """
         return self.model_dump(mode="json")
 
     @classmethod
     def from_record(cls, record: dict[str, Any]) -> Event:
+        """Read back what :meth:`to_record` wrote (an export, a spool line, a store row).
+
+        Args:
+            record: The event's fields.
+
+        Returns:
+            The validated event.
+
+        Raises:
+            pydantic.ValidationError: A field is missing or of the wrong type.
+        """
         return cls.model_validate(record)
 
 
 class SessionStats(BaseModel):
-    """What a session holds, for listings and dashboards."""
+    """What a session holds, for listings and dashboards.
+
+    Attributes:
+        session_id: The session.
+        events: How many events it holds.
+        counts: Events per event type.
+        first_ts: When its first event happened (``None``: no events).
+        last_ts: When its last event happened.
+        last_seq: The highest ``seq`` in it.
+        tokens: The tokens of its events' content.
+        user_ids: The users whose events it holds.
+    """
 
     session_id: str
     events: int
@@ -196,7 +254,14 @@ class SessionStats(BaseModel):
 
 
 class AppendResult(BaseModel):
-    """What one ``append`` did: new rows vs redeliveries that were already stored."""
+    """What one ``append`` did: new rows vs redeliveries that were already stored.
+
+    Attributes:
+        inserted: Events written now.
+        duplicates: Events that were already stored (a redelivery).
+        ids: The ids of the events written now.
+        purged: Events refused because a purge erased them.
+    """
 
     inserted: int = 0
     duplicates: int = 0

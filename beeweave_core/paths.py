@@ -11,12 +11,20 @@ from pathlib import Path
 
 
 def beeweave_home() -> Path:
-    """Where embedded data lives: ``$BEEWEAVE_HOME`` or ``~/.beeweave``."""
+    """Where embedded data lives, so every part finds the same folder.
+
+    Returns:
+        ``$BEEWEAVE_HOME`` when set, else ``~/.beeweave`` (``~`` expanded; not created).
+    """
     return Path(os.environ.get("BEEWEAVE_HOME") or Path.home() / ".beeweave").expanduser()
 
 
 def default_url() -> str:
-    """The store ``Weave.open()`` uses when given no URL: one SQLite file in the home."""
+    """The store ``Weave.open()`` uses when given no URL: one SQLite file in the home.
+
+    Returns:
+        A ``sqlite:///`` URL of ``beeweave.db`` in :func:`beeweave_home`.
+    """
     return f"sqlite:///{beeweave_home() / 'beeweave.db'}"
 
 

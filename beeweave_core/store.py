@@ -150,12 +150,80 @@ class EventStore(Protocol):
     #: Seconds the capture bus lets events gather between background writes.
     write_interval: float
 
-    def setup(self) -> None: ...
-    def for_tenant(self, tenant: str) -> EventStore: ...
-    def for_scopes(self, scopes: Readable) -> EventStore: ...
-    def in_scope(self, ev: Event) -> Event: ...
-    def append(self, events: Sequence[Event]) -> AppendResult: ...
-    def get(self, ids: Sequence[str], *, include_inactive: bool = False) -> list[Event]: ...
+    def setup(self) -> None:
+        """Create or migrate the schema, so a fresh database can be written; idempotent.
+
+        Raises:
+            StoreError: The database cannot hold BeeWeave's schema (a server too old).
+        """
+
+    def for_tenant(self, tenant: str) -> EventStore:
+        """Read and write another tenant over the same connection.
+
+        Args:
+            tenant: The tenant of the view.
+
+        Returns:
+            A store of the same backend, scoped to ``tenant`` and to this view's scopes.
+        """
+
+    def for_scopes(self, scopes: Readable) -> EventStore:
+        """Narrow what this store reads and writes to ``scopes`` (never wider).
+
+        Args:
+            scopes: The scope names the view may see (``None``: this view's own).
+
+        Returns:
+            A view of the same tenant.
+
+        Raises:
+            ScopeError: ``scopes`` reaches beyond this view's own.
+        """
+
+    def in_scope(self, ev: Event) -> Event:
+        """Give a record about to be written the scope this view writes it under.
+
+        Args:
+            ev: The record; a scope it names in ``meta`` is kept when allowed.
+
+        Returns:
+            ``ev``, or a copy carrying the scope in ``meta``.
+
+        Raises:
+            ScopeError: ``ev`` names a scope this view may not write, or the view
+                writes several scopes and the record must name one.
+        """
+
+    def append(self, events: Sequence[Event]) -> AppendResult:
+        """Store ``events`` in order; ids already stored are counted, not rewritten.
+
+        Args:
+            events: The events; the store sets their tenant, ``seq`` and status.
+
+        Returns:
+            How many were written, how many were already stored, and which a purge
+            erased (those are refused).
+
+        Raises:
+            TypeError: An item is not an :class:`Event`.
+            ValueError: An id, session id or parent id is empty or too long.
+            ScopeError: An event is outside the scopes this view writes.
+        """
+
+    def get(self, ids: Sequence[str], *, include_inactive: bool = False) -> list[Event]:
+        """Read events by id, in the order asked.
+
+        Args:
+            ids: The event ids; unknown ones are left out.
+            include_inactive: Also return deleted and invalidated events.
+
+        Returns:
+            The events found.
+
+        Raises:
+            ScopeError: An id belongs to a scope outside this view.
+        """
+
     def timeline(
         self,
         session_id: str,
@@ -167,7 +235,23 @@ class EventStore(Protocol):
         until: float | None = None,
         types: Iterable[EventType] | None = None,
         include_inactive: bool = False,
-    ) -> list[Event]: ...
+    ) -> list[Event]:
+        """Read a session in order, whole or a slice of it.
+
+        Args:
+            session_id: The session.
+            last: Only the latest ``last`` events (still oldest first).
+            seq_from: Only events at or after this ``seq``.
+            seq_to: Only events at or before this ``seq``.
+            since: Only events at or after this time (seconds since the epoch).
+            until: Only events at or before this time.
+            types: Only events of these types.
+            include_inactive: Also return deleted and invalidated events.
+
+        Returns:
+            The events, oldest first (empty for an unknown session).
+        """
+
     def ancestors(
         self,
         event_id: str,
@@ -175,7 +259,24 @@ class EventStore(Protocol):
         depth: int = 3,
         edge_types: Sequence[EdgeType] = CAUSAL_EDGES,
         include_inactive: bool = False,
-    ) -> list[tuple[Event, int]]: ...
+    ) -> list[tuple[Event, int]]:
+        """Find what led to ``event_id``: events reached along its outgoing causal edges.
+
+        Args:
+            event_id: Where the walk starts.
+            depth: Most hops (0 to ``MAX_WALK_DEPTH``).
+            edge_types: The edge types followed (never NEXT).
+            include_inactive: Also return deleted and invalidated events (hidden ones
+                are walked through either way).
+
+        Returns:
+            ``(event, hops)`` pairs, nearest first.
+
+        Raises:
+            ValueError: A bad ``depth``, or NEXT among ``edge_types``.
+            ScopeError: ``event_id`` belongs to a scope outside this view.
+        """
+
     def descendants(
         self,
         event_id: str,
@@ -183,8 +284,36 @@ class EventStore(Protocol):
         depth: int = 3,
         edge_types: Sequence[EdgeType] = CAUSAL_EDGES,
         include_inactive: bool = False,
-    ) -> list[tuple[Event, int]]: ...
-    def link(self, edges: Sequence[Edge]) -> int: ...
+    ) -> list[tuple[Event, int]]:
+        """Find what ``event_id`` led to: events whose causal edges point at it.
+
+        Args:
+            event_id: Where the walk starts.
+            depth: Most hops (0 to ``MAX_WALK_DEPTH``).
+            edge_types: The edge types followed (never NEXT).
+            include_inactive: Also return deleted and invalidated events.
+
+        Returns:
+            ``(event, hops)`` pairs, nearest first.
+
+        Raises:
+            ValueError: A bad ``depth``, or NEXT among ``edge_types``.
+            ScopeError: ``event_id`` belongs to a scope outside this view.
+        """
+
+    def link(self, edges: Sequence[Edge]) -> int:
+        """Add edges found after the events were written (REFERS_TO, SUMMARIZES, ...).
+
+        Args:
+            edges: The edges; ones already stored are kept as they are.
+
+        Returns:
+            How many edges were added.
+
+        Raises:
+            ValueError: An edge is of type NEXT (that order is the session's).
+        """
+
     def edges(
         self,
         *,
@@ -192,19 +321,147 @@ class EventStore(Protocol):
         session_id: str | None = None,
         types: Iterable[EdgeType] | None = None,
         direction: str = "out",
-    ) -> list[Edge]: ...
+    ) -> list[Edge]:
+        """Read the links of one event or of a whole session.
+
+        Args:
+            event_id: The event whose edges to read.
+            session_id: Or the session whose edges to read.
+            types: Only edges of these types (``None``: all).
+            direction: For an event: ``"out"``, ``"in"`` or ``"both"``.
+
+        Returns:
+            The edges.
+
+        Raises:
+            ValueError: Not exactly one of ``event_id`` and ``session_id``, or an
+                unknown ``direction``.
+        """
+
     def sessions(
         self, *, user_id: str | None = None, include_items: bool = False
-    ) -> list[SessionStats]: ...
-    def session_ids_starting(self, prefix: str) -> list[str]: ...
-    def user_session_ids(self, user_id: str) -> list[str]: ...
-    def recent_session_ids(self, limit: int) -> list[str]: ...
-    def recent_user_sessions(self, user_id: str, limit: int) -> list[tuple[str, int]]: ...
-    def scopes_in(self, session_id: str) -> set[str | None]: ...
-    def scopes_of(self, ids: Sequence[str]) -> set[str | None]: ...
-    def session_stats(self, session_id: str) -> SessionStats: ...
-    def soft_delete(self, ids: Sequence[str], reason: str) -> int: ...
-    def invalidate(self, ids: Sequence[str], reason: str, *, by: str | None = None) -> int: ...
+    ) -> list[SessionStats]:
+        """List the conversations, for listings and dashboards.
+
+        Args:
+            user_id: Only the sessions this user took part in.
+            include_items: Also the per-item sessions of LangGraph store items.
+
+        Returns:
+            Each session's stats, the most recently active first.
+        """
+
+    def session_ids_starting(self, prefix: str) -> list[str]:
+        """Find sessions by id prefix, of any scope: what a purge of store items under a
+        namespace looks for (the purge refuses another scope's).
+
+        Args:
+            prefix: A non-empty start of the session ids.
+
+        Returns:
+            The matching session ids.
+        """
+
+    def user_session_ids(self, user_id: str) -> list[str]:
+        """The sessions a user took part in, without their stats (a scope, not a report).
+
+        Args:
+            user_id: The user.
+
+        Returns:
+            Their session ids.
+        """
+
+    def recent_session_ids(self, limit: int) -> list[str]:
+        """The sessions active most recently, for listings that need no stats.
+
+        Args:
+            limit: Most sessions returned.
+
+        Returns:
+            Session ids (store items included), the newest latest event first.
+        """
+
+    def recent_user_sessions(self, user_id: str, limit: int) -> list[tuple[str, int]]:
+        """A user's latest conversations: what cross-session recall reads per call.
+
+        Args:
+            user_id: The user.
+            limit: Most sessions returned.
+
+        Returns:
+            ``(session id, last seq)`` pairs, the newest last event first.
+        """
+
+    def scopes_in(self, session_id: str) -> set[str | None]:
+        """The scopes a session's events carry, as far as this view may see them.
+
+        Args:
+            session_id: The session.
+
+        Returns:
+            The scope names (``None`` for unscoped events).
+        """
+
+    def scopes_of(self, ids: Sequence[str]) -> set[str | None]:
+        """The scopes of stored events, read without loading them (an assembly's audit
+        record names the scope of thousands of events per call).
+
+        Args:
+            ids: The event ids.
+
+        Returns:
+            The scope names (``None`` for unscoped events).
+
+        Raises:
+            ScopeError: An id belongs to a scope outside this view.
+        """
+
+    def session_stats(self, session_id: str) -> SessionStats:
+        """What one session holds.
+
+        Args:
+            session_id: The session.
+
+        Returns:
+            Its stats.
+
+        Raises:
+            NotFound: The session has no events for this tenant.
+        """
+
+    def soft_delete(self, ids: Sequence[str], reason: str) -> int:
+        """Hide events from every read, keeping them on disk (``include_inactive`` shows
+        them).
+
+        Args:
+            ids: The event ids.
+            reason: Why, kept as their ``status_reason``.
+
+        Returns:
+            How many events changed.
+
+        Raises:
+            ValueError: ``reason`` is not a string.
+            ScopeError: An id belongs to a scope outside this view.
+        """
+
+    def invalidate(self, ids: Sequence[str], reason: str, *, by: str | None = None) -> int:
+        """Mark events as no longer true, so recall stops offering them.
+
+        Args:
+            ids: The event ids.
+            reason: Why, kept as their ``status_reason``.
+            by: The event that replaces them (a SUPERSEDES edge from it to each).
+
+        Returns:
+            How many events changed.
+
+        Raises:
+            ValueError: ``reason`` is not a string.
+            ScopeError: An id belongs to a scope outside this view.
+        """
+
     def purge(
         self,
         *,
@@ -212,10 +469,59 @@ class EventStore(Protocol):
         ids: Sequence[str] | None = None,
         user_id: str | None = None,
         tombstone: bool = True,
-    ) -> list[str]: ...
-    def tombstones(self) -> list[Tombstone]: ...
-    def lift_tombstone(self, kind: str, value: str) -> bool: ...
-    def get_artifact(self, sha256: str) -> str | None: ...
+    ) -> list[str]:
+        """Delete for good (GDPR-style): events, their edges, artifacts no one points to.
+
+        Args:
+            session_id: Purge this session.
+            ids: Or these events.
+            user_id: Or every event of this user.
+            tombstone: Leave a tombstone, so a copy still pending anywhere is refused
+                when it arrives (False: the same events may come in again).
+
+        Returns:
+            The ids deleted (what the vector index must drop).
+
+        Raises:
+            ValueError: Not exactly one of ``session_id``, ``ids`` and ``user_id``.
+            ScopeError: The target holds events outside this view's scopes.
+        """
+
+    def tombstones(self) -> list[Tombstone]:
+        """What purges erased in this tenant: an operator's listing.
+
+        Returns:
+            The tombstones, oldest first.
+
+        Raises:
+            ScopeError: This view is limited to some scopes (tombstones are tenant-wide).
+        """
+
+    def lift_tombstone(self, kind: str, value: str) -> bool:
+        """Let copies of a purged record in again: an operator's explicit decision.
+
+        Args:
+            kind: The tombstone's kind (event, session or user).
+            value: The id it names.
+
+        Returns:
+            False when there was no such tombstone.
+
+        Raises:
+            ValueError: An unknown ``kind`` or an empty ``value``.
+            ScopeError: This view is limited to some scopes.
+        """
+
+    def get_artifact(self, sha256: str) -> str | None:
+        """The full text behind a preview (``payload["$artifact"]["sha256"]``).
+
+        Args:
+            sha256: The artifact's hash.
+
+        Returns:
+            The text, or ``None`` when no such artifact is stored.
+        """
+
     def search_text(
         self,
         query: str,
@@ -226,10 +532,53 @@ class EventStore(Protocol):
         types: Iterable[EventType] | None = None,
         since: float | None = None,
         until: float | None = None,
-    ) -> list[tuple[Event, float]]: ...
-    def export_session(self, session_id: str) -> dict[str, Any]: ...
-    def import_session(self, data: dict[str, Any] | SessionExport) -> AppendResult: ...
-    def close(self) -> None: ...
+    ) -> list[tuple[Event, float]]:
+        """Find active events by the words, numbers or codes of ``query`` (full text).
+
+        Args:
+            query: Any text; it is never passed on as query syntax.
+            k: Most hits.
+            session_id: Only events of this session.
+            user_id: Only events of the sessions this user took part in.
+            types: Only events of these types.
+            since: Only events at or after this time (seconds since the epoch).
+            until: Only events at or before this time.
+
+        Returns:
+            ``(event, score)`` pairs, best first.
+        """
+
+    def export_session(self, session_id: str) -> dict[str, Any]:
+        """Everything needed to rebuild a session elsewhere: events (any status), edges,
+        artifacts.
+
+        Args:
+            session_id: The session.
+
+        Returns:
+            The export, a JSON-ready dict that :meth:`import_session` takes.
+
+        Raises:
+            NotFound: The session has no events for this tenant.
+            ScopeError: The session holds events outside this view's scopes.
+        """
+
+    def import_session(self, data: dict[str, Any] | SessionExport) -> AppendResult:
+        """Load an export into this tenant, all or nothing, keeping ids, seq, status and
+        edges.
+
+        Args:
+            data: What :meth:`export_session` returned, or it validated.
+
+        Returns:
+            What was written and what was already stored.
+
+        Raises:
+            ValueError: ``data`` is not a valid export, or conflicts with stored events.
+        """
+
+    def close(self) -> None:
+        """Release the connection (a view sharing it leaves it to its owner)."""
 
 
 def _walk_types(depth: int, edge_types: Sequence[EdgeType]) -> list[str]:

@@ -74,10 +74,22 @@ def open_store(
     database: str | None = None,
     **kw: Any,
 ) -> EventStore:
-    """Open the EventStore a URL names; a bad URL is a ``ValueError`` that says why.
+    """Open the EventStore a URL names, for tools that read or write events without
+    capture (no bus, no index, no context engine).
 
-    The store is the backend's (see :func:`beeweave_core.backends.open_backend`);
-    closing it closes the connection or driver it holds.
+    Args:
+        url: ``sqlite:///path`` or a Neo4j URL (``None``: :func:`default_url`).
+        tenant: Whose records the store reads and writes.
+        auth: Neo4j credentials: ``"user:password"``, a pair or a driver auth (``None``:
+            none).
+        database: The Neo4j database (``None``: the server's default).
+        **kw: More keyword arguments for the backend's event store.
+
+    Returns:
+        The backend's store; closing it closes the connection or driver it holds.
+
+    Raises:
+        ValueError: The URL is not one BeeWeave opens, or it is malformed.
     """
     return open_backend(url, tenant=tenant, auth=auth, database=database, **kw).events
 
@@ -128,6 +140,18 @@ class Weave:
     store and the index settings, the retriever the store and the indexer, the context
     engine the indexed writer and the weave's ``emit``/``retrieve``/``flush``.  Parts
     that listen to capture are subscribed to the bus here, and closed by :meth:`close`.
+
+    Args:
+        backend: The opened store and what lives beside it (:meth:`open` opens one).
+        spool_dir: Where capture spools (``None``: ``spool`` in :func:`beeweave_home`).
+        config: Every part's settings (``None``: the defaults).
+        scopes: Limit what the weave reads and writes to these business lines and
+            unscoped records (``None``: every scope; see :mod:`beeweave_core.scopes`).
+        **bus_kw: Settings of the capture bus (see :class:`ContextBus`).
+
+    Raises:
+        TypeError: ``config`` is not a :class:`WeaveConfig`.
+        ValueError: The store's tenant is not a valid tenant name.
     """
 
     def __init__(
@@ -211,14 +235,26 @@ class Weave:
     ) -> Weave:
         """Open (creating if needed) the store at ``url`` and start capture.
 
-        ``scopes`` (``{"support"}``) limits what the weave reads and writes to those
-        business lines and unscoped records (see :mod:`beeweave_core.scopes`).
+        Args:
+            url: ``sqlite:///path`` or a Neo4j URL (``None``: :func:`default_url`).
+            tenant: Whose records the weave reads and writes.
+            auth: Neo4j credentials: ``"user:password"``, a pair or a driver auth.
+            database: The Neo4j database (``None``: the server's default).
+            spool_dir: Where capture spools (``None``: ``spool`` in the home folder).
+            store_options: More keyword arguments for the backend's event store.
+            config: Every part's settings (a :class:`~beeweave_core.config.WeaveConfig`).
+            embeddings: Shortcut into ``config.index`` (wins over it), as are the next 3.
+            index: The index kind or a ready index (``False``: none).
+            vector_url: A Chroma directory or server.
+            index_options: ``policy``, ``backfill``, ``batch_size``, ``retry_interval``.
+            scopes: Limit reads and writes to these business lines and unscoped records.
+            **bus_kw: Tune the capture bus (``flush_interval``, ``max_high`` ...).
 
-        ``config`` (a :class:`~beeweave_core.config.WeaveConfig`) sets every part.
-        ``embeddings``, ``index`` (``False`` for none), ``vector_url`` and
-        ``index_options`` (``policy``, ``backfill``, ``batch_size``,
-        ``retry_interval``) are shortcuts into its ``index`` section and win over it.
-        Other keyword arguments tune the capture bus (``flush_interval``, ``max_high`` …).
+        Returns:
+            The open weave; use it as a context manager, or :meth:`close` it.
+
+        Raises:
+            ValueError: A bad URL, tenant or index option.
         """
         config = _with_index_options(
             config or WeaveConfig(),
@@ -257,11 +293,29 @@ class Weave:
         coalesce_key: str | None = None,
         scope: str | None = None,
     ) -> str:
-        """Record one event without blocking; returns its id (see :meth:`ContextBus.emit`).
+        """Record one event without blocking; bad input is counted and dead-lettered, not raised.
 
-        ``content`` that is not a string is kept as JSON (see ``payloads.py``).
-        ``scope`` (or ``meta["scope"]``) names the event's business line; a weave of one
-        scope fills in its own, one of several must be told (:class:`ScopeError`).
+        Args:
+            type: The event type (an :class:`EventType` or its value).
+            content: The text; anything else is kept as JSON (see ``payloads.py``).
+            session_id: The session (thread, conversation) it belongs to.
+            role: Who produced it (``"user"``, ``"assistant"``, ``"tool"`` ...).
+            payload: Structure beside the text (tool args and output, usage ...).
+            parents: The events that caused it (CAUSED_BY edges).
+            links: Other edge types, each to its target ids.
+            meta: ``user_id``, ``agent_id``, ``tags`` and other details.
+            source: Where it was captured (framework, run id ...).
+            key: Makes the id deterministic, so a redelivered hook maps to the same id.
+            ts: When it happened, in seconds since the epoch (``None``: now).
+            priority: ``"high"`` or ``"low"`` over the type's default.
+            coalesce_key: Low-priority events with the same key close in time merge.
+            scope: Its business line (or ``meta["scope"]``; a weave of one scope fills it in).
+
+        Returns:
+            The event's id, at once.
+
+        Raises:
+            ScopeError: ``scope`` is not this weave's to write, or it has several, none named.
         """
         if meta is None or isinstance(meta, Mapping):  # (anything else: the bus refuses it)
             meta = with_scope(meta, self.store.scopes, scope)
@@ -287,13 +341,21 @@ class Weave:
         return self.store.scopes
 
     def flush(self, timeout: float = 30.0, wait_index: bool = False) -> bool:
-        """Wait until captured events are in the store; False when some are only spooled on
-        disk (replayed later) or were refused since the last flush (see ContextBus.flush).
+        """Wait until captured events are in the store, so a read right after sees them.
 
         Words are indexed before it returns (within ``timeout``), so a search right after
         finds them without indexing them itself.  Vectors are built in the background, so
-        semantic recall lags a write by a moment; ``wait_index=True`` also waits (within the same ``timeout``) until the indexer has
-        embedded everything stored so far — for a caller that retrieves right after writing.
+        semantic recall lags a write by a moment.
+
+        Args:
+            timeout: Most seconds to wait, for everything together.
+            wait_index: Also wait until the indexer has embedded everything stored so far
+                (for a caller that retrieves by meaning right after writing).
+
+        Returns:
+            False when some events are only spooled on disk (replayed later), were
+            refused since the last flush, the timeout passed, or (with ``wait_index``)
+            the indexer did not catch up.
         """
         deadline = time.monotonic() + timeout
         stored = self.bus.flush(timeout)
@@ -311,7 +373,12 @@ class Weave:
             sync(_WORDS_BATCH, go_on=lambda: time.monotonic() < deadline)
 
     def stats(self) -> dict[str, int | bool]:
-        """What happened to every emitted event: counters, queue sizes, store up or not."""
+        """What happened to every emitted event, for health checks and dashboards.
+
+        Returns:
+            The capture bus's counters, queue sizes and whether the store is up (see
+            :meth:`ContextBus.stats`).
+        """
         return self.bus.stats()
 
     @property
@@ -329,7 +396,14 @@ class Weave:
 
         Every write path runs it — capture, BeeWeave's own writers, LangGraph
         checkpoints and store items — and what it replaced is counted in
-        ``stats()["redacted"]``."""
+        ``stats()["redacted"]``.
+
+        Args:
+            value: A text, or a JSON-like value or checkpoint object holding texts.
+
+        Returns:
+            ``value`` with every string inside redacted, its types kept.
+        """
         return self.bus.redact(value)
 
     def purge(
@@ -343,19 +417,27 @@ class Weave:
     ) -> int:
         """Delete for good: from the graph, the vector index, and what is still pending.
 
-        ``session_id``: one session; ``ids``: these events; ``user_id``: every event
-        whose ``meta["user_id"]`` is that user, and every ``BeeWeaveStore`` item under
-        ``("users", user_id)`` (every version).  Pending copies go too: events waiting
-        in memory, in the spool (also spools a killed process left), in the overflow
-        file, and dead-letter entries, so nothing purged comes back at the next start.
-        Pending copies are dropped first, so when the store is down this raises and
-        can simply be called again.  Returns the events removed (stored, pending, archived).
-        The vectors dropped are exactly the events the store deleted (one stored while
-        the purge ran included), and retention archives are rewritten without them.
-        ``tombstone=False`` leaves no tombstone and no archive is touched (retention,
-        which archived the events first so ``beeweave import`` can bring them back).
-        ``checkpoints=True`` with ``session_id`` also deletes the LangGraph thread of that
-        id (its checkpoints and pending writes).
+        Pending copies go too: events waiting in memory, in the spool (also spools a
+        killed process left), in the overflow file, and dead-letter entries, so nothing
+        purged comes back at the next start.  They are dropped first, so when the store
+        is down this raises and can simply be called again.  The vectors dropped are
+        exactly the events the store deleted (one stored while the purge ran included),
+        and retention archives are rewritten without them.
+
+        Args:
+            session_id: Purge one session.
+            ids: Purge these events.
+            user_id: Purge every event whose ``meta["user_id"]`` is that user, and every
+                ``BeeWeaveStore`` item under ``("users", user_id)`` (every version).
+            checkpoints: With ``session_id``, also delete the LangGraph thread of that id.
+            tombstone: False leaves no tombstone and touches no archive (retention, which
+                archived the events first so ``beeweave import`` can bring them back).
+
+        Returns:
+            The number of events removed (stored, pending, archived).
+
+        Raises:
+            ValueError: None of ``session_id``, ``ids`` and ``user_id`` is given.
         """
         if session_id is None and ids is None and user_id is None:
             raise ValueError("purge needs session_id=, ids= or user_id=")
@@ -401,7 +483,14 @@ class Weave:
         return gone
 
     def tombstones(self) -> list[Tombstone]:
-        """What purges erased in this tenant, oldest first (see ``tombstones.py``)."""
+        """What purges erased in this tenant, for an operator to review (``tombstones.py``).
+
+        Returns:
+            The tombstones, oldest first.
+
+        Raises:
+            ScopeError: The weave is limited to some scopes (tombstones are tenant-wide).
+        """
         return self.store.tombstones()
 
     def lift_tombstone(
@@ -412,8 +501,20 @@ class Weave:
         user_id: str | None = None,
     ) -> bool:
         """Lift one purge's tombstone, so copies of that session, event or user are stored
-        again (a re-import is accepted): an operator's explicit decision, for a weave of
-        every scope.  False when there was no such tombstone."""
+        again (a re-import is accepted): an operator's explicit decision.
+
+        Args:
+            session_id: The purged session.
+            event_id: Or the purged event.
+            user_id: Or the purged user.
+
+        Returns:
+            False when there was no such tombstone.
+
+        Raises:
+            ValueError: Not exactly one of the three is given.
+            ScopeError: The weave is limited to some scopes.
+        """
         named = [
             (k, v)
             for k, v in ((SESSION, session_id), (EVENT, event_id), (USER, user_id))
@@ -428,7 +529,15 @@ class Weave:
     def hide_session(self, session_id: str, reason: str) -> int:
         """Hide every event of ``session_id`` from every read (a soft delete: kept on
         disk for audit, ``include_inactive`` shows them), the memories and summaries
-        maintenance made of its turns included.  Returns the events hidden."""
+        maintenance made of its turns included.
+
+        Args:
+            session_id: The session.
+            reason: Why, kept as each event's ``status_reason``.
+
+        Returns:
+            The number of events hidden.
+        """
         self.flush()
         self._settle([session_id], None)
         ids = [e.id for e in self.store.timeline(session_id)]
@@ -446,7 +555,15 @@ class Weave:
             engine.settle(sids)
 
     def user_event_ids(self, user_id: str) -> list[str]:
-        """Every stored event id of ``user_id`` (``meta["user_id"]``), whatever its status."""
+        """Every stored event id of ``user_id`` (``meta["user_id"]``), whatever its status:
+        what an access request or an erasure check lists.
+
+        Args:
+            user_id: The user.
+
+        Returns:
+            The ids, session by session in order.
+        """
         return [
             e.id
             for sid in self.store.user_session_ids(user_id)
@@ -465,7 +582,17 @@ class Weave:
         return self.retriever_for(None)
 
     def retriever_for(self, scopes: Iterable[str] | str | None) -> Retriever:
-        """The retriever of a narrower set of ``scopes`` (one per set, built on first use)."""
+        """The retriever of a narrower set of ``scopes`` (one per set, built on first use).
+
+        Args:
+            scopes: Some of the weave's scopes (``None``: all of them).
+
+        Returns:
+            The fused retriever over those scopes.
+
+        Raises:
+            ScopeError: ``scopes`` reaches beyond the weave's own.
+        """
         readable = narrow(self.store.scopes, scopes)
         if readable not in self._retrievers:
             from beeweave_core.retrieval import Retriever
@@ -482,8 +609,21 @@ class Weave:
         scopes: Iterable[str] | str | None = None,
         **kw: Unpack[RetrieveOptions],
     ) -> list[Hit]:
-        """Find past events for ``query``; see :meth:`beeweave_core.retrieval.Retriever.retrieve`.
-        ``scopes`` narrows this call to some of the weave's scopes."""
+        """Find past events for ``query`` by fused recall (words, meaning, time, graph).
+
+        Args:
+            query: What to look for (its first ``MAX_QUERY_TOKENS`` tokens are searched).
+            scopes: Narrows this call to some of the weave's scopes.
+            **kw: ``session_id``, ``user_id``, ``k``, ``filters``, ``paths``, ``scope``,
+                ``now``, ``config`` (see :meth:`beeweave_core.retrieval.Retriever.retrieve`).
+
+        Returns:
+            The best hits, each with its scores and provenance, best first.
+
+        Raises:
+            TypeError: ``query`` is not a string, or ``k`` not an int.
+            ScopeError: ``scopes`` reaches beyond the weave's own.
+        """
         with self.reads.reading():
             return self.retriever_for(scopes).retrieve(query, **kw)
 
@@ -494,7 +634,16 @@ class Weave:
         scopes: Iterable[str] | str | None = None,
         **kw: Unpack[RetrieveOptions],
     ) -> list[Hit]:
-        """Async twin of :meth:`retrieve` (runs in a worker thread)."""
+        """Async twin of :meth:`retrieve` (runs in a worker thread).
+
+        Args:
+            query: What to look for.
+            scopes: Narrows this call to some of the weave's scopes.
+            **kw: As :meth:`retrieve` takes them.
+
+        Returns:
+            The best hits, best first.
+        """
         with self.reads.reading():
             return await self.retriever_for(scopes).aretrieve(query, **kw)
 
@@ -505,7 +654,17 @@ class Weave:
         return self.context_for(None)
 
     def context_for(self, scopes: Iterable[str] | str | None) -> ContextEngine:
-        """The context engine of a narrower set of ``scopes`` (one per set)."""
+        """The context engine of a narrower set of ``scopes`` (one per set).
+
+        Args:
+            scopes: Some of the weave's scopes (``None``: all of them).
+
+        Returns:
+            The engine that assembles, compacts and remembers within those scopes.
+
+        Raises:
+            ScopeError: ``scopes`` reaches beyond the weave's own.
+        """
         readable = narrow(self.store.scopes, scopes)
         with self._contexts_lock:
             return self._contexts.get(readable) or self._new_context(readable)
@@ -580,8 +739,22 @@ class Weave:
         scopes: Iterable[str] | str | None = None,
         **kw: Unpack[AssembleOptions],
     ) -> AssembledContext:
-        """The layered, token-budgeted context for the next model call of ``session_id``
-        (``scopes``: only some of the weave's scopes, for this call)."""
+        """The layered, token-budgeted context for the next model call of ``session_id``.
+
+        Args:
+            session_id: The session the model call continues.
+            query: Steers recall (``None``: the latest user message).
+            scopes: Only some of the weave's scopes, for this call.
+            **kw: ``budget_tokens`` (required), ``model``, ``phase``, ``user_id``,
+                ``agent_id`` ... (see :class:`~beeweave_core.context.request.AssembleRequest`).
+
+        Returns:
+            The messages for the model, with what each layer holds and why.
+
+        Raises:
+            TypeError: A missing ``budget_tokens``, an unknown option, or a bad type.
+            ValueError: A budget that is not a positive int.
+        """
         return self.context_for(scopes).assemble(session_id, query, **kw)
 
     async def aassemble(
@@ -592,12 +765,31 @@ class Weave:
         scopes: Iterable[str] | str | None = None,
         **kw: Unpack[AssembleOptions],
     ) -> AssembledContext:
-        """Async twin of :meth:`assemble` (runs in a worker thread)."""
+        """Async twin of :meth:`assemble` (runs in a worker thread).
+
+        Args:
+            session_id: The session the model call continues.
+            query: Steers recall (``None``: the latest user message).
+            scopes: Only some of the weave's scopes, for this call.
+            **kw: As :meth:`assemble` takes them.
+
+        Returns:
+            The assembled context.
+        """
         return await self.context_for(scopes).aassemble(session_id, query, **kw)
 
     def confirm(self, memory_id: str) -> str:
-        """Wake a dormant memory (or keep one awake): it was confirmed now.  Returns the
-        id of the note that records it (see ``governance/dormancy.py``)."""
+        """Wake a dormant memory (or keep one awake): it was confirmed now.
+
+        Args:
+            memory_id: The memory's event id.
+
+        Returns:
+            The id of the note that records it (see ``governance/dormancy.py``).
+
+        Raises:
+            NotFound: No active memory has that id.
+        """
         from beeweave_core.governance.dormancy import confirm
 
         self.flush()
@@ -606,10 +798,19 @@ class Weave:
     # ------------------------------------------------------------ lifecycle
     def on_close(self, fn: Callable[[], None]) -> None:
         """Call ``fn`` when the weave closes: after capture is flushed, before the store
-        closes, newest first (a part closes before what it was built on)."""
+        closes, newest first (a part closes before what it was built on).
+
+        Args:
+            fn: Called with no arguments; its failure is logged, closing goes on.
+        """
         self._closers.append(fn)
 
     def close(self) -> None:
+        """Flush capture, close the parts, then the store; safe to call twice.
+
+        What the store does not take in time stays spooled and is replayed by the next
+        weave opened on the same store and tenant.
+        """
         if self._closed:
             return
         self._closed = True
