@@ -121,6 +121,21 @@ class _Capture:
         tags: Sequence[str] | None = None,
         scope: str | None = None,
     ) -> None:
+        """Set up a handler that records into ``weave``; it may serve many runs at once.
+
+        Args:
+            weave: The open weave the events go to.
+            session_id: The session of runs whose metadata names none (it comes after a
+                run's ``beeweave_session_id``, before LangGraph's ``thread_id``).
+            user_id: Put into every event's ``meta``.
+            agent_id: Put into every event's ``meta``.
+            capture_tokens: Record streamed token fragments (coalesced, low priority).
+            tags: Put into every event's ``meta["tags"]``.
+            scope: The business line of the events (needed on a weave of several scopes).
+
+        Raises:
+            TypeError: ``weave`` is not an open :class:`~beeweave_core.weave.Weave`.
+        """
         self.weave = require_weave(weave, type(self).__name__)
         self.session_id = session_id
         self.user_id = user_id
@@ -267,6 +282,16 @@ class _Capture:
         parent_run_id: UUID | None = None,
         **kwargs: Any,
     ) -> None:
+        """Open a chain or graph run: its session is named here or by a run below it.
+
+        Args:
+            serialized: LangChain's description of the chain (its ``name``).
+            inputs: The chain's input; a root chain's plain text is kept in case a text
+                LLM runs below it (then it is recorded as the user's message).
+            run_id: LangChain's id of the run.
+            parent_run_id: The run that started it (``None``: a root run).
+            **kwargs: LangChain's other arguments (``metadata``, ``name``, ``tags`` ...).
+        """
         metadata = kwargs.get("metadata")
         name = kwargs.get("name") or (serialized or {}).get("name")
         run = self._open(run_id, parent_run_id, metadata, "chain", name)
@@ -280,16 +305,38 @@ class _Capture:
 
     @_guard
     def on_chain_end(self, outputs: Any, *, run_id: UUID, **kwargs: Any) -> None:
+        """Close a chain run (what it produced was recorded by the runs inside it).
+
+        Args:
+            outputs: The chain's output (not recorded).
+            run_id: LangChain's id of the run.
+            **kwargs: LangChain's other arguments (``metadata``, ``name``, ``tags`` ...).
+        """
         self._close(run_id)
 
     @_guard
     def on_chain_error(self, error: BaseException, *, run_id: UUID, **kwargs: Any) -> None:
+        """Record an ``error`` event for a failed chain (once per exception; LangGraph's
+        interrupts are control flow, not failures, and are not recorded).
+
+        Args:
+            error: What the chain raised.
+            run_id: LangChain's id of the run.
+            **kwargs: LangChain's other arguments (``metadata``, ``name``, ``tags`` ...).
+        """
         run = self._close(run_id)
         if not _is_control_flow(error):
             self._error(error, run_id, run, "chain")
 
     @_guard
     def on_agent_action(self, action: Any, *, run_id: UUID, **kwargs: Any) -> None:
+        """Record a legacy agent's reasoning log as an ``internal_thought``.
+
+        Args:
+            action: The agent's action (its ``log``, ``tool`` and ``tool_input``).
+            run_id: LangChain's id of the run.
+            **kwargs: LangChain's other arguments (``metadata``, ``name``, ``tags`` ...).
+        """
         run = self._runs.get(run_id)
         if run is None:
             return
@@ -320,6 +367,15 @@ class _Capture:
         parent_run_id: UUID | None = None,
         **kwargs: Any,
     ) -> None:
+        """Record the prompt's new messages, then a ``model_call`` caused by what it answers.
+
+        Args:
+            serialized: LangChain's description of the model (its name and settings).
+            messages: The prompt (the first of the batch is recorded).
+            run_id: LangChain's id of the run.
+            parent_run_id: The run that started it (``None``: a root run).
+            **kwargs: LangChain's other arguments (``metadata``, ``name``, ``tags`` ...).
+        """
         metadata = kwargs.get("metadata")
         run = self._open(run_id, parent_run_id, metadata, "chat", kwargs.get("name"))
         prompt = messages[0] if messages else []
@@ -362,6 +418,15 @@ class _Capture:
         parent_run_id: UUID | None = None,
         **kwargs: Any,
     ) -> None:
+        """Record a text LLM's ``model_call`` (and, once per chain run, the user's input).
+
+        Args:
+            serialized: LangChain's description of the model.
+            prompts: The text prompts (only their length is recorded).
+            run_id: LangChain's id of the run.
+            parent_run_id: The run that started it (``None``: a root run).
+            **kwargs: LangChain's other arguments (``metadata``, ``name``, ``tags`` ...).
+        """
         metadata = kwargs.get("metadata")
         run = self._open(run_id, parent_run_id, metadata, "llm", kwargs.get("name"))
         src = self._source(run_id, metadata)
@@ -393,6 +458,15 @@ class _Capture:
     def on_llm_new_token(
         self, token: Any, *, chunk: Any = None, run_id: UUID, **kwargs: Any
     ) -> None:
+        """Record a streamed token as a low-priority fragment, merged per run by the bus
+        (skipped with ``capture_tokens=False``).
+
+        Args:
+            token: The new text.
+            chunk: The chunk it came in (not recorded).
+            run_id: LangChain's id of the run.
+            **kwargs: LangChain's other arguments (``metadata``, ``name``, ``tags`` ...).
+        """
         if not self.capture_tokens:
             return
         run = self._runs.get(run_id)
@@ -411,6 +485,13 @@ class _Capture:
 
     @_guard
     def on_llm_end(self, response: Any, *, run_id: UUID, **kwargs: Any) -> None:
+        """Record the model's answer (and a ``tool_invocation`` per tool call in it).
+
+        Args:
+            response: The ``LLMResult``; the first prompt's generations are recorded.
+            run_id: LangChain's id of the run.
+            **kwargs: LangChain's other arguments (``metadata``, ``name``, ``tags`` ...).
+        """
         run = self._close(run_id)
         if run is None:
             return
@@ -433,6 +514,13 @@ class _Capture:
 
     @_guard
     def on_llm_error(self, error: BaseException, *, run_id: UUID, **kwargs: Any) -> None:
+        """Record an ``error`` event for a failed model call (once per exception).
+
+        Args:
+            error: What the model raised.
+            run_id: LangChain's id of the run.
+            **kwargs: LangChain's other arguments (``metadata``, ``name``, ``tags`` ...).
+        """
         run = self._close(run_id)
         self._error(error, run_id, run, "llm")
 
@@ -447,6 +535,17 @@ class _Capture:
         parent_run_id: UUID | None = None,
         **kwargs: Any,
     ) -> None:
+        """Tie a tool run to the invocation its ``tool_call_id`` names (a tool run no
+        answer announced gets an invocation of its own).
+
+        Args:
+            serialized: LangChain's description of the tool (its ``name``).
+            input_str: The tool's input as text (``kwargs["inputs"]`` wins when given).
+            run_id: LangChain's id of the run.
+            parent_run_id: The run that started it (``None``: a root run).
+            **kwargs: LangChain's other arguments (``inputs``, ``tool_call_id``,
+                ``metadata`` ...).
+        """
         metadata = kwargs.get("metadata")
         inputs = kwargs.get("inputs")
         name = (serialized or {}).get("name") or kwargs.get("name")
@@ -466,6 +565,13 @@ class _Capture:
 
     @_guard
     def on_tool_end(self, output: Any, *, run_id: UUID, **kwargs: Any) -> None:
+        """Record the ``tool_result``, caused by the invocation of the same tool call.
+
+        Args:
+            output: The tool's return value or ``ToolMessage``.
+            run_id: LangChain's id of the run.
+            **kwargs: LangChain's other arguments (``metadata``, ``name``, ``tags`` ...).
+        """
         run = self._close(run_id)
         if run is None:
             return
@@ -496,6 +602,13 @@ class _Capture:
 
     @_guard
     def on_tool_error(self, error: BaseException, *, run_id: UUID, **kwargs: Any) -> None:
+        """Record an ``error`` event for a failed tool (once per exception).
+
+        Args:
+            error: What the tool raised.
+            run_id: LangChain's id of the run.
+            **kwargs: LangChain's other arguments (``metadata``, ``name``, ``tags`` ...).
+        """
         run = self._close(run_id)
         self._error(error, run_id, run, "tool")
 
@@ -510,6 +623,15 @@ class _Capture:
         parent_run_id: UUID | None = None,
         **kwargs: Any,
     ) -> None:
+        """Open a retriever run; its query is recorded with the documents it finds.
+
+        Args:
+            serialized: LangChain's description of the retriever (its ``name``).
+            query: What it searches for.
+            run_id: LangChain's id of the run.
+            parent_run_id: The run that started it (``None``: a root run).
+            **kwargs: LangChain's other arguments (``metadata``, ``name``, ``tags`` ...).
+        """
         metadata = kwargs.get("metadata")
         name = kwargs.get("name") or (serialized or {}).get("name")
         run = self._open(run_id, parent_run_id, metadata, "retriever", name)
@@ -517,6 +639,14 @@ class _Capture:
 
     @_guard
     def on_retriever_end(self, documents: Sequence[Any], *, run_id: UUID, **kwargs: Any) -> None:
+        """Record a ``retrieval`` event: the query and documents, REFERS_TO the events
+        BeeWeave's own retriever returned.
+
+        Args:
+            documents: The documents found (their text and metadata are recorded).
+            run_id: LangChain's id of the run.
+            **kwargs: LangChain's other arguments (``metadata``, ``name``, ``tags`` ...).
+        """
         run = self._close(run_id)
         if run is None:
             return
@@ -536,6 +666,13 @@ class _Capture:
 
     @_guard
     def on_retriever_error(self, error: BaseException, *, run_id: UUID, **kwargs: Any) -> None:
+        """Record an ``error`` event for a failed retriever (once per exception).
+
+        Args:
+            error: What the retriever raised.
+            run_id: LangChain's id of the run.
+            **kwargs: LangChain's other arguments (``metadata``, ``name``, ``tags`` ...).
+        """
         run = self._close(run_id)
         self._error(error, run_id, run, "retriever")
 

@@ -228,7 +228,16 @@ class BeeWeaveCheckpointer(BaseCheckpointSaver[str]):
     # ------------------------------------------------------------ construction
     @classmethod
     def from_weave(cls, weave: Weave, **kw: Any) -> BeeWeaveCheckpointer:
-        """A checkpointer beside ``weave``'s events (same file or database)."""
+        """A checkpointer beside ``weave``'s events (same file or database).
+
+        Args:
+            weave: The open weave.
+            **kw: The constructor's other keyword arguments (``serde``,
+                ``record_messages``, ``delete_events`` ...).
+
+        Returns:
+            The checkpointer; the weave stays the caller's to close.
+        """
         return cls(weave, **kw)
 
     @classmethod
@@ -267,8 +276,20 @@ class BeeWeaveCheckpointer(BaseCheckpointSaver[str]):
     ) -> Iterator[BeeWeaveCheckpointer]:
         """Open a weave at ``conn_string`` and yield a checkpointer on it; close both after.
 
-        ``conn_string`` is a file path (``"agent.db"``, ``":memory:"``), a BeeWeave URL
-        (``sqlite:///…``, ``bolt://…``, ``neo4j+s://…``) or None (the default file).
+        Args:
+            conn_string: A file path (``"agent.db"``, ``":memory:"``), a BeeWeave URL
+                (``sqlite:///…``, ``bolt://…``, ``neo4j+s://…``) or None (the default file).
+            tenant: Whose records the weave reads and writes.
+            auth: Neo4j credentials (see :meth:`Weave.open`).
+            database: The Neo4j database (``None``: the server's default).
+            weave_options: More keyword arguments for :meth:`Weave.open`.
+            **kw: The checkpointer's keyword arguments (``serde``, ``delete_events`` ...).
+
+        Yields:
+            The checkpointer, closed with its weave when the block ends.
+
+        Raises:
+            ValueError: A bad URL or option.
         """
         saver = cls._open(
             conn_string,
@@ -407,6 +428,21 @@ class BeeWeaveCheckpointer(BaseCheckpointSaver[str]):
     # ------------------------------------------------------------ sync API
     @_reported
     def get_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
+        """Load the checkpoint a graph resumes from: the one ``config`` names, else the
+        head of the thread's active branch.
+
+        Args:
+            config: ``configurable`` with ``thread_id``, and optionally ``checkpoint_ns``
+                and ``checkpoint_id``.
+
+        Returns:
+            The checkpoint with its metadata, parent and pending writes; ``None`` when
+            there is none.
+
+        Raises:
+            ScopeError: The thread belongs to a scope outside the weave's.
+            CheckpointStoreError: The store did not answer (one line naming it).
+        """
         row = self._scopes.seen(self.store.get(*self._target(config)))
         return self._row_to_tuple(row) if row is not None else None
 
@@ -419,6 +455,21 @@ class BeeWeaveCheckpointer(BaseCheckpointSaver[str]):
         before: RunnableConfig | None = None,
         limit: int | None = None,
     ) -> Iterator[CheckpointTuple]:
+        """List checkpoints for history views and time travel, newest first.
+
+        Args:
+            config: Narrows to a thread (and namespace, checkpoint); ``None``: every
+                thread this weave may read.
+            filter: Metadata key/values the checkpoints must have.
+            before: Only checkpoints older than the one this config names.
+            limit: Most checkpoints returned.
+
+        Yields:
+            Each checkpoint with its metadata, parent and pending writes.
+
+        Raises:
+            CheckpointStoreError: The store did not answer (one line naming it).
+        """
         conf = (config or {}).get("configurable") or {}
         thread_id = conf.get("thread_id")
         rows = self.store.list(
@@ -441,6 +492,22 @@ class BeeWeaveCheckpointer(BaseCheckpointSaver[str]):
         metadata: CheckpointMetadata,
         new_versions: ChannelVersions,
     ) -> RunnableConfig:
+        """Save a checkpoint (redacted) and record its new messages as events.
+
+        Args:
+            config: Names the thread, namespace and the parent checkpoint.
+            checkpoint: The checkpoint; only the channels in ``new_versions`` are stored
+                anew, the others are shared with earlier checkpoints.
+            metadata: Its metadata (kept as JSON for filtering).
+            new_versions: The channels that changed since the parent, with their versions.
+
+        Returns:
+            The config naming the saved checkpoint.
+
+        Raises:
+            ScopeError: The thread belongs to a scope outside the weave's.
+            CheckpointStoreError: The store did not answer (one line naming it).
+        """
         row, blobs = self._put_row(
             config, checkpoint, metadata, new_versions, self._put_scope(config)
         )
@@ -455,13 +522,33 @@ class BeeWeaveCheckpointer(BaseCheckpointSaver[str]):
         task_id: str,
         task_path: str = "",
     ) -> None:
+        """Save what a task wrote before the next checkpoint, so a resumed run keeps it.
+
+        Args:
+            config: Names the thread, namespace and checkpoint the writes belong to.
+            writes: ``(channel, value)`` pairs (values redacted).
+            task_id: The task that wrote them.
+            task_path: Where the task sits in the graph.
+
+        Raises:
+            ScopeError: The thread belongs to a scope outside the weave's.
+            CheckpointStoreError: The store did not answer (one line naming it).
+        """
         self._scopes.check(self._target(config)[0])
         self.store.put_writes(*self._writes_args(config, writes, task_id, task_path))
 
     @_reported
     def delete_thread(self, thread_id: str) -> None:
         """Delete the thread's checkpoints and writes; hide (or purge, or keep) its events
-        as ``delete_events`` says."""
+        as ``delete_events`` says.
+
+        Args:
+            thread_id: The thread (the BeeWeave session of the same id).
+
+        Raises:
+            ScopeError: The thread belongs to a scope outside the weave's.
+            CheckpointStoreError: The store did not answer (one line naming it).
+        """
         thread_id = str(thread_id)
         self._scopes.check(thread_id)
         self.store.delete_thread(thread_id)
@@ -479,7 +566,15 @@ class BeeWeaveCheckpointer(BaseCheckpointSaver[str]):
 
     @_reported
     def delete_for_runs(self, run_ids: Sequence[str]) -> None:
-        """Delete the checkpoints (and their writes) created by the given runs."""
+        """Delete the checkpoints (and their writes) created by the given runs.
+
+        Args:
+            run_ids: The runs (``metadata["run_id"]`` of their checkpoints).
+
+        Raises:
+            ScopeError: A run wrote a thread of a scope outside the weave's.
+            CheckpointStoreError: The store did not answer (one line naming it).
+        """
         run_ids = [str(r) for r in run_ids]
         if self._scopes.scopes is not None:  # every thread the runs wrote must be ours
             for run in run_ids:
@@ -488,19 +583,48 @@ class BeeWeaveCheckpointer(BaseCheckpointSaver[str]):
 
     @_reported
     def copy_thread(self, source_thread_id: str, target_thread_id: str) -> None:
-        """Copy the whole checkpoint tree, writes and branches of one thread to another."""
+        """Copy the whole checkpoint tree, writes and branches of one thread to another.
+
+        Args:
+            source_thread_id: The thread copied.
+            target_thread_id: The thread that receives the copy.
+
+        Raises:
+            ScopeError: Either thread belongs to a scope outside the weave's.
+            CheckpointStoreError: The store did not answer (one line naming it).
+        """
         self._scopes.check(str(source_thread_id), str(target_thread_id))
         self.store.copy_thread(str(source_thread_id), str(target_thread_id))
 
     @_reported
     def prune(self, thread_ids: Sequence[str], *, strategy: str = "keep_latest") -> None:
-        """``keep_latest``: newest per namespace, plus the ancestors a ``DeltaChannel``
-        needs to rebuild its value; ``delete``: everything."""
+        """Bound the storage of long-lived threads.
+
+        Args:
+            thread_ids: The threads to prune.
+            strategy: ``keep_latest``: the newest checkpoint per namespace, plus the
+                ancestors a ``DeltaChannel`` needs to rebuild its value; ``delete``:
+                everything.
+
+        Raises:
+            ValueError: An unknown ``strategy``.
+            ScopeError: A thread belongs to a scope outside the weave's.
+            CheckpointStoreError: The store did not answer (one line naming it).
+        """
         self._scopes.check(*(str(t) for t in thread_ids))
         self.store.prune([str(t) for t in thread_ids], strategy=strategy)
 
     def get_next_version(self, current: str | None, channel: None) -> str:
-        """``<counter>.<random>`` as ``SqliteSaver`` does: ordered and collision-free."""
+        """The version of a channel's next value: ordered, and collision-free across
+        concurrent writers (``<counter>.<random>``, as ``SqliteSaver`` does).
+
+        Args:
+            current: The channel's current version (``None``: none yet).
+            channel: Unused (LangGraph's signature).
+
+        Returns:
+            The next version.
+        """
         if current is None:
             current_v = 0
         elif isinstance(current, int):
@@ -516,6 +640,18 @@ class BeeWeaveCheckpointer(BaseCheckpointSaver[str]):
 
         The thread's next run (``get_tuple`` without a ``checkpoint_id``) continues from
         there; the branch's head then follows the new checkpoints.
+
+        Args:
+            config: Names the thread, namespace and checkpoint to branch from.
+            name: The new branch's name.
+
+        Returns:
+            The new branch.
+
+        Raises:
+            ValueError: ``config`` names no checkpoint, no such checkpoint exists, or
+                the branch exists already.
+            ScopeError: The thread belongs to a scope outside the weave's.
         """
         conf = config["configurable"]
         cid = get_checkpoint_id(config)
@@ -526,28 +662,84 @@ class BeeWeaveCheckpointer(BaseCheckpointSaver[str]):
 
     @_reported
     def switch_branch(self, thread_id: str, name: str, checkpoint_ns: str = "") -> BranchInfo:
-        """Make ``name`` the active branch: the next run continues from its head."""
+        """Make ``name`` the active branch: the next run continues from its head.
+
+        Args:
+            thread_id: The thread.
+            name: The branch.
+            checkpoint_ns: The namespace (``""``: the root graph).
+
+        Returns:
+            The branch, now active.
+
+        Raises:
+            ValueError: The thread has no such branch.
+            ScopeError: The thread belongs to a scope outside the weave's.
+        """
         self._scopes.check(str(thread_id))
         return self.store.switch_branch(str(thread_id), checkpoint_ns, name)
 
     @_reported
     def list_branches(self, thread_id: str, checkpoint_ns: str = "") -> list[BranchInfo]:
+        """The named lines of a thread (a thread never forked has one implicit ``main``).
+
+        Args:
+            thread_id: The thread.
+            checkpoint_ns: The namespace (``""``: the root graph).
+
+        Returns:
+            Each branch with its head, fork point and whether it is active.
+
+        Raises:
+            ScopeError: The thread belongs to a scope outside the weave's.
+        """
         self._scopes.check(str(thread_id))
         return self.store.list_branches(str(thread_id), checkpoint_ns)
 
     @_reported
     def delete_branch(self, thread_id: str, name: str, checkpoint_ns: str = "") -> None:
+        """Forget a branch pointer (its checkpoints stay: other branches may share them).
+
+        Args:
+            thread_id: The thread.
+            name: The branch.
+            checkpoint_ns: The namespace (``""``: the root graph).
+
+        Raises:
+            ValueError: No such branch, or it is the active one.
+            ScopeError: The thread belongs to a scope outside the weave's.
+        """
         self._scopes.check(str(thread_id))
         self.store.delete_branch(str(thread_id), checkpoint_ns, name)
 
     @_reported
     def checkpoint_tree(self, thread_id: str, checkpoint_ns: str = "") -> list[TreeNode]:
-        """Every checkpoint of the thread with its parent and the branch heads on it."""
+        """Every checkpoint of the thread with its parent and the branch heads on it, for
+        drawing the thread's history.
+
+        Args:
+            thread_id: The thread.
+            checkpoint_ns: The namespace (``""``: the root graph).
+
+        Returns:
+            The checkpoints, oldest first.
+
+        Raises:
+            ScopeError: The thread belongs to a scope outside the weave's.
+        """
         self._scopes.check(str(thread_id))
         return self.store.tree(str(thread_id), checkpoint_ns)
 
     # ------------------------------------------------------------ async API
     async def aget_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
+        """Async twin of :meth:`get_tuple` (on a worker thread).
+
+        Args:
+            config: Names the thread, and optionally the namespace and checkpoint.
+
+        Returns:
+            The checkpoint tuple, or ``None``.
+        """
         return await asyncio.to_thread(self.get_tuple, config)
 
     async def alist(
@@ -558,6 +750,17 @@ class BeeWeaveCheckpointer(BaseCheckpointSaver[str]):
         before: RunnableConfig | None = None,
         limit: int | None = None,
     ) -> AsyncIterator[CheckpointTuple]:
+        """Async twin of :meth:`list`, read a page at a time on a worker thread.
+
+        Args:
+            config: Narrows to a thread (``None``: every thread).
+            filter: Metadata key/values the checkpoints must have.
+            before: Only checkpoints older than the one this config names.
+            limit: Most checkpoints returned.
+
+        Yields:
+            Each checkpoint tuple, newest first.
+        """
         it = self.list(config, filter=filter, before=before, limit=limit)
         while True:
             page = await asyncio.to_thread(lambda: list(itertools.islice(it, LIST_PAGE)))
@@ -573,6 +776,17 @@ class BeeWeaveCheckpointer(BaseCheckpointSaver[str]):
         metadata: CheckpointMetadata,
         new_versions: ChannelVersions,
     ) -> RunnableConfig:
+        """Async twin of :meth:`put` (on a worker thread).
+
+        Args:
+            config: Names the thread, namespace and the parent checkpoint.
+            checkpoint: The checkpoint.
+            metadata: Its metadata.
+            new_versions: The channels that changed since the parent.
+
+        Returns:
+            The config naming the saved checkpoint.
+        """
         return await asyncio.to_thread(self.put, config, checkpoint, metadata, new_versions)
 
     async def aput_writes(
@@ -582,21 +796,52 @@ class BeeWeaveCheckpointer(BaseCheckpointSaver[str]):
         task_id: str,
         task_path: str = "",
     ) -> None:
+        """Async twin of :meth:`put_writes` (on a worker thread).
+
+        Args:
+            config: Names the checkpoint the writes belong to.
+            writes: ``(channel, value)`` pairs.
+            task_id: The task that wrote them.
+            task_path: Where the task sits in the graph.
+        """
         await asyncio.to_thread(self.put_writes, config, writes, task_id, task_path)
 
     async def adelete_thread(self, thread_id: str) -> None:
+        """Async twin of :meth:`delete_thread` (on a worker thread).
+
+        Args:
+            thread_id: The thread.
+        """
         await asyncio.to_thread(self.delete_thread, thread_id)
 
     async def adelete_for_runs(self, run_ids: Sequence[str]) -> None:
+        """Async twin of :meth:`delete_for_runs` (on a worker thread).
+
+        Args:
+            run_ids: The runs whose checkpoints go.
+        """
         await asyncio.to_thread(self.delete_for_runs, run_ids)
 
     async def acopy_thread(self, source_thread_id: str, target_thread_id: str) -> None:
+        """Async twin of :meth:`copy_thread` (on a worker thread).
+
+        Args:
+            source_thread_id: The thread copied.
+            target_thread_id: The thread that receives the copy.
+        """
         await asyncio.to_thread(self.copy_thread, source_thread_id, target_thread_id)
 
     async def aprune(self, thread_ids: Sequence[str], *, strategy: str = "keep_latest") -> None:
+        """Async twin of :meth:`prune` (on a worker thread).
+
+        Args:
+            thread_ids: The threads to prune.
+            strategy: ``keep_latest`` or ``delete``.
+        """
         await asyncio.to_thread(self.prune, thread_ids, strategy=strategy)
 
     async def asetup(self) -> None:
+        """Async twin of :meth:`setup` (on a worker thread)."""
         await asyncio.to_thread(self.setup)
 
     # ------------------------------------------------------------ events
@@ -692,6 +937,23 @@ class AsyncBeeWeaveCheckpointer(BeeWeaveCheckpointer):
         weave_options: dict[str, Any] | None = None,
         **kw: Any,
     ) -> AsyncIterator[AsyncBeeWeaveCheckpointer]:
+        """Open a weave at ``conn_string`` (off the event loop) and yield a checkpointer
+        on it; close both after.
+
+        Args:
+            conn_string: A file path, a BeeWeave URL or None (the default file).
+            tenant: Whose records the weave reads and writes.
+            auth: Neo4j credentials (see :meth:`Weave.open`).
+            database: The Neo4j database (``None``: the server's default).
+            weave_options: More keyword arguments for :meth:`Weave.open`.
+            **kw: The checkpointer's keyword arguments (``serde``, ``delete_events`` ...).
+
+        Yields:
+            The checkpointer, closed with its weave when the block ends.
+
+        Raises:
+            ValueError: A bad URL or option.
+        """
         saver = await asyncio.to_thread(
             cls._open,
             conn_string,
@@ -729,6 +991,21 @@ class AsyncBeeWeaveCheckpointer(BeeWeaveCheckpointer):
         metadata: CheckpointMetadata,
         new_versions: ChannelVersions,
     ) -> RunnableConfig:
+        """Save a checkpoint, awaiting the backend's async driver when it has one.
+
+        Args:
+            config: Names the thread, namespace and the parent checkpoint.
+            checkpoint: The checkpoint.
+            metadata: Its metadata.
+            new_versions: The channels that changed since the parent.
+
+        Returns:
+            The config naming the saved checkpoint.
+
+        Raises:
+            ScopeError: The thread belongs to a scope outside the weave's.
+            CheckpointStoreError: The store did not answer (one line naming it).
+        """
         native = self._native()
         if native is None:
             return await super().aput(config, checkpoint, metadata, new_versions)
@@ -745,6 +1022,18 @@ class AsyncBeeWeaveCheckpointer(BeeWeaveCheckpointer):
         task_id: str,
         task_path: str = "",
     ) -> None:
+        """Save a task's pending writes, awaiting the backend's async driver when it has one.
+
+        Args:
+            config: Names the checkpoint the writes belong to.
+            writes: ``(channel, value)`` pairs.
+            task_id: The task that wrote them.
+            task_path: Where the task sits in the graph.
+
+        Raises:
+            ScopeError: The thread belongs to a scope outside the weave's.
+            CheckpointStoreError: The store did not answer (one line naming it).
+        """
         native = self._native()
         if native is None:
             return await super().aput_writes(config, writes, task_id, task_path)
@@ -759,9 +1048,12 @@ class AsyncBeeWeaveCheckpointer(BeeWeaveCheckpointer):
         return await asyncio.to_thread(call, *args)
 
     async def setup(self) -> None:  # type: ignore[override]
+        """Create or migrate the tables/constraints, off the event loop; idempotent."""
         await asyncio.to_thread(self.store.setup)
 
     async def aclose(self) -> None:
+        """Close the async driver's store, then the store (and the weave, when
+        ``from_conn_string`` opened it)."""
         native, self._native_store = self._native_store, None
         if native is not None:
             if asyncio.get_running_loop() is self._native_loop:
@@ -771,6 +1063,7 @@ class AsyncBeeWeaveCheckpointer(BeeWeaveCheckpointer):
         await asyncio.to_thread(self.close)
 
     def close(self) -> None:
+        """Close from sync code: the async store is closed in its own loop while it runs."""
         native, self._native_store = self._native_store, None
         if native is not None:
             _close_in(self._native_loop, native)

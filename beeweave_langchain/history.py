@@ -39,6 +39,20 @@ class BeeWeaveChatMessageHistory(BaseChatMessageHistory):
     within the budget counted with ``model``'s tokenizer), for ``RunnableWithMessageHistory``
     chains whose prompt should not grow with the conversation.  Without it ``messages``
     is the whole history, as ``InMemoryChatMessageHistory`` returns it.
+
+    Args:
+        weave: The open weave holding the conversation.
+        session_id: The conversation (the BeeWeave session).
+        user_id: Put into the ``meta`` of every message added (and given to assembly).
+        agent_id: Put into the ``meta`` of every message added.
+        budget_tokens: Make ``messages`` the assembled context within this many tokens
+            (``None``: the whole history).
+        model: Whose tokenizer counts the budget.
+
+    Raises:
+        ValueError: An empty ``session_id`` or a ``budget_tokens`` that is not a
+            positive int.
+        TypeError: ``weave`` is not an open weave.
     """
 
     def __init__(
@@ -103,6 +117,16 @@ class BeeWeaveChatMessageHistory(BaseChatMessageHistory):
         return out
 
     def add_messages(self, messages: Sequence[BaseMessage]) -> None:
+        """Record new messages and wait until they are stored, so the next read (or
+        another process) sees them; skipped with one warning when the store is down.
+
+        Args:
+            messages: LangChain messages; ones the session already holds are not
+                recorded again.
+
+        Raises:
+            TypeError: An item is not a LangChain message.
+        """
         if not messages:
             return
         for m in messages:
@@ -118,6 +142,7 @@ class BeeWeaveChatMessageHistory(BaseChatMessageHistory):
         self.weave.flush()
 
     def clear(self) -> None:
+        """Hide the whole session from every read (soft-deleted: audit still has it)."""
         self.weave.flush()
         ids = [ev.id for ev in self.weave.store.timeline(self.session_id)]
         if ids:
@@ -125,12 +150,23 @@ class BeeWeaveChatMessageHistory(BaseChatMessageHistory):
         transcript_for(self.weave).forget(self.session_id)
 
     async def aget_messages(self) -> list[BaseMessage]:
+        """Async twin of :attr:`messages` (read on a worker thread).
+
+        Returns:
+            The session's messages, or the assembled context with ``budget_tokens``.
+        """
         return await asyncio.to_thread(lambda: self.messages)
 
     async def aadd_messages(self, messages: Sequence[BaseMessage]) -> None:
+        """Async twin of :meth:`add_messages` (on a worker thread).
+
+        Args:
+            messages: LangChain messages.
+        """
         await asyncio.to_thread(self.add_messages, messages)
 
     async def aclear(self) -> None:
+        """Async twin of :meth:`clear` (on a worker thread)."""
         await asyncio.to_thread(self.clear)
 
     def __repr__(self) -> str:

@@ -116,13 +116,25 @@ _LC_TYPE = {"user": "human", "tool": "tool", "system": "system"}
 class BeeWeaveContextHook:
     """The hook's state and logic; :func:`beeweave_context_hook` wraps it as a Runnable.
 
-    ``session_id`` defaults to the run's ``thread_id``.  ``budget_tokens`` is exact,
-    counted with ``model``'s tokenizer; ``window_tokens`` is what compaction measures
-    against (default: the budget).  ``record=False`` leaves recording to the callback
-    handler or checkpointer alone.  ``agent_id`` marks what the hook records and, when
-    several agents share a session, shows this agent only its own turns and the user's
-    (plus shared memories).  Other keyword arguments go to ``weave.assemble``
-    (``phase``, ``single_system``, ``use_retriever`` …).
+    Args:
+        weave: The open weave that records and assembles.
+        budget_tokens: The exact token budget of what the model reads.
+        session_id: The session to read and record (``None``: the run's ``thread_id``).
+        model: Whose tokenizer counts the budget.
+        window_tokens: What compaction measures against (``None``: the budget).
+        record: Record the state's new messages (False leaves recording to the
+            callback handler or checkpointer alone).
+        user_id: Put into what the hook records, and given to assembly.
+        agent_id: Marks what the hook records and, when several agents share a session,
+            shows this agent only its own turns and the user's (plus shared memories).
+        messages_key: The state key holding the conversation.
+        output_key: The key the hook returns the assembled messages under.
+        **assemble_kw: More options for ``weave.assemble`` (``phase``,
+            ``single_system``, ``use_retriever`` ...).
+
+    Raises:
+        ValueError: ``budget_tokens`` is not a positive int.
+        TypeError: ``weave`` is not an open weave.
     """
 
     def __init__(
@@ -163,7 +175,17 @@ class BeeWeaveContextHook:
         self._handed: dict[str, BaseMessage] = {}  # event id -> the copy handed out
 
     def session(self, thread_id: Any = None) -> str:
-        """The session to read and record: ``session_id`` if given, else the run's thread."""
+        """The session to read and record: ``session_id`` if given, else the run's thread.
+
+        Args:
+            thread_id: The run's ``configurable.thread_id``, if any.
+
+        Returns:
+            The session id.
+
+        Raises:
+            ValueError: Neither a ``session_id`` nor a thread id is there.
+        """
         sid = self.session_id or thread_id
         if not sid:
             raise ValueError(
@@ -185,8 +207,15 @@ class BeeWeaveContextHook:
         )
 
     def record_messages(self, session_id: str, messages: Sequence[BaseMessage]) -> list[str | None]:
-        """Record the messages not seen before (the weave's one writer dedupes);
-        returns the event id of each message."""
+        """Record the messages not seen before (the weave's one writer dedupes).
+
+        Args:
+            session_id: The session they belong to.
+            messages: The conversation as the state holds it.
+
+        Returns:
+            The event id of each message (``None`` for one not recorded).
+        """
         return transcript_for(self.weave).record(
             session_id, to_messages(messages), meta=self._meta, source=self._source
         )
@@ -201,8 +230,16 @@ class BeeWeaveContextHook:
         resumed (a checkpointed graph), so the assembly keeps to their events and a
         rewound or forked thread never shows the abandoned turns.  The one step both
         harnesses share (the ``pre_model_hook`` here and
-        :class:`~beeweave_langchain.middleware.BeeWeaveContextMiddleware`).  A closed or
-        unreachable store leaves ``messages`` as they are (one warning): the agent goes on.
+        :class:`~beeweave_langchain.middleware.BeeWeaveContextMiddleware`).
+
+        Args:
+            session_id: The session to read and record.
+            messages: The conversation as the state holds it.
+            branch: ``messages`` are the whole conversation of a resumed checkpoint.
+
+        Returns:
+            The assembled messages; ``messages`` as they are (one warning) when the store
+            is closed or unreachable: the agent goes on.
         """
         return self.fallback.run(
             lambda: self._context(session_id, messages, branch), lambda: list(messages)
@@ -230,7 +267,16 @@ class BeeWeaveContextHook:
     async def acontext(
         self, session_id: str, messages: Sequence[BaseMessage], *, branch: bool = False
     ) -> list[BaseMessage]:
-        """:meth:`context` off the event loop (assembly reads the store and counts tokens)."""
+        """:meth:`context` off the event loop (assembly reads the store and counts tokens).
+
+        Args:
+            session_id: The session to read and record.
+            messages: The conversation as the state holds it.
+            branch: ``messages`` are the whole conversation of a resumed checkpoint.
+
+        Returns:
+            The assembled messages (or ``messages``, when the store is down).
+        """
         return await asyncio.to_thread(self.context, session_id, messages, branch=branch)
 
     def __call__(self, state: Any, config: RunnableConfig | None = None) -> dict[str, Any]:
@@ -239,6 +285,18 @@ class BeeWeaveContextHook:
         return {self.output_key: self.context(sid, msgs, branch=checkpointed(config))}
 
     async def acall(self, state: Any, config: RunnableConfig | None = None) -> dict[str, Any]:
+        """Run the hook for an async graph (on a worker thread).
+
+        Args:
+            state: The graph state holding ``messages_key``.
+            config: The run's config (its ``thread_id`` names the session).
+
+        Returns:
+            ``{output_key: the assembled messages}``.
+
+        Raises:
+            ValueError: No session can be named, or the state has no ``messages_key``.
+        """
         return await asyncio.to_thread(self.__call__, state, config)
 
 
@@ -246,8 +304,17 @@ def beeweave_context_hook(weave: Weave, *, budget_tokens: int = 8_000, **kw: Any
     """A ``pre_model_hook`` for ``create_react_agent`` (or a node before any model call)
     that replaces the message list with BeeWeave's assembled, budgeted context.
 
-    See :class:`BeeWeaveContextHook` for the options; the hook object is reachable as
-    ``runnable.hook`` (e.g. ``runnable.hook.last`` is the last assembly).
+    Args:
+        weave: The open weave that records and assembles.
+        budget_tokens: The exact token budget of what the model reads.
+        **kw: The other options of :class:`BeeWeaveContextHook`.
+
+    Returns:
+        The hook as a Runnable; the hook object is reachable as ``runnable.hook``
+        (e.g. ``runnable.hook.last`` is the last assembly).
+
+    Raises:
+        ValueError: ``budget_tokens`` is not a positive int.
     """
     hook = BeeWeaveContextHook(weave, budget_tokens=budget_tokens, **kw)
     runnable = RunnableLambda(hook.__call__, afunc=hook.acall, name="beeweave_context_hook")

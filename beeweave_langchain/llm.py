@@ -4,7 +4,7 @@ The core asks an LLM for one reply to a system prompt and a user text (summaries
 memory extraction) and never imports LangChain; this adapter turns that into a
 ``SystemMessage`` + ``HumanMessage`` call and the reply back into text::
 
-    weave.options["context"] = {"llm": LangChainLLM(ChatOpenAI(model="gpt-4o-mini"))}
+    config = WeaveConfig(context=ContextConfig(llm=LangChainLLM(ChatOpenAI(model="gpt-4o-mini"))))
 """
 
 from __future__ import annotations
@@ -37,7 +37,15 @@ def model_name(model: Runnable[Any, Any]) -> str:
 
 
 class LangChainLLM(TextLLM):
-    """Any LangChain ``BaseChatModel`` / ``BaseLLM`` (or runnable taking messages)."""
+    """Any LangChain ``BaseChatModel`` / ``BaseLLM`` (or runnable taking messages), as the
+    LLM that writes summaries and extracts memories.
+
+    Args:
+        model: The model; its model id is recorded with what it wrote.
+
+    Raises:
+        TypeError: ``model`` is not a LangChain runnable.
+    """
 
     def __init__(self, model: Runnable[Any, Any]) -> None:
         if not isinstance(model, Runnable):
@@ -50,9 +58,27 @@ class LangChainLLM(TextLLM):
         return [SystemMessage(content=system), HumanMessage(content=user)]
 
     def complete(self, system: str, user: str) -> str:
+        """Ask the model for one reply, as the core's summaries and memory extraction do.
+
+        Args:
+            system: The instructions, sent as a ``SystemMessage``.
+            user: The text to work on, sent as a ``HumanMessage``.
+
+        Returns:
+            The reply's text (content blocks joined).
+        """
         return text_of(self.model.invoke(self._messages(system, user)))
 
     async def acomplete(self, system: str, user: str) -> str:
+        """Async twin of :meth:`complete` (the model's own ``ainvoke``).
+
+        Args:
+            system: The instructions.
+            user: The text to work on.
+
+        Returns:
+            The reply's text.
+        """
         return text_of(await self.model.ainvoke(self._messages(system, user)))
 
 

@@ -47,6 +47,28 @@ class BeeWeaveMemory(BaseMemory):
     ``session_id`` it makes one (read it back from ``memory.session_id``).  A given
     ``chat_memory`` stays the history of record, as with ``ConversationBufferMemory``:
     its messages are copied into the weave at start and every turn goes to both.
+
+    Attributes:
+        weave: The open weave (``None``: ``Weave.open()``, the default SQLite file).
+        session_id: The conversation (default: a new ``memory-…`` id).
+        chat_memory: A history of record kept beside the weave (default: the weave's).
+        memory_key: The key the chain reads the context under.
+        input_key: The input holding the user's words (default: the only other input).
+        output_key: The output holding the answer (default: the only output, or
+            ``"output"``).
+        return_messages: Give messages instead of one labelled string.
+        human_prefix: The label of the user's turns in the string form.
+        ai_prefix: The label of the model's turns in the string form.
+        max_token_limit: The exact token budget of the context.
+        model: Whose tokenizer counts the budget.
+        user_id: Put into every turn's ``meta``, and given to assembly.
+        agent_id: Put into every turn's ``meta``.
+        assemble_kwargs: More options for ``weave.assemble`` (``phase``,
+            ``single_system`` ...).
+        last_context: The last assembly (tokens per layer, provenance), for inspection.
+
+    Raises:
+        ValueError: ``max_token_limit`` is not positive.
     """
 
     model_config = ConfigDict(arbitrary_types_allowed=True)
@@ -72,6 +94,14 @@ class BeeWeaveMemory(BaseMemory):
     last_context: Any = Field(default=None, exclude=True)
 
     def model_post_init(self, __context: Any) -> None:
+        """Open the default weave if none was given and copy a given history into it.
+
+        Args:
+            __context: Pydantic's validation context (unused).
+
+        Raises:
+            ValueError: ``max_token_limit`` is not positive.
+        """
         if self.max_token_limit <= 0:
             raise ValueError(f"max_token_limit must be positive, got {self.max_token_limit}")
         if self.weave is None:
@@ -99,20 +129,28 @@ class BeeWeaveMemory(BaseMemory):
 
     @property
     def buffer_as_str(self) -> str:
+        """The whole conversation as one string with ``human_prefix`` / ``ai_prefix`` labels."""
         return get_buffer_string(
             self.buffer_as_messages, human_prefix=self.human_prefix, ai_prefix=self.ai_prefix
         )
 
     @property
     def buffer_as_messages(self) -> list[BaseMessage]:
+        """The whole conversation (not budgeted) as messages, from the history of record."""
         assert self.chat_memory is not None  # set in model_post_init
         return list(self.chat_memory.messages)
 
     async def abuffer(self) -> str | list[BaseMessage]:
+        """Async twin of :attr:`buffer` (read on a worker thread).
+
+        Returns:
+            The whole conversation: messages if ``return_messages``, else text.
+        """
         return await asyncio.to_thread(lambda: self.buffer)
 
     @property
     def memory_variables(self) -> list[str]:
+        """The one key this memory fills in: ``memory_key``."""
         return [self.memory_key]
 
     # ------------------------------------------------------------------ reads
@@ -150,6 +188,15 @@ class BeeWeaveMemory(BaseMemory):
         return {self.memory_key: [] if self.return_messages else ""}
 
     def load_memory_variables(self, inputs: dict[str, Any]) -> dict[str, Any]:
+        """The context the chain reads: assembled, within ``max_token_limit`` tokens.
+
+        Args:
+            inputs: The chain's inputs; the user's words steer recall.
+
+        Returns:
+            ``{memory_key: context}``: messages if ``return_messages``, else labelled
+            text; empty (one warning) when the store is closed or down.
+        """
         query = self._query(inputs)
         return self._history.fallback.run(
             lambda: self._format(
@@ -160,11 +207,26 @@ class BeeWeaveMemory(BaseMemory):
 
     def inspect(self, inputs: dict[str, Any] | None = None) -> dict[str, Any]:
         """What ``load_memory_variables`` would return, without the audit record: for
-        looking at the context without leaving a trace of it."""
+        looking at the context without leaving a trace of it.
+
+        Args:
+            inputs: The chain's inputs (``None``: none, so recall has no query).
+
+        Returns:
+            ``{memory_key: context}``, as :meth:`load_memory_variables` gives it.
+        """
         kw = {**self._assemble_kw(), "record": False}
         return self._format(self.weave.assemble(self.session_id, self._query(inputs or {}), **kw))
 
     async def aload_memory_variables(self, inputs: dict[str, Any]) -> dict[str, Any]:
+        """Async twin of :meth:`load_memory_variables` (on a worker thread).
+
+        Args:
+            inputs: The chain's inputs.
+
+        Returns:
+            ``{memory_key: context}``.
+        """
         return await asyncio.to_thread(self.load_memory_variables, inputs)
 
     # ----------------------------------------------------------------- writes
@@ -188,20 +250,39 @@ class BeeWeaveMemory(BaseMemory):
         ]
 
     def save_context(self, inputs: dict[str, Any], outputs: dict[str, Any]) -> None:
+        """Record a turn (the user's words and the answer) as events, and in a given
+        ``chat_memory``.
+
+        Args:
+            inputs: The chain's inputs (``input_key`` picks the user's words).
+            outputs: The chain's outputs (``output_key`` picks the answer).
+
+        Raises:
+            ValueError: Several outputs and no ``output_key``, or a value that is None.
+        """
         turn = self._turn(inputs, outputs)
         if self.chat_memory is not self._history:
             self.chat_memory.add_messages(turn)  # type: ignore[union-attr]
         self._history.add_messages(turn)
 
     async def asave_context(self, inputs: dict[str, Any], outputs: dict[str, Any]) -> None:
+        """Async twin of :meth:`save_context` (on a worker thread).
+
+        Args:
+            inputs: The chain's inputs.
+            outputs: The chain's outputs.
+        """
         await asyncio.to_thread(self.save_context, inputs, outputs)
 
     def clear(self) -> None:
+        """Hide the session from every read (a soft delete, recoverable) and clear a
+        given ``chat_memory``."""
         if self.chat_memory is not self._history:
             self.chat_memory.clear()  # type: ignore[union-attr]
         self._history.clear()
 
     async def aclear(self) -> None:
+        """Async twin of :meth:`clear` (on a worker thread)."""
         await asyncio.to_thread(self.clear)
 
 

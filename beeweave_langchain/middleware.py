@@ -33,15 +33,21 @@ log = logging.getLogger("beeweave.langchain")
 class BeeWeaveContextMiddleware(AgentMiddleware):
     """Replaces the model's message list with BeeWeave's assembled, budgeted context.
 
-    Options are :class:`~beeweave_langchain.hooks.BeeWeaveContextHook`'s
-    (``session_id`` — default the run's ``thread_id`` —, ``model``, ``window_tokens``,
-    ``record``, ``user_id``, ``agent_id`` and ``weave.assemble`` keywords);
-    ``middleware.hook.last`` is the last assembly.
+    Args:
+        weave: The open weave that records and assembles.
+        budget_tokens: The exact token budget of what the model reads.
+        pin_system_prompt: Record the agent's ``system_prompt`` as the session's system
+            prompt, so the assembler pins it inside the budget and the model reads it
+            once; ``False`` leaves it outside the assembly (and outside the budget), as
+            ``create_react_agent(prompt=...)`` does with the pre-model hook.
+        **kw: :class:`~beeweave_langchain.hooks.BeeWeaveContextHook`'s other options
+            (``session_id`` — default the run's ``thread_id`` —, ``model``,
+            ``window_tokens``, ``record``, ``user_id``, ``agent_id`` and
+            ``weave.assemble`` keywords); ``middleware.hook`` is that hook.
 
-    ``pin_system_prompt=True`` records the agent's ``system_prompt`` as the session's
-    system prompt, so the assembler pins it inside the budget and the model reads it
-    once; ``False`` leaves it outside the assembly (and outside the budget), as
-    ``create_react_agent(prompt=...)`` does with the pre-model hook.
+    Raises:
+        ValueError: ``budget_tokens`` is not a positive int.
+        TypeError: ``weave`` is not an open weave.
     """
 
     def __init__(
@@ -91,6 +97,19 @@ class BeeWeaveContextMiddleware(AgentMiddleware):
         request: ModelRequest,
         handler: Callable[[ModelRequest], ModelResponse],
     ) -> Any:
+        """Hand the model the assembled context instead of the full message list, and
+        record its answer at once.
+
+        Args:
+            request: The model call the agent is about to make.
+            handler: Makes the call (the next middleware, then the model).
+
+        Returns:
+            What ``handler`` returned, unchanged.
+
+        Raises:
+            ValueError: The run names no session (no ``session_id``, no ``thread_id``).
+        """
         sid, messages = self._inputs(request)
         ctx = self.hook.context(sid, messages, branch=checkpointed(get_config()))
         response = handler(self._request(request, ctx))
@@ -102,6 +121,18 @@ class BeeWeaveContextMiddleware(AgentMiddleware):
         request: ModelRequest,
         handler: Callable[[ModelRequest], Awaitable[ModelResponse]],
     ) -> Any:
+        """Async twin of :meth:`wrap_model_call` (assembly runs on a worker thread).
+
+        Args:
+            request: The model call the agent is about to make.
+            handler: Makes the call (the next middleware, then the model).
+
+        Returns:
+            What ``handler`` returned, unchanged.
+
+        Raises:
+            ValueError: The run names no session (no ``session_id``, no ``thread_id``).
+        """
         sid, messages = self._inputs(request)
         branch = checkpointed(get_config())
         ctx = await self.hook.acontext(sid, messages, branch=branch)

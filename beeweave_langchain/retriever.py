@@ -38,12 +38,24 @@ def hit_to_document(hit: Hit) -> Document:
 class BeeWeaveRetriever(BaseRetriever):
     """Recall past events of a weave as LangChain ``Document`` s.
 
-    ``session_id`` limits recall to one session (and feeds the "recent" path);
-    ``user_id`` widens it to every session of that user; neither searches the whole
-    tenant.  ``filters`` (types, since, until, tags) and ``paths`` go to
-    :meth:`beeweave_core.retrieval.Retriever.retrieve`; ``invoke(query, k=…)`` and the
-    other :data:`CALL_OPTIONS` can be overridden per call.  ``flush`` first writes what
-    the capture bus still holds, so recall sees everything recorded so far.
+    ``invoke(query, k=…)`` and the other :data:`CALL_OPTIONS` can be overridden per
+    call (another keyword is a ``TypeError``).  A closed or unreachable store gives no
+    documents (one warning): the chain goes on.
+
+    Attributes:
+        weave: The open weave to recall from.
+        k: How many documents.
+        session_id: Limits recall to one session (and feeds the "recent" path).
+        user_id: Widens recall to every session of that user; with neither, the whole
+            tenant is searched.
+        filters: ``types``, ``since``, ``until``, ``tags``, ``user_id``, ``agent_id``
+            (see :class:`beeweave_core.retrieval.Filters`).
+        paths: The recall paths to use (default: all that apply).
+        scope: ``"session"``, ``"user"`` or ``"tenant"``, over the inferred one.
+        scopes: Business lines to recall from (within the weave's; see
+            ``beeweave_core.scopes``).
+        flush: First write what the capture bus still holds, so recall sees everything
+            recorded so far.
     """
 
     model_config = ConfigDict(arbitrary_types_allowed=True)

@@ -109,8 +109,21 @@ class BeeWeaveStore(BaseStore):
         clock: Callable[[], float] = time.time,
         scope: str | None = None,
     ) -> None:
-        """``clock`` dates versions and runs TTLs (a test passes its own instead of sleeping);
-        ``scope`` is the business line new items are put in (``beeweave_core.scopes``)."""
+        """Put LangGraph's long-term memory on ``weave``'s event graph.
+
+        Args:
+            weave: The open weave the items live in.
+            index: LangGraph's index config: ``fields`` (the JSON paths embedded and
+                searched), ``embed`` and ``dims`` (embed each item on ``put`` and rank by
+                cosine similarity; without, the weave's fused recall ranks).
+            ttl: LangGraph's TTL config (minutes; ``sweep_interval_minutes``).
+            items: A ready item store (default: one on ``weave``).
+            clock: Dates versions and runs TTLs (a test passes its own instead of sleeping).
+            scope: The business line new items are put in (``beeweave_core.scopes``).
+
+        Raises:
+            TypeError: ``weave`` is not an open weave.
+        """
         self.weave = weave = require_weave(weave, type(self).__name__)
         embed = (index or {}).get("embed")
         self.items = items or ItemStore(
@@ -138,7 +151,22 @@ class BeeWeaveStore(BaseStore):
         weave_options: dict[str, Any] | None = None,
         **kw: Any,
     ) -> Iterator[BeeWeaveStore]:
-        """Open a weave (file path or BeeWeave URL) and yield a store on it; close after."""
+        """Open a weave (file path or BeeWeave URL) and yield a store on it; close after.
+
+        Args:
+            conn_string: A file path, a BeeWeave URL or None (the default file).
+            tenant: Whose records the weave reads and writes.
+            auth: Neo4j credentials (see :meth:`Weave.open`).
+            database: The Neo4j database (``None``: the server's default).
+            weave_options: More keyword arguments for :meth:`Weave.open`.
+            **kw: The store's keyword arguments (``index``, ``ttl``, ``scope`` ...).
+
+        Yields:
+            The store, closed with its weave when the block ends.
+
+        Raises:
+            ValueError: A bad URL or option.
+        """
         weave = open_weave(
             conn_string, tenant=tenant, auth=auth, database=database, weave_options=weave_options
         )
@@ -167,16 +195,42 @@ class BeeWeaveStore(BaseStore):
         Not an erasure: its versions stay in the event graph, invalidated, for audit
         (``include_inactive`` reads show them).  To erase an item for good, every
         version and its vectors, call :meth:`purge`; ``weave.purge(user_id=u)`` erases
-        every item under ``("users", u)``."""
+        every item under ``("users", u)``.
+
+        Args:
+            namespace: The item's namespace.
+            key: The item's key.
+        """
         super().delete(namespace, key)
 
     def purge(self, namespace: tuple[str, ...], key: str) -> int:
         """Erase an item for good: every version, from the graph and the vector index,
-        with a tombstone that keeps copies of them out; returns the events removed."""
+        with a tombstone that keeps copies of them out.
+
+        Args:
+            namespace: The item's namespace.
+            key: The item's key.
+
+        Returns:
+            The number of events removed.
+        """
         return self.items.purge(namespace, key)
 
     def batch(self, ops: Iterable[Op]) -> list[Result]:
-        """Reads see the store as it was before the batch; puts apply last, last one wins."""
+        """Run LangGraph's store operations: every ``get``/``search``/``put`` goes through here.
+
+        Reads see the store as it was before the batch; puts apply last, last one wins.
+
+        Args:
+            ops: ``GetOp``, ``SearchOp``, ``ListNamespacesOp`` and ``PutOp`` (a ``None``
+                value deletes).
+
+        Returns:
+            One result per op, in order (``None`` for a put).
+
+        Raises:
+            ValueError: An unknown operation.
+        """
         ops = list(ops)
         results: list[Result] = []
         puts: dict[tuple[tuple[str, ...], str], PutOp] = {}
@@ -213,6 +267,14 @@ class BeeWeaveStore(BaseStore):
         return results
 
     async def abatch(self, ops: Iterable[Op]) -> list[Result]:
+        """Async twin of :meth:`batch` (on a worker thread).
+
+        Args:
+            ops: The store operations.
+
+        Returns:
+            One result per op, in order.
+        """
         return await asyncio.to_thread(self.batch, list(ops))
 
     def _search(self, op: SearchOp) -> list[BeeWeaveSearchItem]:
@@ -228,7 +290,12 @@ class BeeWeaveStore(BaseStore):
 
     # ----------------------------------------------------------------- TTL
     def sweep_ttl(self) -> int:
-        """Delete expired items now (invalidating their events); returns how many."""
+        """Delete expired items now (invalidating their events), rather than at the next
+        write's sweep.
+
+        Returns:
+            How many items expired.
+        """
         return self.items.sweep()
 
     def _maybe_sweep(self) -> None:
@@ -240,7 +307,15 @@ class BeeWeaveStore(BaseStore):
 
     # ------------------------------------------------------------ key/value
     def key_value(self, namespace: Sequence[str]) -> BeeWeaveKeyValueStore:
-        """A LangChain ``BaseStore[str, V]`` over one namespace of this store."""
+        """A LangChain ``BaseStore[str, V]`` over one namespace of this store (docstores,
+        ``CacheBackedEmbeddings``).
+
+        Args:
+            namespace: The namespace its keys live in.
+
+        Returns:
+            The key-value store.
+        """
         return BeeWeaveKeyValueStore(self.items, tuple(namespace))
 
 
@@ -249,6 +324,10 @@ class BeeWeaveKeyValueStore(KeyValueStore[str, Any]):
 
     Values may be anything BeeWeave's payload rules keep (JSON, bytes, datetimes …);
     each key's history stays in the event graph like every item's.
+
+    Args:
+        items: The item store (:meth:`BeeWeaveStore.key_value` passes its own).
+        namespace: The namespace its keys live in.
     """
 
     def __init__(self, items: ItemStore, namespace: tuple[str, ...]) -> None:
@@ -256,6 +335,14 @@ class BeeWeaveKeyValueStore(KeyValueStore[str, Any]):
         self.namespace = namespace
 
     def mget(self, keys: Sequence[str]) -> list[Any | None]:
+        """Read values by key.
+
+        Args:
+            keys: The keys.
+
+        Returns:
+            Each key's value, ``None`` for a missing one.
+        """
         out: list[Any | None] = []
         for key in keys:
             row = self.items.get(self.namespace, key)
@@ -263,24 +350,60 @@ class BeeWeaveKeyValueStore(KeyValueStore[str, Any]):
         return out
 
     def mset(self, key_value_pairs: Sequence[tuple[str, Any]]) -> None:
+        """Write values (each a new version of its key).
+
+        Args:
+            key_value_pairs: ``(key, value)`` pairs.
+        """
         for key, value in key_value_pairs:
             self.items.put(self.namespace, key, {"value": value})
 
     def mdelete(self, keys: Sequence[str]) -> None:
+        """Delete keys (their versions stay in the graph, invalidated).
+
+        Args:
+            keys: The keys.
+        """
         for key in keys:
             self.items.delete(self.namespace, key)
 
     def yield_keys(self, *, prefix: str | None = None) -> Iterator[str]:
+        """List the namespace's keys (not those of namespaces below it).
+
+        Args:
+            prefix: Only keys starting with this.
+
+        Yields:
+            Each key.
+        """
         rows = self.items.search(self.namespace, limit=2**31, refresh_ttl=False)
         for row in (f.row for f in rows):
             if row.namespace == self.namespace and (prefix is None or row.key.startswith(prefix)):
                 yield row.key
 
     async def amget(self, keys: Sequence[str]) -> list[Any | None]:
+        """Async twin of :meth:`mget` (on a worker thread).
+
+        Args:
+            keys: The keys.
+
+        Returns:
+            Each key's value, ``None`` for a missing one.
+        """
         return await asyncio.to_thread(self.mget, keys)
 
     async def amset(self, key_value_pairs: Sequence[tuple[str, Any]]) -> None:
+        """Async twin of :meth:`mset` (on a worker thread).
+
+        Args:
+            key_value_pairs: ``(key, value)`` pairs.
+        """
         await asyncio.to_thread(self.mset, key_value_pairs)
 
     async def amdelete(self, keys: Sequence[str]) -> None:
+        """Async twin of :meth:`mdelete` (on a worker thread).
+
+        Args:
+            keys: The keys.
+        """
         await asyncio.to_thread(self.mdelete, keys)

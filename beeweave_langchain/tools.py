@@ -54,11 +54,24 @@ def memory_tools(
     **options: Unpack[OpsOptions],
 ) -> list[BaseTool]:
     """``remember``, ``recall``, ``update_memory``, ``forget`` and ``list_memories`` as
-    LangChain tools (plus the ``memory`` file tool with ``files=True``).
+    LangChain tools (plus the ``memory`` file tool with ``files=True``), so an agent can
+    manage its long-term memory itself.
 
-    ``user_id`` / ``scope`` pick the namespace (shared by all agents of that user and
-    scope); ``agent_id`` records who wrote each memory; ``budget_tokens`` bounds each
-    result, counted with ``model``'s tokenizer.
+    Args:
+        weave: The open weave the memories live in.
+        session_id: The conversation a call belongs to (``None``: the run's
+            ``beeweave_session_id`` metadata, else LangGraph's ``thread_id``).
+        files: Also the ``memory`` tool (view / create / str_replace ... on memory files).
+        **options: ``user_id`` / ``scope`` pick the namespace (shared by all agents of
+            that user and scope); ``agent_id`` records who wrote each memory;
+            ``budget_tokens`` bounds each result, counted with ``model``'s tokenizer.
+
+    Returns:
+        The tools, ready for ``create_agent`` / ``create_react_agent``.
+
+    Raises:
+        TypeError: ``weave`` is not an open weave.
+        ValueError: A bad ``scope`` or a ``budget_tokens`` that is not positive.
     """
     ops = MemoryOps(weave, **options)
     tools = [_op_tool(ops, spec, session_id) for spec in TOOL_SPECS]
