@@ -480,6 +480,10 @@ class BeeWeaveSpanHandler(BaseSpanHandler[SimpleSpan]):
     Keeps no spans itself (``open_spans`` stays empty) — the recorder holds what it needs.
     The recorder is a plain (excluded) field, not a private attribute: the dispatcher calls
     these hooks ~45 times per agent run, and a pydantic private attribute costs ~2 µs to read.
+
+    Args:
+        recorder: The state it shares with its event handler; build the pair with
+            :class:`BeeWeaveEventHandler` (its ``span_handler``) rather than by hand.
     """
 
     recorder: SkipValidation[_Recorder | None] = Field(default=None, exclude=True, repr=False)
@@ -490,6 +494,11 @@ class BeeWeaveSpanHandler(BaseSpanHandler[SimpleSpan]):
 
     @classmethod
     def class_name(cls) -> str:
+        """The name LlamaIndex serializes the handler under.
+
+        Returns:
+            ``"BeeWeaveSpanHandler"``.
+        """
         return "BeeWeaveSpanHandler"
 
     def span_enter(
@@ -501,6 +510,17 @@ class BeeWeaveSpanHandler(BaseSpanHandler[SimpleSpan]):
         tags: dict[str, Any] | None = None,
         **kwargs: Any,
     ) -> None:
+        """Place a span in its run (the root span scopes the run's event keys); a workflow
+        run's user message, a ``call_tool`` step or a tool's own span is recorded here.
+
+        Args:
+            id_: The span's id.
+            bound_args: The arguments of the call the span wraps.
+            instance: The object whose method the span wraps.
+            parent_id: The enclosing span (``None``: a new run).
+            tags: ``instrument_tags`` in force (``beeweave.session_id`` ... route the run).
+            **kwargs: The dispatcher's other arguments (unused).
+        """
         rec = self.recorder
         if rec is not None:
             _guard(rec, rec.span_enter, id_, bound_args, instance, parent_id, tags)
@@ -513,6 +533,15 @@ class BeeWeaveSpanHandler(BaseSpanHandler[SimpleSpan]):
         result: Any = None,
         **kwargs: Any,
     ) -> None:
+        """Record a tool step's result; the run ends with its root span.
+
+        Args:
+            id_: The span's id.
+            bound_args: The arguments of the call the span wrapped.
+            instance: The object whose method the span wrapped.
+            result: What the call returned (a ``ToolCallResult`` or ``ToolOutput``).
+            **kwargs: The dispatcher's other arguments (unused).
+        """
         rec = self.recorder
         if rec is not None:
             _guard(rec, rec.span_exit, id_, result)
@@ -525,17 +554,53 @@ class BeeWeaveSpanHandler(BaseSpanHandler[SimpleSpan]):
         err: BaseException | None = None,
         **kwargs: Any,
     ) -> None:
+        """Record a failed span's error (once per exception), and a failed tool's result.
+
+        Args:
+            id_: The span's id.
+            bound_args: The arguments of the call the span wrapped.
+            instance: The object whose method the span wrapped.
+            err: What the call raised.
+            **kwargs: The dispatcher's other arguments (unused).
+        """
         rec = self.recorder
         if rec is not None:
             _guard(rec, rec.span_drop, id_, err)
 
     def new_span(self, *args: Any, **kwargs: Any) -> SimpleSpan | None:
+        """Keep no span object (the recorder holds what it needs).
+
+        Args:
+            *args: The dispatcher's arguments (unused).
+            **kwargs: The dispatcher's keyword arguments (unused).
+
+        Returns:
+            ``None``.
+        """
         return None
 
     def prepare_to_exit_span(self, *args: Any, **kwargs: Any) -> SimpleSpan | None:
+        """Nothing to close: no span object is kept.
+
+        Args:
+            *args: The dispatcher's arguments (unused).
+            **kwargs: The dispatcher's keyword arguments (unused).
+
+        Returns:
+            ``None``.
+        """
         return None
 
     def prepare_to_drop_span(self, *args: Any, **kwargs: Any) -> SimpleSpan | None:
+        """Nothing to drop: no span object is kept.
+
+        Args:
+            *args: The dispatcher's arguments (unused).
+            **kwargs: The dispatcher's keyword arguments (unused).
+
+        Returns:
+            ``None``.
+        """
         return None
 
 
@@ -551,6 +616,17 @@ class BeeWeaveEventHandler(BaseEventHandler):
     ``instrument_tags({"beeweave.session_id": ...})``), the session of the
     :class:`~beeweave_llamaindex.BeeWeaveChatMemory` the workflow was run with, or
     ``session_id``.  The same goes for ``user_id`` and ``agent_id``.
+
+    Attributes:
+        weave: The :class:`~beeweave_core.Weave` to record into.
+        session_id: The session captured runs are recorded in by default.
+        user_id: Recorded as ``meta.user_id``.
+        agent_id: Recorded as ``meta.agent_id`` (default: the workflow agent's name).
+        recorder: Set by the handler itself; leave it out.
+
+    Raises:
+        ValueError: An empty ``session_id``.
+        TypeError: ``weave`` is not a :class:`~beeweave_core.Weave`.
     """
 
     model_config = ConfigDict(arbitrary_types_allowed=True)
@@ -569,6 +645,15 @@ class BeeWeaveEventHandler(BaseEventHandler):
     _dispatcher: Dispatcher | None = PrivateAttr(default=None)
 
     def model_post_init(self, __context: Any) -> None:
+        """Check the fields and build the recorder both halves share.
+
+        Args:
+            __context: Pydantic's validation context (unused).
+
+        Raises:
+            ValueError: An empty ``session_id``.
+            TypeError: ``weave`` is not a :class:`~beeweave_core.Weave`.
+        """
         if not self.session_id or not isinstance(self.session_id, str):
             raise ValueError("session_id must be a non-empty string")
         if not isinstance(self.weave, Weave):
@@ -578,6 +663,11 @@ class BeeWeaveEventHandler(BaseEventHandler):
 
     @classmethod
     def class_name(cls) -> str:
+        """The name LlamaIndex serializes the handler under.
+
+        Returns:
+            ``"BeeWeaveEventHandler"``.
+        """
         return "BeeWeaveEventHandler"
 
     @property
@@ -594,7 +684,17 @@ class BeeWeaveEventHandler(BaseEventHandler):
     def retarget(
         self, session_id: str, *, user_id: str | None = None, agent_id: str | None = None
     ) -> None:
-        """Record runs started from now on under another default session/user/agent."""
+        """Record runs started from now on under another default session/user/agent
+        (runs already going keep theirs).
+
+        Args:
+            session_id: The new default session.
+            user_id: The new default user (``None``: none).
+            agent_id: The new default agent (``None``: the workflow agent's name).
+
+        Raises:
+            ValueError: An empty ``session_id``.
+        """
         if not session_id or not isinstance(session_id, str):
             raise ValueError("session_id must be a non-empty string")
         self.session_id, self.user_id, self.agent_id = session_id, user_id, agent_id
@@ -604,13 +704,27 @@ class BeeWeaveEventHandler(BaseEventHandler):
                 rec.session_id, rec.user_id, rec.agent_id = session_id, user_id, agent_id
 
     def handle(self, event: BaseEvent, **kwargs: Any) -> None:
+        """Record what an instrumentation event says (LLM start/end, query, retrieval,
+        exception); a capture failure is logged and counted, never raised.
+
+        Args:
+            event: The LlamaIndex event.
+            **kwargs: The dispatcher's other arguments (unused).
+        """
         rec = self.recorder
         if rec is not None:
             _guard(rec, rec.on_event, event)
 
     # ------------------------------------------------------------ lifecycle
     def attach(self, dispatcher: Dispatcher | None = None) -> BeeWeaveEventHandler:
-        """Add both halves to ``dispatcher`` (default: LlamaIndex's root dispatcher)."""
+        """Add both halves to ``dispatcher``, so its runs are captured; a no-op once attached.
+
+        Args:
+            dispatcher: Where to attach (default: LlamaIndex's root dispatcher).
+
+        Returns:
+            This handler (for ``with handler.attach(): ...``).
+        """
         d = dispatcher or get_dispatcher()
         if self._dispatcher is not None:
             return self
@@ -650,6 +764,19 @@ def instrument(
     with a :class:`~beeweave_llamaindex.BeeWeaveChatMemory` of this weave goes to that
     memory's session, and :func:`session_tags` routes any block of code explicitly.  The
     handler is detached when the weave closes, or by ``handler.detach()``.
+
+    Args:
+        weave: The open weave to record into.
+        session_id: The default session of captured runs.
+        user_id: The default user (recorded as ``meta.user_id``).
+        agent_id: The default agent (default: the workflow agent's name).
+        dispatcher: Where to attach (default: LlamaIndex's root dispatcher).
+
+    Returns:
+        The attached handler (``handler.failures`` counts swallowed capture errors).
+
+    Raises:
+        ValueError: An empty ``session_id``.
     """
     d = dispatcher or get_dispatcher()
     for h in d.event_handlers:
@@ -668,7 +795,16 @@ def instrument(
 def session_tags(
     session_id: str, *, user_id: str | None = None, agent_id: str | None = None
 ) -> Iterator[None]:
-    """Route the runs started inside this block to ``session_id`` (one handler, many sessions)."""
+    """Route the runs started inside this block to ``session_id`` (one handler, many sessions).
+
+    Args:
+        session_id: The session those runs are recorded in.
+        user_id: Their user (``None``: the handler's).
+        agent_id: Their agent (``None``: the handler's).
+
+    Yields:
+        Nothing; the routing holds until the block ends.
+    """
     tags = {**active_instrument_tags.get(), TAG_SESSION: session_id}
     if user_id is not None:
         tags[TAG_USER] = user_id

@@ -4,7 +4,7 @@ The core asks an LLM for one reply to a system prompt and a user text (summaries
 memory extraction) and never imports LlamaIndex; this adapter turns that into a
 two-message ``chat`` call and the reply back into text::
 
-    weave.options["context"] = {"llm": LlamaIndexLLM(OpenAI(model="gpt-4o-mini"))}
+    config = WeaveConfig(context=ContextConfig(llm=LlamaIndexLLM(OpenAI(model="gpt-4o-mini"))))
 """
 
 from __future__ import annotations
@@ -24,7 +24,15 @@ def _text(reply: ChatResponse) -> str:
 
 
 class LlamaIndexLLM(TextLLM):
-    """Any LlamaIndex LLM (``OpenAI``, ``Ollama``, ``MockLLM`` …)."""
+    """Any LlamaIndex LLM (``OpenAI``, ``Ollama``, ``MockLLM`` …), as the LLM that writes
+    summaries and extracts memories.
+
+    Args:
+        llm: The LLM; its model name is recorded with what it wrote.
+
+    Raises:
+        TypeError: ``llm`` is not a LlamaIndex LLM.
+    """
 
     def __init__(self, llm: BaseLLM) -> None:
         if not isinstance(llm, BaseLLM):
@@ -34,9 +42,27 @@ class LlamaIndexLLM(TextLLM):
         self.name = name if name and name != "unknown" else type(llm).__name__
 
     def complete(self, system: str, user: str) -> str:
+        """Ask the LLM for one reply, as the core's summaries and memory extraction do.
+
+        Args:
+            system: The instructions, sent as the system message.
+            user: The text to work on, sent as the user message.
+
+        Returns:
+            The reply's text.
+        """
         return _text(self.llm.chat(_messages(system, user)))
 
     async def acomplete(self, system: str, user: str) -> str:
+        """Async twin of :meth:`complete` (the LLM's own ``achat``).
+
+        Args:
+            system: The instructions.
+            user: The text to work on.
+
+        Returns:
+            The reply's text.
+        """
         return _text(await self.llm.achat(_messages(system, user)))
 
 

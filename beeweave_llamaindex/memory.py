@@ -123,6 +123,21 @@ class BeeWeaveChatMemory(BaseMemory):
     budget, counted by BeeWeave's tokenizer for ``model``); ``get_all`` the whole stored
     conversation; ``put``/``set``/``reset`` record, replace and clear it (``reset``
     soft-deletes, so the events stay recoverable until purged).
+
+    Attributes:
+        weave: The weave holding the memory (default: ``Weave.open()``).
+        session_id: The BeeWeave session this conversation is (generated if not given).
+        token_limit: The exact token budget of ``get``.
+        user_id: Whose memories are recalled (and recorded as ``meta.user_id``).
+        agent_id: Recorded as ``meta.agent_id``.
+        model: Whose tokenizer counts the budget.
+        include_system_prompt: Return the session's pinned system prompt too.  Off by
+            default: LlamaIndex agents and chat engines add their own system prompt to
+            every call.
+        assemble_kwargs: Extra keyword arguments for ``weave.assemble``.
+
+    Raises:
+        ValueError: ``weave`` is not a weave, or ``session_id`` is empty.
     """
 
     model_config = ConfigDict(arbitrary_types_allowed=True)
@@ -153,6 +168,14 @@ class BeeWeaveChatMemory(BaseMemory):
     _last: Any = PrivateAttr(default=None)
 
     def model_post_init(self, __context: Any) -> None:
+        """Open the default weave when none was given, and check the fields.
+
+        Args:
+            __context: Pydantic's validation context (unused).
+
+        Raises:
+            ValueError: ``weave`` is not a weave, or ``session_id`` is empty.
+        """
         if self.weave is None:
             self.weave = Weave.open()
         _check_weave(self.weave)
@@ -161,6 +184,11 @@ class BeeWeaveChatMemory(BaseMemory):
 
     @classmethod
     def class_name(cls) -> str:
+        """The name LlamaIndex serializes the memory under.
+
+        Returns:
+            ``"BeeWeaveChatMemory"``.
+        """
         return "BeeWeaveChatMemory"
 
     @property
@@ -171,7 +199,11 @@ class BeeWeaveChatMemory(BaseMemory):
     def to_string(self) -> str:
         """Where the conversation lives (store URL without credentials, tenant, session)
         and the settings, as JSON.  The messages stay in the store: unlike
-        ``ChatMemoryBuffer``'s in-memory store, it outlives the process."""
+        ``ChatMemoryBuffer``'s in-memory store, it outlives the process.
+
+        Returns:
+            The JSON text :meth:`from_string` reads.
+        """
         return json.dumps(
             {
                 "url": _without_credentials(self.weave.url),
@@ -184,7 +216,18 @@ class BeeWeaveChatMemory(BaseMemory):
     @classmethod
     def from_string(cls, json_str: str, weave: Weave | None = None) -> BeeWeaveChatMemory:  # type: ignore[override]
         """The memory :meth:`to_string` described, on ``weave`` or on a weave opened from the
-        recorded URL and tenant (pass ``weave=`` when the store needs credentials)."""
+        recorded URL and tenant.
+
+        Args:
+            json_str: What :meth:`to_string` returned.
+            weave: The weave to use (pass it when the store needs credentials).
+
+        Returns:
+            The memory, on the same session with the same settings.
+
+        Raises:
+            ValueError: ``json_str`` is not what ``to_string`` returned.
+        """
         data = json.loads(json_str)
         if not isinstance(data, dict) or data.get("class_name") != cls.class_name():
             raise ValueError("from_string takes what BeeWeaveChatMemory.to_string() returned")
@@ -209,11 +252,23 @@ class BeeWeaveChatMemory(BaseMemory):
     ) -> BeeWeaveChatMemory:
         """Build the memory the way ``ChatMemoryBuffer.from_defaults`` users expect.
 
-        Every argument is optional, as there: no ``weave`` opens ``Weave.open()``, no
-        ``session_id`` generates one.
-        ``chat_store_key`` is accepted as another name for ``session_id``; with an ``llm``
-        and no ``token_limit`` the limit is 75% of its context window, as in
-        ``ChatMemoryBuffer``; ``chat_history`` replaces the session's conversation.
+        Args:
+            weave: The weave (``None``: ``Weave.open()``).
+            session_id: The session (``None``: a generated one).
+            token_limit: The budget (``None``: 75% of ``llm``'s context window, else 3000).
+            user_id: Whose memories are recalled.
+            agent_id: Recorded as ``meta.agent_id``.
+            chat_history: Replaces the session's conversation.
+            llm: Gives the default ``token_limit`` and ``model``.
+            model: Whose tokenizer counts the budget (``None``: ``llm``'s model name).
+            chat_store_key: Another name for ``session_id``.
+            **assemble_kwargs: Extra keyword arguments for ``weave.assemble``.
+
+        Returns:
+            The memory.
+
+        Raises:
+            ValueError: A bad weave, session id or token limit.
         """
         session_id = session_id or chat_store_key
         if token_limit is None:
@@ -259,10 +314,19 @@ class BeeWeaveChatMemory(BaseMemory):
         return current_run(self.weave, self.session_id)
 
     def put(self, message: ChatMessage) -> None:
-        """Record one message.  An unknown role is a ``ValueError``.
+        """Record one message.
 
         Inside an instrumented run it never blocks; outside one it waits for the
-        session's earlier events to be stored, so its key follows them."""
+        session's earlier events to be stored, so its key follows them.
+
+        Args:
+            message: The message; one already stored (an answer the instrumentation
+                recorded, a message ``get`` handed out) is not recorded again.
+
+        Raises:
+            TypeError: ``message`` is not a ``ChatMessage``.
+            ValueError: Its role is unknown.
+        """
         if not isinstance(message, ChatMessage):
             raise TypeError(f"put() takes a ChatMessage, got {type(message).__name__}")
         live = self._live_run()
@@ -290,9 +354,22 @@ class BeeWeaveChatMemory(BaseMemory):
         )
 
     async def aput(self, message: ChatMessage) -> None:
+        """Async twin of :meth:`put`, called in the event loop (no thread hop).
+
+        Args:
+            message: The message.
+        """
         self.put(message)  # emit() never blocks: no thread hop needed
 
     def put_messages(self, messages: list[ChatMessage]) -> None:
+        """Record several messages in order (outside a run, in one append).
+
+        Args:
+            messages: The messages.
+
+        Raises:
+            TypeError: An item is not a ``ChatMessage``.
+        """
         if self._live_run() is None:
             for m in messages:
                 if not isinstance(m, ChatMessage):
@@ -303,14 +380,28 @@ class BeeWeaveChatMemory(BaseMemory):
             self.put(m)
 
     async def aput_messages(self, messages: list[ChatMessage]) -> None:
+        """Async twin of :meth:`put_messages`, called in the event loop (no thread hop).
+
+        Args:
+            messages: The messages.
+        """
         self.put_messages(messages)
 
     def set(self, messages: list[ChatMessage]) -> None:
-        """Replace the conversation: earlier events are soft-deleted, ``messages`` recorded."""
+        """Replace the conversation: earlier events are soft-deleted, ``messages`` recorded.
+
+        Args:
+            messages: The new conversation.
+        """
         self.reset()  # the deleted messages still count: the new ones get new keys
         self._append(messages)
 
     async def aset(self, messages: list[ChatMessage]) -> None:
+        """Async twin of :meth:`set` (on a worker thread).
+
+        Args:
+            messages: The new conversation.
+        """
         await asyncio.to_thread(self.set, messages)
 
     def reset(self) -> None:
@@ -325,6 +416,7 @@ class BeeWeaveChatMemory(BaseMemory):
             self._writers.clear()
 
     async def areset(self) -> None:
+        """Async twin of :meth:`reset` (on a worker thread)."""
         await asyncio.to_thread(self.reset)
 
     # ------------------------------------------------------------ reading
@@ -366,20 +458,42 @@ class BeeWeaveChatMemory(BaseMemory):
     def get(self, input: str | None = None, **kwargs: Any) -> list[ChatMessage]:
         """The layered context for the next model call, within ``token_limit``.
 
-        ``input`` steers what is recalled (default: the latest user message); extra
-        keyword arguments go to ``weave.assemble`` (e.g. ``phase="closing"``).
+        Args:
+            input: Steers what is recalled (default: the latest user message).
+            **kwargs: Extra keyword arguments for ``weave.assemble`` (e.g.
+                ``phase="closing"``); ``initial_token_count`` comes off the budget.
+
+        Returns:
+            The assembled messages (events of a live run not yet put are left out).
+
+        Raises:
+            ValueError: ``initial_token_count`` leaves no room within ``token_limit``.
         """
         hidden = self._hidden()
         ctx = self.weave.assemble(self.session_id, input, **self._assemble_kwargs(kwargs))
         return self._to_messages(ctx, hidden)
 
     async def aget(self, input: str | None = None, **kwargs: Any) -> list[ChatMessage]:
+        """Async twin of :meth:`get` (``weave.aassemble``).
+
+        Args:
+            input: Steers what is recalled.
+            **kwargs: Extra keyword arguments for ``weave.assemble``.
+
+        Returns:
+            The assembled messages.
+        """
         hidden = self._hidden()
         ctx = await self.weave.aassemble(self.session_id, input, **self._assemble_kwargs(kwargs))
         return self._to_messages(ctx, hidden)
 
     def get_all(self) -> list[ChatMessage]:
-        """Every stored message of the session, oldest first, without a budget."""
+        """Every stored message of the session, without a budget: the whole history.
+
+        Returns:
+            The messages, oldest first (the system prompt only with
+            ``include_system_prompt``).
+        """
         hidden = self._hidden()
         self.weave.flush(_FLUSH_TIMEOUT)
         dicts = [
@@ -392,6 +506,11 @@ class BeeWeaveChatMemory(BaseMemory):
         return to_chat_messages(dicts)
 
     async def aget_all(self) -> list[ChatMessage]:
+        """Async twin of :meth:`get_all` (on a worker thread).
+
+        Returns:
+            The messages, oldest first.
+        """
         return await asyncio.to_thread(self.get_all)
 
     @property
@@ -408,6 +527,24 @@ class BeeWeaveMemoryBlock(BaseMemoryBlock[str]):
     holds (its ``session_id``) are skipped unless ``skip_current_session=False``.
     Messages ejected from the short-term queue are not re-recorded by default
     (``accept_short_term_memory=False``): an instrumented agent already recorded them.
+
+    Attributes:
+        name: The block's name.
+        priority: ``Memory``'s truncation priority (1: truncated last among truncatable
+            blocks).
+        accept_short_term_memory: Record the messages ``Memory`` ejects from its
+            short-term queue.
+        weave: The weave to recall from.
+        user_id: Recall across this user's sessions.
+        session_id: Restrict recall to one session.
+        k: How many memories to recall.
+        filters: ``weave.retrieve`` filters (default: what was said and learnt).
+        paths: The recall paths to use (default: all that apply).
+        skip_current_session: Leave out hits from the conversation ``Memory`` holds.
+        record_session_id: The session accepted short-term messages are recorded in.
+
+    Raises:
+        ValueError: ``weave`` is not a weave.
     """
 
     model_config = ConfigDict(arbitrary_types_allowed=True)
@@ -431,6 +568,14 @@ class BeeWeaveMemoryBlock(BaseMemoryBlock[str]):
     )
 
     def model_post_init(self, __context: Any) -> None:
+        """Check that ``weave`` is an open weave.
+
+        Args:
+            __context: Pydantic's validation context (unused).
+
+        Raises:
+            ValueError: ``weave`` is not a weave.
+        """
         _check_weave(self.weave)
 
     @staticmethod
@@ -490,7 +635,16 @@ class BeeWeaveMemoryBlock(BaseMemoryBlock[str]):
                 writer.message(to_message(clean))
 
     async def atruncate(self, content: str, tokens_to_truncate: int) -> str | None:
-        """Drop the lowest-ranked recalled lines until about ``tokens_to_truncate`` are freed."""
+        """Drop the lowest-ranked recalled lines until about ``tokens_to_truncate`` are freed,
+        when ``Memory`` runs over its budget.
+
+        Args:
+            content: The block's rendered lines, best first.
+            tokens_to_truncate: How many tokens to free.
+
+        Returns:
+            The lines kept, or ``None`` when none are left.
+        """
         from beeweave_core.tokens import TokenCounter
 
         counter = TokenCounter()

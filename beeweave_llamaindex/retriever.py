@@ -53,6 +53,23 @@ class BeeWeaveRetriever(BaseRetriever):
     tenant.  ``filters`` (types, since, until, tags, user_id, agent_id), ``paths`` and
     ``scope`` go to :meth:`beeweave_core.retrieval.Retriever.retrieve`.  ``flush`` first
     writes what the capture bus still holds, so recall sees everything recorded so far.
+
+    Args:
+        weave: The open weave to recall from.
+        k: How many nodes.
+        session_id: Limits recall to one session.
+        user_id: Widens recall to every session of that user.
+        filters: ``types``, ``since``, ``until``, ``tags``, ``user_id``, ``agent_id``.
+        paths: The recall paths to use (default: all that apply).
+        scope: ``"session"``, ``"user"`` or ``"tenant"``, over the inferred one.
+        scopes: Business lines to recall from (within the weave's).
+        flush: First write what the capture bus still holds.
+        callback_manager: LlamaIndex's callback manager.
+        verbose: LlamaIndex's verbose flag.
+
+    Raises:
+        TypeError: ``weave`` is not a :class:`~beeweave_core.Weave`.
+        ValueError: ``k`` is not a positive int.
     """
 
     def __init__(

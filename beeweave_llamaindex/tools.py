@@ -34,8 +34,25 @@ def memory_tools(
     **options: Unpack[OpsOptions],
 ) -> list[FunctionTool]:
     """``remember``, ``recall``, ``update_memory``, ``forget`` and ``list_memories`` as
-    LlamaIndex tools (plus the ``memory`` file tool with ``files=True``); the arguments
-    mean what they mean for :func:`beeweave_langchain.memory_tools`."""
+    LlamaIndex tools (plus the ``memory`` file tool with ``files=True``), so an agent can
+    manage its long-term memory itself.
+
+    Args:
+        weave: The open weave the memories live in.
+        session_id: The conversation a call belongs to (so a new memory can point at the
+            turn it came from).
+        files: Also the ``memory`` tool (view / create / str_replace ... on memory files).
+        **options: ``user_id`` / ``scope`` pick the namespace (shared by all agents of
+            that user and scope); ``agent_id`` records who wrote each memory;
+            ``budget_tokens`` bounds each result, counted with ``model``'s tokenizer.
+
+    Returns:
+        The tools, ready for a LlamaIndex agent.
+
+    Raises:
+        TypeError: ``weave`` is not an open weave.
+        ValueError: A bad ``scope`` or a ``budget_tokens`` that is not positive.
+    """
     ops = MemoryOps(weave, **options)
     tools = [_op_tool(ops, spec, session_id) for spec in TOOL_SPECS]
     if files:

@@ -43,7 +43,16 @@ MAX_CONTEXT_TOKENS = 200_000
 
 @dataclass(frozen=True)
 class ServerOptions:
-    """What a server is fixed to at start."""
+    """What a server is fixed to at start, so a client cannot reach another user's memory.
+
+    Attributes:
+        user_id: The user whose memories and sessions the tools read and write.
+        agent_id: Recorded as the writer of each memory.
+        scope: The namespace memories are written to and read from (the shared one is
+            read too); a tool call naming another is refused.
+        budget_tokens: The token bound of each memory tool's result.
+        model: Whose tokenizer counts the budgets.
+    """
 
     user_id: str | None = None
     agent_id: str | None = None
@@ -121,7 +130,20 @@ class _Server(MCPServer):
 
 
 def build_server(weave: Weave, opts: ServerOptions | None = None) -> MCPServer:
-    """An :class:`MCPServer` over ``weave`` (its tenant) for ``opts``'s user, agent, scope."""
+    """An :class:`MCPServer` over ``weave`` (its tenant) for ``opts``'s user, agent, scope:
+    the memory tools, the ``memory`` file tool, ``get_context``, and sessions and memories
+    as resources.
+
+    Args:
+        weave: The open weave the server reads and writes.
+        opts: What the server is fixed to (``None``: the defaults).
+
+    Returns:
+        The server, not yet running (``server.run("stdio")``).
+
+    Raises:
+        ValueError: A bad ``scope`` or a ``budget_tokens`` that is not positive.
+    """
     opts = opts or ServerOptions()
     ops = MemoryOps(
         weave,
