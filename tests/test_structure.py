@@ -1,4 +1,5 @@
-"""Structure checks read from the source with ``ast``: typed public API, explicit wiring.
+"""Structure checks read from the source with ``ast``: typed public API, explicit wiring,
+Google-style docstrings on the public API.
 
 They fail when someone reintroduces what issues 12 and 34 removed: ``Any`` in ``Weave``'s
 public signatures, ``weave: Any`` parameters, parts reaching into the weave's closers or the
@@ -9,11 +10,17 @@ counted), a core module importing a package above it, a second written version.
 from __future__ import annotations
 
 import ast
+import enum
+import functools
+import importlib
+import importlib.util
 import inspect
 import os
+import re
 import subprocess
 import sys
 import textwrap
+import types
 import typing
 from collections.abc import Container
 from pathlib import Path
@@ -349,3 +356,265 @@ def test_no_module_reads_another_objects_private_attributes() -> None:
 def test_the_private_attribute_check_can_fail() -> None:
     tree = ast.parse("def f(weave):\n    return weave._closers\n")
     assert _foreign_private_reads(tree) == ["2: weave._closers"]
+
+
+# --- Docstrings of the public API ------------------------------------------------------------
+#
+# The public API: every name in ``__all__`` of the packages below (followed to where it is
+# defined), plus, for each exported class, the public methods, classmethods, staticmethods and
+# properties that BeeWeave's own code defines -- in the class or in a BeeWeave base class, an
+# override of a framework method included; members a framework base class defines and
+# BeeWeave does not override are the framework's.  Names starting with ``_`` are private.
+
+#: The packages whose ``__all__`` is the public API the docstring check covers.
+API_PACKAGES = ("beeweave_core", "beeweave_langchain", "beeweave_llamaindex", "beeweave_mcp")
+#: The least share of the public API that carries Google-style docstrings.
+MIN_DOCUMENTED = 0.90
+_SECTION = re.compile(r"^(\w[\w ]*):\s*$")
+_ENTRY = re.compile(r"^(\*{0,2}\w+)\s*(\([^)]*\))?\s*:")
+_MANGLED = re.compile(r"^_[A-Za-z]\w*?__(?=[A-Za-z])")
+
+
+def _ours(owner: object) -> bool:
+    return getattr(owner, "__module__", "").split(".")[0] in PACKAGES
+
+
+def _sections(doc: str) -> dict[str, list[str]]:
+    """A Google-style docstring's sections, each with the names its entries start with
+    (``name:`` or ``name (type):`` at the section's first indentation)."""
+    out: dict[str, list[str]] = {}
+    current: list[str] | None = None
+    indent: int | None = None
+    for line in inspect.cleandoc(doc).splitlines():
+        if not line.strip():
+            continue
+        depth = len(line) - len(line.lstrip())
+        if depth == 0:
+            match = _SECTION.match(line)
+            current = out.setdefault(match.group(1), []) if match else None
+            indent = None
+        elif current is not None:
+            indent = depth if indent is None else indent
+            if depth == indent and (entry := _ENTRY.match(line.strip())):
+                current.append(entry.group(1).lstrip("*"))
+    return out
+
+
+def _has_summary(doc: str) -> bool:
+    """Whether a docstring opens with a sentence, not straight with a section."""
+    first = inspect.cleandoc(doc).splitlines()[0]
+    return bool(first.strip()) and not _SECTION.match(first)
+
+
+def _parameters(fn: typing.Callable[..., object], *, bound: bool) -> list[str]:
+    """The parameters a caller passes: ``self``/``cls`` left out, ``*args``/``**kw`` in, a
+    class-private name as written (``__context``, not ``_Memory__context``)."""
+    names = [_MANGLED.sub("__", n) for n in inspect.signature(fn).parameters]
+    return names[1:] if bound and names and names[0] in ("self", "cls") else names
+
+
+def _returns_value(fn: typing.Callable[..., object]) -> bool:
+    """Whether ``fn`` gives its caller something: its return annotation when it has one, else
+    a ``return <value>`` in its own body."""
+    hint = inspect.signature(fn).return_annotation
+    if hint is inspect.Signature.empty:
+        tree = ast.parse(textwrap.dedent(inspect.getsource(fn)))
+        return any(isinstance(n, ast.Return) and n.value is not None and not (
+            isinstance(n.value, ast.Constant) and n.value.value is None) for n in ast.walk(tree))  # fmt: skip
+    return hint not in (None, type(None), typing.NoReturn, "None", "NoReturn", "Never")
+
+
+def _function_gaps(fn: typing.Callable[..., object], *, bound: bool) -> list[str]:
+    """What the docstring of ``fn`` lacks: a summary, ``Args:`` naming every parameter,
+    ``Returns:`` (``Yields:`` for a generator) when it gives back something."""
+    fn = inspect.unwrap(fn)
+    doc = fn.__doc__
+    if not doc or not doc.strip():
+        return ["no docstring"]
+    sections = _sections(doc)
+    gaps = [] if _has_summary(doc) else ["no summary"]
+    missing = [p for p in _parameters(fn, bound=bound) if p not in sections.get("Args", [])]
+    if missing:
+        gaps.append(f"Args lacks {', '.join(missing)}")
+    generator = inspect.isgeneratorfunction(fn) or inspect.isasyncgenfunction(fn)
+    if generator and "Yields" not in sections:
+        gaps.append("no Yields")
+    elif not generator and _returns_value(fn) and "Returns" not in sections:
+        gaps.append("no Returns")
+    return gaps
+
+
+def _constructor(cls: type) -> tuple[list[str], list[str]]:
+    """What a caller passes to build ``cls``, as far as BeeWeave declares it, and the
+    docstrings that may describe it.  The first ``__init__`` in the MRO, when BeeWeave
+    wrote it, gives the parameters (described in its docstring or its class's); else the
+    model fields BeeWeave declares are the parameters.  Enums and protocols are not built
+    by callers."""
+    if issubclass(cls, enum.Enum) or getattr(cls, "_is_protocol", False):
+        return [], []
+    for klass in cls.__mro__:
+        if "__init__" in vars(klass):
+            if _ours(klass):
+                init = vars(klass)["__init__"]
+                docs = [init.__doc__ or "", _class_doc(klass) or ""]
+                return _parameters(init, bound=True), docs
+            break
+    fields = getattr(cls, "model_fields", None) or {}
+    own = {n for k in cls.__mro__ if _ours(k) for n in vars(k).get("__annotations__", {})}
+    return [name for name in fields if name in own], []
+
+
+def _class_doc(cls: type) -> str | None:
+    """The docstring written in the class body (a dataclass's generated one is not)."""
+    return ast.get_docstring(ast.parse(textwrap.dedent(inspect.getsource(cls))).body[0])
+
+
+def _class_gaps(cls: type) -> list[str]:
+    """A class is documented by its docstring and its constructor's arguments, described in
+    the class docstring (``Args:``, or ``Attributes:`` for fields) or in the docstring of
+    the ``__init__`` that builds it (or of the class that defines that ``__init__``)."""
+    doc = _class_doc(cls)
+    if not doc:
+        return ["no docstring"]
+    parameters, docs = _constructor(cls)
+    described = set()
+    for text in (doc, *docs):
+        described |= set(_sections(text).get("Args", [])) | set(
+            _sections(text).get("Attributes", [])
+        )
+    missing = [p for p in parameters if p not in described]
+    return [f"constructor arguments not described: {', '.join(missing)}"] if missing else []
+
+
+def _member_gaps(member: object) -> list[str] | None:
+    """The gaps of one class member, or None when it is no method or property of
+    BeeWeave's code (pydantic puts its own ``model_post_init`` into a model's class)."""
+    if isinstance(member, property | functools.cached_property):
+        fget = member.fget if isinstance(member, property) else member.func
+        if not _ours(inspect.unwrap(fget)):
+            return None
+        return [] if (fget.__doc__ or "").strip() else ["no docstring"]
+    bound = not isinstance(member, staticmethod)
+    fn = member.__func__ if isinstance(member, staticmethod | classmethod) else member
+    if not inspect.isfunction(fn) or not _ours(inspect.unwrap(fn)):
+        return None
+    return _function_gaps(fn, bound=bound)
+
+
+def public_api(modules: typing.Iterable[types.ModuleType]) -> dict[str, list[str]]:
+    """Every item of the public API of ``modules`` (by its defining name) and what its
+    docstring lacks (an empty list: documented)."""
+    items: dict[str, list[str]] = {}
+    for module in modules:
+        for name in module.__all__:
+            obj = getattr(module, name)
+            label = f"{obj.__module__}.{obj.__qualname__}"
+            if not inspect.isclass(obj):
+                items[label] = _function_gaps(obj, bound=False)
+                continue
+            items[label] = _class_gaps(obj)
+            for attr in dir(obj):
+                owner = next((k for k in obj.__mro__ if attr in vars(k)), None)
+                if attr.startswith("_") or owner is None or not _ours(owner):
+                    continue
+                gaps = _member_gaps(vars(owner)[attr])
+                if gaps is not None:
+                    items[f"{owner.__module__}.{owner.__qualname__}.{attr}"] = gaps
+    return items
+
+
+def _coverage_report(items: dict[str, list[str]]) -> tuple[float, list[str]]:
+    undocumented = [f"{name}: {'; '.join(gaps)}" for name, gaps in sorted(items.items()) if gaps]
+    return 1 - len(undocumented) / max(len(items), 1), undocumented
+
+
+def test_the_public_api_has_google_style_docstrings() -> None:
+    """Args / Returns sections on at least ``MIN_DOCUMENTED`` of the public API."""
+    for framework in ("langchain_core", "langgraph", "llama_index.core", "mcp"):
+        pytest.importorskip(framework, reason="the public API spans every extra")
+    items = public_api(importlib.import_module(pkg) for pkg in API_PACKAGES)
+    share, undocumented = _coverage_report(items)
+    print(f"documented: {share:.3f} of {len(items)} public API items")
+    assert share >= MIN_DOCUMENTED, "\n".join(undocumented)
+
+
+def test_the_docstring_check_can_fail(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    path = tmp_path / "fake.py"
+    path.write_text(
+        textwrap.dedent(
+            '''
+            from collections.abc import Iterator
+
+
+            class Thing:
+                """A thing."""
+
+                def __init__(self, size: int) -> None: ...
+
+                @property
+                def area(self) -> int:
+                    return 1
+
+                def grow(self, by: int) -> int:
+                    """Grow."""
+
+                def shrink(self, by: int) -> int:
+                    """Shrink.
+
+                    Args:
+                        by: how much.
+
+                    Returns:
+                        The new size.
+                    """
+
+                def parts(self) -> Iterator[int]:
+                    """Returns:
+                        The parts.
+                    """
+                    yield 1
+
+
+            class Sized:
+                """A thing whose constructor says what it takes."""
+
+                def __init__(self, size: int) -> None:
+                    """Make one.
+
+                    Args:
+                        size: how big.
+                    """
+
+
+            def make(size, **options):
+                """Make.
+
+                Args:
+                    size: how big.
+                """
+                return size
+
+
+            __all__ = ["Sized", "Thing", "make"]
+            '''
+        )
+    )
+    spec = importlib.util.spec_from_file_location("beeweave_core.docstring_fake", path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    monkeypatch.setitem(sys.modules, spec.name, module)  # where inspect finds its source
+    spec.loader.exec_module(module)
+    items = public_api([module])
+    fake = "beeweave_core.docstring_fake"
+    assert items == {
+        f"{fake}.Sized": [],
+        f"{fake}.Thing": ["constructor arguments not described: size"],
+        f"{fake}.Thing.area": ["no docstring"],
+        f"{fake}.Thing.grow": ["Args lacks by", "no Returns"],
+        f"{fake}.Thing.parts": ["no summary", "no Yields"],
+        f"{fake}.Thing.shrink": [],
+        f"{fake}.make": ["Args lacks options", "no Returns"],
+    }
+    share, undocumented = _coverage_report(items)
+    assert share == pytest.approx(2 / 7)
+    assert undocumented[0] == f"{fake}.Thing: constructor arguments not described: size"
