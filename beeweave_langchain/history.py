@@ -121,8 +121,8 @@ class BeeWeaveChatMessageHistory(BaseChatMessageHistory):
         another process) sees them; skipped with one warning when the store is down.
 
         Args:
-            messages: LangChain messages; ones the session already holds are not
-                recorded again.
+            messages: LangChain messages, added after what the session holds (one another
+                observer already recorded from the same prompt is kept once).
 
         Raises:
             TypeError: An item is not a LangChain message.
