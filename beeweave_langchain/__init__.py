@@ -11,6 +11,7 @@
 ``BeeWeaveStore``                  LangGraph ``BaseStore`` backed by long-term memory
 ``BeeWeaveKeyValueStore``          LangChain ``BaseStore`` (key-value) on the same memory
 ``LangChainLLM``                   a chat model as the LLM of summaries / memory extraction
+``BeeWeaveEmbeddings``             a BeeWeave embedding model (MiniLM …) as ``Embeddings``
 ``memory_tools``                   remember / recall / update / forget / list tools (+ files)
 =================================  ==========================================================
 
@@ -37,6 +38,7 @@ _EXPORTS = {
     "BeeWeaveStore": "store",
     "BeeWeaveKeyValueStore": "store",
     "LangChainLLM": "llm",
+    "BeeWeaveEmbeddings": "embeddings",
     "memory_tools": "tools",
 }
 
@@ -45,6 +47,7 @@ __all__ = sorted(_EXPORTS)
 if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
     from beeweave_langchain.callbacks import AsyncBeeWeaveCallbackHandler, BeeWeaveCallbackHandler  # noqa: F401
     from beeweave_langchain.checkpoint import AsyncBeeWeaveCheckpointer, BeeWeaveCheckpointer  # noqa: F401
+    from beeweave_langchain.embeddings import BeeWeaveEmbeddings  # noqa: F401
     from beeweave_langchain.history import BeeWeaveChatMessageHistory  # noqa: F401
     from beeweave_langchain.hooks import BeeWeaveContextHook, beeweave_context_hook  # noqa: F401
     from beeweave_langchain.llm import LangChainLLM  # noqa: F401

@@ -33,6 +33,7 @@ from contextlib import contextmanager
 from datetime import datetime, timezone
 from typing import Any
 
+from langchain_core.embeddings import Embeddings
 from langchain_core.stores import BaseStore as KeyValueStore
 from langgraph.store.base import (
     BaseStore,
@@ -49,9 +50,11 @@ from langgraph.store.base import (
 )
 from langgraph.store.base.embed import ensure_embeddings, get_text_at_path, tokenize_path
 
+from beeweave_core.embedding_base import Embedder
 from beeweave_core.items import Found, ItemRow, ItemStore
 from beeweave_core.weave import Weave, require_weave
 from beeweave_langchain.checkpoint import open_weave
+from beeweave_langchain.embeddings import BeeWeaveEmbeddings
 
 __all__ = ["BeeWeaveKeyValueStore", "BeeWeaveSearchItem", "BeeWeaveStore"]
 
@@ -126,6 +129,8 @@ class BeeWeaveStore(BaseStore):
         """
         self.weave = weave = require_weave(weave, type(self).__name__)
         embed = (index or {}).get("embed")
+        if isinstance(embed, Embedder) and not isinstance(embed, Embeddings):
+            embed = BeeWeaveEmbeddings(embed)  # a BeeWeave model: LangGraph takes Embeddings
         self.items = items or ItemStore(
             weave,
             clock=clock,

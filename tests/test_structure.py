@@ -4,7 +4,8 @@ Google-style docstrings on the public API.
 They fail when someone reintroduces what issues 12 and 34 removed: ``Any`` in ``Weave``'s
 public signatures, ``weave: Any`` parameters, parts reaching into the weave's closers or the
 bus's listener list, any import cycle in the core (hints and function-level imports
-counted), a core module importing a package above it, a second written version.
+counted), a core module importing a package above it or a framework, a second written
+version.
 """
 
 from __future__ import annotations
@@ -277,6 +278,52 @@ def test_the_command_loads_other_packages_only_when_named(tmp_path: Path) -> Non
         "beeweave_cli", "beeweave_core"
     ]  # fmt: skip
     assert loaded("ui", "--help") == ["beeweave_cli", "beeweave_core", "beeweave_ui"]
+
+
+#: Frameworks the core never imports (their integration packages translate into it).
+FRAMEWORKS = ("langchain", "langgraph", "llama_index")
+
+
+def framework_imports(module: str, tree: ast.Module) -> list[str]:
+    """What of a framework ``module`` imports: at the top, in a function, in a ``try``, or
+    for type hints only."""
+    return sorted(
+        f"{module} imports {target}"
+        for target in _imports(module, tree, type_only=True)
+        if target.split(".")[0].startswith(FRAMEWORKS)
+    )
+
+
+def test_the_core_imports_no_framework() -> None:
+    """Not even in a function or a ``try``: the built-in models' LangChain view is
+    ``beeweave_langchain.BeeWeaveEmbeddings``."""
+    found = [
+        hit for module, tree in _sources("beeweave_core") for hit in framework_imports(module, tree)
+    ]
+    assert found == []
+
+
+def test_the_framework_import_check_can_fail() -> None:
+    source = (
+        "try:\n    from langchain_core.embeddings import Embeddings\nexcept ImportError:\n"
+        "    pass\n"
+        "def view():\n    from langchain_chroma import Chroma\n"
+        "def node():\n    import llama_index.core\n"
+    )
+    assert framework_imports("beeweave_core.x", ast.parse(source)) == [
+        "beeweave_core.x imports langchain_chroma",
+        "beeweave_core.x imports langchain_chroma.Chroma",
+        "beeweave_core.x imports langchain_core.embeddings",
+        "beeweave_core.x imports langchain_core.embeddings.Embeddings",
+        "beeweave_core.x imports llama_index.core",
+    ]
+
+
+def test_the_embedder_stays_importable_from_its_old_homes() -> None:
+    from beeweave_core import embedding_base, index
+    from beeweave_core.index import base
+
+    assert base.Embedder is index.Embedder is embedding_base.Embedder
 
 
 def test_paths_stay_importable_from_their_old_homes() -> None:

@@ -21,7 +21,6 @@ if TYPE_CHECKING:
 #: Vector index kinds a weave may name; ``auto`` lets the backend choose.
 VECTOR_KINDS = ("auto", "chroma", "neo4j")
 #: What an embedded (or server) Chroma index imports.
-#: langchain-chroma only serves the optional ``.vectorstore`` view, so it is not required.
 CHROMA_PACKAGES = ("chromadb",)
 
 

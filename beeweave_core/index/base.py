@@ -19,19 +19,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
+from beeweave_core.embedding_base import Embedder
 from beeweave_core.events import Event, EventType
 
 if TYPE_CHECKING:
     from beeweave_core.store import EventStore
-
-
-@runtime_checkable
-class Embedder(Protocol):
-    """What BeeWeave needs of an embedding model: LangChain's ``Embeddings`` shape."""
-
-    def embed_documents(self, texts: list[str]) -> list[list[float]]: ...
-
-    def embed_query(self, text: str) -> list[float]: ...
 
 
 class EmbeddingMismatch(RuntimeError):

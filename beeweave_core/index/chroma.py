@@ -1,4 +1,4 @@
-"""Chroma as BeeWeave's vector index, through ``langchain-chroma``.
+"""Chroma as BeeWeave's vector index, through ``chromadb``.
 
 Embedded by default (a ``PersistentClient`` directory beside the SQLite file, or an
 in-memory client for ``:memory:`` stores); a Chroma server when given an
@@ -7,8 +7,8 @@ collection, so two tenants never share vectors and two models never get compared
 every vector also carries its event id, session, seq, time, type, user, agent and
 the model name + version in its metadata.
 
-The LangChain wrapper (:attr:`ChromaVectorIndex.vectorstore`) is exposed, so the same
-collection can be used as any LangChain ``VectorStore``.
+LangChain code searches these vectors through ``beeweave_langchain.BeeWeaveRetriever``
+(text comes from the event store); the core imports no LangChain.
 
 Chroma is given vectors and metadata, never the text: the event store holds the text,
 and whatever Chroma keeps (its write-ahead queue, its full-text tables) would outlive a
@@ -235,8 +235,8 @@ class ChromaVectorIndex:
         location: a directory (embedded), ``http(s)://host:port`` (server), or
             ``None`` (in-memory, for ``:memory:`` stores and throwaway runs).
         client: an existing chromadb client instead of ``location`` (not closed here).
-        embeddings: optional LangChain ``Embeddings``, only so that
-            :attr:`vectorstore` can also search by text.
+        embeddings: optional embedding model of these vectors, kept as :attr:`embeddings`
+            (the index itself stores and queries vectors only).
         prefix: start of the collection names (keeps stores sharing a server apart).
         temporary: drop the collections on :meth:`close` (in-memory stores).
     """
@@ -266,8 +266,8 @@ class ChromaVectorIndex:
             raise
         self._prefix = prefix
         self._temporary = temporary
-        self._embeddings = embeddings
-        self._vectorstore: Any = None
+        #: The embedding model of these vectors, when the opener gave it.
+        self.embeddings = embeddings
         self._lock = threading.RLock()
         self.collection_name = self._name_for(identity)
         self._collection = self._client.get_or_create_collection(
@@ -317,23 +317,6 @@ class ChromaVectorIndex:
     def _stop_caching(self) -> None:
         if self._cache is not None:
             self._cache.disable()
-
-    @property
-    def vectorstore(self) -> Any:
-        """The collection as a LangChain ``VectorStore`` (langchain-chroma, built on use).
-
-        Its documents are empty: BeeWeave keeps text in the event store only.
-        """
-        self._stop_caching()  # its writes would bypass the in-process copy
-        if self._vectorstore is None:
-            from langchain_chroma import Chroma
-
-            self._vectorstore = Chroma(
-                collection_name=self.collection_name,
-                embedding_function=self._embeddings,
-                client=self._client,
-            )
-        return self._vectorstore
 
     def _check_collection_identity(self) -> None:
         meta = self._collection.metadata or {}
@@ -579,7 +562,6 @@ class ChromaVectorIndex:
             self._collection = self._client.get_or_create_collection(
                 name=self.collection_name, metadata=meta, configuration=config
             )
-            self._vectorstore = None
             self._dimension = None
             if self._cache is not None:
                 self._cache.clear()
