@@ -85,13 +85,13 @@ def test_phase_presets_and_options(weave_factory):
     for name, shares in PRESETS.items():
         assert abs(shares.working + shares.recalled + shares.immediate - 1) < 1e-9, name
     # the same history gives the newest turns a higher floor while gathering requirements:
-    # a query that recall matches all over the session keeps more of them verbatim
+    # a query about the newest turns (its best hits are among them) keeps more of them
+    # verbatim (one about the past gives the floor up to recall: tests/test_context_recall.py)
     assert PRESETS["requirement"].immediate > PRESETS["closing"].immediate
-    say(weave, "t", [m for i in range(12) for m in (
-        {"role": "user", "content": f"Step {'abcdefghijkl'[i]}: compare page template {'mnopqrstuvwx'[i]} in detail."},
-        {"role": "assistant", "content": f"Template {'mnopqrstuvwx'[i]} checked; nothing unusual found there."})],
+    say(weave, "t", [m for i in range(40) for m in (
+        {"role": "user", "content": f"Step {i}: compare page template T{100 + i} in detail."},
+        {"role": "assistant", "content": f"Template T{100 + i} checked; nothing unusual found there."})],
         prefix="more")  # fmt: skip
-    say(weave, "t", chatter(10), prefix="after")  # the steps are no longer the newest turns
     q = "compare the page templates in detail: what was checked?"
     req = weave.assemble("t", q, budget_tokens=600, phase="requirement")
     clo = weave.assemble("t", q, budget_tokens=600, phase="closing")

@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from beeweave_core.context import PRESETS
 from beeweave_core.text import language as L
 from beeweave_core.tokens import TokenCounter
 
@@ -108,3 +109,32 @@ def test_a_tool_result_the_question_does_not_word_still_reaches_recall(
     )  # fmt: skip
     assert "48213" in ctx.text()
     assert ctx.total_tokens <= 600
+
+
+def test_a_question_about_the_past_gets_the_room_the_newest_turns_keep_it_otherwise(
+    weave_factory: Any,
+) -> None:
+    weave = weave_factory()
+    things = ["tax", "payroll", "lease", "insurance", "pension", "customs", "grant", "audit"]
+    turns: list[dict[str, Any]] = []
+    for i in range(24):
+        turns.append({"role": "user", "content": f"Vault shelf {i + 1} holds the "
+                      f"{things[i % 8]} records from {1990 + i}."})  # fmt: skip
+        turns.append({"role": "assistant", "content": f"Filed shelf {i + 1}."})
+    for i in range(30):
+        turns.append({"role": "user", "content": f"The courier van number {40 + i} left "
+                      f"depot {chr(65 + i % 26)} at {6 + i % 12} o'clock."})  # fmt: skip
+        turns.append({"role": "assistant", "content": f"Van {40 + i} is on its way."})
+    say(weave, "archive", turns)
+    weave.flush(30, wait_index=True)
+    budget, counter = 1000, TokenCounter(encoding="cl100k_base")
+    floor = PRESETS["requirement"].immediate * budget
+    past = weave.assemble("archive", "Which records are kept on the vault shelves?",
+                          budget_tokens=budget, counter=counter, phase="requirement")  # fmt: skip
+    recent = weave.assemble("archive", "When did courier van number 69 leave the depot?",
+                            budget_tokens=budget, counter=counter, phase="requirement")  # fmt: skip
+    assert past.layers["immediate"].tokens < 0.6 * floor  # the floor gave way to recall
+    assert past.layers["recalled"].tokens > budget - floor
+    assert "Vault shelf" in past.text()
+    assert recent.layers["immediate"].tokens >= 0.8 * floor  # the newest turns kept theirs
+    assert "van number 69" in recent.text()

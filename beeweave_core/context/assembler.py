@@ -25,7 +25,7 @@ counted with the model's tokenizer and is never over budget.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime, timezone
 from functools import lru_cache
 from typing import Any
@@ -38,6 +38,12 @@ from beeweave_core.text import language as L
 from beeweave_core.tokens import TokenCounter
 
 LAYERS = ("system", "working", "recalled", "immediate")
+#: The newest turns' floor, as a share of the phase's, when none of the retriever's
+#: best ``RECENT_HITS`` candidates is among the turns the full floor would show: the
+#: request asks about the past, and recall gets the room (what it leaves goes back to
+#: the newest turns).
+PAST_FLOOR = 0.4
+RECENT_HITS = 3
 RECALL_HEADER = (
     "Recalled by BeeWeave for this request (earlier turns and notes, oldest first; "
     "not the latest turns):"
@@ -466,22 +472,37 @@ def _fill_layers(plan: Plan, reports: dict[str, LayerReport], avail: int) -> _Fi
     c = plan.counter
     f = _Fill(avail, session_id=plan.session_id)
     units = _cut_big_outputs(plan)
-    floor = int(avail * plan.shares.immediate)
-    f.window, f.dropped = _fit_newest(c, units, floor)
     items = _rank_items(plan.working, plan.query)
     b_work = int(avail * plan.shares.working)
     f.w_used = _fill_working(c, plan.working, items, b_work, f.w_in, f.w_out)
     reports["working"].budget = b_work
+    floor = int(avail * plan.shares.immediate)
+    inputs = plan.recall(set())
+    f.window, f.dropped = _fit_newest(c, units, floor)
     shown = {i for u in f.window for i in u.ids}
-    inputs = plan.recall(shown)
+    if not any(k.key in shown for k in inputs.candidates[:RECENT_HITS]):
+        # a question about the past: the room goes to recall
+        f.window, f.dropped = _fit_newest(c, units, int(floor * PAST_FLOOR))
+        shown = {i for u in f.window for i in u.ids}
     f.today = inputs.today
     room = avail - f.w_used - sum(unit_cost(c, u) for u in f.window)
     reports["recalled"].budget = room
-    _pack(c, f, [k for k in inputs.candidates if k.key not in shown], room)
-    spare = avail - f.w_used - _recall_cost(c, f) - sum(unit_cost(c, u) for u in f.window)
-    _widen(plan, f, units, spare)
+    cands = [_without(k, shown) for k in inputs.candidates if k.key not in shown]
+    _pack(c, f, [k for k in cands if k.lines], room)
+    for _pass in range(2):  # the turns the window grew by may say what recall does
+        spare = avail - f.w_used - _recall_cost(c, f) - sum(unit_cost(c, u) for u in f.window)
+        _widen(plan, f, units, spare)
+        if not _drop_repeats(f, _Said(f.window, f.lines)):
+            break
     reports["immediate"].budget = sum(unit_cost(c, u) for u in f.window)
     return f
+
+
+def _without(cand: Candidate, shown: set[str]) -> Candidate:
+    """A candidate without the lines the newest turns show already."""
+    if not any(ln.event_id in shown for ln in cand.lines):
+        return cand
+    return replace(cand, lines=tuple(ln for ln in cand.lines if ln.event_id not in shown))
 
 
 def _cut_big_outputs(plan: Plan) -> list[Unit]:
@@ -584,7 +605,7 @@ class _Said:
     """The sentences the prompt holds, each with the newest place it is said: the
     newest turns (newer than anything recalled) or a recalled line's seq."""
 
-    def __init__(self, window: Sequence[Unit]) -> None:
+    def __init__(self, window: Sequence[Unit], lines: Sequence[Line] = ()) -> None:
         self._window = {
             s
             for u in window
@@ -592,6 +613,8 @@ class _Said:
             for s in _sentences_of(str(m.get("content") or ""))
         }
         self._newest: dict[tuple[str, str], int] = {}
+        for ln in lines:
+            self.add(ln)
 
     def add(self, ln: Line) -> None:
         for s in _sentences_of(_said_text(ln)):
