@@ -24,7 +24,7 @@ from beeweave_core.embeddings import MiniLMEmbeddings, default_embeddings
 from beeweave_core.events import Event, EventType
 from beeweave_core.index import Chunk, EmbeddingIdentity, EmbeddingMismatch, IndexFilter
 from beeweave_core.index.base import IndexState
-from beeweave_core.index.chroma import ChromaVectorIndex
+from beeweave_core.index.chroma import ChromaVectorIndex, close_client, make_client
 from beeweave_core.index.chunking import ChunkPolicy, chunk_event, embed_chunks, embed_query
 from beeweave_core.weave import Weave
 
@@ -82,15 +82,14 @@ def chroma_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     )  # fmt: skip
     url = f"http://127.0.0.1:{port}"
     try:
-        import chromadb
-        from chromadb.config import Settings
-
         deadline = time.monotonic() + 60
         while True:
             try:
-                chromadb.HttpClient(
-                    host="127.0.0.1", port=port, settings=Settings(anonymized_telemetry=False)
-                ).heartbeat()
+                client = make_client(url)
+                try:
+                    client.heartbeat()
+                finally:
+                    close_client(client)
                 break
             except Exception:
                 if proc.poll() is not None or time.monotonic() > deadline:
