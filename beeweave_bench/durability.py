@@ -80,8 +80,9 @@ def spawn(url: str, spool: Path, *, mode: str, n: int, pace: float, extra: list[
 
     def read() -> None:
         assert proc.stdout is not None
-        for line in proc.stdout:
-            child.lines.append(line.strip())
+        with proc.stdout:  # closed at the child's end, not left to garbage collection
+            for line in proc.stdout:
+                child.lines.append(line.strip())
 
     child.reader = threading.Thread(target=read, daemon=True)
     child.reader.start()

@@ -6,6 +6,7 @@ and as a server process on a loopback port, Neo4j is the test server.
 
 from __future__ import annotations
 
+import gc
 import json
 import logging
 import os
@@ -14,6 +15,7 @@ import socket
 import subprocess
 import time
 import uuid
+import warnings
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -24,7 +26,7 @@ from beeweave_core.embeddings import MiniLMEmbeddings, default_embeddings
 from beeweave_core.events import Event, EventType
 from beeweave_core.index import Chunk, EmbeddingIdentity, EmbeddingMismatch, IndexFilter
 from beeweave_core.index.base import IndexState
-from beeweave_core.index.chroma import ChromaVectorIndex
+from beeweave_core.index.chroma import ChromaVectorIndex, close_client, make_client
 from beeweave_core.index.chunking import ChunkPolicy, chunk_event, embed_chunks, embed_query
 from beeweave_core.weave import Weave
 
@@ -82,15 +84,14 @@ def chroma_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     )  # fmt: skip
     url = f"http://127.0.0.1:{port}"
     try:
-        import chromadb
-        from chromadb.config import Settings
-
         deadline = time.monotonic() + 60
         while True:
             try:
-                chromadb.HttpClient(
-                    host="127.0.0.1", port=port, settings=Settings(anonymized_telemetry=False)
-                ).heartbeat()
+                client = make_client(url)
+                try:
+                    client.heartbeat()
+                finally:
+                    close_client(client)
                 break
             except Exception:
                 if proc.poll() is not None or time.monotonic() > deadline:
@@ -485,6 +486,20 @@ def test_weave_on_chroma_server(tmp_path, chroma_server):
         assert "deploy key" in hits[0].event.content
     finally:
         w.close()
+
+
+def test_an_index_on_a_chroma_server_closes_its_connections(chroma_server):
+    """chromadb's own close leaves the client's HTTP pools open (chroma-core/chroma#2702)."""
+    idx = ChromaVectorIndex(tenant=f"t-{uuid.uuid4().hex[:8]}", identity=IDENT,
+                            location=chroma_server)  # fmt: skip
+    chunks, vectors = chunks_and_vectors()
+    idx.upsert(chunks, vectors)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        idx.close()
+        del idx
+        gc.collect()
+    assert not [str(w.message) for w in caught if issubclass(w.category, ResourceWarning)]
 
 
 def test_vector_tenants_isolated_in_one_file(tmp_path):

@@ -15,6 +15,7 @@ from llama_index.core.base.llms.types import ChatMessage, MessageRole, ToolCallB
 from llama_index.core.chat_engine import SimpleChatEngine
 from llama_index.core.llms.mock import MockLLM
 from llama_index.core.memory import BaseMemory, Memory
+from sqlalchemy.ext.asyncio import create_async_engine
 
 from beeweave_core.events import EventType, Status
 from beeweave_core.tokens import TokenCounter
@@ -210,10 +211,15 @@ async def test_memory_block_in_llamaindex_memory(weave: Any) -> None:
                meta={"user_id": "u2"}, role="user")  # fmt: skip
     assert weave.flush()
     block = BeeWeaveMemoryBlock(weave=weave, user_id="u1", k=3)
+    engine = create_async_engine("sqlite+aiosqlite:///:memory:")  # Memory never closes its own
     memory = Memory.from_defaults(session_id="li-chat", token_limit=2000, memory_blocks=[block],
-                                  async_database_uri="sqlite+aiosqlite:///:memory:")  # fmt: skip
-    await memory.aput(ChatMessage(role="user", content="How do we export the quarterly report?"))
-    messages = await memory.aget()
+                                  async_engine=engine)  # fmt: skip
+    question = ChatMessage(role="user", content="How do we export the quarterly report?")
+    try:
+        await memory.aput(question)
+        messages = await memory.aget()
+    finally:
+        await engine.dispose()
     system = messages[0]
     assert system.role == MessageRole.SYSTEM
     assert (

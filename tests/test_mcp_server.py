@@ -132,6 +132,7 @@ def http_server(tmp_path: Path) -> Iterator[Any]:
     for p in procs:
         p.terminate()
         p.wait(timeout=20)
+        p.stderr.close()  # type: ignore[union-attr]
 
 
 async def test_http_on_localhost(tmp_path: Path, http_server: Any) -> None:

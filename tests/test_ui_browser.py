@@ -121,6 +121,7 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     finally:
         proc.terminate()
         proc.wait(timeout=20)
+        proc.stdout.close()  # type: ignore[union-attr]
 
 
 @pytest.fixture(scope="module")

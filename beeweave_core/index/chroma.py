@@ -174,6 +174,23 @@ def _make_client(location: str | os.PathLike[str] | None) -> Any:
     return client
 
 
+def close_client(client: Any) -> None:
+    """Close a client of :func:`make_client`, the connections of an HTTP one too.
+
+    chromadb's ``Client.close()`` stops its systems but leaves the ``httpx`` pools of an
+    ``HttpClient`` and of its inner admin client open (chroma-core/chroma#2702): every
+    closed index on a server kept its sockets until garbage collection.
+    """
+    admin = getattr(client, "_admin_client", None)
+    sessions = [getattr(getattr(c, "_server", None), "_session", None) for c in (client, admin)]
+    close = getattr(client, "close", None)
+    if callable(close):
+        close()
+    for session in sessions:
+        if callable(getattr(session, "close", None)):
+            session.close()
+
+
 @dataclass
 class _CacheWrite:
     """One Chroma write as the in-process copy sees it (nothing when there is none)."""
@@ -578,9 +595,7 @@ class ChromaVectorIndex:
                 with contextlib.suppress(Exception):
                     self._client.delete_collection(name)
         if self._owns_client:
-            close = getattr(self._client, "close", None)
-            if callable(close):
-                close()
+            close_client(self._client)
         if self._dir_lock is not None:
             self._dir_lock.release()
 
