@@ -481,8 +481,10 @@ def _fill_layers(plan: Plan, reports: dict[str, LayerReport], avail: int) -> _Fi
     f.window, f.dropped = _fit_newest(c, units, floor)
     shown = {i for u in f.window for i in u.ids}
     if not any(k.key in shown for k in inputs.candidates[:RECENT_HITS]):
-        # a question about the past: the room goes to recall
-        f.window, f.dropped = _fit_newest(c, units, int(floor * PAST_FLOOR))
+        # a question about the past: the room goes to recall, but never the exchange in
+        # progress (the agent's tool calls and results since the last user turn)
+        low = max(int(floor * PAST_FLOOR), min(floor, _exchange_cost(c, units)))
+        f.window, f.dropped = _fit_newest(c, units, low)
         shown = {i for u in f.window for i in u.ids}
     f.today = inputs.today
     room = avail - f.w_used - sum(unit_cost(c, u) for u in f.window)
@@ -496,6 +498,12 @@ def _fill_layers(plan: Plan, reports: dict[str, LayerReport], avail: int) -> _Fi
             break
     reports["immediate"].budget = sum(unit_cost(c, u) for u in f.window)
     return f
+
+
+def _exchange_cost(c: TokenCounter, units: Sequence[Unit]) -> int:
+    """Tokens of the exchange in progress: the last user turn and everything after it."""
+    last = next((k for k in range(len(units) - 1, -1, -1) if units[k].kind == "user"), 0)
+    return sum(unit_cost(c, u) for u in units[last:])
 
 
 def _without(cand: Candidate, shown: set[str]) -> Candidate:
