@@ -467,8 +467,8 @@ def _system_layer(
 
 
 def _fill_layers(plan: Plan, reports: dict[str, LayerReport], avail: int) -> _Fill:
-    """Newest turns up to their floor, the working items the request touches, recall
-    by rank, then the newest turns again with what recall left."""
+    """Newest turns up to their floor (less for a question about the past), the working
+    items the request touches, recall by rank, then the newest turns with what is left."""
     c = plan.counter
     f = _Fill(avail, session_id=plan.session_id)
     units = _cut_big_outputs(plan)
