@@ -138,3 +138,67 @@ def test_a_question_about_the_past_gets_the_room_the_newest_turns_keep_it_otherw
     assert "Vault shelf" in past.text()
     assert recent.layers["immediate"].tokens >= 0.8 * floor  # the newest turns kept theirs
     assert "van number 69" in recent.text()
+
+
+def _settled_session(weave: Any, sid: str, turns: list[dict[str, Any]]) -> Any:
+    """``turns``, then a long chatty stretch so none of them is among the newest turns;
+    maintenance has read the session (the working state holds its memories)."""
+    for i in range(50):
+        turns += _refrain(i)
+    say(weave, sid, turns)
+    weave.flush(30, wait_index=True)
+    weave.context.update(sid)
+    return weave
+
+
+def test_a_change_kept_as_a_memory_is_read_after_the_recalled_turn_it_changes(
+    weave_factory: Any,
+) -> None:
+    turns = [
+        {"role": "user", "content": "Ship the nightly backups to the cold tier."},
+        {"role": "assistant", "content": "Sure."},
+    ]
+    for i in range(30):  # reports about backups: recall has more candidates than room
+        turns += [
+            {"role": "user", "content": f"Did the backup of laptop L-{100 + i} finish?"},
+            {"role": "assistant", "content": f"Yes, laptop L-{100 + i} was backed up at "
+                                             f"0{i % 6}:{10 + i} with {i + 2} GB."},
+        ]  # fmt: skip
+    turns += [
+        {"role": "user", "content": "Pulling anything back from there takes hours, so we use "
+                                    "the warm tier from now on."},
+        {"role": "assistant", "content": "Understood."},
+    ]  # fmt: skip
+    weave = _settled_session(weave_factory(), "backups", turns)
+    said = [m.content for m in weave.context.memories("backups")]
+    # the premise: the first wording is a request (a turn), the second a memory
+    assert not any("Ship the nightly" in t for t in said)
+    assert any("warm tier from now on" in t for t in said)
+    for phase in (None, "execution"):
+        ctx = weave.assemble(
+            "backups", "Where should the nightly backups be shipped?", budget_tokens=700,
+            counter=TokenCounter(encoding="cl100k_base"), phase=phase,
+        )  # fmt: skip
+        text = ctx.text()
+        assert "backups to the cold tier" in text and "warm tier from now on" in text
+        assert text.rfind("backups to the cold tier") < text.rfind("warm tier from now on"), text
+
+
+def test_a_memory_shows_the_short_turn_it_was_said_in(weave_factory: Any) -> None:
+    weave = _settled_session(weave_factory(), "digest", [
+        {"role": "user", "content": "The Friday digest is not working for me, nobody reads it. "
+                                    "Just ping me in chat when a build breaks."},
+        {"role": "assistant", "content": "Will do."},
+    ])  # fmt: skip
+    (mem,) = [m for m in weave.context.memories("digest") if "Friday digest" in m.content]
+    assert "ping me" not in mem.content  # the premise: one sentence of the turn is the memory
+    items = [i for i in weave.context.working_state("digest").items() if mem.id in i.event_ids]
+    assert [i.text for i in items] == [
+        "The Friday digest is not working for me, nobody reads it. "
+        "Just ping me in chat when a build breaks."
+    ]
+    ctx = weave.assemble(
+        "digest", "How should you tell me about broken builds?", budget_tokens=400,
+        counter=TokenCounter(encoding="cl100k_base"),
+    )  # fmt: skip
+    assert "Just ping me in chat when a build breaks." in ctx.text()

@@ -23,15 +23,20 @@ _SECTION = {"constraint": "constraints", "preference": "preferences", "decision"
 
 
 def _check_sections(weave, sid: str, ws) -> list[str]:
-    """Every active memory of a pinned kind is in its section, in the order said, and
-    nothing else is (which kind a statement is, is the classifier's call: it is scored
-    by ``beeweave bench acts``, not here); returns the user statements remembered."""
-    s = _sections(ws)
-    mems = [m for m in weave.context.memories(sid)]
-    for kind, section in _SECTION.items():
-        want = [m.content for m in sorted(mems, key=lambda m: m.payload.get("source_seq", 0))
-                if m.payload.get("kind") == kind]  # fmt: skip
-        assert s[section] == want, (section, s[section], want)
+    """Every active memory of a pinned kind is in the working state, in the order said,
+    and nothing else is: shown as the short user turn it was one sentence of (the turn's
+    other memories share that item) or as its own sentence (which kind a statement is, is
+    the classifier's call: it is scored by ``beeweave bench acts``, not here); returns the
+    user statements remembered."""
+    items = [i for name in _SECTION.values() for i in getattr(ws, name)]
+    by_id = {mid: it for it in items for mid in it.event_ids}
+    mems = list(weave.context.memories(sid))
+    pinned = [m for m in mems if m.payload.get("kind") in _SECTION]
+    for m in pinned:
+        item = by_id[m.id]
+        assert item.text == (m.payload.get("said") or m.content), (item, m.content)
+        assert m.content in item.text
+    assert set(by_id) == {m.id for m in pinned}
     return [m.content for m in mems if m.payload.get("source_role") != "tool"]
 
 

@@ -32,7 +32,7 @@ from typing import Any
 
 from beeweave_core.context.editing import EditPolicy, cut_tool_output, tool_digest
 from beeweave_core.context.messages import Unit, message_text
-from beeweave_core.context.working_state import PRIORITY, Item, WorkingState
+from beeweave_core.context.working_state import PRIORITY, SETTLED, Item, WorkingState
 from beeweave_core.events import Event, EventType
 from beeweave_core.text import language as L
 from beeweave_core.tokens import TokenCounter
@@ -45,8 +45,8 @@ LAYERS = ("system", "working", "recalled", "immediate")
 PAST_FLOOR = 0.4
 RECENT_HITS = 3
 RECALL_HEADER = (
-    "Recalled by BeeWeave for this request (earlier turns and notes, oldest first; "
-    "not the latest turns):"
+    "Recalled by BeeWeave for this request (earlier turns and notes, oldest first: a "
+    "later line on the same thing holds; not the latest turns):"
 )
 OTHER_SESSIONS_HEADER = "From this user's other sessions:"
 #: Working-state sections shown whatever the query (they ask the model to check).
@@ -490,9 +490,17 @@ def _fill_layers(plan: Plan, reports: dict[str, LayerReport], avail: int) -> _Fi
     room = avail - f.w_used - sum(unit_cost(c, u) for u in f.window)
     reports["recalled"].budget = room
     cands = [_without(k, shown) for k in inputs.candidates if k.key not in shown]
-    _pack(c, f, [k for k in cands if k.lines], room)
+    cands = [k for k in cands if k.lines]
+    _pack(c, f, cands, room)
+    # the working items read among recalled lines cost less than their block (one
+    # whose turn is recalled costs nothing): that room goes to recall first
+    freed = f.w_used + _recall_cost(c, f) - _head_cost(plan, f)
+    if freed > 0 and f.r_out:
+        f.r_out = []
+        _pack(c, f, cands, room + freed)
+        reports["recalled"].budget = room + freed
     for _pass in range(2):  # the turns the window grew by may say what recall does
-        spare = avail - f.w_used - _recall_cost(c, f) - sum(unit_cost(c, u) for u in f.window)
+        spare = avail - _head_cost(plan, f) - sum(unit_cost(c, u) for u in f.window)
         _widen(plan, f, units, spare)
         if not _drop_repeats(f, _Said(f.window, f.lines)):
             break
@@ -652,8 +660,16 @@ def _recall_cost(c: TokenCounter, f: _Fill) -> int:
     return c.count_message(msg) if msg else 0
 
 
-def _recall_message(f: _Fill) -> dict[str, Any] | None:
-    text = render_recall(f.lines, f.session_id, f.today)
+def _recall_message(f: _Fill, settled: Sequence[Item] = ()) -> dict[str, Any] | None:
+    """The recalled layer's message, with the working state's ``settled`` items among
+    its lines by turn (an item whose turn is recalled is that line already)."""
+    said = {ln.seq for ln in f.lines if ln.session_id == f.session_id}
+    notes = [
+        Line(it.event_ids[0], f.session_id, it.seq, 0.0, "memory", it.render_note())
+        for it in settled
+        if it.seq not in said
+    ]
+    text = render_recall([*f.lines, *notes], f.session_id, f.today)
     return {"role": "system", "content": text} if text else None
 
 
@@ -723,9 +739,23 @@ def _count(plan: Plan, messages: Sequence[Mapping[str, Any]], f: _Fill) -> int:
     return c.count_messages(others) + sum(unit_cost(c, u) for u in f.window)
 
 
+def _head(plan: Plan, f: _Fill) -> tuple[dict[str, Any] | None, dict[str, Any] | None]:
+    """The working and recalled messages.  Beside recalled turns, what the user settled
+    is read in the order it was said (one list, the later line on a setting last), not
+    in a block of its own: a value a later turn changed is followed by the change,
+    whichever of the two is a memory and which a recalled turn."""
+    settled = [it for it in f.w_in if it.section in SETTLED] if f.lines else []
+    wmsg = _working_message(plan.working, [it for it in f.w_in if it not in settled])
+    return wmsg, _recall_message(f, settled)
+
+
+def _head_cost(plan: Plan, f: _Fill) -> int:
+    return sum(plan.counter.count_message(m) for m in _head(plan, f) if m)
+
+
 def _compose(plan: Plan, sys_msg: dict[str, Any] | None, f: _Fill) -> list[dict[str, Any]]:
-    wmsg = _working_message(plan.working, f.w_in)
-    head = [m for m in (sys_msg, wmsg, _recall_message(f)) if m]
+    wmsg, rmsg = _head(plan, f)
+    head = [m for m in (sys_msg, wmsg, rmsg) if m]
     if plan.single_system and len(head) > 1:
         head = [{"role": "system", "content": "\n\n".join(m["content"] for m in head)}]
     out = head + [m for u in f.window for m in u.messages]
@@ -737,8 +767,7 @@ def _compose(plan: Plan, sys_msg: dict[str, Any] | None, f: _Fill) -> list[dict[
 def _account(plan: Plan, reports: dict[str, LayerReport], f: _Fill) -> None:
     c, sid = plan.counter, plan.session_id
     wr, rr, ir = reports["working"], reports["recalled"], reports["immediate"]
-    wmsg = _working_message(plan.working, f.w_in)
-    rmsg = _recall_message(f)
+    wmsg, rmsg = _head(plan, f)
     wr.tokens = c.count_message(wmsg) if wmsg else 0
     rr.tokens = c.count_message(rmsg) if rmsg else 0
     ir.tokens = sum(unit_cost(c, u) for u in f.window)

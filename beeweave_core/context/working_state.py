@@ -78,6 +78,11 @@ class Item:
         kind = f"({tag}) " if tag else ""
         return f"- {kind}{self.text}{why}{ref}"
 
+    def render_note(self) -> str:
+        """The item as a recalled line's text (the line carries its turn number)."""
+        why = f" (reason: {self.reason})" if self.reason and self.reason not in self.text else ""
+        return f"({_KIND_OF_SECTION.get(self.section, self.section)}) {self.text}{why}"
+
 
 @dataclass
 class WorkingState:
@@ -175,14 +180,8 @@ def build_working_state(
     """
     ws = WorkingState(session_id)
     live = [m for m in memories if not expired(m, now)]
-    for m in live:
-        kind = m.payload.get("kind", "fact")
-        section = _SECTION_OF_KIND.get(kind)
-        seq = int(m.payload.get("source_seq", m.seq))
-        if section is None:
-            continue  # plain facts are recalled by relevance, not pinned here
-        reason = m.payload.get("reason") if kind == "decision" else None
-        getattr(ws, section).append(Item(section, m.content, (m.id,), seq, reason))
+    for item in _settled_items(live):
+        getattr(ws, item.section).append(item)
     if per_section is not None:
         for name in ("constraints", "preferences", "decisions", "done"):
             setattr(ws, name, getattr(ws, name)[-per_section:])
@@ -199,6 +198,26 @@ def build_working_state(
     ws.todos = scan.latest_todos(max_todos, gone)
     ws.open_questions = _open_questions(units)
     return ws
+
+
+def _settled_items(live: Sequence[Event]) -> list[Item]:
+    """One item per memory of a settled kind, showing the user's short turn whole when
+    the memory was one sentence of it (two memories of one turn share its item)."""
+    items: dict[tuple[str, int], Item] = {}
+    for m in live:
+        kind = m.payload.get("kind", "fact")
+        section = _SECTION_OF_KIND.get(kind)
+        if section is None:
+            continue  # plain facts are recalled by relevance, not pinned here
+        seq = int(m.payload.get("source_seq", m.seq))
+        text = m.payload.get("said") or m.content
+        twin = items.get((text, seq))
+        if twin is not None:
+            items[(text, seq)] = replace(twin, event_ids=(*twin.event_ids, m.id))
+            continue
+        reason = m.payload.get("reason") if kind == "decision" else None
+        items[(text, seq)] = Item(section, text, (m.id,), seq, reason)
+    return list(items.values())
 
 
 def _overturned(memories: Sequence[Event]) -> dict[str, list[str]]:

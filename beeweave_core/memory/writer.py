@@ -51,6 +51,7 @@ from beeweave_core.memory.supersession import warm as warm_vectors
 from beeweave_core.ranking import HALF_LIFE_DAYS
 from beeweave_core.store import EventStore
 from beeweave_core.text import language as L
+from beeweave_core.text import segment
 
 log = logging.getLogger("beeweave.memory")
 
@@ -304,6 +305,8 @@ class MemoryWriter:
         replaced = st.index.replaced_by(said)
         extra = self._overturns(replaced) if replaced else {}
         role = "user" if s.by_user else "assistant"
+        if whole := _whole_turn(ev, s):
+            extra["said"] = whole
         mid = self._write(
             ev,
             st.turns,
@@ -430,6 +433,21 @@ class MemoryWriter:
         )
         self.store.append([mem])
         return mid
+
+
+#: Longest user turn (in words; a Chinese word counts as one) a memory shows whole.
+SAID_WHOLE_WORDS = 40
+
+
+def _whole_turn(ev: Event, s: Statement) -> str | None:
+    """The user's turn a statement was one sentence of, when the turn is short: the
+    sentences around it are what make it readable ("the Sunday one isn't working" needs
+    the instruction after it), and the working state shows what the user said, not a
+    piece of it."""
+    text = (ev.content or "").strip()
+    if s.sources != (ev.id,) or L.fold(text) == L.fold(s.text):
+        return None
+    return text if len(segment.tokens(text)) <= SAID_WHOLE_WORDS else None
 
 
 def _warm(events: Sequence[Event]) -> None:
