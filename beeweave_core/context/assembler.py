@@ -494,7 +494,8 @@ def _fill_layers(plan: Plan, reports: dict[str, LayerReport], avail: int) -> _Fi
     _pack(c, f, cands, room)
     # the working items read among recalled lines cost less than their block (one
     # whose turn is recalled costs nothing): that room goes to recall first
-    freed = f.w_used + _recall_cost(c, f) - _head_cost(plan, f)
+    settled = any(it.section in SETTLED for it in f.w_in)
+    freed = f.w_used + _recall_cost(c, f) - _head_cost(plan, f) if settled else 0
     if freed > 0 and f.r_out:
         f.r_out = []
         _pack(c, f, cands, room + freed)
