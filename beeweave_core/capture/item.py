@@ -2,7 +2,8 @@
 
 :class:`Item` is built on the agent's thread for every event, so ``emit()`` builds it
 with ``tuple.__new__`` (half of what the generated ``Item(...)`` constructor costs,
-within ~0.1 µs of a plain tuple); the journal reads it by name.
+within ~0.1 µs of a plain tuple: ``emit()`` measured 2% slower than with the positional
+tuple this replaced, paired runs, the journal asleep); the journal reads it by name.
 """
 
 from __future__ import annotations
