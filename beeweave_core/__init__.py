@@ -3,7 +3,7 @@
 Framework-free; the LangChain/LangGraph and LlamaIndex packages translate into it.
 """
 
-from beeweave_core.bus import ContextBus
+from beeweave_core.capture import ContextBus
 from beeweave_core.config import ContextConfig, IndexConfig, RetrievalConfig, WeaveConfig
 from beeweave_core.events import (
     AppendResult,

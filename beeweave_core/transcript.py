@@ -42,7 +42,7 @@ from beeweave_core.scopes import with_scope
 from beeweave_core.store import EventStore
 
 if TYPE_CHECKING:
-    from beeweave_core.bus import ContextBus
+    from beeweave_core.capture import ContextBus
 
 #: Role names frameworks and providers use, mapped onto BeeWeave's four.
 ROLE_ALIASES = {

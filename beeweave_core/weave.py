@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from beeweave_core import telemetry
 from beeweave_core.backends import Backend, open_backend
 from beeweave_core.backends.neo4j.auth import AuthSpec
-from beeweave_core.bus import ContextBus
+from beeweave_core.capture import ContextBus
 from beeweave_core.config import IndexConfig, WeaveConfig
 from beeweave_core.errors import shown
 from beeweave_core.events import AppendResult, EdgeType, Event, EventType

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from beeweave_core.backends.sqlite.events import SQLiteEventStore
-from beeweave_core.bus import ContextBus
+from beeweave_core.capture import ContextBus
 from beeweave_core.events import EventType
 from beeweave_core.weave import Weave
 
@@ -200,7 +200,7 @@ def test_spool_left_at_close_is_replayed_by_the_next_bus(db, tmp_path):
 CRASH = """
 import os, sqlite3, sys
 from beeweave_core.backends.sqlite.events import SQLiteEventStore
-from beeweave_core.bus import ContextBus
+from beeweave_core.capture import ContextBus
 
 db, spool = sys.argv[1], sys.argv[2]
 bus = ContextBus(SQLiteEventStore(db, busy_timeout=0.05), spool_dir=spool)
@@ -388,7 +388,7 @@ def test_listeners_see_stored_batches_and_cannot_break_capture(db, tmp_path):
 
 def test_a_live_spool_is_never_claimed_as_an_orphan(tmp_path):
     """Spools created while another bus scans for orphans: none of the live ones is taken."""
-    from beeweave_core.spool import Spool
+    from beeweave_core.capture.spool import Spool
 
     folder, made, claimed, stop = tmp_path / "sp", [], [], threading.Event()
 

@@ -15,7 +15,7 @@ import pytest
 
 from beeweave_core.backends.neo4j.events import Neo4jEventStore
 from beeweave_core.backends.sqlite.events import SQLiteEventStore
-from beeweave_core.bus import ContextBus
+from beeweave_core.capture import ContextBus
 from beeweave_core.events import Event, EventType
 
 

@@ -24,7 +24,7 @@ from typer.testing import CliRunner
 from beeweave_bench import durability as dur
 from beeweave_cli.app import app
 from beeweave_core.backends.sqlite.events import SQLiteEventStore
-from beeweave_core.bus import ContextBus
+from beeweave_core.capture import ContextBus
 from beeweave_core.index.chroma import make_client
 from beeweave_core.weave import Weave
 

@@ -131,7 +131,7 @@ def test_no_weave_parameter_or_field_is_typed_any() -> None:
     ("attribute", "home"),
     [
         ("_closers", "beeweave_core.weave"),
-        ("listeners", "beeweave_core.bus"),
+        ("listeners", "beeweave_core.capture.bus"),
         ("options", None),
     ],  # fmt: skip
 )
