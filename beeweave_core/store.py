@@ -143,7 +143,8 @@ def prepare_event(
 @runtime_checkable
 class TenantView(Protocol):
     """Which records a store object sees: one tenant, and ``scopes`` of it (``None``: every
-    scope; see :mod:`beeweave_core.scopes`).  Every narrow protocol below extends it."""
+    scope; see :mod:`beeweave_core.scopes`).  The narrow protocols below but ``Connection``
+    extend it."""
 
     tenant: str
     scopes: Readable
@@ -307,7 +308,7 @@ class EventReader(TenantView, Protocol):
 
 @runtime_checkable
 class EventWriter(TenantView, Protocol):
-    """Writes events and edges and changes their status: what capture and memory write."""
+    """Writes events and edges and changes their status (provenance notes, archive links)."""
 
     def in_scope(self, ev: Event) -> Event:
         """Give a record about to be written the scope this view writes it under.
@@ -388,7 +389,7 @@ class EventWriter(TenantView, Protocol):
 @runtime_checkable
 class EventGraph(EventReader, EventWriter, Protocol):
     """Reads and writes the event graph: for a part that maintains records it derives from
-    the ones it reads (memories, summaries, checkpoints)."""
+    the ones it reads (memories, summaries, rollbacks)."""
 
 
 @runtime_checkable
