@@ -16,7 +16,7 @@ from contextlib import contextmanager
 from typing import Any
 
 from beeweave_core.events import EdgeType, Event, EventType
-from beeweave_core.store import EventStore
+from beeweave_core.store import EventGraph, EventStore
 from beeweave_core.weave import Weave, open_store
 
 _TYPES = [
@@ -137,7 +137,7 @@ def _through_bus(backend: str, url: str, tmp: str, events: list[Event], auth: An
 
 
 def _rates(
-    store: EventStore, events: list[Event], ones: list[Event], probe: list[str], batch: int
+    store: EventGraph, events: list[Event], ones: list[Event], probe: list[str], batch: int
 ) -> dict[str, float]:
     """One empty store's write rates and ancestry latency."""
     from beeweave_bench.report import percentile

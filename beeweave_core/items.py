@@ -29,10 +29,10 @@ from beeweave_core.events import EdgeType, Event, EventType, new_event_id
 from beeweave_core.payloads import decode_payload, dumps, to_jsonable
 from beeweave_core.scopes import META_KEY, refuse, visible, write_scope
 from beeweave_core.store import ITEM_SESSION_PREFIX as ITEM_SESSION_PREFIX  # its home: store.py
+from beeweave_core.store import Erasure, EventGraph, EventReader, SessionDirectory
 
 if TYPE_CHECKING:
     from beeweave_core.index.base import Embedder
-    from beeweave_core.store import EventStore
 
 T = TypeVar("T")
 
@@ -93,8 +93,13 @@ def user_namespace(user_id: str) -> tuple[str, str]:
     return (USERS, user_id)
 
 
+class NamespaceEraser(SessionDirectory, Erasure, Protocol):
+    """What a purge of a namespace asks of the store: the sessions of its items, and
+    erasing them."""
+
+
 def purge_namespace(
-    store: EventStore, index: ItemIndex, namespace: Sequence[str], *, tombstone: bool = True
+    store: NamespaceEraser, index: ItemIndex, namespace: Sequence[str], *, tombstone: bool = True
 ) -> list[str]:
     """Erase every item under ``namespace``, every version, deleted and expired ones too:
     the pointers first (they hold the value), then the items' sessions.  Returns the
@@ -250,7 +255,7 @@ class ItemHost(Protocol):
     so this module sits below the weave that builds item stores."""
 
     @property
-    def store(self) -> EventStore: ...
+    def store(self) -> EventGraph: ...
     @property
     def backend(self) -> _ItemsHome: ...
     @property
@@ -542,7 +547,7 @@ class _SimilarityCache:
         self._lock = threading.Lock()
 
     def scores(
-        self, embeddings: Embedder, query: str, rows: Sequence[ItemRow], events: EventStore
+        self, embeddings: Embedder, query: str, rows: Sequence[ItemRow], events: EventReader
     ) -> dict[str, float]:
         with self._lock:
             missing = [r.event_id for r in rows if r.event_id not in self._vectors]

@@ -41,7 +41,7 @@ from beeweave_core.tokens import DEFAULT_MODEL, TokenCounter
 
 if TYPE_CHECKING:
     from beeweave_core.retrieval import Hit
-    from beeweave_core.store import EventStore
+    from beeweave_core.store import EventGraph
     from beeweave_core.weave import Weave
 
 #: The namespace every agent reads: notes one agent leaves for the others.
@@ -214,7 +214,7 @@ class MemoryOps:
         return self._counter
 
     @property
-    def writer(self) -> EventStore:
+    def writer(self) -> EventGraph:
         """The weave's synchronous, indexed writer (a new memory is recallable at once)."""
         return self.weave.writer
 

@@ -43,7 +43,7 @@ from beeweave_core.errors import shown
 from beeweave_core.events import EdgeType, Event, EventType, Status
 from beeweave_core.index.base import IndexFilter
 from beeweave_core.ranking import age_weight, minmax_shares, rrf_shares
-from beeweave_core.store import EventStore
+from beeweave_core.store import SessionReader
 from beeweave_core.telemetry import traced
 from beeweave_core.text.segment import STOPWORDS, has_cjk, tokens
 from beeweave_core.text.timehints import TimeWindow, find_windows
@@ -432,7 +432,7 @@ class Retriever:
 
     def __init__(
         self,
-        store: EventStore,
+        store: SessionReader,
         *,
         indexer: Indexer | None = None,
         config: RetrievalConfig | None = None,

@@ -1,4 +1,4 @@
-"""The EventStore seam: one protocol, one shared write-path, several backends.
+"""The EventStore seam: narrow protocols and their union, one shared write-path, backends.
 
 A backend only implements the ``_``-prefixed primitives of :class:`BaseEventStore`;
 validation, the size policy, export/import and the async twins live here once, so
@@ -141,74 +141,18 @@ def prepare_event(
 
 
 @runtime_checkable
-class EventStore(Protocol):
-    """What every event-graph backend offers.  All reads are scoped to ``tenant``, and to
-    ``scopes`` (``None``: every scope; see :mod:`beeweave_core.scopes`)."""
+class TenantView(Protocol):
+    """Which records a store object sees: one tenant, and ``scopes`` of it (``None``: every
+    scope; see :mod:`beeweave_core.scopes`).  The narrow protocols below but ``Connection``
+    extend it."""
 
     tenant: str
     scopes: Readable
-    #: Seconds the capture bus lets events gather between background writes.
-    write_interval: float
 
-    def setup(self) -> None:
-        """Create or migrate the schema, so a fresh database can be written; idempotent.
 
-        Raises:
-            StoreError: The database cannot hold BeeWeave's schema (a server too old).
-        """
-
-    def for_tenant(self, tenant: str) -> EventStore:
-        """Read and write another tenant over the same connection.
-
-        Args:
-            tenant: The tenant of the view.
-
-        Returns:
-            A store of the same backend, scoped to ``tenant`` and to this view's scopes.
-        """
-
-    def for_scopes(self, scopes: Readable) -> EventStore:
-        """Narrow what this store reads and writes to ``scopes`` (never wider).
-
-        Args:
-            scopes: The scope names the view may see (``None``: this view's own).
-
-        Returns:
-            A view of the same tenant.
-
-        Raises:
-            ScopeError: ``scopes`` reaches beyond this view's own.
-        """
-
-    def in_scope(self, ev: Event) -> Event:
-        """Give a record about to be written the scope this view writes it under.
-
-        Args:
-            ev: The record; a scope it names in ``meta`` is kept when allowed.
-
-        Returns:
-            ``ev``, or a copy carrying the scope in ``meta``.
-
-        Raises:
-            ScopeError: ``ev`` names a scope this view may not write, or the view
-                writes several scopes and the record must name one.
-        """
-
-    def append(self, events: Sequence[Event]) -> AppendResult:
-        """Store ``events`` in order; ids already stored are counted, not rewritten.
-
-        Args:
-            events: The events; the store sets their tenant, ``seq`` and status.
-
-        Returns:
-            How many were written, how many were already stored, and which a purge
-            erased (those are refused).
-
-        Raises:
-            TypeError: An item is not an :class:`Event`.
-            ValueError: An id, session id or parent id is empty or too long.
-            ScopeError: An event is outside the scopes this view writes.
-        """
+@runtime_checkable
+class EventReader(TenantView, Protocol):
+    """Reads events, their edges and artifacts: what retrieval, views and indexing need."""
 
     def get(self, ids: Sequence[str], *, include_inactive: bool = False) -> list[Event]:
         """Read events by id, in the order asked.
@@ -301,19 +245,6 @@ class EventStore(Protocol):
             ScopeError: ``event_id`` belongs to a scope outside this view.
         """
 
-    def link(self, edges: Sequence[Edge]) -> int:
-        """Add edges found after the events were written (REFERS_TO, SUMMARIZES, ...).
-
-        Args:
-            edges: The edges; ones already stored are kept as they are.
-
-        Returns:
-            How many edges were added.
-
-        Raises:
-            ValueError: An edge is of type NEXT (that order is the session's).
-        """
-
     def edges(
         self,
         *,
@@ -337,6 +268,133 @@ class EventStore(Protocol):
             ValueError: Not exactly one of ``event_id`` and ``session_id``, or an
                 unknown ``direction``.
         """
+
+    def get_artifact(self, sha256: str) -> str | None:
+        """The full text behind a preview (``payload["$artifact"]["sha256"]``).
+
+        Args:
+            sha256: The artifact's hash.
+
+        Returns:
+            The text, or ``None`` when no such artifact is stored.
+        """
+
+    def search_text(
+        self,
+        query: str,
+        *,
+        k: int = 10,
+        session_id: str | None = None,
+        user_id: str | None = None,
+        types: Iterable[EventType] | None = None,
+        since: float | None = None,
+        until: float | None = None,
+    ) -> list[tuple[Event, float]]:
+        """Find active events by the words, numbers or codes of ``query`` (full text).
+
+        Args:
+            query: Any text; it is never passed on as query syntax.
+            k: Most hits.
+            session_id: Only events of this session.
+            user_id: Only events of the sessions this user took part in.
+            types: Only events of these types.
+            since: Only events at or after this time (seconds since the epoch).
+            until: Only events at or before this time.
+
+        Returns:
+            ``(event, score)`` pairs, best first.
+        """
+
+
+@runtime_checkable
+class EventWriter(TenantView, Protocol):
+    """Writes events and edges and changes their status (provenance notes, archive links)."""
+
+    def in_scope(self, ev: Event) -> Event:
+        """Give a record about to be written the scope this view writes it under.
+
+        Args:
+            ev: The record; a scope it names in ``meta`` is kept when allowed.
+
+        Returns:
+            ``ev``, or a copy carrying the scope in ``meta``.
+
+        Raises:
+            ScopeError: ``ev`` names a scope this view may not write, or the view
+                writes several scopes and the record must name one.
+        """
+
+    def append(self, events: Sequence[Event]) -> AppendResult:
+        """Store ``events`` in order; ids already stored are counted, not rewritten.
+
+        Args:
+            events: The events; the store sets their tenant, ``seq`` and status.
+
+        Returns:
+            How many were written, how many were already stored, and which a purge
+            erased (those are refused).
+
+        Raises:
+            TypeError: An item is not an :class:`Event`.
+            ValueError: An id, session id or parent id is empty or too long.
+            ScopeError: An event is outside the scopes this view writes.
+        """
+
+    def link(self, edges: Sequence[Edge]) -> int:
+        """Add edges found after the events were written (REFERS_TO, SUMMARIZES, ...).
+
+        Args:
+            edges: The edges; ones already stored are kept as they are.
+
+        Returns:
+            How many edges were added.
+
+        Raises:
+            ValueError: An edge is of type NEXT (that order is the session's).
+        """
+
+    def soft_delete(self, ids: Sequence[str], reason: str) -> int:
+        """Hide events from every read, keeping them on disk (``include_inactive`` shows
+        them).
+
+        Args:
+            ids: The event ids.
+            reason: Why, kept as their ``status_reason``.
+
+        Returns:
+            How many events changed.
+
+        Raises:
+            ValueError: ``reason`` is not a string.
+            ScopeError: An id belongs to a scope outside this view.
+        """
+
+    def invalidate(self, ids: Sequence[str], reason: str, *, by: str | None = None) -> int:
+        """Mark events as no longer true, so recall stops offering them.
+
+        Args:
+            ids: The event ids.
+            reason: Why, kept as their ``status_reason``.
+            by: The event that replaces them (a SUPERSEDES edge from it to each).
+
+        Returns:
+            How many events changed.
+
+        Raises:
+            ValueError: ``reason`` is not a string.
+            ScopeError: An id belongs to a scope outside this view.
+        """
+
+
+@runtime_checkable
+class EventGraph(EventReader, EventWriter, Protocol):
+    """Reads and writes the event graph: for a part that maintains records it derives from
+    the ones it reads (memories, summaries, rollbacks)."""
+
+
+@runtime_checkable
+class SessionDirectory(TenantView, Protocol):
+    """Finds sessions and what they hold, without reading their events."""
 
     def sessions(
         self, *, user_id: str | None = None, include_items: bool = False
@@ -430,37 +488,15 @@ class EventStore(Protocol):
             NotFound: The session has no events for this tenant.
         """
 
-    def soft_delete(self, ids: Sequence[str], reason: str) -> int:
-        """Hide events from every read, keeping them on disk (``include_inactive`` shows
-        them).
 
-        Args:
-            ids: The event ids.
-            reason: Why, kept as their ``status_reason``.
+@runtime_checkable
+class SessionReader(EventReader, SessionDirectory, Protocol):
+    """Reads events and finds the sessions they belong to: recall across sessions, listings."""
 
-        Returns:
-            How many events changed.
 
-        Raises:
-            ValueError: ``reason`` is not a string.
-            ScopeError: An id belongs to a scope outside this view.
-        """
-
-    def invalidate(self, ids: Sequence[str], reason: str, *, by: str | None = None) -> int:
-        """Mark events as no longer true, so recall stops offering them.
-
-        Args:
-            ids: The event ids.
-            reason: Why, kept as their ``status_reason``.
-            by: The event that replaces them (a SUPERSEDES edge from it to each).
-
-        Returns:
-            How many events changed.
-
-        Raises:
-            ValueError: ``reason`` is not a string.
-            ScopeError: An id belongs to a scope outside this view.
-        """
+@runtime_checkable
+class Erasure(TenantView, Protocol):
+    """Deletes for good and keeps the tombstones that refuse what was erased."""
 
     def purge(
         self,
@@ -512,41 +548,10 @@ class EventStore(Protocol):
             ScopeError: This view is limited to some scopes.
         """
 
-    def get_artifact(self, sha256: str) -> str | None:
-        """The full text behind a preview (``payload["$artifact"]["sha256"]``).
 
-        Args:
-            sha256: The artifact's hash.
-
-        Returns:
-            The text, or ``None`` when no such artifact is stored.
-        """
-
-    def search_text(
-        self,
-        query: str,
-        *,
-        k: int = 10,
-        session_id: str | None = None,
-        user_id: str | None = None,
-        types: Iterable[EventType] | None = None,
-        since: float | None = None,
-        until: float | None = None,
-    ) -> list[tuple[Event, float]]:
-        """Find active events by the words, numbers or codes of ``query`` (full text).
-
-        Args:
-            query: Any text; it is never passed on as query syntax.
-            k: Most hits.
-            session_id: Only events of this session.
-            user_id: Only events of the sessions this user took part in.
-            types: Only events of these types.
-            since: Only events at or after this time (seconds since the epoch).
-            until: Only events at or before this time.
-
-        Returns:
-            ``(event, score)`` pairs, best first.
-        """
+@runtime_checkable
+class Portability(TenantView, Protocol):
+    """Moves whole sessions between stores: export and all-or-nothing import."""
 
     def export_session(self, session_id: str) -> dict[str, Any]:
         """Everything needed to rebuild a session elsewhere: events (any status), edges,
@@ -577,8 +582,53 @@ class EventStore(Protocol):
             ValueError: ``data`` is not a valid export, or conflicts with stored events.
         """
 
+
+@runtime_checkable
+class Connection(Protocol):
+    """The connection behind a store: its schema, its views of other tenants and scopes."""
+
+    #: Seconds the capture bus lets events gather between background writes.
+    write_interval: float
+
+    def setup(self) -> None:
+        """Create or migrate the schema, so a fresh database can be written; idempotent.
+
+        Raises:
+            StoreError: The database cannot hold BeeWeave's schema (a server too old).
+        """
+
+    def for_tenant(self, tenant: str) -> EventStore:
+        """Read and write another tenant over the same connection.
+
+        Args:
+            tenant: The tenant of the view.
+
+        Returns:
+            A store of the same backend, scoped to ``tenant`` and to this view's scopes.
+        """
+
+    def for_scopes(self, scopes: Readable) -> EventStore:
+        """Narrow what this store reads and writes to ``scopes`` (never wider).
+
+        Args:
+            scopes: The scope names the view may see (``None``: this view's own).
+
+        Returns:
+            A view of the same tenant.
+
+        Raises:
+            ScopeError: ``scopes`` reaches beyond this view's own.
+        """
+
     def close(self) -> None:
         """Release the connection (a view sharing it leaves it to its owner)."""
+
+
+@runtime_checkable
+class EventStore(SessionReader, EventGraph, Erasure, Portability, Connection, Protocol):
+    """What every event-graph backend offers: the union of the narrow protocols above.  All
+    reads are scoped to ``tenant``, and to ``scopes`` (``None``: every scope; see
+    :mod:`beeweave_core.scopes`).  A part takes the narrowest of them it uses."""
 
 
 def _walk_types(depth: int, edge_types: Sequence[EdgeType]) -> list[str]:

@@ -39,7 +39,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from beeweave_core.events import Event, EventType, event_id_for, new_event_id
 from beeweave_core.refs import ValueRefLinker
 from beeweave_core.scopes import with_scope
-from beeweave_core.store import EventStore
+from beeweave_core.store import EventGraph, EventReader, EventStore
 
 if TYPE_CHECKING:
     from beeweave_core.capture import ContextBus
@@ -234,7 +234,7 @@ class Transcript:
     and :func:`record_messages` read what a session already holds.
     """
 
-    def __init__(self, sink: Sink, store: EventStore | None = None) -> None:
+    def __init__(self, sink: Sink, store: EventReader | None = None) -> None:
         self.sink = sink
         self.store = store
         self.tenant = sink.tenant
@@ -769,7 +769,7 @@ def _openai_call(call: Mapping[str, Any], j: int) -> ToolCall:
 class Capturing(Protocol):
     """What :func:`record_messages` sends a conversation through: a weave (its bus)."""
 
-    store: EventStore
+    store: EventGraph
     bus: ContextBus
 
     def flush(self, timeout: float = ..., wait_index: bool = ...) -> bool: ...
@@ -796,8 +796,9 @@ def record_messages(
     wired to those invocations.
     """
     converted = [from_openai(m, i) for i, m in enumerate(messages)]
-    weave = None if isinstance(target, EventStore) else target
-    store = target.store if weave is not None else target
+    weave: Capturing | None
+    store: EventGraph
+    weave, store = (None, target) if isinstance(target, EventStore) else (target, target.store)
     sink = _Collector(store.tenant, ts if ts is not None else time.time())
     writer = Transcript(sink, store)
     prefix = key_prefix or f"r-{uuid.uuid4().hex}"

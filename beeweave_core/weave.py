@@ -30,7 +30,7 @@ from beeweave_core.items import ItemIndex, purge_namespace, user_namespace
 from beeweave_core.paths import beeweave_home, default_url
 from beeweave_core.read_gate import ReadGate
 from beeweave_core.scopes import META_KEY, Readable, derived, narrow, with_scope
-from beeweave_core.store import EventStore
+from beeweave_core.store import EventStore, SessionDirectory
 from beeweave_core.tombstones import EVENT, SESSION, USER, Tombstone, buried, of_purge
 from beeweave_core.transcript import Transcript, bus_transcript
 
@@ -691,7 +691,7 @@ class Weave:
 
     def _emit_record(
         self,
-        store: EventStore,
+        store: SessionDirectory,
         type: EventType | str,
         content: object = "",
         *,

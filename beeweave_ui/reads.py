@@ -13,7 +13,7 @@ from beeweave_core.context.assembler import LAYERS
 from beeweave_core.events import EdgeType, Event, EventType, Status
 from beeweave_core.governance.health import pooled, session_health
 from beeweave_core.memory.writer import expired
-from beeweave_core.store import EventStore, NotFound
+from beeweave_core.store import EventReader, NotFound, SessionReader
 from beeweave_core.tokens import count_batch
 from beeweave_core.weave import Weave
 
@@ -56,7 +56,7 @@ def brief(ev: Event, tokens: int | None = None) -> dict[str, Any]:
     return out
 
 
-def sessions(store: EventStore, query: str = "") -> list[dict[str, Any]]:
+def sessions(store: SessionReader, query: str = "") -> list[dict[str, Any]]:
     """The session list, newest first; ``query`` filters by id, user or agent."""
     rows = []
     for s in store.sessions():
@@ -81,7 +81,7 @@ def sessions(store: EventStore, query: str = "") -> list[dict[str, Any]]:
 
 
 def graph_window(
-    store: EventStore, session_id: str, seq_from: int | None = None, limit: int = WINDOW
+    store: SessionReader, session_id: str, seq_from: int | None = None, limit: int = WINDOW
 ) -> dict[str, Any]:
     """Events ``seq_from``… (default: the latest ``limit``) with the edges among them."""
     stats = store.session_stats(session_id)
@@ -112,7 +112,7 @@ def graph_window(
     }
 
 
-def event_detail(store: EventStore, event_id: str) -> dict[str, Any]:
+def event_detail(store: EventReader, event_id: str) -> dict[str, Any]:
     """One event in full, what led to it, and the assemblies that used or left it out."""
     found = store.get([event_id], include_inactive=True)
     if not found:
@@ -141,7 +141,7 @@ def _piece_ids(pieces: Iterable[dict[str, Any]]) -> Iterable[tuple[str, dict[str
             yield i, p
 
 
-def assemblies_using(store: EventStore, ev: Event) -> list[dict[str, Any]]:
+def assemblies_using(store: EventReader, ev: Event) -> list[dict[str, Any]]:
     """The session's recorded assemblies whose pieces came from ``ev`` (in or left out)."""
     out = []
     for a in store.timeline(ev.session_id, types=(EventType.RETRIEVAL,)):
@@ -153,7 +153,7 @@ def assemblies_using(store: EventStore, ev: Event) -> list[dict[str, Any]]:
     return out
 
 
-def assemblies(store: EventStore, session_id: str) -> list[dict[str, Any]]:
+def assemblies(store: EventReader, session_id: str) -> list[dict[str, Any]]:
     """Every recorded assembly of a session (``retrieval`` events from the context engine)."""
     rows = []
     for a in store.timeline(session_id, types=(EventType.RETRIEVAL,), include_inactive=True):
@@ -172,7 +172,7 @@ def assemblies(store: EventStore, session_id: str) -> list[dict[str, Any]]:
     return rows
 
 
-def assembly(store: EventStore, event_id: str) -> dict[str, Any]:
+def assembly(store: EventReader, event_id: str) -> dict[str, Any]:
     """One assembly: its accounts, and each piece's source events resolved to rows."""
     found = store.get([event_id], include_inactive=True)
     if not found or found[0].type != EventType.RETRIEVAL:
@@ -209,7 +209,7 @@ def _layer_rows(p: dict[str, Any]) -> list[dict[str, Any]]:
     return [{"layer": n, "tokens": tokens[n], "budget": budgets.get(n)} for n in order]
 
 
-def memories(store: EventStore, session_id: str) -> list[dict[str, Any]]:
+def memories(store: EventReader, session_id: str) -> list[dict[str, Any]]:
     """Memory events of any status, with their version chain, and what the user did to them."""
     mems = store.timeline(session_id, types=(EventType.MEMORY,), include_inactive=True)
     sup = store.edges(session_id=session_id, types=(EdgeType.SUPERSEDES,))
@@ -238,7 +238,7 @@ def memories(store: EventStore, session_id: str) -> list[dict[str, Any]]:
     return rows
 
 
-def _ui_actions(store: EventStore, session_id: str) -> dict[str, list[dict[str, Any]]]:
+def _ui_actions(store: EventReader, session_id: str) -> dict[str, list[dict[str, Any]]]:
     out: dict[str, list[dict[str, Any]]] = {}
     for w in store.timeline(session_id, types=(EventType.WARNING,)):
         if w.payload.get("kind") == UI_ACTION:
@@ -271,7 +271,7 @@ def search(
     ]
 
 
-def health(store: EventStore, session_ids: Sequence[str] | None = None) -> dict[str, Any]:
+def health(store: SessionReader, session_ids: Sequence[str] | None = None) -> dict[str, Any]:
     """Context-health metrics per session and pooled (amnesia needs an assembly: not here)."""
     ids = list(session_ids) if session_ids else [s.session_id for s in store.sessions()]
     parts = [session_health(store, sid) for sid in ids]

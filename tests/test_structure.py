@@ -5,7 +5,7 @@ They fail when someone reintroduces what issues 12 and 34 removed: ``Any`` in ``
 public signatures, ``weave: Any`` parameters, parts reaching into the weave's closers or the
 bus's listener list, any import cycle in the core (hints and function-level imports
 counted), a core module importing a package above it or a framework, a second written
-version.
+version, a protocol wider than a handful of members.
 """
 
 from __future__ import annotations
@@ -403,6 +403,58 @@ def test_no_module_reads_another_objects_private_attributes() -> None:
 def test_the_private_attribute_check_can_fail() -> None:
     tree = ast.parse("def f(weave):\n    return weave._closers\n")
     assert _foreign_private_reads(tree) == ["2: weave._closers"]
+
+
+#: The most members (methods, properties, attributes) a protocol of the core declares in its
+#: own body: a part depends only on the slice of a seam it uses (issue 34).  A composite such
+#: as ``store.EventStore`` declares none: it is the union of narrow ones.
+MAX_PROTOCOL_MEMBERS = 8
+#: Seams still wider than that, at their present size: they may shrink, never grow.
+WIDE_PROTOCOLS = {
+    "beeweave_core.checkpoints.CheckpointStore": 17,
+    "beeweave_core.index.base.VectorIndex": 13,
+    "beeweave_core.items.ItemIndex": 10,
+}
+
+
+def _protocol_sizes(module: str, tree: ast.Module) -> dict[str, int]:
+    """``module.Class`` -> members declared in its own body, for each ``Protocol`` class."""
+    sizes = {}
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.ClassDef):
+            continue
+        bases = [ast.unparse(b).split("[")[0].rsplit(".", 1)[-1] for b in node.bases]
+        if "Protocol" not in bases:
+            continue
+        own = {n.name for n in node.body if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef)}
+        own |= {
+            n.target.id
+            for n in node.body
+            if isinstance(n, ast.AnnAssign) and isinstance(n.target, ast.Name)
+        }
+        sizes[f"{module}.{node.name}"] = len(own)
+    return sizes
+
+
+def test_no_protocol_is_wider_than_a_handful() -> None:
+    sizes = {
+        k: v for m, tree in _sources("beeweave_core") for k, v in _protocol_sizes(m, tree).items()
+    }
+    wide = {k: n for k, n in sizes.items() if n > WIDE_PROTOCOLS.get(k, MAX_PROTOCOL_MEMBERS)}
+    assert wide == {}
+    assert set(WIDE_PROTOCOLS) <= set(sizes), "a listed wide protocol is gone: drop its entry"
+
+
+def test_the_protocol_size_check_can_fail() -> None:
+    methods = "".join(f"    def m{i}(self) -> None: ...\n" for i in range(MAX_PROTOCOL_MEMBERS))
+    source = (
+        "class Wide(typing.Protocol[T]):\n    x: int\n" + methods
+        + "class Union(Wide, Narrow, Protocol):\n    '''All of them.'''\n"
+        + "class Plain(Wide):\n    y: int\n"
+    )  # fmt: skip
+    sizes = _protocol_sizes("p.m", ast.parse(source))
+    assert sizes == {"p.m.Wide": MAX_PROTOCOL_MEMBERS + 1, "p.m.Union": 0}
+    assert sizes["p.m.Wide"] > MAX_PROTOCOL_MEMBERS
 
 
 # --- Docstrings of the public API ------------------------------------------------------------

@@ -25,6 +25,7 @@ if TYPE_CHECKING:
     from beeweave_core.backends.neo4j.auth import AuthSpec
     from beeweave_core.checkpoints import AsyncCheckpointStore, CheckpointStore
     from beeweave_core.items import ItemIndex
+    from beeweave_core.store import EventStore
 
 SQLITE_PREFIX = "sqlite:///"
 NEO4J_SCHEMES = ("neo4j", "neo4j+s", "neo4j+ssc", "bolt", "bolt+s", "bolt+ssc")
@@ -48,6 +49,11 @@ class Backend(VectorHome, Protocol):
 
     url: str
     tenant: str
+
+    @property
+    def events(self) -> EventStore:
+        """The event graph, the source of truth (all of it: the weave reads and writes it)."""
+        ...
 
     def checkpoints(self) -> CheckpointStore:
         """A checkpoint store beside the events; closed with the backend."""

@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 
 from beeweave_core.events import Event, EventType
-from beeweave_core.store import EventStore
+from beeweave_core.store import EventReader
 from beeweave_core.text.language import identifiers
 
 #: The best recalled turns whose codes are followed.
@@ -37,7 +37,7 @@ def codes(text: str) -> list[str]:
 
 
 def with_code_links(
-    store: EventStore,
+    store: EventReader,
     session_id: str,
     keep: Sequence[tuple[Event, float]],
     accept: Callable[[Event], bool],

@@ -33,7 +33,7 @@ from beeweave_core.context.messages import Unit, read_units, split_units
 from beeweave_core.context.summarizers import Summarizer
 from beeweave_core.events import EdgeType, Event, EventType, event_id_for
 from beeweave_core.scopes import derived, runs
-from beeweave_core.store import EventStore
+from beeweave_core.store import EventGraph
 from beeweave_core.text import language as L
 from beeweave_core.tokens import TokenCounter
 
@@ -130,7 +130,7 @@ class Compactor:
 
     def __init__(
         self,
-        store: EventStore,
+        store: EventGraph,
         summarizer: Summarizer,
         *,
         policy: CompactionPolicy | None = None,

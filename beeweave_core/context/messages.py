@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from beeweave_core.events import Event, EventType, tool_args, tool_name
-from beeweave_core.store import EventStore
+from beeweave_core.store import EventReader
 
 #: Event types that are part of what was said (everything else is bookkeeping).
 CONVERSATION_TYPES = (
@@ -295,7 +295,7 @@ def _drop_unanswered(unit: Unit) -> None:
 
 
 def read_units(
-    store: EventStore, session_id: str, **timeline_kw: Any
+    store: EventReader, session_id: str, **timeline_kw: Any
 ) -> tuple[list[Event], list[Unit]]:
     events = store.timeline(session_id, types=CONVERSATION_TYPES, **timeline_kw)
     return split_units(events)

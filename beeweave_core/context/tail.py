@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 from beeweave_core.context.messages import CONVERSATION_TYPES
 from beeweave_core.events import Event, EventType
-from beeweave_core.store import EventStore
+from beeweave_core.store import EventReader
 from beeweave_core.tokens import TokenCounter
 
 #: Events read per page from the end of the session (the first page is smaller: a
@@ -66,7 +66,7 @@ def event_tokens(counter: TokenCounter, ev: Event) -> int:
 
 
 def read_tail(
-    store: EventStore, session_id: str, budget: int, counter: TokenCounter, page: int = TAIL_PAGE
+    store: EventReader, session_id: str, budget: int, counter: TokenCounter, page: int = TAIL_PAGE
 ) -> Tail:
     """Pages of turns from the end until their text holds more than ``budget`` tokens
     (or the session's start)."""
@@ -84,7 +84,7 @@ def read_tail(
         size = min(page, size * 2)
 
 
-def systems_of(store: EventStore, session_id: str) -> list[Event]:
+def systems_of(store: EventReader, session_id: str) -> list[Event]:
     """The session's system prompts (a first call before maintenance has read them)."""
     return store.timeline(session_id, types=(EventType.SYSTEM_PROMPT,))
 
@@ -101,7 +101,7 @@ class EarlySystems:
         self._max = max_sessions
         self._lock = threading.Lock()
 
-    def of(self, store: EventStore, session_id: str, stored_to: int) -> list[Event]:
+    def of(self, store: EventReader, session_id: str, stored_to: int) -> list[Event]:
         """``stored_to``: a seq of the session read before this call (the tail's
         newest): every prompt up to it is stored already."""
         with self._lock:

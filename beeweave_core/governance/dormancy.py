@@ -23,7 +23,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
 from beeweave_core.events import Edge, EdgeType, Event, EventType, new_event_id
-from beeweave_core.store import EventStore, NotFound
+from beeweave_core.store import EventGraph, EventReader, NotFound
 
 DAY = 86_400.0
 CONFIRMED = "memory_confirmed"
@@ -42,7 +42,7 @@ class DormancyPolicy:
             raise ValueError(f"after_days must be positive, got {self.after_days!r}")
 
 
-def last_affirmed(store: EventStore, memory: Event) -> float:
+def last_affirmed(store: EventReader, memory: Event) -> float:
     """The newest of the memory's own time and those of the events it was restated in."""
     edges = store.edges(event_id=memory.id, types=[EdgeType.DERIVED_FROM])
     sources = store.get([e.dst for e in edges]) if edges else []
@@ -59,7 +59,7 @@ class Affirmations:
     (:meth:`~beeweave_core.store.BaseEventStore.linked_since`).
     """
 
-    def __init__(self, store: EventStore, *, max_entries: int = 200_000) -> None:
+    def __init__(self, store: EventReader, *, max_entries: int = 200_000) -> None:
         self.store = store
         self.max_entries = max_entries
         self._lock = threading.Lock()
@@ -93,12 +93,12 @@ class Affirmations:
         self._mark = now
 
 
-def _link_changes(store: EventStore) -> int:
+def _link_changes(store: EventReader) -> int:
     return int(getattr(store, "link_changes", 0))
 
 
 def dormant_ages(
-    store: EventStore,
+    store: EventReader,
     memories: Iterable[Event],
     policy: DormancyPolicy,
     affirmed: Callable[[Event], float] | None = None,
@@ -117,7 +117,7 @@ def dormant_ages(
     return out
 
 
-def confirm(writer: EventStore, memory_id: str, *, now: float | None = None) -> str:
+def confirm(writer: EventGraph, memory_id: str, *, now: float | None = None) -> str:
     """Wake a memory: record the confirmation and link the memory to it; returns the note id."""
     found = writer.get([memory_id])
     if not found or found[0].type != EventType.MEMORY:

@@ -29,7 +29,7 @@ from typing import Any, Protocol
 
 from beeweave_core.events import Event, EventType, event_id_for
 from beeweave_core.governance.dormancy import dormant_ages
-from beeweave_core.store import EventStore
+from beeweave_core.store import EventGraph, EventReader, SessionReader
 from beeweave_core.text.segment import HAN
 
 COMPRESSION_HIGH = 0.5
@@ -81,7 +81,7 @@ class Health:
 
 
 def session_health(
-    store: EventStore,
+    store: EventReader,
     session_id: str,
     *,
     assemble_text: AssembleText | None = None,
@@ -108,7 +108,7 @@ def session_health(
 class _Assembler(Protocol):
     """What :func:`weave_health` needs of a weave: its store and its context engine."""
 
-    store: EventStore
+    store: SessionReader
 
     @property
     def context(self) -> Any: ...
@@ -149,7 +149,7 @@ def context_text(ctx: _Messages) -> str:
     return "\n".join(str(m.get("content", "")) for m in ctx.messages)
 
 
-def recorded_text(store: EventStore, session_id: str) -> str:
+def recorded_text(store: EventReader, session_id: str) -> str:
     """The full text of what the session's latest recorded assembly injected."""
     records = store.timeline(session_id, types=(EventType.RETRIEVAL,), last=1)
     if not records:
@@ -256,7 +256,7 @@ FactText = Callable[[Collection[str], Sequence[Event]], str]
 
 
 def guard_compaction(
-    store: EventStore,
+    store: EventGraph,
     session_id: str,
     written: Sequence[str],
     assemble_text: FactText,

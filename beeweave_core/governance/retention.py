@@ -35,7 +35,7 @@ from beeweave_core.events import AppendResult, Edge, EdgeType, Event, EventType,
 from beeweave_core.exports import SessionExport, validate_export
 from beeweave_core.paths import beeweave_home
 from beeweave_core.private import open_private, private_dir, write_private_text
-from beeweave_core.store import EventStore
+from beeweave_core.store import EventReader, EventStore, EventWriter, Portability, SessionReader
 
 ARCHIVE_FORMAT = "beeweave.archive/1"
 #: The file in the home listing archive folders other than ``$BEEWEAVE_HOME/archive``.
@@ -92,8 +92,12 @@ class RetentionReport:
         return sum(self.expired.values())
 
 
+class ArchiveSource(SessionReader, Portability, Protocol):
+    """What a retention run reads: the sessions, their events and edges, their exports."""
+
+
 def expired_events(
-    store: EventStore, rules: Sequence[RetentionRule], now: float
+    store: SessionReader, rules: Sequence[RetentionRule], now: float
 ) -> dict[str, list[Event]]:
     """Per session, the events (any status) some rule expires at ``now``."""
     out: dict[str, list[Event]] = {}
@@ -108,7 +112,7 @@ def expired_events(
     return out
 
 
-def session_archive(store: EventStore, session_id: str, ids: set[str]) -> dict[str, Any]:
+def session_archive(store: ArchiveSource, session_id: str, ids: set[str]) -> dict[str, Any]:
     """One archive line: the export of ``ids`` plus the edges kept events point at them with."""
     data = store.export_session(session_id)
     incoming = [
@@ -175,10 +179,10 @@ class Retaining(Protocol):
     writer its provenance notes go through."""
 
     tenant: str
-    store: EventStore
+    store: ArchiveSource
 
     @property
-    def writer(self) -> EventStore: ...
+    def writer(self) -> EventWriter: ...
     def flush(self, timeout: float = ..., wait_index: bool = ...) -> bool: ...
     def purge(self, *, ids: Sequence[str] | None = None, tombstone: bool = True) -> int: ...
 
@@ -198,7 +202,7 @@ def apply_retention(
     """
     now = time.time() if now is None else now
     weave.flush()
-    store: EventStore = weave.store
+    store = weave.store
     expired = expired_events(store, rules, now)
     report = RetentionReport(None, {s: len(v) for s, v in expired.items()}, dry_run=dry_run)
     if dry_run or not expired:
@@ -215,7 +219,7 @@ def apply_retention(
 
 
 def _note(
-    writer: EventStore,
+    writer: EventWriter,
     session_id: str,
     file: str,
     ids: list[str],
@@ -243,7 +247,7 @@ def _note(
     )
 
 
-def archived_in(store: EventStore, event: Event) -> list[str]:
+def archived_in(store: EventReader, event: Event) -> list[str]:
     """Archive files holding events ``event`` was derived from (newest note last)."""
     return [
         str(e.meta["archived_in"])

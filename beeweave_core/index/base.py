@@ -23,7 +23,7 @@ from beeweave_core.embedding_base import Embedder
 from beeweave_core.events import Event, EventType
 
 if TYPE_CHECKING:
-    from beeweave_core.store import EventStore
+    from beeweave_core.store import SessionReader
 
 
 class EmbeddingMismatch(RuntimeError):
@@ -256,7 +256,7 @@ class VectorHome(Protocol):
     events to embed, the vector index it opens, and the packages that index needs."""
 
     @property
-    def events(self) -> EventStore: ...
+    def events(self) -> SessionReader: ...
 
     def vectors(
         self,

@@ -45,7 +45,7 @@ from beeweave_core.index.chunking import (
     event_text,
     recipe_key,
 )
-from beeweave_core.store import EventStore
+from beeweave_core.store import SessionReader
 
 log = logging.getLogger("beeweave.indexer")
 
@@ -83,7 +83,7 @@ class Indexer:
 
     def __init__(
         self,
-        store: EventStore,
+        store: SessionReader,
         index: VectorIndex | Callable[[], VectorIndex],
         embeddings: Embedder,
         *,

@@ -49,7 +49,7 @@ from beeweave_core.memory.kinds import KINDS, expired
 from beeweave_core.memory.supersession import Index, prepare
 from beeweave_core.memory.supersession import warm as warm_vectors
 from beeweave_core.ranking import HALF_LIFE_DAYS
-from beeweave_core.store import EventStore
+from beeweave_core.store import EventGraph
 from beeweave_core.text import language as L
 from beeweave_core.text import segment
 
@@ -109,7 +109,7 @@ class MemoryWriter:
 
     def __init__(
         self,
-        store: EventStore,
+        store: EventGraph,
         *,
         llm: TextLLM | Callable[[str], str] | None = None,
         digest: Digest | None = None,
