@@ -8,6 +8,7 @@ back, a tool result asked about in words it does not use).
 from __future__ import annotations
 
 import json
+import time
 from typing import Any
 
 from beeweave_core.context import PRESETS
@@ -202,3 +203,43 @@ def test_a_memory_shows_the_short_turn_it_was_said_in(weave_factory: Any) -> Non
         counter=TokenCounter(encoding="cl100k_base"),
     )  # fmt: skip
     assert "Just ping me in chat when a build breaks." in ctx.text()
+
+
+def test_a_memory_read_among_recalled_lines_is_dated_by_its_turn(weave_factory: Any) -> None:
+    from beeweave_core.context.assembler import day_of
+
+    weave = weave_factory()
+    now = time.time()  # days apart, recent (a memory not affirmed for long goes dormant)
+    first, second, third = now - 9 * 86_400, now - 6 * 86_400, now - 86_400
+    turns = [
+        {"role": "user", "content": "Ship the nightly backups to the cold tier."},
+        {"role": "assistant", "content": "Sure."},
+    ]
+    for i in range(30):
+        turns += [
+            {"role": "user", "content": f"Did the backup of laptop L-{100 + i} finish?"},
+            {"role": "assistant", "content": f"Yes, laptop L-{100 + i} was backed up at "
+                                             f"0{i % 6}:{10 + i} with {i + 2} GB."},
+        ]  # fmt: skip
+    say(weave, "dated", turns, ts=first, prefix="a")
+    say(weave, "dated", [
+        {"role": "user", "content": "Pulling anything back from there takes hours, so we use "
+                                    "the warm tier from now on."},
+        {"role": "assistant", "content": "Understood."},
+    ], ts=second, prefix="b")  # fmt: skip
+    chat: list[dict[str, Any]] = []
+    for i in range(50):
+        chat += _refrain(i)
+    say(weave, "dated", chat, ts=third, prefix="c")
+    weave.flush(30, wait_index=True)
+    ctx = weave.assemble(
+        "dated", "Where should the nightly backups be shipped?", budget_tokens=700,
+        counter=TokenCounter(encoding="cl100k_base"),
+    )  # fmt: skip
+    text = ctx.text()
+    note = text.find("(decision) Pulling anything back")
+    assert note > 0, text  # the premise: the change is a memory read among recalled lines
+    # the line sits under the day it was said, not under the day of the line before it
+    assert text.rfind(f"— {day_of(second)} —", 0, note) > text.rfind(
+        f"— {day_of(first)} —", 0, note
+    )

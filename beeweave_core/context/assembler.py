@@ -666,7 +666,7 @@ def _recall_message(f: _Fill, settled: Sequence[Item] = ()) -> dict[str, Any] | 
     its lines by turn (an item whose turn is recalled is that line already)."""
     said = {ln.seq for ln in f.lines if ln.session_id == f.session_id}
     notes = [
-        Line(it.event_ids[0], f.session_id, it.seq, 0.0, "memory", it.render_note())
+        Line(it.event_ids[0], f.session_id, it.seq, it.ts, "memory", it.render_note())
         for it in settled
         if it.seq not in said
     ]

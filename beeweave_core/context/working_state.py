@@ -71,6 +71,8 @@ class Item:
     event_ids: tuple[str, ...]
     seq: int
     reason: str | None = None
+    #: when it was said (0: not known); recall dates the item's line by it
+    ts: float = 0.0
 
     def render(self, tag: str = "") -> str:
         ref = f" [#{self.seq}]" if self.seq >= 0 else ""
@@ -216,7 +218,7 @@ def _settled_items(live: Sequence[Event]) -> list[Item]:
             items[(text, seq)] = replace(twin, event_ids=(*twin.event_ids, m.id))
             continue
         reason = m.payload.get("reason") if kind == "decision" else None
-        items[(text, seq)] = Item(section, text, (m.id,), seq, reason)
+        items[(text, seq)] = Item(section, text, (m.id,), seq, reason, m.ts)
     return list(items.values())
 
 
