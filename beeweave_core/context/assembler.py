@@ -494,8 +494,7 @@ def _fill_layers(plan: Plan, reports: dict[str, LayerReport], avail: int) -> _Fi
     _pack(c, f, cands, room)
     # the working items read among recalled lines cost less than their block (one
     # whose turn is recalled costs nothing): that room goes to recall first
-    settled = any(it.section in SETTLED for it in f.w_in)
-    freed = f.w_used + _recall_cost(c, f) - _head_cost(plan, f) if settled else 0
+    freed = f.w_used + _recall_cost(c, f) - _head_cost(plan, f) if _settled(f) else 0
     if freed > 0 and f.r_out:
         f.r_out = []
         _pack(c, f, cands, room + freed)
@@ -745,9 +744,14 @@ def _head(plan: Plan, f: _Fill) -> tuple[dict[str, Any] | None, dict[str, Any] |
     is read in the order it was said (one list, the later line on a setting last), not
     in a block of its own: a value a later turn changed is followed by the change,
     whichever of the two is a memory and which a recalled turn."""
-    settled = [it for it in f.w_in if it.section in SETTLED] if f.lines else []
+    settled = _settled(f)
     wmsg = _working_message(plan.working, [it for it in f.w_in if it not in settled])
     return wmsg, _recall_message(f, settled)
+
+
+def _settled(f: _Fill) -> list[Item]:
+    """The working items read among the recalled lines (none when recall shows none)."""
+    return [it for it in f.w_in if it.section in SETTLED] if f.lines else []
 
 
 def _head_cost(plan: Plan, f: _Fill) -> int:
