@@ -427,6 +427,37 @@ def _bench_locomo_context(
     )
 
 
+@bench_app.command("locomo-floor")
+def bench_locomo_floor(
+    data: Annotated[
+        Path,
+        typer.Option(
+            "--data",
+            help="LoCoMo data: the public locomo10.json, or a directory of conversation files.",
+        ),
+    ],
+    budget: Annotated[int, typer.Option(help="Token budget of each assembly.")] = 2_000,
+    limit: Annotated[
+        int | None, typer.Option(help="Only the first N questions per conversation.")
+    ] = None,
+    out: OutOpt = None,
+) -> None:
+    """The past-question floor (``LayerShares.past_floor`` / ``past_hits``) chosen by
+    leave-one-conversation-out cross-validation on the assembled context's evidence."""
+    require_extras("bench locomo-floor", "chroma", "bench")
+    from beeweave_bench import locomo_context
+
+    if not data.exists():
+        fail(f"--data {data} does not exist (get locomo10.json from the LoCoMo repository)")
+    if budget <= 0:
+        fail(f"--budget must be a positive number of tokens, got {budget}")
+    rows, summary = locomo_context.floor_cv(
+        data, budget=budget, limit=limit, progress=lambda m: console.print(f"[dim]{m}[/]")
+    )
+    notes = [f"held out {c}: picked {p}" for c, p in summary["picks"].items()]
+    report("locomo-floor", rows, out=out, params={"data": str(data), **summary}, notes=notes)
+
+
 @bench_app.command("recall-zh")
 def bench_recall_zh(
     en: Annotated[

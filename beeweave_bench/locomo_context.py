@@ -290,3 +290,91 @@ def _rows(mode: str, tallies: dict[str, dict[int, Tally]]) -> list[dict[str, Any
                 }
             )
     return rows
+
+
+# ------------------------------------------------------------------ the floor's CV
+#: (past_floor, past_hits) tried by :func:`floor_cv`.
+FLOOR_GRID: tuple[tuple[float, int], ...] = tuple(
+    (pf, hits) for pf in (0.0, 0.2, 0.4, 0.6, 1.0) for hits in (1, 3, 5)
+)
+
+
+def _settled_weave(root: str, conv: Conversation, lines: Sequence[Line]) -> Weave:
+    """``conv`` captured as one session with maintenance caught up (what an assembly
+    reads once the session has settled: the same for every setting tried)."""
+    from beeweave_core.weave import Weave
+
+    weave = Weave.open(f"sqlite:///{root}/{conv.name}.db", tenant="locomo", spool_dir=root)
+    _as_of(weave, max(ln.ts for ln in lines) + 86_400)
+    _capture(weave, conv.name, lines, "one session")
+    weave.flush(120, wait_index=True)
+    weave.context.settle([conv.name])
+    weave.flush(120, wait_index=True)
+    return weave
+
+
+def _floor_scores(
+    weave: Weave, conv: Conversation, raw: dict[str, Any], lines: Sequence[Line],
+    grid: Sequence[tuple[float, int]], budget: int, limit: int | None,
+) -> dict[tuple[float, int], list[float]]:  # fmt: skip
+    """Evidence per question of ``conv`` under each (past_floor, past_hits)."""
+    from dataclasses import replace
+
+    from beeweave_core.context import PRESETS
+
+    by_id = {ln.dia_id: ln.text for ln in lines}
+    qs = questions_of(conv, raw)[:limit] if limit else questions_of(conv, raw)
+    out: dict[tuple[float, int], list[float]] = {}
+    for pf, hits in grid:
+        weave.context.presets = {
+            k: replace(v, past_floor=pf, past_hits=hits) for k, v in PRESETS.items()
+        }
+        out[(pf, hits)] = [
+            score(message_text(weave.assemble(conv.name, q.text, budget_tokens=budget,
+                                              user_id=conv.name, model=MODEL).messages),
+                  q, by_id)[0]
+            for q in qs
+        ]  # fmt: skip
+    return out
+
+
+def floor_cv(
+    data: Path,
+    *,
+    budget: int = BUDGET,
+    grid: Sequence[tuple[float, int]] = FLOOR_GRID,
+    limit: int | None = None,
+    progress: Callable[[str], None] | None = None,
+) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+    """``LayerShares.past_floor`` / ``past_hits`` chosen by leave-one-conversation-out
+    cross-validation: each setting's evidence on every conversation (one session,
+    maintenance settled), then for each held-out conversation the setting best on the
+    others, scored on it.  Rows: each setting over all conversations, and the held-out
+    figure."""
+    say = progress or (lambda _m: None)
+    scores: dict[str, dict[tuple[float, int], list[float]]] = {}
+    with tempfile.TemporaryDirectory(prefix="beeweave-floor-cv-") as tmp:
+        for conv in load_dir(data):
+            say(f"floor cv: {conv.name}")
+            raw = _raw(data, conv.name)
+            lines = lines_of(conv, raw)
+            weave = _settled_weave(tmp, conv, lines)
+            try:
+                scores[conv.name] = _floor_scores(weave, conv, raw, lines, grid, budget, limit)
+            finally:
+                weave.close()
+
+    def mean(convs: Sequence[str], g: tuple[float, int]) -> float:
+        return _mean([x for c in convs for x in scores[c][g]])
+
+    names = sorted(scores)
+    rows = [{"setting": f"past_floor {pf}, past_hits {hits}", "evidence": mean(names, (pf, hits))}
+            for pf, hits in grid]  # fmt: skip
+    picks, held = {}, []
+    for name in names:
+        rest = [c for c in names if c != name] or names
+        best = max(grid, key=lambda g: mean(rest, g))
+        picks[name] = {"past_floor": best[0], "past_hits": best[1]}
+        held += scores[name][best]
+    rows.append({"setting": "held out (leave one conversation out)", "evidence": _mean(held)})
+    return rows, {"budget": budget, "picks": picks}

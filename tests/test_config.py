@@ -91,6 +91,9 @@ def test_the_context_section_reaches_the_engine(tmp_path: Path) -> None:
         assert ctx.phase == "debugging" and w.context.presets["debugging"] is mine
     with _open(tmp_path / "b", index=False) as w, pytest.raises(ValueError, match="debugging"):
         w.assemble("p", budget_tokens=200, phase="debugging")
+    with pytest.raises(ValueError, match="past_floor must be in"):
+        LayerShares(working=0.1, recalled=0.1, immediate=0.8, past_floor=1.5)
+    assert mine.shrink_immediate(0.5).past_hits == mine.past_hits  # the guard keeps them
 
 
 def test_an_engine_over_a_bare_store_assembles_without_recording(tmp_path: Path) -> None:

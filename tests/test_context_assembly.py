@@ -92,7 +92,7 @@ def test_phase_presets_and_options(weave_factory):
         {"role": "user", "content": f"Step {i}: compare page template T{100 + i} in detail."},
         {"role": "assistant", "content": f"Template T{100 + i} checked; nothing unusual found there."})],
         prefix="more")  # fmt: skip
-    q = "compare the page templates in detail: what was checked?"
+    q = "what did the detailed check of page template T139 find?"  # the newest step
     req = weave.assemble("t", q, budget_tokens=600, phase="requirement")
     clo = weave.assemble("t", q, budget_tokens=600, phase="closing")
     assert req.layers["immediate"].tokens > clo.layers["immediate"].tokens

@@ -141,6 +141,38 @@ def test_a_question_about_the_past_gets_the_room_the_newest_turns_keep_it_otherw
     assert "van number 69" in recent.text()
 
 
+def test_a_follow_up_about_the_past_keeps_the_turn_it_replies_to(weave_factory: Any) -> None:
+    weave = weave_factory()
+    turns: list[dict[str, Any]] = []
+    for i in range(60):  # more than the budget holds: recall fills it
+        turns.append({"role": "user", "content": f"Greenhouse bed {i + 1} grows the "
+                      f"{['basil', 'chard', 'leek', 'fennel'][i % 4]} seedlings of batch {300 + i}, "
+                      f"watered every {2 + i % 3} days from the rain barrel on the north side, and its "
+                      f"label shows the sowing week {10 + i % 40} and the tray count {4 + i % 7}."})  # fmt: skip
+        turns.append({"role": "assistant", "content": f"Logged bed {i + 1}."})
+    for i in range(30):
+        turns.append({"role": "user", "content": f"Delivery truck {70 + i} unloaded "
+                      f"{5 + i % 9} pallets at gate {i % 4 + 1}."})  # fmt: skip
+        turns.append({"role": "assistant", "content": f"Truck {70 + i} is logged."})
+    turns.append({"role": "user", "content": "Any offers for new irrigation hoses?"})
+    turns.append({"role": "assistant", "content": "The lowest offer came from Halvorsen "
+                                                  "Supply at 1,380 euros for forty hoses."})  # fmt: skip
+    say(weave, "nursery", turns)
+    weave.flush(30, wait_index=True)
+    counter = TokenCounter(encoding="cl100k_base")
+    question = "Is that enough for all the greenhouse beds with seedlings?"
+    weave.emit("user_message", question, session_id="nursery", role="user")
+    weave.flush(30, wait_index=True)
+    ctx = weave.assemble("nursery", question, budget_tokens=600, counter=counter,
+                         phase="requirement")  # fmt: skip
+    floor = PRESETS["requirement"].immediate * 600
+    # the request is a turn of the session, and its own best match: it does not make
+    # the question one about the newest turns, so recall gets the room ...
+    assert ctx.layers["immediate"].tokens < 0.6 * floor
+    assert "Greenhouse bed" in ctx.text()
+    assert "Halvorsen Supply at 1,380 euros" in ctx.text()  # ... and "that" is still there
+
+
 def _settled_session(weave: Any, sid: str, turns: list[dict[str, Any]]) -> Any:
     """``turns``, then a long chatty stretch so none of them is among the newest turns;
     maintenance has read the session (the working state holds its memories)."""

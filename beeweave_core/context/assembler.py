@@ -38,12 +38,6 @@ from beeweave_core.text import language as L
 from beeweave_core.tokens import TokenCounter
 
 LAYERS = ("system", "working", "recalled", "immediate")
-#: The newest turns' floor, as a share of the phase's, when none of the retriever's
-#: best ``RECENT_HITS`` candidates is among the turns the full floor would show: the
-#: request asks about the past, and recall gets the room (what it leaves goes back to
-#: the newest turns).
-PAST_FLOOR = 0.4
-RECENT_HITS = 3
 RECALL_HEADER = (
     "Recalled by BeeWeave for this request (earlier turns and notes, oldest first: a "
     "later line on the same thing holds; not the latest turns):"
@@ -57,21 +51,35 @@ ALWAYS_SHOWN = frozenset({"conflicts", "needs_confirmation"})
 class LayerShares:
     """How a budget left after the system layer is split (fractions summing to 1):
     ``working`` caps the working layer, ``immediate`` is the newest turns' floor, and
-    ``recalled`` is what recall may take at most beyond them (unused: to the newest)."""
+    ``recalled`` is what recall may take at most beyond them (unused: to the newest).
+
+    A request about the past — none of the retriever's best ``past_hits`` candidates
+    is among the newest turns the floor shows — keeps ``past_floor`` of that floor, and
+    never less than the exchange in progress and the one before it; recall gets the
+    rest, and what it leaves goes back to the newest turns.  The defaults (0 and 1)
+    are the pick of every fold of a leave-one-conversation-out cross-validation on
+    LoCoMo (``beeweave bench locomo-floor``)."""
 
     working: float
     recalled: float
     immediate: float
+    past_floor: float = 0.0
+    past_hits: int = 1
 
     def __post_init__(self) -> None:
         total = self.working + self.recalled + self.immediate
         if min(self.working, self.recalled, self.immediate) < 0 or abs(total - 1.0) > 1e-6:
             raise ValueError(f"layer shares must be >= 0 and sum to 1, got {total}")
+        if not 0.0 <= self.past_floor <= 1.0 or self.past_hits < 1:
+            raise ValueError(
+                f"past_floor must be in [0, 1] and past_hits >= 1, got "
+                f"{self.past_floor!r} and {self.past_hits!r}"
+            )
 
     def shrink_immediate(self, factor: float) -> LayerShares:
         """Move part of the immediate floor to recall (the thrash guard's adaptation)."""
         imm = self.immediate * factor
-        return LayerShares(self.working, self.recalled + self.immediate - imm, imm)
+        return replace(self, recalled=self.recalled + self.immediate - imm, immediate=imm)
 
 
 #: The newest turns' floor per phase: what was just said matters most while
@@ -480,10 +488,8 @@ def _fill_layers(plan: Plan, reports: dict[str, LayerReport], avail: int) -> _Fi
     inputs = plan.recall(set())
     f.window, f.dropped = _fit_newest(c, units, floor)
     shown = {i for u in f.window for i in u.ids}
-    if not any(k.key in shown for k in inputs.candidates[:RECENT_HITS]):
-        # a question about the past: the room goes to recall, but never the exchange in
-        # progress (the agent's tool calls and results since the last user turn)
-        low = max(int(floor * PAST_FLOOR), min(floor, _exchange_cost(c, units)))
+    if _about_the_past(plan, inputs.candidates, shown):
+        low = max(int(floor * plan.shares.past_floor), min(floor, _exchange_cost(c, units)))
         f.window, f.dropped = _fit_newest(c, units, low)
         shown = {i for u in f.window for i in u.ids}
     f.today = inputs.today
@@ -508,10 +514,24 @@ def _fill_layers(plan: Plan, reports: dict[str, LayerReport], avail: int) -> _Fi
     return f
 
 
+def _about_the_past(plan: Plan, cands: Sequence[Candidate], shown: set[str]) -> bool:
+    """None of the retriever's best ``past_hits`` candidates is among the newest turns
+    shown.  The request's own turn does not count (an agent records it before it asks,
+    and it is always its own best match)."""
+    asked = L.fold(plan.query or "")
+    own = {u.events[0].id for u in plan.units[-3:]
+           if u.kind == "user" and asked and L.fold(u.events[0].content) == asked}  # fmt: skip
+    best = [k for k in cands if k.key not in own][: plan.shares.past_hits]
+    return bool(best) and not any(k.key in shown for k in best)
+
+
 def _exchange_cost(c: TokenCounter, units: Sequence[Unit]) -> int:
-    """Tokens of the exchange in progress: the last user turn and everything after it."""
-    last = next((k for k in range(len(units) - 1, -1, -1) if units[k].kind == "user"), 0)
-    return sum(unit_cost(c, u) for u in units[last:])
+    """Tokens of the exchange in progress and the one before it: the request is read
+    against the answer it follows ("is that enough?"), and a conversation shown from
+    the turn before the request would open on that answer, not on a user turn."""
+    users = [k for k in range(len(units)) if units[k].kind == "user"]
+    start = users[-2] if len(users) > 1 else 0
+    return sum(unit_cost(c, u) for u in units[start:])
 
 
 def _without(cand: Candidate, shown: set[str]) -> Candidate:
