@@ -519,8 +519,11 @@ def _about_the_past(plan: Plan, cands: Sequence[Candidate], shown: set[str]) -> 
     shown.  The request's own turn does not count (an agent records it before it asks,
     and it is always its own best match)."""
     asked = L.fold(plan.query or "")
-    own = {u.events[0].id for u in plan.units[-3:]
-           if u.kind == "user" and asked and L.fold(u.events[0].content) == asked}  # fmt: skip
+    own = {
+        u.events[0].id
+        for u in plan.units[-3:]
+        if u.kind == "user" and asked and L.fold(u.events[0].content) == asked
+    }
     best = [k for k in cands if k.key not in own][: plan.shares.past_hits]
     return bool(best) and not any(k.key in shown for k in best)
 
