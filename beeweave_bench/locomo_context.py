@@ -299,15 +299,17 @@ FLOOR_GRID: tuple[tuple[float, int], ...] = tuple(
 )
 
 
-def _settled_weave(root: str, conv: Conversation, lines: Sequence[Line]) -> Weave:
-    """``conv`` captured as one session with maintenance caught up (what an assembly
-    reads once the session has settled: the same for every setting tried)."""
+def _settled_weave(root: str, conv: Conversation, lines: Sequence[Line], budget: int) -> Weave:
+    """``conv`` captured as one session with maintenance caught up, compaction for the
+    window ``budget`` included (an assembly tells maintenance its window, and it compacts
+    after): every setting tried reads the same store."""
     from beeweave_core.weave import Weave
 
     weave = Weave.open(f"sqlite:///{root}/{conv.name}.db", tenant="locomo", spool_dir=root)
     _as_of(weave, max(ln.ts for ln in lines) + 86_400)
     _capture(weave, conv.name, lines, "one session")
     weave.flush(120, wait_index=True)
+    weave.context.compact(conv.name, window_tokens=budget, model=MODEL)
     weave.context.settle([conv.name])
     weave.flush(120, wait_index=True)
     return weave
@@ -358,7 +360,7 @@ def floor_cv(
             say(f"floor cv: {conv.name}")
             raw = _raw(data, conv.name)
             lines = lines_of(conv, raw)
-            weave = _settled_weave(tmp, conv, lines)
+            weave = _settled_weave(tmp, conv, lines, budget)
             try:
                 scores[conv.name] = _floor_scores(weave, conv, raw, lines, grid, budget, limit)
             finally:
