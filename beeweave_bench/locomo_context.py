@@ -316,9 +316,14 @@ def _settled_weave(root: str, conv: Conversation, lines: Sequence[Line], budget:
 
 
 def _floor_scores(
-    weave: Weave, conv: Conversation, raw: dict[str, Any], lines: Sequence[Line],
-    grid: Sequence[tuple[float, int]], budget: int, limit: int | None,
-) -> dict[tuple[float, int], list[float]]:  # fmt: skip
+    weave: Weave,
+    conv: Conversation,
+    raw: dict[str, Any],
+    lines: Sequence[Line],
+    grid: Sequence[tuple[float, int]],
+    budget: int,
+    limit: int | None,
+) -> dict[tuple[float, int], list[float]]:
     """Evidence per question of ``conv`` under each (past_floor, past_hits)."""
     from dataclasses import replace
 
@@ -331,12 +336,14 @@ def _floor_scores(
         weave.context.presets = {
             k: replace(v, past_floor=pf, past_hits=hits) for k, v in PRESETS.items()
         }
-        out[(pf, hits)] = [
-            score(message_text(weave.assemble(conv.name, q.text, budget_tokens=budget,
-                                              user_id=conv.name, model=MODEL).messages),
-                  q, by_id)[0]
+        contexts = [
+            weave.assemble(conv.name, q.text, budget_tokens=budget, user_id=conv.name, model=MODEL)
             for q in qs
-        ]  # fmt: skip
+        ]
+        out[(pf, hits)] = [
+            score(message_text(ctx.messages), q, by_id)[0]
+            for ctx, q in zip(contexts, qs, strict=True)
+        ]
     return out
 
 
@@ -370,8 +377,10 @@ def floor_cv(
         return _mean([x for c in convs for x in scores[c][g]])
 
     names = sorted(scores)
-    rows = [{"setting": f"past_floor {pf}, past_hits {hits}", "evidence": mean(names, (pf, hits))}
-            for pf, hits in grid]  # fmt: skip
+    rows = [
+        {"setting": f"past_floor {pf}, past_hits {hits}", "evidence": mean(names, (pf, hits))}
+        for pf, hits in grid
+    ]
     picks, held = {}, []
     for name in names:
         rest = [c for c in names if c != name] or names
