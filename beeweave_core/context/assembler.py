@@ -534,9 +534,9 @@ def _exchange_cost(c: TokenCounter, units: Sequence[Unit]) -> int:
     """Tokens of the exchange in progress and the one before it: the request is read
     against the answer it follows ("is that enough?"), and a conversation shown from
     the turn before the request would open on that answer, not on a user turn."""
-    users = [k for k in range(len(units)) if units[k].kind == "user"]
-    start = users[-2] if len(users) > 1 else 0
-    return sum(unit_cost(c, u) for u in units[start:])
+    users = (k for k in range(len(units) - 1, -1, -1) if units[k].kind == "user")
+    next(users, None)  # the request's own turn; the exchange before it starts at the next
+    return sum(unit_cost(c, u) for u in units[next(users, 0) :])
 
 
 def _without(cand: Candidate, shown: set[str]) -> Candidate:
