@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import time
+from collections.abc import Callable
 from typing import Any
 
 from beeweave_core.context import PRESETS
@@ -31,6 +32,17 @@ def _refrain(i: int) -> list[dict[str, Any]]:
     return [
         {"role": "user", "content": f"{a} {b}"},
         {"role": "assistant", "content": f"Noted. {REFRAINS[(i + 2) % 4]}"},
+    ]
+
+
+def _exchanges(
+    n: int, user: Callable[[int], str], reply: Callable[[int], str]
+) -> list[dict[str, Any]]:
+    """``n`` user turns ``user(i)``, each answered by ``reply(i)``."""
+    return [
+        m
+        for i in range(n)
+        for m in ({"role": "user", "content": user(i)}, {"role": "assistant", "content": reply(i)})
     ]
 
 
@@ -117,15 +129,18 @@ def test_a_question_about_the_past_gets_the_room_the_newest_turns_keep_it_otherw
 ) -> None:
     weave = weave_factory()
     things = ["tax", "payroll", "lease", "insurance", "pension", "customs", "grant", "audit"]
-    turns: list[dict[str, Any]] = []
-    for i in range(24):
-        turns.append({"role": "user", "content": f"Vault shelf {i + 1} holds the "
-                      f"{things[i % 8]} records from {1990 + i}."})  # fmt: skip
-        turns.append({"role": "assistant", "content": f"Filed shelf {i + 1}."})
-    for i in range(30):
-        turns.append({"role": "user", "content": f"The courier van number {40 + i} left "
-                      f"depot {chr(65 + i % 26)} at {6 + i % 12} o'clock."})  # fmt: skip
-        turns.append({"role": "assistant", "content": f"Van {40 + i} is on its way."})
+    turns = _exchanges(
+        24,
+        lambda i: f"Vault shelf {i + 1} holds the {things[i % 8]} records from {1990 + i}.",
+        lambda i: f"Filed shelf {i + 1}.",
+    ) + _exchanges(
+        30,
+        lambda i: (
+            f"The courier van number {40 + i} left depot {chr(65 + i % 26)} at "
+            f"{6 + i % 12} o'clock."
+        ),
+        lambda i: f"Van {40 + i} is on its way.",
+    )
     say(weave, "archive", turns)
     weave.flush(30, wait_index=True)
     budget, counter = 1000, TokenCounter(encoding="cl100k_base")
@@ -143,17 +158,20 @@ def test_a_question_about_the_past_gets_the_room_the_newest_turns_keep_it_otherw
 
 def test_a_follow_up_about_the_past_keeps_the_turn_it_replies_to(weave_factory: Any) -> None:
     weave = weave_factory()
-    turns: list[dict[str, Any]] = []
-    for i in range(60):  # more than the budget holds: recall fills it
-        turns.append({"role": "user", "content": f"Greenhouse bed {i + 1} grows the "
-                      f"{['basil', 'chard', 'leek', 'fennel'][i % 4]} seedlings of batch {300 + i}, "
-                      f"watered every {2 + i % 3} days from the rain barrel on the north side, and its "
-                      f"label shows the sowing week {10 + i % 40} and the tray count {4 + i % 7}."})  # fmt: skip
-        turns.append({"role": "assistant", "content": f"Logged bed {i + 1}."})
-    for i in range(30):
-        turns.append({"role": "user", "content": f"Delivery truck {70 + i} unloaded "
-                      f"{5 + i % 9} pallets at gate {i % 4 + 1}."})  # fmt: skip
-        turns.append({"role": "assistant", "content": f"Truck {70 + i} is logged."})
+    crops = ["basil", "chard", "leek", "fennel"]
+    turns = _exchanges(  # more than the budget holds: recall fills it
+        60,
+        lambda i: (
+            f"Greenhouse bed {i + 1} grows the {crops[i % 4]} seedlings of batch "
+            f"{300 + i}, watered every {2 + i % 3} days from the rain barrel on the north side, "
+            f"and its label shows the sowing week {10 + i % 40} and the tray count {4 + i % 7}."
+        ),
+        lambda i: f"Logged bed {i + 1}.",
+    ) + _exchanges(
+        30,
+        lambda i: f"Delivery truck {70 + i} unloaded {5 + i % 9} pallets at gate {i % 4 + 1}.",
+        lambda i: f"Truck {70 + i} is logged.",
+    )
     turns.append({"role": "user", "content": "Any offers for new irrigation hoses?"})
     turns.append({"role": "assistant", "content": "The lowest offer came from Halvorsen "
                                                   "Supply at 1,380 euros for forty hoses."})  # fmt: skip
@@ -191,12 +209,11 @@ def test_a_change_kept_as_a_memory_is_read_after_the_recalled_turn_it_changes(
         {"role": "user", "content": "Ship the nightly backups to the cold tier."},
         {"role": "assistant", "content": "Sure."},
     ]
-    for i in range(30):  # reports about backups: recall has more candidates than room
-        turns += [
-            {"role": "user", "content": f"Did the backup of laptop L-{100 + i} finish?"},
-            {"role": "assistant", "content": f"Yes, laptop L-{100 + i} was backed up at "
-                                             f"0{i % 6}:{10 + i} with {i + 2} GB."},
-        ]  # fmt: skip
+    turns += _exchanges(  # reports about backups: recall has more candidates than room
+        30,
+        lambda i: f"Did the backup of laptop L-{100 + i} finish?",
+        lambda i: f"Yes, laptop L-{100 + i} was backed up at 0{i % 6}:{10 + i} with {i + 2} GB.",
+    )
     turns += [
         {"role": "user", "content": "Pulling anything back from there takes hours, so we use "
                                     "the warm tier from now on."},
