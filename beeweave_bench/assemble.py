@@ -186,11 +186,16 @@ def langgraph_hook(root: Path, turns: int = 40, budget: int = 8_000) -> dict[str
 
     from beeweave_langchain import beeweave_context_hook
 
+    cpu = time.process_time()
     plain = _turns(_react(InMemorySaver()), "plain", turns)
+    plain_cpu, cpu = time.process_time() - cpu, time.process_time()
     with Weave.open(f"sqlite:///{root / 'hook.db'}", index=False, spool_dir=root / "spool") as w:
         hooked = _turns(
             _react(InMemorySaver(), beeweave_context_hook(w, budget_tokens=budget)), "hooked", turns
         )
+        # what maintenance left for a pause in the loop, counted in the turns' cost
+        w.context.settle(["hooked"])
+        hooked_cpu = time.process_time() - cpu
     base, with_hook = median(plain), median(hooked)
     return {
         "workload": "langgraph hook",
@@ -202,6 +207,9 @@ def langgraph_hook(root: Path, turns: int = 40, budget: int = 8_000) -> dict[str
         "in_memory_saver_p50_ms": base * 1e3,
         "added_ms": (with_hook - base) * 1e3,
         "target_ms": (2 * base + 0.005) * 1e3,
+        # every thread's CPU (the agent's, the writers', maintenance's and the model
+        # runtime's), turns and the catch-up after them, per turn, over InMemorySaver's
+        "added_cpu_ms": (hooked_cpu - plain_cpu) / turns * 1e3,
     }
 
 
@@ -268,6 +276,7 @@ def verdict(rows: list[dict[str, Any]]) -> dict[str, Any]:
     hook = next((r for r in rows if r["workload"] == "langgraph hook"), None)
     if hook is not None:
         out["langgraph: added ms per turn"] = round(hook["added_ms"], 2)
+        out["langgraph: added CPU ms per turn, catch-up included"] = round(hook["added_cpu_ms"], 2)
         out["langgraph: added <= 2x InMemorySaver turn + 5 ms"] = (
             hook["added_ms"] <= hook["target_ms"]
         )

@@ -58,6 +58,13 @@ class PayloadError(ValueError):
     """A value cannot be stored even in its canonical form."""
 
 
+class CanonicalList(list):  # type: ignore[type-arg]
+    """A list BeeWeave built in canonical form itself (its strings UTF-8-safe, its floats
+    finite, its dicts keyed by str): ``to_jsonable`` returns it as it is.  An assembly's
+    audit record lists a hundred pieces or more; walking them again on each write cost more
+    than building them."""
+
+
 def _qualname(obj: Any) -> str:
     cls = type(obj)
     return f"{cls.__module__}.{cls.__qualname__}"
@@ -78,6 +85,8 @@ def to_jsonable(value: Any, _depth: int = 0) -> Any:
         return value
     if kind is dict:
         return {_key(k): to_jsonable(v, _depth + 1) for k, v in value.items()} if value else {}
+    if kind is CanonicalList:
+        return value
     if isinstance(value, bool):
         return value
     if isinstance(value, Enum):

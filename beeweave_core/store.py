@@ -89,12 +89,14 @@ def prepare_event(
     *,
     inline_limit: int = DEFAULT_INLINE_LIMIT,
     preview_chars: int = DEFAULT_PREVIEW_CHARS,
+    canonical: bool = False,
 ) -> Prepared:
     """Validate ``event`` and bring it to its stored form.
 
     The stored event has the store's tenant, UTF-8-safe text, a canonical payload,
     and big content/payload moved out to artifacts ``{sha256: full_text}`` that
-    must be written with it.
+    must be written with it.  ``canonical``: payload, meta and source are in that form
+    already (the capture bus's records: its journal made them so), not converted again.
     """
     _check_id("event id", event.id)
     _check_id("session_id", event.session_id)
@@ -103,9 +105,12 @@ def prepare_event(
     artifacts: dict[str, str] = {}
     content = clean_text(event.content)
     try:
-        payload = to_jsonable(event.payload)
-        meta = to_jsonable(event.meta)
-        source = to_jsonable(event.source)
+        if canonical:
+            payload, meta, source = event.payload, event.meta, event.source
+        else:
+            payload = to_jsonable(event.payload)
+            meta = to_jsonable(event.meta)
+            source = to_jsonable(event.source)
         payload_text = dumps(payload)
     except (TypeError, ValueError) as exc:  # pragma: no cover - to_jsonable is total
         raise PayloadError(f"event {event.id}: payload cannot be stored: {exc}") from exc
@@ -324,11 +329,13 @@ class EventWriter(TenantView, Protocol):
                 writes several scopes and the record must name one.
         """
 
-    def append(self, events: Sequence[Event]) -> AppendResult:
+    def append(self, events: Sequence[Event], *, canonical: bool = False) -> AppendResult:
         """Store ``events`` in order; ids already stored are counted, not rewritten.
 
         Args:
             events: The events; the store sets their tenant, ``seq`` and status.
+            canonical: Their payload, meta and source are in canonical form already
+                (:func:`~beeweave_core.payloads.to_jsonable`; the capture bus's records).
 
         Returns:
             How many were written, how many were already stored, and which a purge
@@ -690,7 +697,7 @@ class BaseEventStore:
         return {src for n, srcs in recent if n > mark for src in srcs}
 
     # ----------------------------------------------------------------- writes
-    def append(self, events: Sequence[Event]) -> AppendResult:
+    def append(self, events: Sequence[Event], *, canonical: bool = False) -> AppendResult:
         """Store ``events`` in order; ids already stored are counted, not rewritten."""
         prepared: list[Prepared] = []
         seen: set[str] = set()
@@ -701,7 +708,9 @@ class BaseEventStore:
                 continue
             seen.add(ev.id)
             ev = self.in_scope(ev)
-            prepared.append(prepare_event(ev, self.tenant, inline_limit=self.inline_limit))
+            prepared.append(
+                prepare_event(ev, self.tenant, inline_limit=self.inline_limit, canonical=canonical)
+            )
         if not prepared:
             return AppendResult(duplicates=len(events))
         result = self._append(prepared)

@@ -112,7 +112,7 @@ class _IndexedStore:
     def __getattr__(self, name: str) -> Any:
         return getattr(self._store, name)
 
-    def append(self, events: Sequence[Event]) -> AppendResult:
+    def append(self, events: Sequence[Event], *, canonical: bool = False) -> AppendResult:
         r = self._redact
         if r is not None:  # memory tools write what an agent passed them: redact it too
             events = [
@@ -120,7 +120,7 @@ class _IndexedStore:
             ]
         # the scope each is stored under, so its vectors carry the same one
         events = [self._store.in_scope(e) if isinstance(e, Event) else e for e in events]
-        result = self._store.append(events)
+        result = self._store.append(events, canonical=canonical)
         indexer = self._indexer
         if indexer is not None and result.ids:
             new = set(result.ids)

@@ -13,6 +13,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from beeweave_core.context.maintenance import MAX_LAG
 from beeweave_core.context.request import MAX_QUERY_TOKENS
 from beeweave_core.context.tail import EarlySystems
 from beeweave_core.events import EventType
@@ -85,6 +86,25 @@ def test_an_assembly_does_not_wait_for_a_maintenance_step_held_open(weave_factor
     finally:
         release.set()
         engine.memory.process = real  # type: ignore[method-assign]
+
+
+def test_a_loop_that_never_pauses_still_gets_its_memories(weave_factory: Any) -> None:
+    """Maintenance waits for a pause in the stored batches (an agent's loop goes first),
+    but never longer than ``MAX_LAG``: a loop storing a turn every few milliseconds is
+    maintained while it runs, not only after it stops."""
+    weave = weave_factory(index=False)
+    maintained = weave.context.maintenance
+    end, k, seen = time.monotonic() + 4 * MAX_LAG, 0, False
+    while time.monotonic() < end and not seen:
+        for m in _errands(1, start=k):
+            weave.emit(EventType.USER_MESSAGE if m["role"] == "user" else
+                       EventType.ASSISTANT_MESSAGE, m["content"], session_id="loop",
+                       role=m["role"])  # fmt: skip
+        weave.flush()
+        k += 1
+        seen = maintained.snapshot("loop").cursor > 0
+        time.sleep(0.01)
+    assert seen, f"no maintenance in {4 * MAX_LAG} s of a loop that never paused ({k} turns)"
 
 
 def test_a_long_unread_session_is_answered_from_its_newest_turns(weave_factory: Any) -> None:

@@ -142,7 +142,7 @@ class Drain(Replay):
             return True
         self._call_since = time.monotonic()
         try:
-            res = self.store.append(events)
+            res = self.store.append(events, canonical=True)
         except Exception as exc:
             self._call_since = None
             if is_outage(exc):
@@ -157,7 +157,7 @@ class Drain(Replay):
         """Isolate the event(s) a batch was refused for; the rest still go in."""
         for ev in events:
             try:
-                res = self.store.append([ev])
+                res = self.store.append([ev], canonical=True)
             except _BAD_INPUT as exc:
                 self._refuse(ev, reason(exc))
                 continue

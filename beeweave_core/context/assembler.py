@@ -24,6 +24,7 @@ counted with the model's tokenizer and is never over budget.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timezone
@@ -34,6 +35,7 @@ from beeweave_core.context.editing import EditPolicy, cut_tool_output, tool_dige
 from beeweave_core.context.messages import Unit, message_text
 from beeweave_core.context.working_state import PRIORITY, SETTLED, Item, WorkingState
 from beeweave_core.events import Event, EventType
+from beeweave_core.payloads import clean_text
 from beeweave_core.text import language as L
 from beeweave_core.tokens import TokenCounter
 
@@ -122,16 +124,18 @@ class Piece:
     note: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
+        """The piece as an audit record lists it, already in the stored (canonical) form."""
+        score = self.score
         return {
             "layer": self.layer,
             "kind": self.kind,
             "tokens": self.tokens,
             "event_ids": list(self.event_ids),
-            "session_id": self.session_id,
+            "session_id": clean_text(self.session_id) if self.session_id else self.session_id,
             "seq_range": list(self.seq_range) if self.seq_range else None,
-            "score": round(self.score, 4) if self.score is not None else None,
-            "note": self.note,
-            "text": self.text[:200],
+            "score": round(score, 4) if score is not None and math.isfinite(score) else None,
+            "note": clean_text(self.note) if self.note else self.note,
+            "text": clean_text(self.text[:200]),
         }
 
 

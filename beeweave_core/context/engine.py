@@ -53,6 +53,7 @@ from beeweave_core.governance.dormancy import (
 )
 from beeweave_core.governance.health import context_text, guard_compaction
 from beeweave_core.memory.writer import MemoryWriter
+from beeweave_core.payloads import CanonicalList
 from beeweave_core.read_gate import ReadGate
 from beeweave_core.store import EventStore
 from beeweave_core.telemetry import traced
@@ -653,8 +654,8 @@ class ContextEngine:
             "tokens_by_layer": ctx.tokens_by_layer,
             "budget_by_layer": {name: rep.budget for name, rep in ctx.layers.items()},
             "full_history_tokens": ctx.full_history_tokens,
-            "included": [p.to_dict() for p in ctx.provenance[:AUDIT_PIECES]],
-            "left_out": [p.to_dict() for p in ctx.left_out[:AUDIT_PIECES]],
+            "included": CanonicalList(p.to_dict() for p in ctx.provenance[:AUDIT_PIECES]),
+            "left_out": CanonicalList(p.to_dict() for p in ctx.left_out[:AUDIT_PIECES]),
             "compaction": ctx.compaction,
             "at": time.time(),
         }

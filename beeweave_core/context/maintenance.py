@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
 from collections.abc import Callable, Iterable
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
@@ -42,9 +43,13 @@ log = logging.getLogger("beeweave.context")
 CHUNK = 256
 #: Events the full-text index takes per sync (reads wait for at most one batch).
 TEXT_BATCH = 256
-#: Seconds the worker waits after a batch makes a session due (an agent's turn is
-#: stored, then read at once: the read goes first; the model call after it is slower).
+#: Seconds without a new batch the worker waits for before it starts: an agent's loop
+#: stores and reads turn after turn, and on a GIL the worker's Python runs in the
+#: agent's time; it goes to work when the loop pauses (a model call) ...
 DEBOUNCE = 0.05
+#: ... or this many seconds after work became due, whichever comes first (a loop that
+#: never pauses still gets its memories, in batches).
+MAX_LAG = 1.0
 #: Compactions one step makes at most (each at the next point the trigger was passed:
 #: a backlog is compacted as it would have been turn by turn).
 COMPACTION_PASSES = 64
@@ -118,6 +123,7 @@ class Maintenance:
         self._closing = False
         self._thread: threading.Thread | None = None
         self._busy: str | None = None  # the session a step is working on
+        self._marked_at = 0.0  # when a batch last made a session due (monotonic)
         #: something was stored since the full-text index was last brought up to date
         #: (a read's own search catches up what other processes stored)
         self._text_due = True
@@ -206,6 +212,7 @@ class Maintenance:
     def _mark(self, session_id: str) -> None:
         """(``_cond`` held) the session is due; the worker starts on first use."""
         self._due[session_id] = None
+        self._marked_at = time.monotonic()
         self._start()
         self._cond.notify_all()
 
@@ -221,8 +228,7 @@ class Maintenance:
             with self._cond:
                 while not self._jobs and not self._due and not self._closing:
                     self._cond.wait()
-                if not self._jobs:  # let the read that usually follows a turn go first
-                    self._cond.wait(DEBOUNCE)
+                self._quiet()
                 if self._closing:
                     return
             try:
@@ -256,6 +262,16 @@ class Maintenance:
             if more:
                 with self._cond:
                     self._due[sid] = None
+
+    def _quiet(self) -> None:
+        """(``_cond`` held) Wait for a pause in the batches (see ``DEBOUNCE``); an
+        explicit job or closing goes at once."""
+        until = time.monotonic() + MAX_LAG
+        while not self._jobs and not self._closing:
+            left = min(self._marked_at + DEBOUNCE, until) - time.monotonic()
+            if left <= 0:
+                return
+            self._cond.wait(left)
 
     def _maintain(self, sid: str, job: _Job | None) -> bool:
         """One step (a job runs steps until the session is caught up); True: more due."""

@@ -620,8 +620,8 @@ class WatchedStore:
     def __getattr__(self, name: str) -> Any:
         return getattr(self._store, name)
 
-    def append(self, events: Sequence[Event]) -> AppendResult:
-        return self._store.append(events)
+    def append(self, events: Sequence[Event], *, canonical: bool = False) -> AppendResult:
+        return self._store.append(events, canonical=canonical)
 
     def invalidate(self, ids: Sequence[str], reason: str, *, by: str | None = None) -> int:
         ids = list(ids)
