@@ -111,9 +111,9 @@ def to_dict(message: ChatMessage) -> dict[str, Any]:
     return out
 
 
-def to_message(message: ChatMessage) -> Message:
+def to_message(message: ChatMessage, payload: Mapping[str, object] | None = None) -> Message:
     """A ``ChatMessage`` in the transcript writer's neutral form (an unknown role is a
-    ``ValueError``)."""
+    ``ValueError``); ``payload``: what its event keeps besides the text (e.g. usage)."""
     d = to_dict(message)
     calls = tuple(
         ToolCall(str(tc["id"]) if tc["id"] is not None else None, str(tc["name"]), tc["args"])
@@ -125,6 +125,7 @@ def to_message(message: ChatMessage) -> Message:
         tool_calls=calls,
         tool_call_id=d.get("tool_call_id"),
         name=d.get("name"),
+        payload=payload or {},
     )
 
 
