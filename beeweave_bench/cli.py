@@ -361,7 +361,11 @@ def bench_locomo(
         typer.Option(help="Also score the assembled context at this budget (0: recall only)."),
     ] = 0,
     context_modes: Annotated[
-        str, typer.Option(help="Layouts for the context part: 'one session', 'per session'.")
+        str,
+        typer.Option(
+            help="Layouts for the context part: 'one session', 'settled' (one session, "
+            "maintenance caught up and compacted before the questions), 'per session'."
+        ),
     ] = "one session,per session",
     out: OutOpt = None,
 ) -> None:

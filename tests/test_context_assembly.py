@@ -155,3 +155,19 @@ def test_bench_context_runs_all_systems_on_a_tiny_scenario(tmp_path):
     assert by["full history"]["retention"] == 1.0 and by["full history"]["tokens_share"] == 1.0
     assert by["trim_messages"]["retention"] < 1.0  # the window lost the early fact
     assert extra["probes"] == 2 and len(details) == 2 * len(context.SYSTEMS)
+
+
+def test_the_locomo_context_bench_asks_a_settled_session_too(tmp_path):
+    """``settled``: the conversation as a returning user finds it (maintenance caught up,
+    compacted for the window) is asked beside the other systems, in one run."""
+    from beeweave_bench import locomo_context
+
+    from .test_readme import tiny_locomo
+
+    tiny_locomo(tmp_path / "locomo10.json")
+    rows = locomo_context.run(tmp_path / "locomo10.json", budget=300, modes=("settled",))
+    got = {r["system"]: r for r in rows if r["category"] == "all"}
+    assert set(got) == set(locomo_context.SYSTEMS)
+    assert all(r["mode"] == "settled" and r["n"] == 2 for r in got.values())
+    assert got["whole history"]["evidence"] == 1.0
+    assert got["beeweave"]["evidence"] == 1.0  # a three-turn chat fits: shown verbatim
