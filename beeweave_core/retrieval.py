@@ -105,7 +105,7 @@ class Filters:
             data["types"] = [t] if isinstance(t, (str, EventType)) else t
         return cls(**data)
 
-    @property
+    @functools.cached_property  # (asked of every candidate a path returns: built once)
     def type_set(self) -> frozenset[EventType] | None:
         return None if self.types is None else frozenset(EventType(t) for t in self.types)
 
@@ -117,11 +117,11 @@ class Filters:
             v = v.replace(tzinfo=timezone.utc)
         return v.timestamp()
 
-    @property
+    @functools.cached_property
     def since_ts(self) -> float | None:
         return self._ts(self.since)
 
-    @property
+    @functools.cached_property
     def until_ts(self) -> float | None:
         return self._ts(self.until)
 
