@@ -130,7 +130,7 @@ def test_a_question_about_the_past_gets_the_room_the_newest_turns_keep_it_otherw
     weave = weave_factory()
     things = ["tax", "payroll", "lease", "insurance", "pension", "customs", "grant", "audit"]
     turns = _exchanges(
-        24,
+        48,  # more shelves than the budget holds: recall needs the room
         lambda i: f"Vault shelf {i + 1} holds the {things[i % 8]} records from {1990 + i}.",
         lambda i: f"Filed shelf {i + 1}.",
     ) + _exchanges(

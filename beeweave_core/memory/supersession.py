@@ -70,6 +70,15 @@ _CAP = re.compile(r"(?<=[\w,;:] )[A-Z][\w'-]*(?: [A-Z][\w'-]*)*")
 #: Short codes a word-level identifier test leaves out (``W7``, ``B12``, ``v2``).
 _SHORT_CODE = re.compile(r"\b[A-Za-z]{1,4}\d+[A-Za-z\d]*\b")
 _ID_PATTERN = re.compile(r"[A-Za-z]+|\d+")
+#: A whole number right after a word (``locker 12``, ``bed 7``, ``room 215``): it names
+#: the thing the word says (a label), or gives a setting its value (``port 8080``).
+_LABEL = re.compile(r"\b([A-Za-z]{3,})\s#?(\d+)\b(?![.,:]\d|%)")
+#: A Chinese statement opening on a numbered item (``10号柜子…``, ``3号床…``): 号 marks
+#: the number as the item's label, the characters after it say what it labels.
+_ZH_LABEL = re.compile(r"\s*(\d+)\s*号\s*([" + segment.HAN + r"]{1,2})")
+#: Words (stopwords aside) at most before a label that opens a statement (``Greenhouse
+#: bed 7 ...``, ``The courier van number 40 ...``): it names what the statement is about.
+_SUBJECT_WITHIN = 2
 #: An amount an identifier pattern also matches: an optional currency sign, digits, at
 #: most two letters of unit (``k``, ``ms``), or a range of two such.
 _AMOUNT = r"[$€£¥]?\d[\d.,]*[A-Za-z]{0,2}"
@@ -103,7 +112,7 @@ def values(text: str) -> list[Value]:
     for m in _NUM.finditer(text):
         # a measure word after a space ("20 斤") names the kind; it stays in the text
         span = (m.group("pre") or "") + m.group("num") + (m.group("suf") or "")
-        if any(span.casefold() in k for k in out):
+        if any(span.casefold() in k for k in out if not k.isdigit()):  # inside a code
             continue
         unit = (m.group("pre") or "") + (m.group("suf") or m.group("measure") or "")
         out.setdefault(span.casefold(), Value(span, "num:" + unit.casefold()))
@@ -121,6 +130,21 @@ def values(text: str) -> list[Value]:
             if run.casefold() not in out and not any(run.casefold() in k for k in out):
                 out[run.casefold()] = Value(run, "latin")
     return list(out.values())
+
+
+def subject_of(text: str) -> tuple[str, str] | None:
+    """``(word, number)`` of a label opening ``text`` (``Greenhouse bed 7 grows ...``):
+    what the statement is about, named by a number."""
+    zh = _ZH_LABEL.match(text)
+    if zh is not None:
+        return zh.group(2), zh.group(1)
+    m = _LABEL.search(text)
+    if m is None or m.group(1).casefold() in segment.STOPWORDS:
+        return None
+    before = [t for t in segment.tokens(text[: m.start()]) if t not in segment.STOPWORDS]
+    if len(before) >= _SUBJECT_WITHIN:
+        return None
+    return m.group(1).casefold(), m.group(2)
 
 
 def _shape(ident: str) -> str:
@@ -167,6 +191,7 @@ class Said:
     grams: frozenset[str] = frozenset()
     masked_vec: np.ndarray | None = None
     raw_vec: np.ndarray | None = None
+    subject: tuple[str, str] | None = None  # see subject_of
 
     @property
     def value_keys(self) -> set[str]:
@@ -179,7 +204,7 @@ def prepare(items: Sequence[tuple[str, str, int, bool]]) -> list[Said]:
     for i, text, seq, by_user in items:
         found = values(text)
         words, grams = content_words(text, found), char_grams(mask(text, found))
-        out.append(Said(i, text, seq, by_user, found, words, grams))
+        out.append(Said(i, text, seq, by_user, found, words, grams, subject=subject_of(text)))
     if out:
         vecs = embed([mask(s.text, s.found) for s in out] + [s.text for s in out])
         for n, s in enumerate(out):
@@ -226,6 +251,20 @@ def features(old: Said, new: Said) -> list[float]:
     ]
 
 
+def _labels_conflict(old: Said, new: Said) -> bool:
+    """Two records of a list: both open on one word and a number, the numbers differ
+    (``Locker 12 holds ...``, ``Locker 25 holds ...``), and each says something the
+    other does not (a word of its own on both sides, or another value).  The same
+    record given another number says nothing else new (``Build 110 is the release
+    candidate``, then ``Build 138 ...``; ``Use port 8080.``, then ``Use port 9090 from
+    now on.``): left to the scorer."""
+    a, b = old.subject, new.subject
+    if a is None or b is None or a[0] != b[0] or a[1] == b[1]:
+        return False
+    own = bool(old.words - new.words) and bool(new.words - old.words)
+    return own or bool(new.value_keys - old.value_keys - {b[1]})
+
+
 def _dice(a: frozenset[str], b: frozenset[str]) -> float:
     return 2 * len(a & b) / (len(a) + len(b)) if a and b else 0.0
 
@@ -268,7 +307,9 @@ class Scorer:
         changes one setting; taking every candidate over the threshold let a sentence
         with one new value replace two settings that share its unit (a rollout share and
         a crash-rate floor, both in %), and the one it did not change was lost."""
-        passed = [k for k, f in enumerate(feats) if self.decides(f)]
+        passed = [
+            k for k, f in enumerate(feats) if self.decides(f) and not _labels_conflict(olds[k], new)
+        ]
         return [max(passed, key=lambda k: self.probability(feats[k]))] if passed else []
 
     def decides(self, f: Sequence[float]) -> bool:
