@@ -157,7 +157,39 @@ class TenantView(Protocol):
 
 @runtime_checkable
 class EventReader(TenantView, Protocol):
-    """Reads events, their edges and artifacts: what retrieval, views and indexing need."""
+    """Reads events, their edges and artifacts: what retrieval, views and indexing need;
+    and the counters by which a reader holding derived state learns that it changed."""
+
+    #: Bumped by every status change or purge made through this object.
+    status_changes: int
+    #: Bumped by every ``link`` made through this object (see :meth:`linked_since`).
+    link_changes: int
+
+    def linked_since(self, mark: int) -> set[str] | None:
+        """Sources of the edges linked since ``link_changes`` was ``mark``.
+
+        Args:
+            mark: An earlier ``link_changes``.
+
+        Returns:
+            Their source ids (``None``: too many links ago to tell).
+        """
+        ...
+
+    def sync_text_index(
+        self, batch: int = 5_000, *, go_on: Callable[[], bool] | None = None
+    ) -> int:
+        """Bring the full-text index up to what is stored (SQLite indexes text off the
+        write path; a store that indexes as it writes has nothing to do).
+
+        Args:
+            batch: Events indexed per transaction.
+            go_on: Asked before each batch; False stops there.
+
+        Returns:
+            How many events were indexed.
+        """
+        ...
 
     def get(self, ids: Sequence[str], *, include_inactive: bool = False) -> list[Event]:
         """Read events by id, in the order asked.
@@ -685,6 +717,12 @@ class BaseEventStore:
             self._recent_links = deque(maxlen=RECENT_LINKS)
         self.link_changes += 1
         self._recent_links.append((self.link_changes, frozenset(e.src for e in edges)))
+
+    def sync_text_index(
+        self, batch: int = 5_000, *, go_on: Callable[[], bool] | None = None
+    ) -> int:
+        """Nothing to do: this store's text index follows its writes (SQLite overrides)."""
+        return 0
 
     def linked_since(self, mark: int) -> set[str] | None:
         """Sources of the edges linked after ``link_changes`` was ``mark`` (``None``:

@@ -189,6 +189,8 @@ class Weave:
         self._retrievers: dict[Readable, Retriever] = {}
         self._contexts: dict[Readable, ContextEngine] = {}
         self._contexts_lock = threading.Lock()  # two first reads build one engine
+        self._writers: dict[int, tuple[EventStore, _IndexedStore]] = {}
+        self._writers_lock = threading.Lock()
         self._items: ItemIndex | None = None  # store items' pointers (a user purge's)
         self._transcript: Transcript | None = None
         self._transcript_lock = threading.Lock()
@@ -368,9 +370,7 @@ class Weave:
     def _sync_words(self, deadline: float) -> None:
         """Make what was just stored findable by its words (SQLite indexes text off the write
         path): a bulk write waited for here costs its first search nothing afterwards."""
-        sync = getattr(self.store, "sync_text_index", None)
-        if sync is not None:
-            sync(_WORDS_BATCH, go_on=lambda: time.monotonic() < deadline)
+        self.store.sync_text_index(_WORDS_BATCH, go_on=lambda: time.monotonic() < deadline)
 
     def stats(self) -> dict[str, int | bool]:
         """What happened to every emitted event, for health checks and dashboards.
@@ -387,9 +387,17 @@ class Weave:
         return self._writer_for(self.store)
 
     def _writer_for(self, store: EventStore) -> EventStore:
-        """``store`` (the weave's, or a narrower scope view) as BeeWeave's own writers use it."""
-        redact = self.redact if self.bus.redactor is not None else None
-        return _IndexedStore(store, self.indexer, redact)  # type: ignore[return-value]
+        """``store`` (the weave's, or a narrower scope view) as BeeWeave's own writers use
+        it: built once per store."""
+        with self._writers_lock:
+            held = self._writers.get(id(store))
+            if held is None:  # (the store is kept with it: its id is never reused)
+                redact = self.redact if self.bus.redactor is not None else None
+                held = self._writers[id(store)] = (
+                    store,
+                    _IndexedStore(store, self.indexer, redact),
+                )
+            return held[1]  # type: ignore[return-value]
 
     def redact(self, value: T) -> T:
         """``value`` as the weave's redactor would store it (itself when redaction is off).

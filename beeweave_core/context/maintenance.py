@@ -316,11 +316,10 @@ class Maintenance:
         """Keep the store's full-text index current (SQLite builds it off the write
         path, and without a vector indexer nothing else would before a read), in small
         batches that give way to reads."""
-        sync = getattr(self.views.store, "sync_text_index", None)
-        if sync is None or not self._text_due:
+        if not self._text_due:
             return
         self._text_due = False  # (a batch stored from here on sets it again)
-        sync(TEXT_BATCH, go_on=self._may_go_on)
+        self.views.store.sync_text_index(TEXT_BATCH, go_on=self._may_go_on)
 
     def _may_go_on(self) -> bool:
         self._give_way()

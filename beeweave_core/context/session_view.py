@@ -466,14 +466,14 @@ class Views:
         self._views: dict[str, SessionView] = {}
         #: other sessions as recall reads them (memories and summaries only)
         self._others: dict[str, SessionView] = {}
-        self._seen_changes = _changes(store)
+        self._seen_changes = store.status_changes
         self._own_changes = 0  # status changes applied by :meth:`own_change`
         self._epoch = 0  # bumped each time a change behind the engine dropped every view
 
     def has(self, session_id: str) -> bool:
         """Is there a view of ``session_id`` (a read of it costs only what is new)?"""
         with self.lock:
-            return session_id in self._views and _changes(self.store) == self._seen_changes
+            return session_id in self._views and self.store.status_changes == self._seen_changes
 
     def build(
         self,
@@ -492,7 +492,7 @@ class Views:
             with self.lock:
                 if self.has(session_id):
                     return
-                mark = (self._own_changes, _changes(self.store))
+                mark = (self._own_changes, self.store.status_changes)
             view = SessionView(session_id)
             while view.cursor < last:
                 if stop():
@@ -501,7 +501,7 @@ class Views:
             with self.lock:
                 if self.has(session_id):
                     return
-                if mark == (self._own_changes, _changes(self.store)):
+                if mark == (self._own_changes, self.store.status_changes):
                     self._follow_changes()
                     self._views[session_id] = view
                     return
@@ -561,7 +561,7 @@ class Views:
             return self._epoch
 
     def _follow_changes(self) -> None:
-        if _changes(self.store) != self._seen_changes:
+        if self.store.status_changes != self._seen_changes:
             self.drop()
             self._epoch += 1
 
@@ -571,7 +571,7 @@ class Views:
             if session_id is None:
                 self._views.clear()
                 self._others.clear()
-                self._seen_changes = _changes(self.store)
+                self._seen_changes = self.store.status_changes
             else:
                 self._views.pop(session_id, None)
                 self._others.pop(session_id, None)
@@ -582,11 +582,11 @@ class Views:
             for view in self._every():
                 if view.holds(ids):  # what replaces them first (a memory superseding one
                     view.catch_up(self.store)  # carries on what that one overturned)
-            before = _changes(self.store)
+            before = self.store.status_changes
             self._own_changes += 1
             n = change()
-            if self._seen_changes == before and _changes(self.store) in (before, before + 1):
-                self._seen_changes = _changes(self.store)
+            if self._seen_changes == before and self.store.status_changes in (before, before + 1):
+                self._seen_changes = self.store.status_changes
             for view in self._every():
                 view.apply_status(ids, status)
             return n
@@ -604,10 +604,6 @@ class Views:
             finally:
                 for view in views:
                     view.apply_status(ids, Status.ACTIVE)
-
-
-def _changes(store: Any) -> int:
-    return int(getattr(store, "status_changes", 0))
 
 
 class WatchedStore:

@@ -64,7 +64,7 @@ class Affirmations:
         self.max_entries = max_entries
         self._lock = threading.Lock()
         self._at: dict[str, float] = {}
-        self._mark = _link_changes(store)
+        self._mark = store.link_changes
 
     def last(self, memory: Event) -> float:
         with self._lock:
@@ -82,19 +82,15 @@ class Affirmations:
         return at
 
     def _follow(self) -> None:
-        now = _link_changes(self.store)
+        now = self.store.link_changes
         if now == self._mark:
             return
-        linked = getattr(self.store, "linked_since", lambda _mark: None)(self._mark)
+        linked = self.store.linked_since(self._mark)
         if linked is None:
             self._at.clear()
         for src in linked or ():
             self._at.pop(src, None)
         self._mark = now
-
-
-def _link_changes(store: EventReader) -> int:
-    return int(getattr(store, "link_changes", 0))
 
 
 def dormant_ages(

@@ -284,9 +284,7 @@ class Indexer:
 
     def _sync_text(self) -> None:
         """Keep the store's full-text index current too (SQLite builds it off the write path)."""
-        sync = getattr(self.store, "sync_text_index", None)
-        if sync is not None:
-            sync()
+        self.store.sync_text_index()
 
     def _failed(self, exc: BaseException) -> None:
         self.errors += 1
