@@ -69,6 +69,14 @@ def test_a_recalled_old_value_is_followed_by_what_replaced_it(weave_factory):
         assert "later on this" in recalled
 
 
+def _records(weave, sid, said, reply, n):
+    """``n`` records said by the user (``said(i)``), each acknowledged; their memories."""
+    rows = [m for i in range(n) for m in ({"role": "user", "content": said(i)},
+                                          {"role": "assistant", "content": reply})]  # fmt: skip
+    say(weave, sid, rows)
+    return memories(weave, sid, include_inactive=True)
+
+
 def test_records_of_a_list_named_by_numbers_are_all_kept(weave_factory):
     """A list of look-alike records (a number names each, and each holds something of
     its own) is many items: none supersedes another, so none is pointed at another as
@@ -76,13 +84,8 @@ def test_records_of_a_list_named_by_numbers_are_all_kept(weave_factory):
     the next value of the one before."""
     weave = weave_factory(index=False)
     kits = ["soldering iron", "oscilloscope probe", "bench multimeter", "hot-air station"]
-    rows = []
-    for i in range(16):
-        rows.append({"role": "user", "content": f"Drawer {40 + i} keeps the {kits[i % 4]} "
-                     f"with {3 + i % 5} spare tips."})  # fmt: skip
-        rows.append({"role": "assistant", "content": "Got it."})
-    say(weave, "lab", rows)
-    mems = memories(weave, "lab", include_inactive=True)
+    mems = _records(weave, "lab", lambda i: f"Drawer {40 + i} keeps the {kits[i % 4]} "
+                    f"with {3 + i % 5} spare tips.", "Got it.", 16)  # fmt: skip
     drawers = [m for m in mems if "Drawer" in m.content]
     assert len(drawers) == 16
     assert all(m.status == Status.ACTIVE for m in drawers), [
@@ -90,18 +93,10 @@ def test_records_of_a_list_named_by_numbers_are_all_kept(weave_factory):
     ]
     ctx = weave.assemble("lab", "which drawer keeps the oscilloscope probe?", budget_tokens=300)
     assert "later on this" not in ctx.text()
-
-
-def test_numbered_records_said_in_chinese_are_all_kept(weave_factory):
-    weave = weave_factory(index=False)
-    parts = ["扳手", "万用表", "电烙铁", "示波器探头"]
-    rows = []
-    for i in range(12):
-        rows.append({"role": "user", "content": f"{20 + i}号抽屉里放着{parts[i % 4]}，"
-                     f"还有{2 + i % 3}卷胶带。"})  # fmt: skip
-        rows.append({"role": "assistant", "content": "收到。"})
-    say(weave, "lab-zh", rows)
-    drawers = [m for m in memories(weave, "lab-zh", include_inactive=True) if "抽屉" in m.content]
+    parts = ["扳手", "万用表", "电烙铁", "示波器探头"]  # the same in Chinese: N号 names an item
+    mems = _records(weave, "lab-zh", lambda i: f"{20 + i}号抽屉里放着{parts[i % 4]}，"
+                    f"还有{2 + i % 3}卷胶带。", "收到。", 12)  # fmt: skip
+    drawers = [m for m in mems if "抽屉" in m.content]
     assert len(drawers) == 12 and all(m.status == Status.ACTIVE for m in drawers)
 
 
