@@ -361,11 +361,7 @@ def bench_locomo(
         typer.Option(help="Also score the assembled context at this budget (0: recall only)."),
     ] = 0,
     context_modes: Annotated[
-        str,
-        typer.Option(
-            help="Layouts for the context part: 'one session', 'settled' (one session, "
-            "maintenance caught up and compacted before the questions), 'per session'."
-        ),
+        str, typer.Option(help="Context layouts: 'one session', 'settled', 'per session'.")
     ] = "one session,per session",
     out: OutOpt = None,
 ) -> None:

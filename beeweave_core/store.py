@@ -157,39 +157,7 @@ class TenantView(Protocol):
 
 @runtime_checkable
 class EventReader(TenantView, Protocol):
-    """Reads events, their edges and artifacts: what retrieval, views and indexing need;
-    and the counters by which a reader holding derived state learns that it changed."""
-
-    #: Bumped by every status change or purge made through this object.
-    status_changes: int
-    #: Bumped by every ``link`` made through this object (see :meth:`linked_since`).
-    link_changes: int
-
-    def linked_since(self, mark: int) -> set[str] | None:
-        """Sources of the edges linked since ``link_changes`` was ``mark``.
-
-        Args:
-            mark: An earlier ``link_changes``.
-
-        Returns:
-            Their source ids (``None``: too many links ago to tell).
-        """
-        ...
-
-    def sync_text_index(
-        self, batch: int = 5_000, *, go_on: Callable[[], bool] | None = None
-    ) -> int:
-        """Bring the full-text index up to what is stored (SQLite indexes text off the
-        write path; a store that indexes as it writes has nothing to do).
-
-        Args:
-            batch: Events indexed per transaction.
-            go_on: Asked before each batch; False stops there.
-
-        Returns:
-            How many events were indexed.
-        """
-        ...
+    """Reads events, their edges and artifacts: what retrieval, views and indexing need."""
 
     def get(self, ids: Sequence[str], *, include_inactive: bool = False) -> list[Event]:
         """Read events by id, in the order asked.
@@ -426,6 +394,48 @@ class EventWriter(TenantView, Protocol):
 
 
 @runtime_checkable
+class Changes(TenantView, Protocol):
+    """The counters by which a part holding what it derived from the store (views, caches,
+    a text index) learns that the store changed, without reading it again."""
+
+    #: Bumped by every status change or purge made through this object.
+    status_changes: int
+    #: Bumped by every ``link`` made through this object (see :meth:`linked_since`).
+    link_changes: int
+
+    def linked_since(self, mark: int) -> set[str] | None:
+        """Sources of the edges linked since ``link_changes`` was ``mark``.
+
+        Args:
+            mark: An earlier ``link_changes``.
+
+        Returns:
+            Their source ids (``None``: too many links ago to tell).
+        """
+        ...
+
+    def sync_text_index(
+        self, batch: int = 5_000, *, go_on: Callable[[], bool] | None = None
+    ) -> int:
+        """Bring the full-text index up to what is stored (SQLite indexes text off the
+        write path; a store that indexes as it writes has nothing to do).
+
+        Args:
+            batch: Events indexed per transaction.
+            go_on: Asked before each batch; False stops there.
+
+        Returns:
+            How many events were indexed.
+        """
+        ...
+
+
+@runtime_checkable
+class ChangeReader(EventReader, Changes, Protocol):
+    """Reads events and learns when they changed: for a part that keeps what it derives."""
+
+
+@runtime_checkable
 class EventGraph(EventReader, EventWriter, Protocol):
     """Reads and writes the event graph: for a part that maintains records it derives from
     the ones it reads (memories, summaries, rollbacks)."""
@@ -529,8 +539,9 @@ class SessionDirectory(TenantView, Protocol):
 
 
 @runtime_checkable
-class SessionReader(EventReader, SessionDirectory, Protocol):
-    """Reads events and finds the sessions they belong to: recall across sessions, listings."""
+class SessionReader(ChangeReader, SessionDirectory, Protocol):
+    """Reads events and finds the sessions they belong to: recall across sessions, listings,
+    indexing."""
 
 
 @runtime_checkable

@@ -29,6 +29,7 @@ def home(tmp_path_factory: pytest.TempPathFactory) -> Path:
         say(w, "calm", [{"role": "user", "content": fact}, {"role": "assistant", "content": "Ok."}])
         say(w, "calm", chatter(30))
         w.assemble("calm", budget_tokens=400)
+        w.context.settle(["calm"])  # the compaction it asked for (a close drops what is due)
         say(w, "lost", chatter(4), prefix="lost")
         w.assemble("lost", budget_tokens=3000)
         w.store.append([Event(id=new_event_id(), session_id="lost", type=EventType.MEMORY,

@@ -29,7 +29,7 @@ from beeweave_core.context.compactor import units_between
 from beeweave_core.context.messages import CONVERSATION_TYPES, Unit, UnitBuilder
 from beeweave_core.context.working_state import TurnScan
 from beeweave_core.events import AppendResult, Event, EventType, Status
-from beeweave_core.store import EventReader, EventStore
+from beeweave_core.store import ChangeReader, EventReader, EventStore
 from beeweave_core.text import segment
 from beeweave_core.tokens import TokenCounter
 
@@ -459,7 +459,7 @@ class SessionView:
 class Views:
     """The engine's session views, dropped when the store changed behind them."""
 
-    def __init__(self, store: EventReader, *, max_sessions: int = 256) -> None:
+    def __init__(self, store: ChangeReader, *, max_sessions: int = 256) -> None:
         self.store = store
         self.lock = threading.RLock()
         self.max_sessions = max_sessions

@@ -23,7 +23,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
 from beeweave_core.events import Edge, EdgeType, Event, EventType, new_event_id
-from beeweave_core.store import EventGraph, EventReader, NotFound
+from beeweave_core.store import ChangeReader, EventGraph, EventReader, NotFound
 
 DAY = 86_400.0
 CONFIRMED = "memory_confirmed"
@@ -59,7 +59,7 @@ class Affirmations:
     (:meth:`~beeweave_core.store.BaseEventStore.linked_since`).
     """
 
-    def __init__(self, store: EventReader, *, max_entries: int = 200_000) -> None:
+    def __init__(self, store: ChangeReader, *, max_entries: int = 200_000) -> None:
         self.store = store
         self.max_entries = max_entries
         self._lock = threading.Lock()
