@@ -233,6 +233,25 @@ def test_spool_left_by_a_crash_is_replayed_on_start(db, tmp_path):
     bus3.close()
 
 
+def test_a_spool_written_in_another_form_is_made_canonical_on_replay(db, tmp_path):
+    """A dead process's spool may come from another version, whose records the journal
+    did not make canonical (text from a broken decode, a lone surrogate): replayed, it
+    is stored in canonical form, not refused."""
+    crashed = subprocess.run([sys.executable, "-c", CRASH, str(db), str(tmp_path / "spool")],
+                             capture_output=True, text=True, timeout=120)  # fmt: skip
+    spool = Path(crashed.stdout.strip())
+    assert crashed.returncode == 1 and spool.is_file(), crashed.stderr
+    first, rest = spool.read_bytes().split(b"\n", 1)
+    line = json.loads(first)
+    line["event"]["payload"] = {"label": "gr\udcfcn"}
+    spool.write_bytes(json.dumps(line).encode() + b"\n" + rest)  # (escaped: ASCII JSON)
+    bus = open_bus(db, tmp_path)
+    assert bus.flush() and bus.stats()["refused"] == 0
+    assert contents(bus.store) == [f"m{i}" for i in range(10)]
+    assert bus.store.timeline("s")[0].payload == {"label": "gr\\udcfcn"}
+    bus.close()
+
+
 def test_close_flushes(db, tmp_path):
     bus = open_bus(db, tmp_path)
     for i in range(1000):
@@ -414,3 +433,19 @@ def test_a_live_spool_is_never_claimed_as_an_orphan(tmp_path):
         spool.append(b'{"n": 0}\n')
         spool.close()  # the file is still there: close() reads it
     assert len(list(folder.glob("k.*.spool.jsonl"))) == len(made)
+
+
+def test_a_pre_built_event_is_stored_in_canonical_form(weave_factory):
+    """``record_messages`` hands the bus built events; their records are made canonical
+    like every other (the store takes the bus's records as they are): text from a broken
+    decode is kept escaped, not refused."""
+    from beeweave_core.transcript import record_messages
+
+    w = weave_factory(index=False)
+    call = {"id": "k1", "name": "weigh", "args": {"crate": "gr\udcfcn", "grams": 412}}
+    ids = record_messages(w, "s", [{"role": "user", "content": "weigh the green crate"},
+                                   {"role": "assistant", "content": "", "tool_calls": [call]}])  # fmt: skip
+    assert w.flush() and w.stats()["refused"] == 0
+    stored = w.store.get(ids)
+    assert len(stored) == 3
+    assert stored[-1].payload["args"] == {"crate": "gr\\udcfcn", "grams": 412}

@@ -113,7 +113,7 @@ class Journal(Overflow):
         try:
             if isinstance(it, Submitted):  # pre-built event (submit)
                 self._close_groups(batch, session_id=it.event.session_id)
-                batch.append((it.n, it.event.to_record()))
+                batch.append((it.n, self._submitted(it.event)))
             elif it.high:
                 self._close_groups(batch, session_id=it.session_id)
                 self._add_built(batch, it)

@@ -50,6 +50,15 @@ def _raw(item: Any) -> Any:
         return out
 
 
+def canonical(rec: dict[str, Any]) -> dict[str, Any]:
+    """``rec`` with its payload, meta and source in canonical form (a record the journal
+    did not build: a pre-built event, a spool another process or version left)."""
+    for name in ("payload", "meta", "source"):
+        if name in rec:
+            rec[name] = to_jsonable(rec[name])
+    return rec
+
+
 class Records(CaptureState):
     """Event records, redaction and dead letters (a part of :class:`ContextBus`)."""
 
@@ -89,6 +98,11 @@ class Records(CaptureState):
             "status": "active",
             "status_reason": None,
         }
+
+    def _submitted(self, event: Event) -> dict[str, Any]:
+        """A pre-built event's record, in canonical form like every other record (the
+        store takes the bus's records as they are)."""
+        return canonical(event.to_record())
 
     def redact(self, value: T) -> T:
         """``value`` with personal data replaced (counted in ``stats()["redacted"]``, never

@@ -17,7 +17,7 @@ import time
 from collections.abc import Iterable, Iterator
 from typing import TYPE_CHECKING, Any
 
-from beeweave_core.capture.records import Records, reason
+from beeweave_core.capture.records import Records, canonical, reason
 from beeweave_core.capture.spool import chunks
 from beeweave_core.events import Event
 
@@ -57,7 +57,8 @@ class Replay(Records):
         while self._orphans:
             path, handle = self._orphans[0]
             for lines, pos in chunks(path, self.batch_size, self._orphan_off):
-                events = self._events(line["event"] for line in self._parse(lines))
+                # another process's (or version's) journal wrote them: made canonical here
+                events = self._events(canonical(line["event"]) for line in self._parse(lines))
                 if not self._store(events):
                     return False
                 self._stats["replayed"] += len(events)
