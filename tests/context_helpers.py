@@ -3,12 +3,23 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from beeweave_core.context import record_messages
 from beeweave_core.events import EventType
 from beeweave_core.weave import Weave
+
+
+def exchanges(
+    n: int, user: Callable[[int], str], reply: Callable[[int], str]
+) -> list[dict[str, Any]]:
+    """``n`` user turns ``user(i)``, each answered by ``reply(i)``."""
+    return [
+        m
+        for i in range(n)
+        for m in ({"role": "user", "content": user(i)}, {"role": "assistant", "content": reply(i)})
+    ]
 
 
 def call(cid: str, name: str, args: dict[str, Any]) -> dict[str, Any]:

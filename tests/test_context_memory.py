@@ -10,7 +10,7 @@ from beeweave_core.context import decay
 from beeweave_core.events import EdgeType, Status
 from beeweave_core.text.language import fold
 
-from .context_helpers import chatter, memories, say
+from .context_helpers import chatter, exchanges, memories, say
 
 
 def _by_text(weave, sid, needle, *, include_inactive=True):
@@ -71,9 +71,7 @@ def test_a_recalled_old_value_is_followed_by_what_replaced_it(weave_factory):
 
 def _records(weave, sid, said, reply, n):
     """``n`` records said by the user (``said(i)``), each acknowledged; their memories."""
-    rows = [m for i in range(n) for m in ({"role": "user", "content": said(i)},
-                                          {"role": "assistant", "content": reply})]  # fmt: skip
-    say(weave, sid, rows)
+    say(weave, sid, exchanges(n, said, lambda _i: reply))
     return memories(weave, sid, include_inactive=True)
 
 

@@ -9,14 +9,13 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Callable
 from typing import Any
 
 from beeweave_core.context import PRESETS
 from beeweave_core.text import language as L
 from beeweave_core.tokens import TokenCounter
 
-from .context_helpers import call, say
+from .context_helpers import call, exchanges, say
 
 REFRAINS = [
     "The coffee machine on the second floor is broken again.",
@@ -32,17 +31,6 @@ def _refrain(i: int) -> list[dict[str, Any]]:
     return [
         {"role": "user", "content": f"{a} {b}"},
         {"role": "assistant", "content": f"Noted. {REFRAINS[(i + 2) % 4]}"},
-    ]
-
-
-def _exchanges(
-    n: int, user: Callable[[int], str], reply: Callable[[int], str]
-) -> list[dict[str, Any]]:
-    """``n`` user turns ``user(i)``, each answered by ``reply(i)``."""
-    return [
-        m
-        for i in range(n)
-        for m in ({"role": "user", "content": user(i)}, {"role": "assistant", "content": reply(i)})
     ]
 
 
@@ -129,11 +117,11 @@ def test_a_question_about_the_past_gets_the_room_the_newest_turns_keep_it_otherw
 ) -> None:
     weave = weave_factory()
     things = ["tax", "payroll", "lease", "insurance", "pension", "customs", "grant", "audit"]
-    turns = _exchanges(
+    turns = exchanges(
         48,  # more shelves than the budget holds: recall needs the room
         lambda i: f"Vault shelf {i + 1} holds the {things[i % 8]} records from {1990 + i}.",
         lambda i: f"Filed shelf {i + 1}.",
-    ) + _exchanges(
+    ) + exchanges(
         30,
         lambda i: (
             f"The courier van number {40 + i} left depot {chr(65 + i % 26)} at "
@@ -159,7 +147,7 @@ def test_a_question_about_the_past_gets_the_room_the_newest_turns_keep_it_otherw
 def test_a_follow_up_about_the_past_keeps_the_turn_it_replies_to(weave_factory: Any) -> None:
     weave = weave_factory()
     crops = ["basil", "chard", "leek", "fennel"]
-    turns = _exchanges(  # more than the budget holds: recall fills it
+    turns = exchanges(  # more than the budget holds: recall fills it
         60,
         lambda i: (
             f"Greenhouse bed {i + 1} grows the {crops[i % 4]} seedlings of batch "
@@ -167,7 +155,7 @@ def test_a_follow_up_about_the_past_keeps_the_turn_it_replies_to(weave_factory: 
             f"and its label shows the sowing week {10 + i % 40} and the tray count {4 + i % 7}."
         ),
         lambda i: f"Logged bed {i + 1}.",
-    ) + _exchanges(
+    ) + exchanges(
         30,
         lambda i: f"Delivery truck {70 + i} unloaded {5 + i % 9} pallets at gate {i % 4 + 1}.",
         lambda i: f"Truck {70 + i} is logged.",
@@ -209,7 +197,7 @@ def test_a_change_kept_as_a_memory_is_read_after_the_recalled_turn_it_changes(
         {"role": "user", "content": "Ship the nightly backups to the cold tier."},
         {"role": "assistant", "content": "Sure."},
     ]
-    turns += _exchanges(  # reports about backups: recall has more candidates than room
+    turns += exchanges(  # reports about backups: recall has more candidates than room
         30,
         lambda i: f"Did the backup of laptop L-{100 + i} finish?",
         lambda i: f"Yes, laptop L-{100 + i} was backed up at 0{i % 6}:{10 + i} with {i + 2} GB.",

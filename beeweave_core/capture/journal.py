@@ -19,7 +19,7 @@ from typing import Any
 
 from beeweave_core.capture.item import Item, Queued, Submitted
 from beeweave_core.capture.overflow import Overflow
-from beeweave_core.capture.records import reason
+from beeweave_core.capture.records import canonical, reason
 from beeweave_core.capture.spool import encode
 
 log = logging.getLogger("beeweave.bus")
@@ -111,9 +111,9 @@ class Journal(Overflow):
     def _arrange(self, batch: list[Built], it: Queued) -> None:
         """Place one queued item: pre-built, high priority, or a fragment to coalesce."""
         try:
-            if isinstance(it, Submitted):  # pre-built event (submit)
+            if isinstance(it, Submitted):  # pre-built event (submit): made canonical too
                 self._close_groups(batch, session_id=it.event.session_id)
-                batch.append((it.n, self._submitted(it.event)))
+                batch.append((it.n, canonical(it.event.to_record())))
             elif it.high:
                 self._close_groups(batch, session_id=it.session_id)
                 self._add_built(batch, it)

@@ -99,11 +99,6 @@ class Records(CaptureState):
             "status_reason": None,
         }
 
-    def _submitted(self, event: Event) -> dict[str, Any]:
-        """A pre-built event's record, in canonical form like every other record (the
-        store takes the bus's records as they are)."""
-        return canonical(event.to_record())
-
     def redact(self, value: T) -> T:
         """``value`` with personal data replaced (counted in ``stats()["redacted"]``, never
         logged); ``value`` itself without a redactor.  The one place anything BeeWeave
