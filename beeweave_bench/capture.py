@@ -7,6 +7,7 @@ import tempfile
 import time
 from typing import Any
 
+from beeweave_bench.waits import flush_until
 from beeweave_core.weave import Weave
 
 
@@ -57,7 +58,7 @@ def run(n: int = 100_000) -> tuple[list[dict[str, Any]], dict[str, Any]]:
                 }
             )
         t0 = time.perf_counter()
-        weave.flush(300)
+        flush_until(weave, 300)
         drain = time.perf_counter() - t0
         stats = weave.stats()
         weave.close()

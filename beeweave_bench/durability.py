@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Any
 
 import beeweave_core
+from beeweave_bench.waits import flush_until
 from beeweave_core.events import EdgeType
 from beeweave_core.weave import Weave
 
@@ -152,7 +153,7 @@ def _purge_secret(weave: Weave) -> None:
 def stored_events(url: str, spool: Path, **kw: Any) -> list[Any]:
     """Open the store again (replaying what was left in the spool) and read the session."""
     with Weave.open(url, spool_dir=spool, index=False, **kw) as weave:
-        _flush_until(weave, 300)
+        flush_until(weave, 300)
         return weave.store.timeline(SID)
 
 
@@ -205,15 +206,6 @@ def kill_run(
     return row
 
 
-def _flush_until(weave: Weave, timeout: float) -> bool:
-    """flush() until it says everything is stored (a stalled store call must finish first)."""
-    deadline = time.monotonic() + timeout
-    while not weave.flush(1.0):
-        if time.monotonic() > deadline:
-            return False
-    return True
-
-
 def all_private(folder: Path) -> bool:
     """``folder`` exists, every file under it is 0600 and every folder 0700."""
     found = [folder, *folder.rglob("*")]
@@ -239,7 +231,7 @@ def sqlite_lock_run(tmp: Path, n: int = 1_000) -> dict[str, Any]:
         blocker.execute("ROLLBACK")
         blocker.close()
         t1 = time.monotonic()
-        back = _flush_until(weave, 120)
+        back = flush_until(weave, 120)
         t_replay = time.monotonic() - t1
         got = [e.content for e in weave.store.timeline(SID)]
     return {
@@ -290,7 +282,7 @@ def purge_sibling_run(tmp: Path, n: int = 30, *, dies_after_purge: bool = False)
         child.proc.kill()
         child.proc.wait(60)
     with Weave.open(url, spool_dir=spool, index=False) as after:  # replays the dead spool
-        _flush_until(after, 300)
+        flush_until(after, 300)
         back = after.store.timeline(SID)
         refused = after.stats().get("purged_copies", 0)
     return {

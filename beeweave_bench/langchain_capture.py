@@ -31,6 +31,7 @@ from langchain_core.tools import tool
 from langchain_core.tracers.run_collector import RunCollectorCallbackHandler
 
 from beeweave_bench.report import median, percentile
+from beeweave_bench.waits import flush_until
 from beeweave_core.weave import Weave
 from beeweave_langchain.callbacks import BeeWeaveCallbackHandler
 from beeweave_langchain.testing import FakeToolCallingChatModel, calls, tool_call
@@ -184,7 +185,7 @@ def run(n: int = 100_000) -> tuple[list[dict[str, Any]], dict[str, Any]]:
             "BeeWeave handler": _direct_calls(handler, direct_n),
         }
         t0 = time.perf_counter()
-        weave.flush(600)
+        flush_until(weave, 120)
         drain = time.perf_counter() - t0
         stats = weave.stats()
         weave.close()

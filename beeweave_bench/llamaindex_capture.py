@@ -31,6 +31,7 @@ from llama_index.core.memory import ChatMemoryBuffer
 from llama_index.core.tools import FunctionTool, ToolOutput
 
 from beeweave_bench.report import median, percentile
+from beeweave_bench.waits import flush_until
 from beeweave_core.weave import Weave
 from beeweave_llamaindex.instrumentation import BeeWeaveEventHandler
 
@@ -156,7 +157,7 @@ def run(n: int = 100_000) -> tuple[list[dict[str, Any]], dict[str, Any]]:
         samples = _time_turns(agent, cases, runs)
         direct = _direct(BeeWeaveEventHandler(weave=weave, session_id="direct"), n)
         t0 = time.perf_counter()
-        weave.flush(300)
+        flush_until(weave, 120)
         drain = time.perf_counter() - t0
         stats = weave.stats()
         weave.close()
