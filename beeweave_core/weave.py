@@ -342,7 +342,9 @@ class Weave:
         """The scopes this weave reads and writes (``None``: every scope)."""
         return self.store.scopes
 
-    def flush(self, timeout: float = 30.0, wait_index: bool = False) -> bool:
+    def flush(
+        self, timeout: float = 30.0, wait_index: bool = False, *, reading: bool = False
+    ) -> bool:
         """Wait until captured events are in the store, so a read right after sees them.
 
         Words are indexed before it returns (within ``timeout``), so a search right after
@@ -353,6 +355,8 @@ class Weave:
             timeout: Most seconds to wait, for everything together.
             wait_index: Also wait until the indexer has embedded everything stored so far
                 (for a caller that retrieves by meaning right after writing).
+            reading: Leave out the audit records of earlier assemblies (what the context
+                engine passes before a read: they are not what it reads).
 
         Returns:
             False when some events are only spooled on disk (replayed later), were
@@ -360,7 +364,7 @@ class Weave:
             the indexer did not catch up.
         """
         deadline = time.monotonic() + timeout
-        stored = self.bus.flush(timeout)
+        stored = self.bus.flush(timeout, reading=reading)
         if stored:  # (a store that did not answer would hold this call on its lock)
             self._sync_words(deadline)
         if not wait_index or self.indexer is None:
@@ -688,7 +692,7 @@ class Weave:
             self.config.context,
             emit=partial(self._emit_record, store),  # type: ignore[arg-type]
             retrieve=partial(self.retrieve, scopes=readable),
-            flush=self.flush,
+            flush=partial(self.flush, reading=True),
             gate=self.reads,
         )
         self.bus.subscribe(engine.on_batch)
@@ -737,6 +741,7 @@ class Weave:
             payload=payload,
             meta=meta,
             source=source,
+            lazy=True,  # the next read does not wait for it
         )
 
     def assemble(

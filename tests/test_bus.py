@@ -449,3 +449,27 @@ def test_a_pre_built_event_is_stored_in_canonical_form(weave_factory):
     stored = w.store.get(ids)
     assert len(stored) == 3
     assert stored[-1].payload["args"] == {"crate": "gr\\udcfcn", "grams": 412}
+
+
+def test_a_reading_flush_does_not_wait_for_lazy_records(db, tmp_path):
+    """A read waits for what was captured, not for the audit records of reads before it;
+    a plain flush still waits for everything."""
+    bus = open_bus(db, tmp_path, busy_timeout=30.0)
+    bus.emit("user_message", "the question", session_id="s")
+    assert bus.flush()
+    blocker = sqlite3.connect(db, isolation_level=None)
+    blocker.execute("BEGIN EXCLUSIVE")  # the store thread's next write waits on this
+    try:
+        bus.emit("retrieval", "an audit record", session_id="s", lazy=True)
+        t0 = time.monotonic()
+        assert bus.flush(3, reading=True) is True
+        assert time.monotonic() - t0 < 1.0
+        assert bus.flush(0.5) is False  # a plain flush waits for the lazy record too
+        bus.emit("user_message", "a captured turn", session_id="s")
+        assert bus.flush(0.5, reading=True) is False  # …and a read waits for a real one
+    finally:
+        blocker.execute("ROLLBACK")
+        blocker.close()
+    assert bus.flush(30)
+    assert contents(bus.store) == ["the question", "an audit record", "a captured turn"]
+    bus.close()

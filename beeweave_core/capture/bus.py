@@ -126,7 +126,7 @@ class ContextBus(Intake, Journal, Drain, Purge):
         atexit.register(self._atexit)
         shutdown.register(self)
 
-    def flush(self, timeout: float = 30.0) -> bool:
+    def flush(self, timeout: float = 30.0, *, reading: bool = False) -> bool:
         """Wait until everything emitted so far is in the store.
 
         True: every event emitted before the call is stored, and nothing was refused
@@ -138,16 +138,21 @@ class ContextBus(Intake, Journal, Drain, Purge):
 
         Args:
             timeout: Most seconds to wait.
+            reading: Do not wait for lazy records (``emit(lazy=True)``): a read needs
+                what was captured, not the audit records of the reads before it
+                (each assembly would otherwise wait for the previous one's).
 
         Returns:
-            Whether everything emitted before the call is stored and nothing was refused.
+            Whether everything emitted before the call is stored (lazy records left out
+            when ``reading``) and nothing was refused.
         """
         target = next(self._counter)
+        self._lazy.add(target)  # a wait's own number: nothing to store
         self._flush_target = max(self._flush_target, target)
         self._wake.set()
         deadline = time.monotonic() + timeout
         with self._cond:
-            while self._stored_upto < target:
+            while self._stored_upto < target and not (reading and self._only_lazy(target)):
                 if self._persisted_upto >= target and self._store_unavailable():
                     break
                 left = deadline - time.monotonic()
@@ -156,9 +161,16 @@ class ContextBus(Intake, Journal, Drain, Purge):
                 self._cond.wait(min(left, 0.05))
                 self._wake.set()
                 self._swake.set()
+            done = self._stored_upto >= target or (reading and self._only_lazy(target))
         total = self._stats["refused"] + self._stats["refused_unkept"]
         refused, self._refused_seen = total > self._refused_seen, total
-        return self._stored_upto >= target and not refused
+        return done and not refused
+
+    def _only_lazy(self, target: int) -> bool:
+        """Every number below ``target`` not yet stored is a lazy record or a wait's mark
+        (stored in order: the first one that is not ends the check)."""
+        lazy = self._lazy
+        return all(n in lazy for n in range(self._stored_upto + 1, target))
 
     def persisted(self, timeout: float = 5.0) -> bool:
         """Wait until everything emitted so far is at least on disk (spool or store).
@@ -170,6 +182,7 @@ class ContextBus(Intake, Journal, Drain, Purge):
             Whether it all reached disk before ``timeout``.
         """
         target = next(self._counter)
+        self._lazy.add(target)
         self._flush_target = max(self._flush_target, target)
         self._wake.set()
         deadline = time.monotonic() + timeout

@@ -129,6 +129,10 @@ class Drain(Replay):
         if done > self._stored_upto:
             with self._cond:
                 self._stored_upto = done
+                # numbers the store has passed no flush asks about (``emit`` may add one
+                # meanwhile: the set is copied in one C call, each number dropped alone)
+                for n in [n for n in list(self._lazy) if n <= done]:
+                    self._lazy.discard(n)
                 self._cond.notify_all()
 
     # ------------------------------------------------------------ one store call

@@ -74,6 +74,7 @@ class Intake(Overflow):
         ts: float | None = None,
         priority: str | None = None,
         coalesce_key: str | None = None,
+        lazy: bool = False,
     ) -> str:
         """Queue one event and return its id at once; never raises, never blocks.
 
@@ -83,10 +84,14 @@ class Intake(Overflow):
         ``coalesce_key`` inside ``coalesce_window`` are merged into one.  Input that
         cannot become an event (a non-string session id, ``ts="yesterday"``) is
         refused: counted, and kept in the dead-letter file with the reason.
+        ``lazy``: a record no read waits for (an assembly's audit record): a
+        ``flush(reading=True)`` does not wait until it is stored.
         """
         eid = ""
         try:
             n = next(self._counter)
+            if lazy:
+                self._lazy.add(n)
             self._stats["emitted"] += 1
             if telemetry.CAPTURE is not None:
                 telemetry.CAPTURE.add(1)

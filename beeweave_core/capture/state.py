@@ -95,6 +95,8 @@ class CaptureState:
         self._stored_off = 0
         self._disk = False  # the store thread replays from the spool file, not from memory
         self._persisted_upto = self._stored_upto = self._flush_target = -1
+        # numbers a reading flush need not wait for: lazy records and other waits' marks
+        self._lazy: set[int] = set()
         self._orphan_off = 0
         self._store_up = True
         self._next_retry = self._last_write = 0.0

@@ -813,9 +813,7 @@ def _account(plan: Plan, reports: dict[str, LayerReport], f: _Fill) -> None:
         for k in f.r_out[:LEFT_OUT_SHOWN]
     ]
     ir.pieces = [_unit_piece(c, u, sid) for u in f.window]
-    ir.left_out = [
-        _unit_piece(c, u, sid, note="older than the window") for u in f.dropped[-LEFT_OUT_SHOWN:]
-    ]
+    ir.left_out = _older_turns(c, f.dropped[-LEFT_OUT_SHOWN:], sid)
 
 
 #: Recalled candidates listed as left out in the audit (the best-ranked first).
@@ -954,7 +952,7 @@ def _line_piece(
     )
 
 
-def _unit_piece(c: TokenCounter, u: Unit, sid: str, note: str | None = None) -> Piece:
+def _unit_piece(c: TokenCounter, u: Unit, sid: str) -> Piece:
     # every message's words (a tool group: what the assistant said, then what came back)
     text = " ".join(str(m["content"]) for m in u.messages if m.get("content"))[:200]
     return Piece(
@@ -965,9 +963,28 @@ def _unit_piece(c: TokenCounter, u: Unit, sid: str, note: str | None = None) -> 
         tuple(u.ids),
         sid,
         (u.seq_from, u.seq_to),
-        None,
-        note,
     )
+
+
+def _older_turns(c: TokenCounter, units: Sequence[Unit], sid: str) -> list[Piece]:
+    """The turns before the window, as one piece: each is the rest of the history, not
+    a choice to explain (listed one by one, with their words, they made most of every
+    audit record, written on each call)."""
+    if not units:
+        return []
+    return [
+        Piece(
+            "immediate",
+            "earlier turns",
+            f"{len(units)} turns before the window",
+            sum(unit_cost(c, u) for u in units),
+            tuple(i for u in units for i in u.ids),
+            sid,
+            (units[0].seq_from, units[-1].seq_to),
+            None,
+            "older than the window",
+        )
+    ]
 
 
 def lines_for(

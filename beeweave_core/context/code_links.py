@@ -10,6 +10,7 @@ a code is a word no other item shares, so following it costs one lexical search.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Sequence
 
 from beeweave_core.events import Event, EventType
@@ -27,13 +28,15 @@ SHARE = 0.95
 _NAMERS = frozenset({EventType.USER_MESSAGE, EventType.ASSISTANT_MESSAGE})
 
 
-def codes(text: str) -> list[str]:
-    """The codes ``text`` names: identifiers holding both letters and digits."""
-    return [
+@functools.lru_cache(maxsize=4_096)
+def codes(text: str) -> tuple[str, ...]:
+    """The codes ``text`` names: identifiers holding both letters and digits (kept per
+    text: the best recalled turns are much the same from one call to the next)."""
+    return tuple(
         t
         for t in dict.fromkeys(identifiers(text))
         if any(c.isdigit() for c in t) and any(c.isalpha() for c in t) and len(t) >= 4
-    ]
+    )
 
 
 def with_code_links(
