@@ -41,7 +41,7 @@ from beeweave_core.tokens import DEFAULT_MODEL, TokenCounter
 
 if TYPE_CHECKING:
     from beeweave_core.retrieval import Hit
-    from beeweave_core.store import EventGraph
+    from beeweave_core.store_writer import StoreWriter
     from beeweave_core.weave import Weave
 
 #: The namespace every agent reads: notes one agent leaves for the others.
@@ -214,8 +214,9 @@ class MemoryOps:
         return self._counter
 
     @property
-    def writer(self) -> EventGraph:
-        """The weave's synchronous, indexed writer (a new memory is recallable at once)."""
+    def writer(self) -> StoreWriter:
+        """The weave's synchronous writer (a new memory is recallable at once, and the
+        context engine's views follow what the tools invalidate); reads go to the store."""
         return self.weave.writer
 
     # ------------------------------------------------------------ dispatch
@@ -369,8 +370,9 @@ class MemoryOps:
         if self.agent_id:
             meta["agent_id"] = self.agent_id
         # a memory is of its sources' scope (never of two), else the writer's (scopes.py)
-        origin = derived(e.scope for e in self.writer.get(sources, include_inactive=True))
-        scope = origin if origin is not None else write_scope(None, self.writer.scopes)
+        store = self.weave.store
+        origin = derived(e.scope for e in store.get(sources, include_inactive=True))
+        scope = origin if origin is not None else write_scope(None, store.scopes)
         if scope is not None:
             meta[SCOPE_KEY] = scope
         links: dict[EdgeType, tuple[str, ...]] = {}

@@ -22,8 +22,8 @@ from beeweave_core.backends.neo4j.auth import AuthSpec
 from beeweave_core.capture import ContextBus
 from beeweave_core.config import IndexConfig, WeaveConfig
 from beeweave_core.errors import shown
-from beeweave_core.events import AppendResult, EdgeType, Event, EventType
-from beeweave_core.governance.redaction import EVENT_FIELDS, env_redactor
+from beeweave_core.events import EdgeType, EventType
+from beeweave_core.governance.redaction import env_redactor
 from beeweave_core.governance.retention import erase_from_archives
 from beeweave_core.ids import check_tenant
 from beeweave_core.items import ItemIndex, purge_namespace, user_namespace
@@ -31,6 +31,7 @@ from beeweave_core.paths import beeweave_home, default_url
 from beeweave_core.read_gate import ReadGate
 from beeweave_core.scopes import META_KEY, Readable, derived, narrow, with_scope
 from beeweave_core.store import EventStore, SessionDirectory
+from beeweave_core.store_writer import AppendListener, StoreWriter
 from beeweave_core.tombstones import EVENT, SESSION, USER, Tombstone, buried, of_purge
 from beeweave_core.transcript import Transcript, bus_transcript
 
@@ -94,40 +95,6 @@ def open_store(
     return open_backend(url, tenant=tenant, auth=auth, database=database, **kw).events
 
 
-class _IndexedStore:
-    """The weave's store for BeeWeave's own writers (summaries, memories).
-
-    They write synchronously, bypassing the capture queue; their appends are handed
-    to the vector indexer the same way captured batches are, so a new memory is
-    searchable by meaning at once, not only after the next gap check.
-    """
-
-    def __init__(
-        self, store: EventStore, indexer: Indexer | None, redact: Callable[[T], T] | None = None
-    ) -> None:
-        self._store = store
-        self._indexer = indexer
-        self._redact = redact
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._store, name)
-
-    def append(self, events: Sequence[Event], *, canonical: bool = False) -> AppendResult:
-        r = self._redact
-        if r is not None:  # memory tools write what an agent passed them: redact it too
-            events = [
-                e.model_copy(update={f: r(getattr(e, f)) for f in EVENT_FIELDS}) for e in events
-            ]
-        # the scope each is stored under, so its vectors carry the same one
-        events = [self._store.in_scope(e) if isinstance(e, Event) else e for e in events]
-        result = self._store.append(events, canonical=canonical)
-        indexer = self._indexer
-        if indexer is not None and result.ids:
-            new = set(result.ids)
-            indexer.on_stored([e for e in events if e.id in new])
-        return result
-
-
 class Weave:
     """An agent's lasting memory: capture (``emit``), the graph (``store``), and reads.
 
@@ -138,8 +105,9 @@ class Weave:
 
     The weave builds its parts and hands each what it works with: the indexer gets the
     store and the index settings, the retriever the store and the indexer, the context
-    engine the indexed writer and the weave's ``emit``/``retrieve``/``flush``.  Parts
-    that listen to capture are subscribed to the bus here, and closed by :meth:`close`.
+    engine the writer of its store (:attr:`writer`, which the indexer follows) and the
+    weave's ``emit``/``retrieve``/``flush``.  Parts that listen to capture are subscribed
+    to the bus here, and closed by :meth:`close`.
 
     Args:
         backend: The opened store and what lives beside it (:meth:`open` opens one).
@@ -189,7 +157,7 @@ class Weave:
         self._retrievers: dict[Readable, Retriever] = {}
         self._contexts: dict[Readable, ContextEngine] = {}
         self._contexts_lock = threading.Lock()  # two first reads build one engine
-        self._writers: dict[int, tuple[EventStore, _IndexedStore]] = {}
+        self._writers: dict[int, tuple[EventStore, StoreWriter]] = {}
         self._writers_lock = threading.Lock()
         self._items: ItemIndex | None = None  # store items' pointers (a user purge's)
         self._transcript: Transcript | None = None
@@ -386,22 +354,25 @@ class Weave:
         return self.bus.stats()
 
     @property
-    def writer(self) -> EventStore:
-        """The store, for components that write directly: appends also get indexed."""
+    def writer(self) -> StoreWriter:
+        """BeeWeave's own synchronous writes to :attr:`store` (memories, notes, imports):
+        redacted, put in the store's write scope, stored, then told to the vector indexer
+        (searchable by meaning at once) and the context engine's views.  It only writes:
+        reads go to ``weave.store``."""
         return self._writer_for(self.store)
 
-    def _writer_for(self, store: EventStore) -> EventStore:
-        """``store`` (the weave's, or a narrower scope view) as BeeWeave's own writers use
-        it: built once per store."""
+    def _writer_for(self, store: EventStore) -> StoreWriter:
+        """The writer of ``store`` (the weave's, or a narrower scope view): built once per
+        store, so every part writing to it shares its subscribers."""
         with self._writers_lock:
             held = self._writers.get(id(store))
             if held is None:  # (the store is kept with it: its id is never reused)
                 redact = self.redact if self.bus.redactor is not None else None
-                held = self._writers[id(store)] = (
-                    store,
-                    _IndexedStore(store, self.indexer, redact),
-                )
-            return held[1]  # type: ignore[return-value]
+                writer = StoreWriter(store, redact=redact)
+                if self.indexer is not None:
+                    writer.subscribe(AppendListener(self.indexer.on_stored))
+                held = self._writers[id(store)] = (store, writer)
+            return held[1]
 
     def redact(self, value: T) -> T:
         """``value`` as the weave's redactor would store it (itself when redaction is off).

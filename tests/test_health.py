@@ -6,6 +6,7 @@ import pytest
 
 from beeweave_core.events import Event, EventType, new_event_id
 from beeweave_core.governance.health import amnesia_check, key_tokens, pooled, session_health
+from beeweave_core.store_writer import StoreWriter
 
 # ``store`` (conftest): an empty store of each backend, SQLite and the real Neo4j.
 
@@ -129,7 +130,9 @@ def test_compaction_that_lost_a_fact_is_rolled_back(store):
 
     made = _session(store, facts_in_summary=False)
     written = [made["s1"].id, made["s2"].id, made["merge"].id]
-    rolled, after = guard_compaction(store, "n", written, _render(store, room=12), lambda m: ())
+    rolled, after = guard_compaction(
+        StoreWriter(store), "n", written, _render(store, room=12), lambda m: ()
+    )
     assert sorted(rolled) == sorted([made["s1"].id, made["merge"].id])  # s2 kept
     assert after is not None and after.ok
     gone = store.get(rolled, include_inactive=True)
@@ -148,7 +151,9 @@ def test_compaction_kept_when_it_is_not_to_blame(store, kept, room):
 
     made = _session(store, facts_in_summary=kept)
     written = [s.id for s in made.values()]
-    rolled, after = guard_compaction(store, "n", written, _render(store, room), lambda m: ())
+    rolled, after = guard_compaction(
+        StoreWriter(store), "n", written, _render(store, room), lambda m: ()
+    )
     assert rolled == [] and after is not None and after.ok is kept
     assert len(store.timeline("n", types=(EventType.SUMMARY,))) == 3
     assert store.timeline("n", types=(EventType.WARNING,)) == []
@@ -160,7 +165,9 @@ def test_dormant_facts_are_not_checked_after_compaction(store):
     made = _session(store, facts_in_summary=False)
     mem = store.timeline("n", types=(EventType.MEMORY,))[0]
     written = [s.id for s in made.values()]
-    rolled, after = guard_compaction(store, "n", written, _render(store, 12), lambda m: {mem.id})
+    rolled, after = guard_compaction(
+        StoreWriter(store), "n", written, _render(store, 12), lambda m: {mem.id}
+    )
     assert (rolled, after) == ([], None)
 
 

@@ -33,7 +33,7 @@ from beeweave_core.context.messages import Unit, read_units, split_units
 from beeweave_core.context.summarizers import Summarizer
 from beeweave_core.events import EdgeType, Event, EventType, event_id_for
 from beeweave_core.scopes import derived, runs
-from beeweave_core.store import EventGraph
+from beeweave_core.store_writer import StoreWriter
 from beeweave_core.text import language as L
 from beeweave_core.tokens import TokenCounter
 
@@ -130,14 +130,17 @@ class Compactor:
 
     def __init__(
         self,
-        store: EventGraph,
+        writer: StoreWriter,
         summarizer: Summarizer,
         *,
         policy: CompactionPolicy | None = None,
         edit_policy: EditPolicy | None = None,
         overturned: Any = None,
     ) -> None:
-        self.store = store
+        #: Summaries, notes and rollbacks go through it (the engine's views follow them).
+        self.writer = writer
+        #: What the compactor reads (the writer's store).
+        self.store = writer.store
         self.summarizer = summarizer
         self.policy = policy or CompactionPolicy()
         self.edit_policy = edit_policy or EditPolicy()
@@ -502,7 +505,7 @@ class Compactor:
 
     def _roll_back(self, session_id: str, ev: Event, missing: Sequence[str]) -> None:
         reason = "retention check failed: lost " + ", ".join(missing[:10]) + "; originals kept"
-        self.store.invalidate([ev.id], reason)
+        self.writer.invalidate([ev.id], reason)
         self._append(
             session_id,
             EventType.WARNING,
@@ -688,7 +691,7 @@ class Compactor:
                 written=self._patched(s, children, fresh),
             )
         if s.status.value == "active":
-            self.store.invalidate([s.id], "rebuilt without an overturned instruction", by=new.id)
+            self.writer.invalidate([s.id], "rebuilt without an overturned instruction", by=new.id)
         return new
 
     def _patched(
@@ -756,7 +759,7 @@ class Compactor:
             meta=meta,
             source=_SOURCE,
         )
-        self.store.append([ev])
+        self.writer.append([ev])
         got = self.store.get([ev.id], include_inactive=True)
         return got[0] if got else ev
 

@@ -37,7 +37,7 @@ from beeweave_core.context.editing import EditPolicy, tool_digest
 from beeweave_core.context.maintenance import Maintenance
 from beeweave_core.context.messages import Unit, UnitsMemo
 from beeweave_core.context.request import AssembleRequest
-from beeweave_core.context.session_view import Views, WatchedStore
+from beeweave_core.context.session_view import Views
 from beeweave_core.context.snapshot import Snapshot, index_terms
 from beeweave_core.context.summarizers import ExtractiveSummarizer, LLMSummarizer, Summarizer
 from beeweave_core.context.tail import EarlySystems, Tail, event_tokens, read_tail
@@ -56,6 +56,7 @@ from beeweave_core.memory.writer import MemoryWriter
 from beeweave_core.payloads import CanonicalList
 from beeweave_core.read_gate import ReadGate
 from beeweave_core.store import EventStore
+from beeweave_core.store_writer import StoreWriter
 from beeweave_core.telemetry import traced
 from beeweave_core.tokens import DEFAULT_MODEL, TokenCounter
 
@@ -114,16 +115,19 @@ Retrieve = Callable[..., "list[Hit]"]
 class ContextEngine:
     """Assembly over one event store, with its maintenance (see the module docstring).
 
-    ``store`` is read and written (a weave passes its ``writer``, so what maintenance
-    writes is indexed at once).  ``emit`` records each assembly as a ``retrieval`` event
-    (through the capture bus); ``retrieve`` is the fused retriever (a weave passes its
-    own; without one the engine builds one over ``store``); ``flush`` makes captured
-    events readable first.
+    ``store`` is read and written: a weave passes the :class:`StoreWriter` of its store,
+    so what maintenance writes is redacted, scoped and indexed at once, and memory tools'
+    status changes reach the engine's views; a plain store gets a writer of its own.  The
+    engine reads :attr:`store` (the writer's store) and writes through :attr:`writer`,
+    to which its session views are subscribed until :meth:`close`.  ``emit`` records each
+    assembly as a ``retrieval`` event (through the capture bus); ``retrieve`` is the fused
+    retriever (a weave passes its own; without one the engine builds one over ``store``);
+    ``flush`` makes captured events readable first.
     """
 
     def __init__(
         self,
-        store: EventStore,
+        store: EventStore | StoreWriter,
         config: ContextConfig | None = None,
         *,
         emit: Emit | None = None,
@@ -136,8 +140,12 @@ class ContextEngine:
             LLMSummarizer(cfg.llm) if cfg.llm is not None else ExtractiveSummarizer()
         )
         self.config = cfg
-        self.views = Views(store)
-        self.store = WatchedStore(store, self.views)
+        #: BeeWeave's own writes (memories, summaries, rollbacks) go through it.
+        self.writer = store if isinstance(store, StoreWriter) else StoreWriter(store)
+        #: What the engine reads.
+        self.store = self.writer.store
+        self.views = Views(self.store)
+        self.writer.subscribe(self.views)
         self._emit = emit
         self._retrieve = retrieve
         self._flush_fn = flush
@@ -146,13 +154,13 @@ class ContextEngine:
         self._early_systems = EarlySystems()
         self.presets = {**PRESETS, **cfg.presets}
         self.memory = MemoryWriter(
-            self.store,
+            self.writer,
             llm=cfg.memory_llm,
             digest=self._digest,
             outside_changes=self.views.outside_changes,
         )
         self.compactor = Compactor(
-            self.store,
+            self.writer,
             summarizer,
             policy=cfg.policy,
             edit_policy=self.edit_policy,
@@ -172,8 +180,9 @@ class ContextEngine:
         return tool_digest(result, invocation, self.edit_policy, self.store.get_artifact)
 
     def close(self) -> None:
-        """Stop maintenance (the weave closes its store after)."""
+        """Stop maintenance, then leave the writer (the weave closes its store after)."""
         self.maintenance.close()
+        self.writer.unsubscribe(self.views)
 
     def on_batch(self, events: list[Event]) -> None:
         """A stored batch: its sessions are due for maintenance (quick: no reads)."""
@@ -272,7 +281,7 @@ class ContextEngine:
                 out.append(context_text(ctx))
             return "\n".join(out)
 
-        rolled, _after = guard_compaction(self.store, sid, written, text, self._dormant, memories)
+        rolled, _after = guard_compaction(self.writer, sid, written, text, self._dormant, memories)
         return rolled
 
     # ------------------------------------------------------------ assembly

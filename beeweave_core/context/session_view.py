@@ -7,8 +7,9 @@ needs: conversation units, active memories (with a term index for recall), every
 summary with its status, the thrash level and the turn scan of the working state.
 
 Status changes made by BeeWeave's own writers (the memory writer invalidating an
-overturned memory, the compactor rolling back a summary) go through
-:class:`WatchedStore`, which applies them to the views as they happen.  Any other
+overturned memory, the compactor rolling back a summary, a memory tool's forget) go
+through the weave's :class:`~beeweave_core.store_writer.StoreWriter`, to which the
+engine subscribes its :class:`Views`: they apply each change as it happens.  Any other
 status change or purge through the store object bumps ``store.status_changes``; the
 views are then dropped and the next call catches up from the start once.  (A change
 made by another process is seen after :meth:`Views.drop` or a restart.)
@@ -28,8 +29,8 @@ from typing import Any
 from beeweave_core.context.compactor import units_between
 from beeweave_core.context.messages import CONVERSATION_TYPES, Unit, UnitBuilder
 from beeweave_core.context.working_state import TurnScan
-from beeweave_core.events import AppendResult, Event, EventType, Status
-from beeweave_core.store import ChangeReader, EventReader, EventStore
+from beeweave_core.events import Event, EventType, Status
+from beeweave_core.store import ChangeReader, EventReader
 from beeweave_core.text import segment
 from beeweave_core.tokens import TokenCounter
 
@@ -240,7 +241,7 @@ class SessionView:
         return any(i in self.memories or i in self.summaries for i in ids)
 
     def apply_status(self, ids: Iterable[str], status: Status) -> None:
-        """An event of this session changed status (told by :class:`WatchedStore`)."""
+        """An event of this session changed status (told by :meth:`Views.own_change`)."""
         for i in ids:
             if i in self.memories and status != Status.ACTIVE:
                 del self.memories[i]
@@ -457,7 +458,11 @@ class SessionView:
 
 
 class Views:
-    """The engine's session views, dropped when the store changed behind them."""
+    """The engine's session views, dropped when the store changed behind them.
+
+    Subscribed to the engine's :class:`~beeweave_core.store_writer.StoreWriter`, so the
+    status changes BeeWeave makes itself reach them without a re-read.
+    """
 
     def __init__(self, store: ChangeReader, *, max_sessions: int = 256) -> None:
         self.store = store
@@ -576,8 +581,27 @@ class Views:
                 self._views.pop(session_id, None)
                 self._others.pop(session_id, None)
 
+    def on_stored(self, events: list[Event]) -> None:
+        """Nothing to do: a view reads what was stored past its cursor on its next read
+        (a subscriber of the engine's writer is told of appends too).
+
+        Args:
+            events: What the writer just stored.
+        """
+
     def own_change(self, change: Callable[[], int], ids: Sequence[str], status: Status) -> int:
-        """Run a status change BeeWeave itself makes and apply it to the views at once."""
+        """Run a status change BeeWeave itself makes and apply it to the views at once (as
+        the subscriber of the engine's writer): under the lock, so no read sees the store
+        changed and the views not yet.
+
+        Args:
+            change: The store call (through the writer); called once.
+            ids: The events whose status changes.
+            status: Their new status.
+
+        Returns:
+            What ``change`` returned.
+        """
         with self.lock:
             for view in self._every():
                 if view.holds(ids):  # what replaces them first (a memory superseding one
@@ -604,32 +628,6 @@ class Views:
             finally:
                 for view in views:
                     view.apply_status(ids, Status.ACTIVE)
-
-
-class WatchedStore:
-    """The store as the engine's writers see it: their status changes reach the views."""
-
-    def __init__(self, store: EventStore, views: Views) -> None:
-        self._store = store
-        self._views = views
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._store, name)
-
-    def append(self, events: Sequence[Event], *, canonical: bool = False) -> AppendResult:
-        return self._store.append(events, canonical=canonical)
-
-    def invalidate(self, ids: Sequence[str], reason: str, *, by: str | None = None) -> int:
-        ids = list(ids)
-        return self._views.own_change(
-            lambda: self._store.invalidate(ids, reason, by=by), ids, Status.INVALIDATED
-        )
-
-    def soft_delete(self, ids: Sequence[str], reason: str) -> int:
-        ids = list(ids)
-        return self._views.own_change(
-            lambda: self._store.soft_delete(ids, reason), ids, Status.DELETED
-        )
 
 
 def working_candidates(view: SessionView, per_kind: int) -> list[Event]:

@@ -23,7 +23,8 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
 from beeweave_core.events import Edge, EdgeType, Event, EventType, new_event_id
-from beeweave_core.store import ChangeReader, EventGraph, EventReader, NotFound
+from beeweave_core.store import ChangeReader, EventReader, NotFound
+from beeweave_core.store_writer import StoreWriter
 
 DAY = 86_400.0
 CONFIRMED = "memory_confirmed"
@@ -113,9 +114,11 @@ def dormant_ages(
     return out
 
 
-def confirm(writer: EventGraph, memory_id: str, *, now: float | None = None) -> str:
-    """Wake a memory: record the confirmation and link the memory to it; returns the note id."""
-    found = writer.get([memory_id])
+def confirm(writer: StoreWriter, memory_id: str, *, now: float | None = None) -> str:
+    """Wake a memory: record the confirmation and link the memory to it; returns the note id.
+    The memory is read from ``writer.store``; the note goes through the writer (redacted,
+    scoped, indexed like every note BeeWeave writes)."""
+    found = writer.store.get([memory_id])
     if not found or found[0].type != EventType.MEMORY:
         raise NotFound(f"no active memory {memory_id!r}")
     memory = found[0]

@@ -29,7 +29,8 @@ from typing import Any, Protocol
 
 from beeweave_core.events import Event, EventType, event_id_for
 from beeweave_core.governance.dormancy import dormant_ages
-from beeweave_core.store import EventGraph, EventReader, SessionReader
+from beeweave_core.store import EventReader, SessionReader
+from beeweave_core.store_writer import StoreWriter
 from beeweave_core.text.segment import HAN
 
 COMPRESSION_HIGH = 0.5
@@ -256,7 +257,7 @@ FactText = Callable[[Collection[str], Sequence[Event]], str]
 
 
 def guard_compaction(
-    store: EventGraph,
+    writer: StoreWriter,
     session_id: str,
     written: Sequence[str],
     assemble_text: FactText,
@@ -269,12 +270,14 @@ def guard_compaction(
     ``assemble_text(hidden, facts)`` is what assemblies asking for each of ``facts``
     carry, as if the summaries ``hidden`` were rolled back (nothing recorded).  A fact is blamed on the compaction only when a written segment holds
     the turn it came from *and* the context without those segments carries it again
-    (a fact the budget had already dropped is not the compaction's doing).  ``store``
-    must be the engine's own (its invalidations reach the session views).  Returns the
+    (a fact the budget had already dropped is not the compaction's doing).  ``writer``
+    must be the engine's own (its invalidations reach the session views); the check reads
+    ``writer.store``.  Returns the
     ids rolled back and the check as it stands (``None``: no early facts to check).
     ``memories``: the session's active memories when the caller holds them already
     (the engine's session view: no read of every memory after each compaction).
     """
+    store = writer.store
     if memories is None:
         memories = store.timeline(session_id, types=(EventType.MEMORY,))
     gone = asleep(memories)
@@ -299,8 +302,8 @@ def guard_compaction(
     without = amnesia_check(memories, assemble_text(ids, facts))
     if len(without.missing) >= len(report.missing):
         return [], report  # rolling back would not bring them back: keep the compaction
-    store.invalidate(ids, f"{AMNESIA_ROLLBACK}; originals kept")
-    store.append([_rollback_note(store.tenant, session_id, ids, report, without)])
+    writer.invalidate(ids, f"{AMNESIA_ROLLBACK}; originals kept")
+    writer.append([_rollback_note(store.tenant, session_id, ids, report, without)])
     return ids, without
 
 

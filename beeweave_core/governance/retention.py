@@ -35,7 +35,8 @@ from beeweave_core.events import AppendResult, Edge, EdgeType, Event, EventType,
 from beeweave_core.exports import SessionExport, validate_export
 from beeweave_core.paths import beeweave_home
 from beeweave_core.private import open_private, private_dir, write_private_text
-from beeweave_core.store import EventReader, EventStore, EventWriter, Portability, SessionReader
+from beeweave_core.store import EventReader, Portability, SessionReader
+from beeweave_core.store_writer import StoreWriter
 
 ARCHIVE_FORMAT = "beeweave.archive/1"
 #: The file in the home listing archive folders other than ``$BEEWEAVE_HOME/archive``.
@@ -182,7 +183,7 @@ class Retaining(Protocol):
     store: ArchiveSource
 
     @property
-    def writer(self) -> EventWriter: ...
+    def writer(self) -> StoreWriter: ...
     def flush(self, timeout: float = ..., wait_index: bool = ...) -> bool: ...
     def purge(self, *, ids: Sequence[str] | None = None, tombstone: bool = True) -> int: ...
 
@@ -219,7 +220,7 @@ def apply_retention(
 
 
 def _note(
-    writer: EventWriter,
+    writer: StoreWriter,
     session_id: str,
     file: str,
     ids: list[str],
@@ -373,9 +374,14 @@ def _erase_from(path: Path, tenant: str, erased: Callable[[list[Event]], set[str
     return n
 
 
-def import_archive(store: EventStore, sessions: Sequence[ArchivedSession]) -> AppendResult:
+def import_archive(writer: StoreWriter, sessions: Sequence[ArchivedSession]) -> AppendResult:
     """Put archived events back, then the edges kept events had to them.  Events a
-    purge erased since the archive was written stay out (``purged``)."""
+    purge erased since the archive was written stay out (``purged``).
+
+    The events go back through the store's own import (``writer.store``): they are
+    records as they were stored (redacted and scoped then), with their seq and status
+    kept, which the writer's append would not keep.  The edges go through the writer."""
+    store = writer.store
     total = AppendResult()
     for s in sessions:
         res = store.import_session(s.export)
@@ -384,7 +390,7 @@ def import_archive(store: EventStore, sessions: Sequence[ArchivedSession]) -> Ap
         total.ids += res.ids
         total.purged += res.purged
         present = {e.id for e in store.get([e.src for e in s.incoming], include_inactive=True)}
-        store.link([e for e in s.incoming if e.src in present])
+        writer.link([e for e in s.incoming if e.src in present])
     return total
 
 

@@ -49,7 +49,7 @@ from beeweave_core.memory.kinds import KINDS, expired
 from beeweave_core.memory.supersession import Index, prepare
 from beeweave_core.memory.supersession import warm as warm_vectors
 from beeweave_core.ranking import HALF_LIFE_DAYS
-from beeweave_core.store import EventGraph
+from beeweave_core.store_writer import StoreWriter
 from beeweave_core.text import language as L
 from beeweave_core.text import segment
 
@@ -109,16 +109,20 @@ class MemoryWriter:
 
     def __init__(
         self,
-        store: EventGraph,
+        writer: StoreWriter,
         *,
         llm: TextLLM | Callable[[str], str] | None = None,
         digest: Digest | None = None,
         clock: Callable[[], float] = time.time,
         outside_changes: Callable[[], int] = lambda: 0,
     ) -> None:
-        self.store = store
-        #: bumped when the store changed behind the writer (a purge, a memory tool's
-        #: invalidation): its per-session state is then read again
+        #: Memories, edges and invalidations go through it (indexed at once, and the
+        #: engine's views follow the invalidations).
+        self.writer = writer
+        #: What the writer reads (the writer's store).
+        self.store = writer.store
+        #: bumped when the store changed behind the writer (a purge, a status change
+        #: not made through ``writer``): its per-session state is then read again
         self.outside_changes = outside_changes
         self.llm = as_text_llm(llm) if llm is not None else None
         self.digest = digest or _plain_digest
@@ -288,7 +292,7 @@ class MemoryWriter:
         text = L.fold(ev.content or "")
         for mid, vals in st.last_user:
             if vals and any(v in text for v in vals):
-                self.store.link([Edge(src=mid, dst=ev.id, type=EdgeType.DERIVED_FROM)])
+                self.writer.link([Edge(src=mid, dst=ev.id, type=EdgeType.DERIVED_FROM)])
         st.last_user = []
 
     # ---------------------------------------------------------------- storing
@@ -297,7 +301,7 @@ class MemoryWriter:
         key = L.fold(s.text)
         same = st.wording.get(key)
         if same is not None and not s.rejected:  # said again: one memory, more sources
-            self.store.link([Edge(src=same, dst=i, type=EdgeType.DERIVED_FROM) for i in s.sources])
+            self.writer.link([Edge(src=same, dst=i, type=EdgeType.DERIVED_FROM) for i in s.sources])
             return None
         if s.rejected:
             return self._rejected(st, ev, s)
@@ -316,7 +320,7 @@ class MemoryWriter:
             {"source_role": role, "extractor": s.extractor, **extra},
         )
         for old in replaced:
-            self.store.invalidate([old], f"superseded by #{ev.seq}: {key[:120]}", by=mid)
+            self.writer.invalidate([old], f"superseded by #{ev.seq}: {key[:120]}", by=mid)
             self._forget(st, old)
         said.id = mid
         st.index.add(said)
@@ -350,7 +354,7 @@ class MemoryWriter:
             },
             key=f"rejected:{proposal}:{L.fold(s.text)}",
         )
-        self.store.invalidate([mid], f"turned down by the user at #{ev.seq}", by=reply)
+        self.writer.invalidate([mid], f"turned down by the user at #{ev.seq}", by=reply)
         return mid
 
     def _artifact(self, st: _Session, ev: Event, invocations: dict[str, Event]) -> list[str]:
@@ -376,7 +380,7 @@ class MemoryWriter:
             extra.update(previous=prior, supersedes=[prior])
         mid = self._write(ev, st.turns, "artifact", text, sources, extra)
         if prior is not None:
-            self.store.invalidate([prior], f"replaced by a newer version (#{ev.seq})", by=mid)
+            self.writer.invalidate([prior], f"replaced by a newer version (#{ev.seq})", by=mid)
         st.calls[call] = mid
         return [mid]
 
@@ -431,7 +435,7 @@ class MemoryWriter:
             meta=meta,
             source=_SOURCE,
         )
-        self.store.append([mem])
+        self.writer.append([mem])
         return mid
 
 
