@@ -39,10 +39,10 @@ def test_a_question_about_both_items_gets_the_turn_that_names_the_second(
 
 
 def test_codes_are_identifiers_with_letters_and_digits():
-    assert codes("crate KX-2093 and SKU ab12cd, release 5.8.0 on day 3, x86") == [
+    assert codes("crate KX-2093 and SKU ab12cd, release 5.8.0 on day 3, x86") == (
         "KX-2093", "ab12cd"
-    ]  # fmt: skip
-    assert codes("商品 HM-T140 和 HM-T160 分开") == ["HM-T140", "HM-T160"]
+    )  # fmt: skip
+    assert codes("商品 HM-T140 和 HM-T160 分开") == ("HM-T140", "HM-T160")
 
 
 def test_a_linked_turn_ranked_low_moves_up_next_to_its_seed(weave_factory):

@@ -78,14 +78,10 @@ class Intake(Overflow):
     ) -> str:
         """Queue one event and return its id at once; never raises, never blocks.
 
-        ``key`` makes the id deterministic (a redelivered hook maps to the same id);
-        without it every call is a new event.  ``priority`` overrides the type's
-        default ("high" / "low"); low-priority events with the same
-        ``coalesce_key`` inside ``coalesce_window`` are merged into one.  Input that
-        cannot become an event (a non-string session id, ``ts="yesterday"``) is
-        refused: counted, and kept in the dead-letter file with the reason.
-        ``lazy``: a record no read waits for (an assembly's audit record): a
-        ``flush(reading=True)`` does not wait until it is stored.
+        ``key`` makes the id deterministic (a hook redelivered maps to the same id).
+        ``priority`` overrides the type's ("high" / "low"); low ones of one ``coalesce_key``
+        within ``coalesce_window`` merge.  ``lazy``: no read waits for it (an audit record,
+        ``flush(reading=True)``).  Bad input (``ts="yesterday"``) is dead-lettered.
         """
         eid = ""
         try:
