@@ -241,11 +241,15 @@ async function showAssembly(id, params) {
     return el("tr", {}, el("td", {}, l.layer), el("td", {}, l.tokens), el("td", {}, l.budget ?? "-"),
       el("td", {}, el("div", { class: "bar" }, el("span", { class: l.budget && l.tokens > l.budget ? "over" : "", style: `width:${share}%` }))));
   });
-  const sources = (ids) => ids.map((eid) => {
+  const badge = (eid) => {
     const s = a.sources[eid];
     return s ? el("a", { href: sessionLink(s.session_id, eid), class: "badge", "data-testid": "source-link" }, `${s.session_id === a.session_id ? "" : s.session_id + " "}#${s.seq} ${s.type}`)
       : el("span", { class: "badge muted" }, "gone");
-  });
+  };
+  // a long run of ids (the turns before the window) shows its ends, not every badge
+  const sources = (ids) => (ids.length > 6
+    ? [...ids.slice(0, 3).map(badge), el("span", { class: "muted" }, " … "), ...ids.slice(-2).map(badge)]
+    : ids.map(badge));
   const pieceRows = (list, why) => list.map((x) => el("tr", { class: piece && x.event_ids.includes(piece) ? "hl" : null },
     el("td", {}, x.layer), el("td", {}, x.kind), el("td", {}, x.tokens), el("td", {}, fmt(x.score, 2)),
     why ? el("td", {}, x.note || "-") : null, el("td", {}, x.text), el("td", {}, sources(x.event_ids))));
