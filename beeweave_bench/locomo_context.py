@@ -166,7 +166,7 @@ def _as_of(weave: Weave, now: float) -> None:
     """The conversation is replayed as of the day after it ended: memories it made are
     not dormant for having been said years before the run."""
     try:
-        from beeweave_core.governance.dormancy import DormancyPolicy
+        from beeweave_core.memory.dormancy import DormancyPolicy
     except ImportError:
         return
     weave.context.dormancy = DormancyPolicy(clock=lambda: now)

@@ -769,12 +769,12 @@ class Weave:
             memory_id: The memory's event id.
 
         Returns:
-            The id of the note that records it (see ``governance/dormancy.py``).
+            The id of the note that records it (see ``memory/dormancy.py``).
 
         Raises:
             NotFound: No active memory has that id.
         """
-        from beeweave_core.governance.dormancy import confirm
+        from beeweave_core.memory.dormancy import confirm
 
         self.flush()
         return confirm(self.writer, memory_id, now=self.context.dormancy.clock())

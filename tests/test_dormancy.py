@@ -6,7 +6,7 @@ import time
 
 import pytest
 
-from beeweave_core.governance.dormancy import DAY, DormancyPolicy
+from beeweave_core.memory.dormancy import DAY, DormancyPolicy
 from beeweave_core.store import NotFound
 from beeweave_core.weave import Weave
 

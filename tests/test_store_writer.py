@@ -74,11 +74,11 @@ def test_a_memory_tool_invalidation_reaches_the_engine_view_at_once(tmp_path: Pa
         assert engine.writer is weave.writer and engine.store is weave.store
         ns = namespace("u1", "default")
         view, _read = engine.views.get(ns)
-        assert mid in view.memories
+        assert mid in view.memory.memories
         epoch = engine.views.outside_changes()
 
         ops.forget(mid, "they go out on the second Monday now")
-        assert mid not in view.memories  # applied to the view as the store changed
+        assert mid not in view.memory.memories  # applied to the view as the store changed
         again, read = engine.views.get(ns)
         assert again is view and read == 0  # not dropped, nothing read again
         assert engine.views.outside_changes() == epoch

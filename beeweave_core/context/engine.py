@@ -44,14 +44,14 @@ from beeweave_core.context.tail import EarlySystems, Tail, event_tokens, read_ta
 from beeweave_core.context.working_state import Item, WorkingState, put_to_sleep
 from beeweave_core.errors import StoreClosed
 from beeweave_core.events import Event, EventType
-from beeweave_core.governance.dormancy import (
+from beeweave_core.governance.health import context_text, guard_compaction
+from beeweave_core.memory.dormancy import (
     DAY,
     Affirmations,
     DormancyPolicy,
     dormant_ages,
     needs_confirmation_text,
 )
-from beeweave_core.governance.health import context_text, guard_compaction
 from beeweave_core.memory.writer import MemoryWriter
 from beeweave_core.payloads import CanonicalList
 from beeweave_core.read_gate import ReadGate
@@ -450,7 +450,7 @@ class ContextEngine:
 
     def _asleep(self, snap: Snapshot, query: str) -> tuple[WorkingState, frozenset[str]]:
         """The working state without dormant memories, and those the query matches
-        listed as needing confirmation with their age (governance/dormancy.py)."""
+        listed as needing confirmation with their age (memory/dormancy.py)."""
         working = snap.working or WorkingState(snap.session_id)
         cutoff = self.dormancy.clock() - self.dormancy.after_days * DAY
         matching = snap.memories_matching(index_terms(query))

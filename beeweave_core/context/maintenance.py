@@ -27,12 +27,13 @@ from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 
 from beeweave_core.context.compactor import CompactionReport, Compactor, SessionInputs
-from beeweave_core.context.session_view import SessionView, Views, working_candidates
+from beeweave_core.context.session_view import SessionView, Views
 from beeweave_core.context.snapshot import Snapshot, empty
 from beeweave_core.context.working_state import build_working_state
 from beeweave_core.errors import StoreClosed
 from beeweave_core.events import Event, EventType
 from beeweave_core.fallback import Fallback, unavailable
+from beeweave_core.memory.views import working_candidates
 from beeweave_core.memory.writer import MemoryWriter
 from beeweave_core.read_gate import ReadGate
 from beeweave_core.tokens import TokenCounter
@@ -360,14 +361,14 @@ class Maintenance:
         ask = self._asks.get(sid)
         counters = list(ask.counters.values()) if ask else []
         old = self._published.get(sid)
-        memories = tuple(view.memories.values())
+        memories = tuple(view.memory.memories.values())
         working = build_working_state(
             sid,
-            working_candidates(view, WORKING_PER_SECTION),
+            working_candidates(view.memory, WORKING_PER_SECTION),
             view.last_units(8),
             scan=view.scanned(),
             per_section=WORKING_PER_SECTION,
-            overturned=view.overturned(),
+            overturned=view.memory.overturned(),
         )
         snap = Snapshot(
             session_id=sid,
@@ -375,7 +376,7 @@ class Maintenance:
             systems=tuple(view.systems),
             user_id=view.user_id,
             memories=memories,
-            superseded=view.replaced(),
+            superseded=view.memory.replaced(),
             working=working,
             results=tuple(view.results),
             level=min(view.thrash, self.compactor.policy.max_level),
@@ -398,7 +399,7 @@ def _inputs(view: SessionView, compactor: Compactor) -> SessionInputs:
         view.units(),
         list(view.summaries.values()),
         min(view.thrash, compactor.policy.max_level),
-        view.overturned(),
+        view.memory.overturned(),
         view.touched_tops(),
         view.covered_to,
     )

@@ -3,7 +3,8 @@
 Reading a session's whole timeline on every model call makes each call cost more than
 the one before (0.55 ms per stored event per call, measured before this module).  A
 view reads only the events stored since its cursor and folds them into what assembly
-needs: conversation units, active memories (with a term index for recall), every
+needs: conversation units, active memories (kept in a
+:class:`~beeweave_core.memory.views.MemoryView`, with a term index for recall), every
 summary with its status, the thrash level and the turn scan of the working state.
 
 Status changes made by BeeWeave's own writers (the memory writer invalidating an
@@ -17,11 +18,10 @@ made by another process is seen after :meth:`Views.drop` or a restart.)
 
 from __future__ import annotations
 
-import bisect
 import heapq
 import threading
 from collections import deque
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
@@ -30,8 +30,8 @@ from beeweave_core.context.compactor import units_between
 from beeweave_core.context.messages import CONVERSATION_TYPES, Unit, UnitBuilder
 from beeweave_core.context.working_state import TurnScan
 from beeweave_core.events import Event, EventType, Status
+from beeweave_core.memory.views import MAX_POSTINGS, MemoryView
 from beeweave_core.store import ChangeReader, EventReader
-from beeweave_core.text import segment
 from beeweave_core.tokens import TokenCounter
 
 _CONVERSATION = frozenset(CONVERSATION_TYPES)
@@ -41,8 +41,6 @@ _MESSAGES = frozenset({EventType.USER_MESSAGE, EventType.ASSISTANT_MESSAGE, Even
 _KEPT = (*CONVERSATION_TYPES, EventType.MEMORY, EventType.SUMMARY, EventType.WARNING)
 #: What a view of another session of the user folds in (what recall offers from it).
 RECALLED = (EventType.MEMORY, EventType.SUMMARY)
-#: Postings kept per term (newest); a term in more memories than this says little.
-MAX_POSTINGS = 256
 #: tool results a view remembers by id, newest last (what recall offers when the
 #: retriever ranks none of them)
 RESULTS_KEPT = 16
@@ -50,52 +48,11 @@ RESULTS_KEPT = 16
 _TALLY = ("segments", "merged", "source_tokens", "summary_tokens")
 
 
-def index_terms(text: str) -> set[str]:
-    """The words recall scores on (BM25's terms, stopwords out)."""
-    return {t for t in segment.tokens(text) if t not in segment.STOPWORDS}
-
-
 @dataclass
 class _TokenSum:
     mark: int = 0
     total: int = 0
     costs: list[int] = field(default_factory=list)
-
-
-class Overturned(Mapping[str, tuple[str, ...]]):
-    """An immutable map event id -> overturned wording: a ``base`` shared by many
-    snapshots (never changed once made) and a small ``delta`` of later changes (an
-    empty tuple there: the id is gone).  See :meth:`SessionView.overturned`."""
-
-    __slots__ = ("_base", "_delta")
-
-    def __init__(self, base: Mapping[str, tuple[str, ...]], delta: Mapping[str, tuple[str, ...]]):
-        self._base = base
-        self._delta = delta
-
-    def __getitem__(self, key: str) -> tuple[str, ...]:
-        texts = self._delta.get(key)
-        if texts is None:
-            return self._base[key]
-        if not texts:
-            raise KeyError(key)
-        return texts
-
-    def __contains__(self, key: object) -> bool:
-        delta = self._delta
-        if key in delta:
-            return bool(delta[key])  # type: ignore[index]
-        return key in self._base
-
-    def __iter__(self) -> Iterator[str]:
-        yield from (k for k in self._base if k not in self._delta)
-        yield from (k for k, v in self._delta.items() if v)
-
-    def __len__(self) -> int:
-        return sum(1 for _k in self)
-
-    def __bool__(self) -> bool:
-        return next(iter(self), None) is not None
 
 
 @dataclass
@@ -107,21 +64,15 @@ class SessionView:
     last_turn: int = -1  # seq of the newest conversation event folded in
     builder: UnitBuilder = field(default_factory=UnitBuilder)
     conversation_ids: set[str] = field(default_factory=set)  # user/assistant/tool results
-    memories: dict[str, Event] = field(default_factory=dict)  # active, oldest first
+    memory: MemoryView = field(default_factory=MemoryView)  # active memories, indexed
     summaries: dict[str, Event] = field(default_factory=dict)  # any status
     thrash: int = 0
     user_id: str | None = None
     scan: TurnScan = field(default_factory=TurnScan)
-    postings: dict[str, list[str]] = field(default_factory=dict)  # term -> memory ids
-    order: list[str] = field(default_factory=list)  # memory ids as stored
-    kinds: dict[str, list[str]] = field(default_factory=dict)  # kind -> memory ids
-    conflicting: list[str] = field(default_factory=list)  # memories flagged as conflicts
     results: deque[str] = field(default_factory=lambda: deque(maxlen=RESULTS_KEPT))
     #: bumped whenever memories or summaries change (derived caches key on it)
     version: int = 0
-    #: event ids whose wording a memory overturned, in the order the memories came
-    overturn_log: list[str] = field(default_factory=list)
-    refreshed: int = 0  # entries of ``overturn_log`` the compactor has checked
+    refreshed: int = 0  # entries of ``memory.overturn_log`` the compactor has checked
     segment_of: dict[str, str] = field(default_factory=dict)  # turn id -> newest segment
     parent_of: dict[str, str] = field(default_factory=dict)  # summary id -> newest merge
     #: summaries by how they stand now (kept as summaries come and change status)
@@ -133,17 +84,10 @@ class SessionView:
     _held: dict[str, int] = field(default_factory=dict)  # summary id -> active parents
     _top_ids: set[str] = field(default_factory=set)
     _tops: tuple[int, list[Event]] | None = None
-    _by_ts: list[tuple[float, str]] = field(default_factory=list)  # memories by time
     #: term -> (summary id, line index, line seq) of summary lines using it (newest kept)
     _line_postings: dict[str, list[tuple[str, int, int]]] = field(default_factory=dict)
     _scanned: int = 0  # units already folded into ``scan``
     _tokens: dict[str, _TokenSum] = field(default_factory=dict)
-    #: event id -> overturned wording: a base never changed once made and the changes
-    #: since (see :meth:`overturned`)
-    _ov_base: dict[str, tuple[str, ...]] = field(default_factory=dict)
-    _ov_delta: dict[str, tuple[str, ...]] = field(default_factory=dict)
-    _ov_snap: Overturned | None = None
-    _ov_by_memory: dict[str, list[tuple[str, str]]] = field(default_factory=dict)
     #: the event types folded in (another session's recall view: memories and summaries)
     kept: tuple[EventType, ...] = _KEPT
     #: the newest seq the store held when the view last looked (any type)
@@ -172,14 +116,6 @@ class SessionView:
         for ev in events:
             self._add(ev)
 
-    def overturn(self, pairs: Iterable[tuple[str, str]]) -> None:
-        """Mark wording of events as overturned without a memory saying so: (event id,
-        wording) pairs found by a caller (a tail read, :mod:`.tail`)."""
-        for src, text in pairs:
-            had = self._overturned_of(src)
-            if text not in had:
-                self._set_overturned(src, (*had, text))
-
     def _add(self, ev: Event) -> None:
         self.cursor = max(self.cursor, ev.seq)
         if ev.status != Status.ACTIVE and ev.type != EventType.SUMMARY:
@@ -194,18 +130,7 @@ class SessionView:
             if self.user_id is None and ev.meta.get("user_id"):
                 self.user_id = str(ev.meta["user_id"])
         elif ev.type == EventType.MEMORY:
-            self.memories[ev.id] = ev
-            self.order.append(ev.id)
-            self.kinds.setdefault(str(ev.payload.get("kind", "fact")), []).append(ev.id)
-            if ev.payload.get("conflicts_with"):
-                self.conflicting.append(ev.id)
-            for t in index_terms(ev.content):
-                ids = self.postings.setdefault(t, [])
-                ids.append(ev.id)
-                if len(ids) > 2 * MAX_POSTINGS:
-                    del ids[:MAX_POSTINGS]
-            self._add_overturned(ev)
-            bisect.insort(self._by_ts, (ev.ts, ev.id))
+            self.memory.add(ev)
             self.version += 1
         elif ev.type == EventType.SUMMARY:
             self._add_summary(ev)
@@ -217,19 +142,6 @@ class SessionView:
         self.builder.units_view()
         return list(self.builder.newest(n))
 
-    def replaced(self) -> dict[str, tuple[str, ...]]:
-        """turn id -> the turns of the memories that overturned what it said."""
-        out: dict[str, list[str]] = {}
-        for mid, pairs in self._ov_by_memory.items():
-            mem = self.memories.get(mid)
-            if mem is None:
-                continue
-            newer = [i for i in mem.payload.get("source_ids") or () if i != mid]
-            for src, _text in pairs:
-                have = out.setdefault(src, [])
-                have += [i for i in newer if i not in have and i != src]
-        return {k: tuple(v) for k, v in out.items() if v}
-
     def compaction_stats(self, max_level: int) -> dict[str, Any]:
         """The compaction stats row of the session, from the counts the view keeps."""
         from beeweave_core.context.compactor import stats_row
@@ -238,14 +150,12 @@ class SessionView:
 
     def holds(self, ids: Iterable[str]) -> bool:
         """Does this view hold one of the memories or summaries ``ids``?"""
-        return any(i in self.memories or i in self.summaries for i in ids)
+        return any(i in self.memory.memories or i in self.summaries for i in ids)
 
     def apply_status(self, ids: Iterable[str], status: Status) -> None:
         """An event of this session changed status (told by :meth:`Views.own_change`)."""
         for i in ids:
-            if i in self.memories and status != Status.ACTIVE:
-                del self.memories[i]
-                self._drop_overturned(i)
+            if status != Status.ACTIVE and self.memory.drop(i):
                 self.version += 1
             if i in self.summaries:
                 old = self.summaries[i]
@@ -354,78 +264,22 @@ class SessionView:
         acc.mark = len(log)
         return acc.total
 
-    def _add_overturned(self, memory: Event) -> None:
-        pairs = [
-            (src, item["text"])
-            for item in memory.payload.get("overturned") or ()
-            for src in item.get("sources") or ()
-        ]
-        if not pairs:
-            return
-        self._ov_by_memory[memory.id] = pairs
-        for src, text in pairs:
-            had = self._overturned_of(src)
-            self._set_overturned(src, (*had, text))
-            if text not in had:  # newly overturned (not carried over from a replaced memory)
-                self.overturn_log.append(src)
-
-    def _drop_overturned(self, memory_id: str) -> None:
-        for src, text in self._ov_by_memory.pop(memory_id, ()):
-            left = list(self._overturned_of(src))
-            if text in left:
-                left.remove(text)
-            self._set_overturned(src, tuple(left))
-
-    def _overturned_of(self, src: str) -> tuple[str, ...]:
-        texts = self._ov_delta.get(src)
-        return texts if texts is not None else self._ov_base.get(src, ())
-
-    def _set_overturned(self, src: str, texts: tuple[str, ...]) -> None:
-        """Change one entry: into the delta, folded into a new base once the delta
-        outgrows an eighth of the base (a fold copies the base once per that many
-        changes; a snapshot copies only the delta)."""
-        self._ov_delta[src] = texts
-        self._ov_snap = None
-        if len(self._ov_delta) > max(256, len(self._ov_base) // 8):
-            merged = {**self._ov_base, **self._ov_delta}
-            self._ov_base = {k: v for k, v in merged.items() if v}
-            self._ov_delta = {}
-
-    def overturned(self) -> Overturned:
-        """event id -> overturned wording, from the active memories (kept as memories
-        come and go; immutable, so a snapshot handed out stays as it was)."""
-        if self._ov_snap is None:
-            self._ov_snap = Overturned(self._ov_base, dict(self._ov_delta))
-        return self._ov_snap
-
     def touched_tops(self) -> list[Event]:
         """Top summaries standing for a turn overturned since the last call (each
         overturned turn leads to its newest segment, then up through its merges)."""
         out: dict[str, Event] = {}
-        for i in self.overturn_log[self.refreshed :]:
+        for i in self.memory.overturn_log[self.refreshed :]:
             sid = self.segment_of.get(i)
             while sid in self.parent_of and self.is_active(self.parent_of[sid]):
                 sid = self.parent_of[sid]
             if sid is not None and self.is_active(sid):
                 out[sid] = self.summaries[sid]
-        self.refreshed = len(self.overturn_log)
+        self.refreshed = len(self.memory.overturn_log)
         return list(out.values())
 
     def is_active(self, summary_id: str) -> bool:
         s = self.summaries.get(summary_id)
         return s is not None and s.status == Status.ACTIVE
-
-    def newest_memories(self, n: int, kind: str | None = None) -> list[Event]:
-        """The newest ``n`` active memories (of ``kind``), oldest first."""
-        ids = self.kinds.get(kind, []) if kind is not None else self.order
-        out: list[Event] = []
-        for i in reversed(ids):
-            m = self.memories.get(i)
-            if m is not None:
-                out.append(m)
-                if len(out) >= n:
-                    break
-        return out[::-1]
 
     def lines_matching(
         self, terms: Iterable[str], among: set[str], limit: int
@@ -439,22 +293,6 @@ class SessionView:
                     hits[key] = hits.get(key, 0) + 1
         best = heapq.nlargest(limit, hits, key=lambda k: (hits[k], k[2]))
         return [(self.summaries[k[0]], k[1]) for k in best]
-
-    def memories_before(self, ts: float) -> list[Event]:
-        """Active memories stored before ``ts`` (the only ones that may be dormant)."""
-        end = bisect.bisect_left(self._by_ts, (ts, ""))
-        return [self.memories[i] for _t, i in self._by_ts[:end] if i in self.memories]
-
-    def memories_matching(self, terms: Iterable[str], limit: int = 64) -> list[str]:
-        """Active memories sharing the most terms with ``terms`` (newest first on ties)."""
-        hits: dict[str, int] = {}
-        for t in terms:
-            for i in self.postings.get(t, ())[-MAX_POSTINGS:]:
-                if i in self.memories:
-                    hits[i] = hits.get(i, 0) + 1
-        order = {i: n for n, i in enumerate(hits)}
-        ranked = sorted(hits, key=lambda i: (hits[i], self.memories[i].seq, order[i]), reverse=True)
-        return ranked[:limit]
 
 
 class Views:
@@ -628,22 +466,6 @@ class Views:
             finally:
                 for view in views:
                     view.apply_status(ids, Status.ACTIVE)
-
-
-def working_candidates(view: SessionView, per_kind: int) -> list[Event]:
-    """The newest memories of each kind, plus those flagged as conflicting."""
-    picked: dict[str, Event] = {}
-    for kind in view.kinds:
-        for m in view.newest_memories(per_kind, kind):
-            picked[m.id] = m
-    for i in view.conflicting[-per_kind:]:
-        m = view.memories.get(i)
-        if m is not None:
-            picked[m.id] = m
-            for other in m.payload.get("conflicts_with") or ():
-                if other in view.memories:
-                    picked[other] = view.memories[other]
-    return sorted(picked.values(), key=lambda m: m.seq)
 
 
 def _seq_of(ev: Event) -> int:

@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from beeweave_core.events import Event, EventType, event_id_for
-from beeweave_core.governance.dormancy import dormant_ages
+from beeweave_core.memory.dormancy import dormant_ages
 from beeweave_core.store import EventReader, SessionReader
 from beeweave_core.store_writer import StoreWriter
 from beeweave_core.text.segment import HAN
