@@ -18,7 +18,6 @@ made by another process is seen after :meth:`Views.drop` or a restart.)
 
 from __future__ import annotations
 
-import heapq
 import threading
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Sequence
@@ -30,7 +29,7 @@ from beeweave_core.context.compactor import units_between
 from beeweave_core.context.messages import CONVERSATION_TYPES, Unit, UnitBuilder
 from beeweave_core.context.working_state import TurnScan
 from beeweave_core.events import Event, EventType, Status
-from beeweave_core.memory.views import MAX_POSTINGS, MemoryView
+from beeweave_core.memory.views import MemoryView
 from beeweave_core.store import ChangeReader, EventReader
 from beeweave_core.tokens import TokenCounter
 
@@ -39,8 +38,6 @@ _CONVERSATION = frozenset(CONVERSATION_TYPES)
 _MESSAGES = frozenset({EventType.USER_MESSAGE, EventType.ASSISTANT_MESSAGE, EventType.TOOL_RESULT})
 #: The types a view folds in (see :meth:`SessionView._add`).
 _KEPT = (*CONVERSATION_TYPES, EventType.MEMORY, EventType.SUMMARY, EventType.WARNING)
-#: What a view of another session of the user folds in (what recall offers from it).
-RECALLED = (EventType.MEMORY, EventType.SUMMARY)
 #: tool results a view remembers by id, newest last (what recall offers when the
 #: retriever ranks none of them)
 RESULTS_KEPT = 16
@@ -70,8 +67,6 @@ class SessionView:
     user_id: str | None = None
     scan: TurnScan = field(default_factory=TurnScan)
     results: deque[str] = field(default_factory=lambda: deque(maxlen=RESULTS_KEPT))
-    #: bumped whenever memories or summaries change (derived caches key on it)
-    version: int = 0
     refreshed: int = 0  # entries of ``memory.overturn_log`` the compactor has checked
     segment_of: dict[str, str] = field(default_factory=dict)  # turn id -> newest segment
     parent_of: dict[str, str] = field(default_factory=dict)  # summary id -> newest merge
@@ -84,12 +79,8 @@ class SessionView:
     _held: dict[str, int] = field(default_factory=dict)  # summary id -> active parents
     _top_ids: set[str] = field(default_factory=set)
     _tops: tuple[int, list[Event]] | None = None
-    #: term -> (summary id, line index, line seq) of summary lines using it (newest kept)
-    _line_postings: dict[str, list[tuple[str, int, int]]] = field(default_factory=dict)
     _scanned: int = 0  # units already folded into ``scan``
     _tokens: dict[str, _TokenSum] = field(default_factory=dict)
-    #: the event types folded in (another session's recall view: memories and summaries)
-    kept: tuple[EventType, ...] = _KEPT
     #: the newest seq the store held when the view last looked (any type)
     stored_to: int = -1
 
@@ -103,7 +94,7 @@ class SessionView:
             self.session_id,
             seq_from=self.cursor + 1,
             seq_to=upto,
-            types=self.kept,
+            types=_KEPT,
             include_inactive=True,
         )
         self.fold(events)
@@ -131,7 +122,6 @@ class SessionView:
                 self.user_id = str(ev.meta["user_id"])
         elif ev.type == EventType.MEMORY:
             self.memory.add(ev)
-            self.version += 1
         elif ev.type == EventType.SUMMARY:
             self._add_summary(ev)
         elif ev.type == EventType.WARNING and (ev.payload or {}).get("kind") == "thrash":
@@ -155,15 +145,14 @@ class SessionView:
     def apply_status(self, ids: Iterable[str], status: Status) -> None:
         """An event of this session changed status (told by :meth:`Views.own_change`)."""
         for i in ids:
-            if status != Status.ACTIVE and self.memory.drop(i):
-                self.version += 1
+            if status != Status.ACTIVE:
+                self.memory.drop(i)
             if i in self.summaries:
                 old = self.summaries[i]
                 self._count(old, -1)
                 self.summaries[i] = old.model_copy(update={"status": status})
                 self._count(self.summaries[i], +1)
                 self.summary_version += 1
-                self.version += 1
 
     def _add_summary(self, ev: Event) -> None:
         self.summaries[ev.id] = ev
@@ -177,7 +166,6 @@ class SessionView:
             self.parent_of[c] = ev.id
         self._count(ev, +1)
         self.summary_version += 1
-        self.version += 1
 
     def _count(self, s: Event, sign: int) -> None:
         """Add (+1) or take back (-1) what an active summary adds to coverage, the top
@@ -281,19 +269,6 @@ class SessionView:
         s = self.summaries.get(summary_id)
         return s is not None and s.status == Status.ACTIVE
 
-    def lines_matching(
-        self, terms: Iterable[str], among: set[str], limit: int
-    ) -> list[tuple[Event, int]]:
-        """Lines of the summaries ``among`` sharing the most ``terms`` (newest first on
-        ties), read from the line index: the cost follows the terms, not the session."""
-        hits: dict[tuple[str, int, int], int] = {}
-        for t in terms:
-            for key in self._line_postings.get(t, ())[-MAX_POSTINGS:]:
-                if key[0] in among:
-                    hits[key] = hits.get(key, 0) + 1
-        best = heapq.nlargest(limit, hits, key=lambda k: (hits[k], k[2]))
-        return [(self.summaries[k[0]], k[1]) for k in best]
-
 
 class Views:
     """The engine's session views, dropped when the store changed behind them.
@@ -308,7 +283,6 @@ class Views:
         self.max_sessions = max_sessions
         self._views: dict[str, SessionView] = {}
         #: other sessions as recall reads them (memories and summaries only)
-        self._others: dict[str, SessionView] = {}
         self._seen_changes = store.status_changes
         self._own_changes = 0  # status changes applied by :meth:`own_change`
         self._epoch = 0  # bumped each time a change behind the engine dropped every view
@@ -369,32 +343,8 @@ class Views:
                 return view, 0
             return view, view.catch_up(self.store, upto=min(view.cursor + limit, view.stored_to))
 
-    def other(self, session_id: str, last: int, *, read_new: bool = False) -> SessionView:
-        """The memories and summaries of ``session_id`` (another session of the user), up
-        to its stored seq ``last``: a call reads only what was stored since the one
-        before, nothing when the session did not change.  ``read_new``: also what was
-        stored past ``last`` (what the memory writer just added).  Hold :attr:`lock`
-        while reading the view."""
-        with self.lock:
-            self._follow_changes()
-            view = self._others.pop(session_id, None) or SessionView(session_id, kept=RECALLED)
-            self._others[session_id] = view  # most recently used last
-            while len(self._others) > self.max_sessions:
-                self._others.pop(next(iter(self._others)))
-            if view.cursor < last or read_new:
-                view.catch_up(self.store, upto=None if read_new else last)
-                view.cursor = max(view.cursor, last)  # every seq up to it is stored
-            return view
-
-    def other_cursor(self, session_id: str) -> int:
-        """The last seq the recall view of ``session_id`` has read (-1: none yet)."""
-        with self.lock:
-            self._follow_changes()
-            view = self._others.get(session_id)
-            return view.cursor if view is not None else -1
-
     def _every(self) -> list[SessionView]:
-        return [*self._views.values(), *self._others.values()]
+        return list(self._views.values())
 
     def outside_changes(self) -> int:
         """How many times a change made behind the engine (a purge, another writer's
@@ -413,11 +363,9 @@ class Views:
         with self.lock:
             if session_id is None:
                 self._views.clear()
-                self._others.clear()
                 self._seen_changes = self.store.status_changes
             else:
                 self._views.pop(session_id, None)
-                self._others.pop(session_id, None)
 
     def on_stored(self, events: list[Event]) -> None:
         """Nothing to do: a view reads what was stored past its cursor on its next read

@@ -74,10 +74,6 @@ class Snapshot:
         by_id = self._by_id
         return [by_id[i] for i in ids if i in by_id]
 
-    def memories_before(self, ts: float) -> list[Event]:
-        """Memories stored before ``ts`` (the only ones that may be dormant)."""
-        return [m for m in self.memories if m.ts < ts]
-
 
 def empty(session_id: str) -> Snapshot:
     """The snapshot of a session maintenance has not read yet."""

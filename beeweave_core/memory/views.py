@@ -15,8 +15,7 @@ can be read after the lock is left.
 
 from __future__ import annotations
 
-import bisect
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 
 from beeweave_core.events import Event
@@ -79,7 +78,6 @@ class MemoryView:
     conflicting: list[str] = field(default_factory=list)  # memories flagged as conflicts
     #: event ids whose wording a memory overturned, in the order the memories came
     overturn_log: list[str] = field(default_factory=list)
-    _by_ts: list[tuple[float, str]] = field(default_factory=list)  # memories by time
     #: event id -> overturned wording: a base never changed once made and the changes
     #: since (see :meth:`overturned`)
     _ov_base: dict[str, tuple[str, ...]] = field(default_factory=dict)
@@ -100,24 +98,12 @@ class MemoryView:
             if len(ids) > 2 * MAX_POSTINGS:
                 del ids[:MAX_POSTINGS]
         self._add_overturned(ev)
-        bisect.insort(self._by_ts, (ev.ts, ev.id))
 
-    def drop(self, memory_id: str) -> bool:
-        """Forget an active memory that stopped being one (and what it overturned);
-        False when ``memory_id`` is no active memory here."""
-        if memory_id not in self.memories:
-            return False
-        del self.memories[memory_id]
-        self._drop_overturned(memory_id)
-        return True
-
-    def overturn(self, pairs: Iterable[tuple[str, str]]) -> None:
-        """Mark wording of events as overturned without a memory saying so: (event id,
-        wording) pairs found by a caller (a tail read, :mod:`beeweave_core.context.tail`)."""
-        for src, text in pairs:
-            had = self._overturned_of(src)
-            if text not in had:
-                self._set_overturned(src, (*had, text))
+    def drop(self, memory_id: str) -> None:
+        """Forget an active memory that stopped being one (and what it overturned); an
+        id that is no active memory here is ignored."""
+        if self.memories.pop(memory_id, None) is not None:
+            self._drop_overturned(memory_id)
 
     def replaced(self) -> dict[str, tuple[str, ...]]:
         """turn id -> the turns of the memories that overturned what it said."""
@@ -187,22 +173,6 @@ class MemoryView:
                 if len(out) >= n:
                     break
         return out[::-1]
-
-    def memories_before(self, ts: float) -> list[Event]:
-        """Active memories stored before ``ts`` (the only ones that may be dormant)."""
-        end = bisect.bisect_left(self._by_ts, (ts, ""))
-        return [self.memories[i] for _t, i in self._by_ts[:end] if i in self.memories]
-
-    def memories_matching(self, terms: Iterable[str], limit: int = 64) -> list[str]:
-        """Active memories sharing the most terms with ``terms`` (newest first on ties)."""
-        hits: dict[str, int] = {}
-        for t in terms:
-            for i in self.postings.get(t, ())[-MAX_POSTINGS:]:
-                if i in self.memories:
-                    hits[i] = hits.get(i, 0) + 1
-        order = {i: n for n, i in enumerate(hits)}
-        ranked = sorted(hits, key=lambda i: (hits[i], self.memories[i].seq, order[i]), reverse=True)
-        return ranked[:limit]
 
 
 def working_candidates(view: MemoryView, per_kind: int) -> list[Event]:
