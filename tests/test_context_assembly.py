@@ -171,3 +171,21 @@ def test_the_locomo_context_bench_asks_a_settled_session_too(tmp_path):
     assert all(r["mode"] == "settled" and r["n"] == 2 for r in got.values())
     assert got["whole history"]["evidence"] == 1.0
     assert got["beeweave"]["evidence"] == 1.0  # a three-turn chat fits: shown verbatim
+
+
+def test_the_phase_of_a_session_longer_than_its_read_does_not_follow_the_read(weave_factory):
+    """The requirement phase is the session's first turns: a read that starts later (a
+    session longer than the budget) cannot see them, whatever size its pages were."""
+    weave = weave_factory(index=False)
+    brief = [{"role": "user", "content": "Plan the seed order for the north beds."}]
+    say(weave, "short", brief + [{"role": "assistant", "content": "Which crops first?"}])
+    assert weave.assemble("short", "crops?", budget_tokens=2000).phase == "requirement"
+    steps = [
+        {"role": "assistant", "content": f"Bed {b} row {r}: soil checked, labels printed."}
+        for b in range(3)
+        for r in range(30)
+    ]
+    say(weave, "long", brief + steps)
+    phases = {weave.assemble("long", "which bed is done?", budget_tokens=300).phase
+              for _ in range(3)}  # fmt: skip
+    assert phases == {"execution"}

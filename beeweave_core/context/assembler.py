@@ -96,11 +96,17 @@ PRESETS: dict[str, LayerShares] = {
 }
 
 
-def infer_phase(units: Sequence[Unit]) -> str:
-    """requirement early on, closing when the user wraps up, execution otherwise."""
+def infer_phase(units: Sequence[Unit], from_start: bool = True) -> str:
+    """requirement early on, closing when the user wraps up, execution otherwise.
+
+    ``from_start``: ``units`` begin at the session's start.  A read that began later (a
+    session longer than the budget) cannot tell the early turns, and counting from where
+    its pages happened to begin made the phase follow the page size: it is execution."""
     last = next((u for u in reversed(units) if u.kind == "user"), None)
     if last is not None and L.CLOSING.search(last.events[0].content):
         return "closing"
+    if not from_start:
+        return "execution"
     users = 0
     for u in units:  # stops at the fourth user turn or the first tool call
         users += u.kind == "user"

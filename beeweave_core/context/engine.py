@@ -338,7 +338,7 @@ class ContextEngine:
         asked = req.query or _last_user_text(units)
         working, asleep = self._asleep(snap, asked)
         whole = tail.complete and self._fits(c, systems, units, req.budget_tokens)
-        phase = req.phase or infer_phase(units)
+        phase = req.phase or infer_phase(units, from_start=tail.complete)
         shares = self.presets[phase]
         if snap.level:
             shares = shares.shrink_immediate(THRASH_SHRINK**snap.level)
