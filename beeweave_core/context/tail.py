@@ -25,9 +25,6 @@ FIRST_PAGE = 64
 _COUNTS_MAX = 200_000
 _counts: dict[tuple[str, str], int] = {}
 _counts_lock = threading.Lock()
-#: Tokens per event of each session's last tail (sizes the next call's first page).
-_per_event: dict[str, float] = {}
-_PER_EVENT_MAX = 4_096
 
 
 @dataclass
@@ -74,33 +71,17 @@ def read_tail(
     """Pages of turns from the end until their text holds more than ``budget`` tokens
     (or the session's start)."""
     events: list[Event] = []
-    tokens, seq_to, size = 0, None, _first_page(session_id, budget, page)
+    tokens, seq_to, size = 0, None, FIRST_PAGE
     while True:
         got = store.timeline(session_id, last=size, seq_to=seq_to, types=CONVERSATION_TYPES)
         events[:0] = got
         tokens += sum(event_tokens(counter, e) for e in got)
-        if len(got) < size or tokens > budget:
-            _learn_page(session_id, tokens, len(events))
-            return Tail(session_id, events, complete=len(got) < size, tokens=tokens)
+        if len(got) < size:
+            return Tail(session_id, events, complete=True, tokens=tokens)
+        if tokens > budget:
+            return Tail(session_id, events, complete=False, tokens=tokens)
         seq_to = got[0].seq - 1
         size = min(page, size * 2)
-
-
-def _first_page(session_id: str, budget: int, page: int) -> int:
-    """Events the first read takes: what held ``budget`` tokens in this session's last
-    tail, and a quarter more (one read, not two, when the turns are short), else
-    ``FIRST_PAGE``."""
-    per_event = _per_event.get(session_id)
-    if not per_event:
-        return FIRST_PAGE
-    return max(16, min(page, int(budget / per_event * 1.25) + 1))
-
-
-def _learn_page(session_id: str, tokens: int, events: int) -> None:
-    if events:
-        if len(_per_event) >= _PER_EVENT_MAX:
-            _per_event.clear()
-        _per_event[session_id] = max(tokens / events, 1.0)
 
 
 def systems_of(store: EventReader, session_id: str) -> list[Event]:
