@@ -4,7 +4,7 @@ Reading a session's whole timeline on every model call makes each call cost more
 the one before (0.55 ms per stored event per call, measured before this module).  A
 view reads only the events stored since its cursor and folds them into what assembly
 needs: conversation units, active memories (kept in a
-:class:`~beeweave_core.memory.views.MemoryView`, with a term index for recall), every
+:class:`~beeweave_core.memory.views.MemoryView`, by kind and with what they overturned), every
 summary with its status, the thrash level and the turn scan of the working state.
 
 Status changes made by BeeWeave's own writers (the memory writer invalidating an

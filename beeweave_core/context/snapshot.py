@@ -15,7 +15,12 @@ from functools import cached_property
 
 from beeweave_core.context.working_state import WorkingState
 from beeweave_core.events import Event
-from beeweave_core.memory.views import index_terms
+from beeweave_core.text import segment
+
+
+def index_terms(text: str) -> set[str]:
+    """The words recall scores on (BM25's terms, stopwords out)."""
+    return {t for t in segment.tokens(text) if t not in segment.STOPWORDS}
 
 
 @dataclass(frozen=True)

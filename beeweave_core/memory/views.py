@@ -1,8 +1,7 @@
 """A session's active memories as the context engine keeps them between calls.
 
-Every model call needs the same few things of a session's memories: the newest of each
-kind and the flagged conflicts (the working state), the ones sharing words with the query
-(recall, dormancy), the ones older than the dormancy age, and the wording of turns the
+Every maintenance step needs the same few things of a session's memories: the newest of
+each kind and the flagged conflicts (the working state), and the wording of turns the
 memories overturned (edited out of verbatim turns, summaries rebuilt without it).  Reading
 them from the store on each call would cost more with every memory stored, so a session
 view (:class:`~beeweave_core.context.session_view.SessionView`) folds each memory in once
@@ -19,15 +18,6 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 
 from beeweave_core.events import Event
-from beeweave_core.text import segment
-
-#: Postings kept per term (newest); a term in more memories than this says little.
-MAX_POSTINGS = 256
-
-
-def index_terms(text: str) -> set[str]:
-    """The words recall scores on (BM25's terms, stopwords out)."""
-    return {t for t in segment.tokens(text) if t not in segment.STOPWORDS}
 
 
 class Overturned(Mapping[str, tuple[str, ...]]):
@@ -72,8 +62,6 @@ class MemoryView:
     module docstring); its holder folds memories in (:meth:`add`) and out (:meth:`drop`)."""
 
     memories: dict[str, Event] = field(default_factory=dict)  # active, oldest first
-    postings: dict[str, list[str]] = field(default_factory=dict)  # term -> memory ids
-    order: list[str] = field(default_factory=list)  # memory ids as stored
     kinds: dict[str, list[str]] = field(default_factory=dict)  # kind -> memory ids
     conflicting: list[str] = field(default_factory=list)  # memories flagged as conflicts
     #: event ids whose wording a memory overturned, in the order the memories came
@@ -88,15 +76,9 @@ class MemoryView:
     def add(self, ev: Event) -> None:
         """Fold in an active memory event (the holder checked its type and status)."""
         self.memories[ev.id] = ev
-        self.order.append(ev.id)
         self.kinds.setdefault(str(ev.payload.get("kind", "fact")), []).append(ev.id)
         if ev.payload.get("conflicts_with"):
             self.conflicting.append(ev.id)
-        for t in index_terms(ev.content):
-            ids = self.postings.setdefault(t, [])
-            ids.append(ev.id)
-            if len(ids) > 2 * MAX_POSTINGS:
-                del ids[:MAX_POSTINGS]
         self._add_overturned(ev)
 
     def drop(self, memory_id: str) -> None:
@@ -162,11 +144,10 @@ class MemoryView:
             self._ov_snap = Overturned(self._ov_base, dict(self._ov_delta))
         return self._ov_snap
 
-    def newest_memories(self, n: int, kind: str | None = None) -> list[Event]:
-        """The newest ``n`` active memories (of ``kind``), oldest first."""
-        ids = self.kinds.get(kind, []) if kind is not None else self.order
+    def newest_memories(self, n: int, kind: str) -> list[Event]:
+        """The newest ``n`` active memories of ``kind``, oldest first."""
         out: list[Event] = []
-        for i in reversed(ids):
+        for i in reversed(self.kinds.get(kind, [])):
             m = self.memories.get(i)
             if m is not None:
                 out.append(m)
