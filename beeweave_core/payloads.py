@@ -84,7 +84,7 @@ def to_jsonable(value: Any, _depth: int = 0) -> Any:
     if kind is int or kind is bool or value is None:
         return value
     if kind is dict:
-        return {_key(k): to_jsonable(v, _depth + 1) for k, v in value.items()} if value else {}
+        return _plain_dict(value, _depth) if value else {}
     if kind is CanonicalList:
         return value
     if isinstance(value, bool):
@@ -129,6 +129,22 @@ def to_jsonable(value: Any, _depth: int = 0) -> Any:
     except Exception as exc:  # a broken __repr__ must not break capture
         text = f"<unreprable: {type(exc).__name__}>"
     return {"$repr": clean_text(text[:4096]), "$type": _qualname(value)}
+
+
+_PLAIN = frozenset({int, bool, type(None)})
+
+
+def _plain_dict(value: dict[Any, Any], depth: int) -> dict[str, Any]:
+    """A dict's canonical form; an ASCII str key or value and an int, bool or None are
+    already canonical and are kept without a call (the records the capture bus writes are
+    mostly these, and the journal converts every one of them while the agent waits on the GIL)."""
+    out: dict[str, Any] = {}
+    for k, v in value.items():
+        if type(k) is not str or not k.isascii():
+            k = _key(k)
+        kind = type(v)
+        out[k] = v if (kind is str and v.isascii()) or kind in _PLAIN else to_jsonable(v, depth + 1)
+    return out
 
 
 def _tagged_scalar(value: Any) -> dict[str, str] | None:

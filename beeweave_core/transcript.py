@@ -649,6 +649,8 @@ def _step(walk: _Walk, role: str, eid: str) -> None:
 
 
 def _unique(ids: Iterable[str | None]) -> tuple[str, ...]:
+    if isinstance(ids, (tuple, list)) and len(ids) < 2:  # most events have one parent
+        return (ids[0],) if ids and ids[0] else ()
     return tuple(i for i in dict.fromkeys(ids) if i)
 
 
