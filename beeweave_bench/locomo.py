@@ -51,7 +51,7 @@ from beeweave_bench.ingest import purge_bench_data
 from beeweave_bench.report import percentile
 from beeweave_bench.throughput import raw_model_speed, throughput_summary
 from beeweave_core.config import RetrievalConfig
-from beeweave_core.index.indexer import forget_query_vectors
+from beeweave_core.index import query_vectors
 from beeweave_core.retrieval import Rankings, Retriever
 from beeweave_core.weave import Weave
 
@@ -249,7 +249,7 @@ def _via_chroma(weave: Weave, conv: Conversation, kmax: int, **options: Any) -> 
     toggles = hasattr(index, "in_process")  # a Chroma index (Neo4j's has no copy)
 
     def rank(q: Question) -> list[str]:
-        forget_query_vectors()  # as new to it as to ``beeweave``
+        query_vectors.forget()  # as new to it as to ``beeweave``
         if toggles:
             setattr(index, "in_process", False)  # noqa: B010 - not on the VectorIndex protocol
         try:

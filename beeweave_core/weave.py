@@ -32,6 +32,7 @@ from beeweave_core.read_gate import ReadGate
 from beeweave_core.scopes import META_KEY, Readable, derived, narrow, with_scope
 from beeweave_core.store import EventStore, SessionDirectory
 from beeweave_core.store_writer import AppendListener, StoreWriter
+from beeweave_core.tokens import MAX_QUERY_TOKENS
 from beeweave_core.tombstones import EVENT, SESSION, USER, Tombstone, buried, of_purge
 from beeweave_core.transcript import Transcript, bus_transcript
 
@@ -739,7 +740,22 @@ class Weave:
             TypeError: A missing ``budget_tokens``, an unknown option, or a bad type.
             ValueError: A budget that is not a positive int.
         """
+        self._prepare_recall(query, kw.get("use_retriever"))
         return self.context_for(scopes).assemble(session_id, query, **kw)
+
+    def _prepare_recall(self, query: object, use_retriever: object) -> None:
+        """Start embedding the query while the engine reads the session: the vector is the
+        slowest part of its recall, and the model runs beside this thread.  Only a query
+        too short to be cut (the engine's cut follows the request's model): a long one
+        is embedded when asked, as it would be."""
+        if (
+            self.indexer is not None
+            and use_retriever is not False
+            and isinstance(query, str)
+            and query.strip()
+            and len(query) <= MAX_QUERY_TOKENS * 2
+        ):
+            self.indexer.prepare(query)
 
     async def aassemble(
         self,

@@ -16,7 +16,6 @@ money): ``beeweave reindex`` re-embeds, resumably, with a progress bar.
 
 from __future__ import annotations
 
-import functools
 import logging
 import threading
 import time
@@ -28,7 +27,7 @@ from typing import Any
 from beeweave_core.config import IndexConfig
 from beeweave_core.events import Event, Status
 from beeweave_core.extras import install_hint
-from beeweave_core.index import IndexFilter, IndexState, VectorIndex, open_index
+from beeweave_core.index import IndexFilter, IndexState, VectorIndex, open_index, query_vectors
 from beeweave_core.index.base import (
     Chunk,
     Embedder,
@@ -52,8 +51,6 @@ log = logging.getLogger("beeweave.indexer")
 Progress = Callable[[int, int], None]
 #: How far back (in seq) to look for the text an event answers (past empty markers).
 CONTEXT_LOOKBACK = 8
-#: Query vectors remembered (about 1.5 KB each with MiniLM's 384 dimensions).
-QUERY_CACHE = 512
 
 
 @dataclass
@@ -455,6 +452,14 @@ class Indexer:
         one_cosine = self.policy.recipe == "plain" or getattr(index, "normalised_scores", False)
         return 1.0 if one_cosine else 2.0
 
+    def prepare(self, text: str) -> None:
+        """Start embedding a query that :meth:`query` will be asked soon (an assembly
+        knows its query before it reads the session; the vector is ready by then)."""
+        try:
+            query_vectors.start(self.embeddings, text)
+        except TypeError:  # an unhashable embedder: no cache, nothing to prepare
+            return
+
     def query(
         self, text: str, *, k: int, filters: IndexFilter | None = None
     ) -> list[tuple[str, float]]:
@@ -465,7 +470,7 @@ class Indexer:
         except IndexBusy:
             return []
         try:
-            vector = list(_query_vector(self.embeddings, text))
+            vector = list(query_vectors.vector(self.embeddings, text))
         except TypeError:  # an unhashable embedder: no cache
             vector = embed_query(self.embeddings, text)
         return index.query(vector, k=k, filters=filters)
@@ -500,19 +505,6 @@ class Indexer:
         self._thread.join(timeout=30.0)
         if self._index is not None:
             self._index.close()
-
-
-@functools.lru_cache(maxsize=QUERY_CACHE)
-def _query_vector(embeddings: Any, text: str) -> tuple[float, ...]:
-    """A query's vector, remembered: one recall asks the index up to twice per query
-    (the semantic and the temporal path), and agents repeat queries.  Keyed by the
-    embedder object, so another model never answers from this cache."""
-    return tuple(embed_query(embeddings, text))
-
-
-def forget_query_vectors() -> None:
-    """Drop the remembered query vectors (a benchmark timing queries as new ones)."""
-    _query_vector.cache_clear()
 
 
 @dataclass

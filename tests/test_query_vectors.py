@@ -1,0 +1,88 @@
+"""Query vectors are computed once, even when an assembly's early start and its semantic
+search ask for the same one at the same time (real MiniLM model)."""
+
+from __future__ import annotations
+
+import threading
+
+import numpy as np
+import pytest
+
+from beeweave_core.embeddings import MiniLMEmbeddings
+from beeweave_core.index import query_vectors
+from beeweave_core.weave import Weave
+
+
+class CountingModel:
+    """The real offline model, counting the queries it embeds (and able to hold one)."""
+
+    def __init__(self) -> None:
+        self.model = MiniLMEmbeddings()
+        self.calls = 0
+        self.gate = threading.Event()
+        self.gate.set()
+
+    def embed_query(self, text: str) -> list[float]:
+        self.calls += 1
+        self.gate.wait(10)
+        return self.model.embed_query(text)
+
+
+def test_a_query_asked_while_it_is_being_embedded_waits_for_that_vector() -> None:
+    model = CountingModel()
+    model.gate.clear()  # the early start holds the model
+    query_vectors.start(model, "which harbour did the ferry leave from")
+    got: list[tuple[float, ...]] = []
+    asker = threading.Thread(
+        target=lambda: got.append(
+            query_vectors.vector(model, "which harbour did the ferry leave from")
+        )
+    )
+    asker.start()
+    asker.join(0.3)
+    assert asker.is_alive()  # waiting on the running computation, not computing its own
+    model.gate.set()
+    asker.join(10)
+    assert model.calls == 1
+    direct = np.asarray(model.model.embed_query("which harbour did the ferry leave from"))
+    assert np.allclose(np.asarray(got[0]), direct / np.linalg.norm(direct), atol=1e-5)
+    assert query_vectors.vector(model, "which harbour did the ferry leave from") == got[0]
+    assert model.calls == 1
+    query_vectors.forget()
+    query_vectors.vector(model, "which harbour did the ferry leave from")
+    assert model.calls == 2
+
+
+def test_a_failed_embedding_is_reported_to_the_asker_and_not_remembered() -> None:
+    class Broken(CountingModel):
+        def embed_query(self, text: str) -> list[float]:
+            self.calls += 1
+            raise RuntimeError("model file unreadable")
+
+    model = Broken()
+    query_vectors.start(model, "a query the model cannot read")
+    with pytest.raises(RuntimeError, match="unreadable"):
+        query_vectors.vector(model, "a query the model cannot read")
+    with pytest.raises(RuntimeError):
+        query_vectors.vector(model, "a query the model cannot read")
+    assert model.calls >= 2  # tried again, not answered from a remembered failure
+
+
+def test_assemble_embeds_its_query_once(tmp_path: object) -> None:
+    weave = Weave.open(f"sqlite:///{tmp_path}/q.db", spool_dir=f"{tmp_path}/spool")
+    try:
+        for i, text in enumerate(
+            ["the ferry to the island leaves at dawn", "pack the blue tent", "call the marina"]
+        ):
+            weave.emit("user_message" if i % 2 == 0 else "assistant_message", text,
+                       session_id="trip", role="user" if i % 2 == 0 else "assistant")  # fmt: skip
+        weave.flush(30, wait_index=True)
+        assert weave.indexer is not None
+        model = CountingModel()
+        model.model = weave.indexer.embeddings  # type: ignore[assignment]
+        weave.indexer.embeddings = model  # type: ignore[assignment]
+        query_vectors.forget()
+        weave.assemble("trip", "when does the boat go", budget_tokens=500)
+        assert model.calls == 1
+    finally:
+        weave.close()
