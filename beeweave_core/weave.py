@@ -325,7 +325,8 @@ class Weave:
             wait_index: Also wait until the indexer has embedded everything stored so far
                 (for a caller that retrieves by meaning right after writing).
             reading: Leave out the audit records of earlier assemblies (what the context
-                engine passes before a read: they are not what it reads).
+                engine passes before a read: they are not what it reads), and leave the
+                words to the read's own search.
 
         Returns:
             False when some events are only spooled on disk (replayed later), were
@@ -334,7 +335,8 @@ class Weave:
         """
         deadline = time.monotonic() + timeout
         stored = self.bus.flush(timeout, reading=reading)
-        if stored:  # (a store that did not answer would hold this call on its lock)
+        if stored and not reading:  # (a store that did not answer would hold this call on
+            # its lock; a read's own search indexes what it needs, once, right after)
             self._sync_words(deadline)
         if not wait_index or self.indexer is None:
             return stored
