@@ -11,7 +11,6 @@ dropped; at most ``max_low`` refused emits wait for the journal to dead-letter t
 
 from __future__ import annotations
 
-import builtins
 import logging
 import math
 import time
@@ -93,11 +92,7 @@ class Intake(Overflow):
             if telemetry.CAPTURE is not None:
                 telemetry.CAPTURE.add(1)
             tv = type.value if isinstance(type, EventType) else as_str(type)
-            if builtins.type(session_id) is not str:  # (a call each costs more than the check)
-                session_id = as_str(session_id)
-            if builtins.type(key) is not str:
-                key = as_str(key)
-            coalesce_key = as_str(coalesce_key)
+            session_id, coalesce_key, key = (as_str(session_id), as_str(coalesce_key), as_str(key))  # fmt: skip
             problem = emit_problem(tv, session_id, coalesce_key, ts, priority, key)
             eid = new_event_id() if problem or key is None else event_id_for(self.tenant, session_id, key)  # fmt: skip
             hi = priority == "high" or (priority is None and tv in _HIGH)
