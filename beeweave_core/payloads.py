@@ -105,9 +105,7 @@ def to_jsonable(value: Any, _depth: int = 0) -> Any:
     if tagged is not None:
         return tagged
     if isinstance(value, dict):
-        if not value:
-            return {}
-        return {_key(k): to_jsonable(v, _depth + 1) for k, v in value.items()}
+        return _plain_dict(value, _depth) if value else {}
     if isinstance(value, (list, tuple)):
         return [to_jsonable(v, _depth + 1) for v in value]
     if isinstance(value, (set, frozenset)):

@@ -73,6 +73,7 @@ __all__ = [
     "TokenizerDataError",
     "ToolSchemaOverheads",
     "bounded_query",
+    "uncut_query",
     "count_batch",
     "encoding_for_model",
     "get_encoding",
@@ -515,11 +516,17 @@ MAX_QUERY_TOKENS = 256
 _QUERY_CHARS = MAX_QUERY_TOKENS * 16
 
 
+def uncut_query(query: str) -> bool:
+    """Whether ``query`` is short enough never to be cut: :func:`bounded_query` returns it
+    as it is whatever the model, so a caller can embed it before the cut is made."""
+    return len(query) <= MAX_QUERY_TOKENS * 2
+
+
 def bounded_query(query: str, counter: TokenCounter | None = None) -> str:
     """``query`` cut to :data:`MAX_QUERY_TOKENS` tokens of ``counter``'s model (without
     one, :data:`DEFAULT_MODEL`'s: the encoding a weave builds when it opens); itself
     when shorter."""
-    if len(query) <= MAX_QUERY_TOKENS * 2:
+    if uncut_query(query):
         return query
     head = query[:_QUERY_CHARS]
     if counter is not None:

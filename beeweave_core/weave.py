@@ -32,7 +32,7 @@ from beeweave_core.read_gate import ReadGate
 from beeweave_core.scopes import META_KEY, Readable, derived, narrow, with_scope
 from beeweave_core.store import EventStore, SessionDirectory
 from beeweave_core.store_writer import AppendListener, StoreWriter
-from beeweave_core.tokens import MAX_QUERY_TOKENS
+from beeweave_core.tokens import uncut_query
 from beeweave_core.tombstones import EVENT, SESSION, USER, Tombstone, buried, of_purge
 from beeweave_core.transcript import Transcript, bus_transcript
 
@@ -755,7 +755,7 @@ class Weave:
             and use_retriever is not False
             and isinstance(query, str)
             and query.strip()
-            and len(query) <= MAX_QUERY_TOKENS * 2
+            and uncut_query(query)
         ):
             self.indexer.prepare(query)
 
@@ -778,6 +778,7 @@ class Weave:
         Returns:
             The assembled context.
         """
+        self._prepare_recall(query, kw.get("use_retriever"))
         return await self.context_for(scopes).aassemble(session_id, query, **kw)
 
     def confirm(self, memory_id: str) -> str:
