@@ -33,7 +33,7 @@ import logging
 import threading
 import time
 from collections.abc import Iterable, Mapping, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any, TypedDict
@@ -536,9 +536,10 @@ class Retriever:
             chosen=frozenset(chosen),
             now=time.time() if now is None else now,
         )
-        ranked = self._rank_paths(call)
+        near: Near = {}
+        ranked = self._rank_paths(call, near)
         events = self._hydrate(call, {eid for lst in ranked.values() for eid, _ in lst})
-        return Rankings(call, ranked, events)
+        return Rankings(call, ranked, events, near)
 
     def fuse(
         self, rankings: Rankings, k: int = 10, config: RetrievalConfig | None = None
@@ -721,12 +722,14 @@ class Retriever:
         return sorted(scores.items(), key=lambda p: -p[1])
 
     # ------------------------------------------------------------- fusion
-    def _rank_paths(self, c: _Call) -> dict[str, list[tuple[str, float]]]:
+    def _rank_paths(self, c: _Call, near: Near) -> dict[str, list[tuple[str, float]]]:
         """Each chosen path's own ranking (best first) of event ids.
 
         The semantic path (embedding the query, then the vector index) runs in a worker
         thread while the store answers the others: both release the GIL, so the two
-        slowest paths overlap.  The temporal path runs last: it reuses the query vector.
+        slowest paths overlap; what is left of the wait reads the graph around the
+        likely seeds (into ``near``).  The temporal path runs last: it reuses the query
+        vector.
         """
         semantic = None
         if self.indexer is not None and (_on(c, "semantic") or _on(c, "temporal")):
@@ -737,11 +740,34 @@ class Retriever:
         out = {name: run(c) for name, run in runs.items() if _on(c, name)}
         if _on(c, "feedback") and out.get("lexical"):  # while the semantic search runs
             out["feedback"] = self._feedback(c, out["lexical"])
+        if semantic is not None and _on(c, "graph"):
+            self._read_ahead(c, out, semantic, near)
         if _on(c, "semantic"):
             out["semantic"] = semantic.result() if semantic is not None else []
         if _on(c, "temporal"):
             out["temporal"] = self._temporal(c)
         return out
+
+    def _read_ahead(
+        self,
+        c: _Call,
+        ranked: Mapping[str, list[tuple[str, float]]],
+        running: Future[list[tuple[str, float]]],
+        near: Near,
+    ) -> None:
+        """While the semantic search runs: the graph around the events the paths done so
+        far fuse best (most of the seeds the graph path will start from), so the wait
+        for the query's embedding does the graph path's reads.  Stops when the search
+        is done: what it did not read, the graph path reads."""
+        cfg = c.cfg
+        found = {e: ev for e, ev in c.seen.items() if ev.status == Status.ACTIVE}
+        fused = _fuse(c, ranked, found).score
+        for seed in sorted(fused, key=lambda e: -fused[e])[: cfg.graph_seeds]:
+            key = (seed, cfg.graph_depth, cfg.neighbours)
+            if running.done():
+                return
+            if key not in near:
+                near[key] = self._around(found[seed], cfg.graph_depth, cfg.neighbours)
 
     def _add_graph(self, c: _Call, fusion: _Fusion, events: dict[str, Event], near: Near) -> None:
         """The graph path: neighbours of the best fused hits, ranked by what they inherit."""

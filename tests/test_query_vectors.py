@@ -4,6 +4,7 @@ search ask for the same one at the same time (real MiniLM model)."""
 from __future__ import annotations
 
 import threading
+import time
 
 import numpy as np
 import pytest
@@ -84,5 +85,45 @@ def test_assemble_embeds_its_query_once(tmp_path: object) -> None:
         query_vectors.forget()
         weave.assemble("trip", "when does the boat go", budget_tokens=500)
         assert model.calls == 1
+    finally:
+        weave.close()
+
+
+def test_the_wait_for_the_query_vector_reads_the_graph_and_changes_no_hit(tmp_path: object) -> None:
+    """While the query is embedded (held here by a gate on the real model), recall reads
+    the graph around the seeds the other paths found; the hits are the ones a recall
+    whose vector was ready at once gives (nothing read ahead)."""
+    weave = Weave.open(f"sqlite:///{tmp_path}/g.db", spool_dir=f"{tmp_path}/spool")
+    try:
+        parent = None
+        for i, text in enumerate(
+            ["book a cabin near the glacier for four nights", "the lodge quoted 180 per night",
+             "ask whether the lodge has a sauna", "the sauna closes at nine in winter",
+             "reserve the lodge then, two rooms", "confirmation number LDG-5521 arrived"]
+        ):  # fmt: skip
+            user = i % 2 == 0
+            parent = weave.emit("user_message" if user else "assistant_message", text,
+                                session_id="trip", role="user" if user else "assistant",
+                                parents=[parent] if parent else [])  # fmt: skip
+        weave.flush(30, wait_index=True)
+        assert weave.indexer is not None
+        model = CountingModel()
+        model.model = weave.indexer.embeddings  # type: ignore[assignment]
+        weave.indexer.embeddings = model  # type: ignore[assignment]
+        query_vectors.forget()
+        retriever = weave.retriever
+        model.gate.clear()
+        threading.Timer(0.5, model.gate.set).start()  # the embedding takes half a second
+        now = time.time()  # (both recalls at one moment: recency weights alike)
+        held = retriever.rankings("what did the lodge cost", session_id="trip", now=now)
+        assert held.near  # the graph around the likely seeds was read during the wait
+        ready = retriever.rankings("what did the lodge cost", session_id="trip", now=now)
+        ready.near.clear()  # the graph path reads every neighbourhood itself
+        assert model.calls == 1
+        first, second = retriever.fuse(held, k=6), retriever.fuse(ready, k=6)
+        assert [(h.event.id, round(h.score, 9)) for h in first] == [
+            (h.event.id, round(h.score, 9)) for h in second
+        ]
+        assert any(h.provenance.via for h in first)  # the graph path took part
     finally:
         weave.close()

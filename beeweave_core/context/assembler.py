@@ -261,8 +261,13 @@ def render_recall(lines: Sequence[Line], session_id: str, today: str | None) -> 
     """The recalled layer's text: this session's lines oldest first, then other
     sessions' by session; a date line wherever the day changes (when any differs from
     ``today``)."""
+    return "\n".join(_recall_rows(lines, session_id, today))
+
+
+def _recall_rows(lines: Sequence[Line], session_id: str, today: str | None) -> list[str]:
+    """The rows :func:`render_recall` joins (each counted once: see :func:`_recall_cost`)."""
     if not lines:
-        return ""
+        return []
     own = sorted((ln for ln in lines if ln.session_id == session_id), key=lambda ln: ln.seq)
     others = sorted(
         (ln for ln in lines if ln.session_id != session_id),
@@ -279,7 +284,7 @@ def render_recall(lines: Sequence[Line], session_id: str, today: str | None) -> 
                 current = ln.session_id
                 out.append(f"[session {ln.session_id}]")
             out += _dated([ln], dated, _last_day(out))
-    return "\n".join(out)
+    return out
 
 
 def _last_day(out: list[str]) -> str | None:
@@ -691,8 +696,17 @@ def _sentences_of(text: str) -> frozenset[str]:
 
 
 def _recall_cost(c: TokenCounter, f: _Fill) -> int:
-    msg = _recall_message(f)
-    return c.count_message(msg) if msg else 0
+    """Tokens of the recalled layer's message, summed over its rows, each counted with
+    the line break that follows it: packing asks this after every change, and counting
+    the whole ~8 KB text anew each time was a fifth of an assembly.  The tokenizers
+    split at a line break, so the sum is the exact count or a few tokens above it (a
+    break merged into what follows); :func:`_within_budget` counts the final prompt."""
+    rows = _recall_rows(f.lines, f.session_id, f.today)
+    if not rows:
+        return 0
+    last = rows.pop()
+    frame = c.count_message({"role": "system", "content": ""})
+    return frame + sum(_text_tokens(c, r + "\n") for r in rows) + _text_tokens(c, last)
 
 
 def _recall_message(f: _Fill, settled: Sequence[Item] = ()) -> dict[str, Any] | None:
