@@ -29,6 +29,18 @@ class CountingModel:
         return self.model.embed_query(text)
 
 
+def counted(weave: Weave) -> CountingModel:
+    """Once what was emitted is indexed: the weave's own model, counted (no query
+    vector remembered from before)."""
+    weave.flush(30, wait_index=True)
+    assert weave.indexer is not None
+    model = CountingModel()
+    model.model = weave.indexer.embeddings  # type: ignore[assignment]
+    weave.indexer.embeddings = model  # type: ignore[assignment]
+    query_vectors.forget()
+    return model
+
+
 def test_a_query_asked_while_it_is_being_embedded_waits_for_that_vector() -> None:
     model = CountingModel()
     model.gate.clear()  # the early start holds the model
@@ -77,12 +89,7 @@ def test_assemble_embeds_its_query_once(tmp_path: object) -> None:
         ):
             weave.emit("user_message" if i % 2 == 0 else "assistant_message", text,
                        session_id="trip", role="user" if i % 2 == 0 else "assistant")  # fmt: skip
-        weave.flush(30, wait_index=True)
-        assert weave.indexer is not None
-        model = CountingModel()
-        model.model = weave.indexer.embeddings  # type: ignore[assignment]
-        weave.indexer.embeddings = model  # type: ignore[assignment]
-        query_vectors.forget()
+        model = counted(weave)
         weave.assemble("trip", "when does the boat go", budget_tokens=500)
         assert model.calls == 1
     finally:
@@ -105,12 +112,7 @@ def test_the_wait_for_the_query_vector_reads_the_graph_and_changes_no_hit(tmp_pa
             parent = weave.emit("user_message" if user else "assistant_message", text,
                                 session_id="trip", role="user" if user else "assistant",
                                 parents=[parent] if parent else [])  # fmt: skip
-        weave.flush(30, wait_index=True)
-        assert weave.indexer is not None
-        model = CountingModel()
-        model.model = weave.indexer.embeddings  # type: ignore[assignment]
-        weave.indexer.embeddings = model  # type: ignore[assignment]
-        query_vectors.forget()
+        model = counted(weave)
         retriever = weave.retriever
         model.gate.clear()
         threading.Timer(0.5, model.gate.set).start()  # the embedding takes half a second
