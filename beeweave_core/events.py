@@ -20,7 +20,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 
 class EventType(str, Enum):
-    """Kinds of events (DESIGN.md)."""
+    """Kinds of events (docs/concepts.md: the event model)."""
 
     SYSTEM_PROMPT = "system_prompt"
     USER_MESSAGE = "user_message"
@@ -38,7 +38,7 @@ class EventType(str, Enum):
 
 
 class EdgeType(str, Enum):
-    """Relationship types of the event graph (DESIGN.md)."""
+    """Relationship types of the event graph (docs/concepts.md: the event model)."""
 
     NEXT = "NEXT"
     CAUSED_BY = "CAUSED_BY"

@@ -26,6 +26,7 @@ message before it; user and system messages have none.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import threading
@@ -80,7 +81,18 @@ def canonical_role(role: str, default: str | None = None) -> str:
 
 
 def digest(text: str) -> str:
+    """A short digest of a message's text (an occurrence key, an answer's lookup: one
+    message asks up to three times, and a short text is remembered)."""
+    return _short_digest(text) if len(text) <= DIGESTS_KEPT_UP_TO else _digest(text)
+
+
+def _digest(text: str) -> str:
     return hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=8).hexdigest()
+
+
+#: Texts up to this many characters have their digest remembered (4,096 of them).
+DIGESTS_KEPT_UP_TO = 2_048
+_short_digest = functools.lru_cache(maxsize=4_096)(_digest)
 
 
 def scoped(scope: str | None, key: str) -> str:

@@ -264,7 +264,7 @@ class _Recorder:
             if ev is not None:
                 agent = _agent_of(ev)
                 if agent and not run.agent_fixed:
-                    run.writer.meta["agent_id"] = agent
+                    run.writer.name_agent(agent)
                 if isinstance(ev, ToolCallEvent):
                     self._tool_call(run, id_, ToolCall(ev.tool_id, ev.tool_name, ev.tool_kwargs))
             elif isinstance(instance, BaseTool) and not any(
@@ -286,7 +286,7 @@ class _Recorder:
 
     def _on_run_start(self, run: _Run, instance: Any, start_event: Any) -> None:
         if not run.agent_fixed and getattr(instance, "name", None):
-            run.writer.meta["agent_id"] = str(instance.name)
+            run.writer.name_agent(str(instance.name))
         getter = getattr(start_event, "get", None)
         msg = getter("user_msg") if callable(getter) else None
         if isinstance(msg, ChatMessage):

@@ -57,6 +57,13 @@ class TurnWriter:
         self._pending: list[str] = []  # what the next model call is caused by
         self._results_phase = False
 
+    def name_agent(self, agent_id: str) -> None:
+        """Record the next events under ``agent_id`` (a workflow hands over to another
+        agent).  The meta dict is replaced, never changed: events already queued keep
+        theirs, so it is handed to the bus without a copy."""
+        if self.meta.get("agent_id") != agent_id:
+            self.meta = {**self.meta, "agent_id": agent_id}
+
     def _source(self, extra: Mapping[str, Any] | None) -> dict[str, Any]:
         return {**self.source, **(extra or {})}
 
@@ -73,7 +80,7 @@ class TurnWriter:
             scope=self.scope,
             parents=parents,
             occurrences=self._occ,
-            meta=dict(self.meta),
+            meta=self.meta,
             source=self._source(source),
         )
         self.ids.add(eid)
@@ -105,7 +112,7 @@ class TurnWriter:
             role=role,
             parents=parents,
             payload=payload,
-            meta=dict(self.meta),
+            meta=self.meta,
             source=self._source(source),
         )
         if eid:
@@ -137,7 +144,7 @@ class TurnWriter:
             self.session_id,
             Message("system", text),
             scope=self.scope,
-            meta=dict(self.meta),
+            meta=self.meta,
             source=self.source,
         )
         self.ids.add(eid)
@@ -182,7 +189,7 @@ class TurnWriter:
             call,
             scope=self.scope,
             parents=parents,
-            meta=dict(self.meta),
+            meta=self.meta,
             source=self._source(source),
         )
         self.ids.add(eid)

@@ -35,15 +35,22 @@ log = logging.getLogger("beeweave.bus")
 _HIGH = frozenset(t.value for t in HIGH_PRIORITY_TYPES)
 _TYPES = frozenset(t.value for t in EventType)
 _new = tuple.__new__  # an Item at a plain tuple's cost (Item(...) runs Python code)
+#: Session ids already found valid, so a session's every emit is not checked again.
+MAX_VALID_SESSIONS = 4_096
+_VALID_SESSIONS: set[str] = set()
 
 
 def emit_problem(tv: Any, sid: Any, ck: Any, ts: Any, priority: Any, key: Any) -> str | None:
     """Why an emit() cannot become an event (None: it can).  Cheap: the caller's thread."""
     if type(tv) is not str or tv not in _TYPES:
         return f"unknown event type {shown(tv)}"
-    problem = session_problem(sid)
-    if problem:
-        return problem
+    if type(sid) is not str or sid not in _VALID_SESSIONS:  # (most emits repeat a few)
+        problem = session_problem(sid)
+        if problem:
+            return problem
+        if len(_VALID_SESSIONS) >= MAX_VALID_SESSIONS:
+            _VALID_SESSIONS.clear()
+        _VALID_SESSIONS.add(sid)
     if ck is not None and type(ck) is not str:
         return f"coalesce_key must be a string, got {type(ck).__name__}"
     if key is not None and type(key) is not str:
@@ -91,7 +98,7 @@ class Intake(Overflow):
             self._stats["emitted"] += 1
             if telemetry.CAPTURE is not None:
                 telemetry.CAPTURE.add(1)
-            tv = type.value if isinstance(type, EventType) else as_str(type)
+            tv = as_str(type)  # (an EventType is a str: its value, without the enum's lookup)
             session_id, coalesce_key, key = (as_str(session_id), as_str(coalesce_key), as_str(key))  # fmt: skip
             problem = emit_problem(tv, session_id, coalesce_key, ts, priority, key)
             eid = new_event_id() if problem or key is None else event_id_for(self.tenant, session_id, key)  # fmt: skip
