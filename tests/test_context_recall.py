@@ -280,3 +280,31 @@ def test_a_memory_read_among_recalled_lines_is_dated_by_its_turn(weave_factory: 
     assert text.rfind(f"— {day_of(second)} —", 0, note) > text.rfind(
         f"— {day_of(first)} —", 0, note
     )
+
+
+def test_a_tool_result_asked_about_before_maintenance_read_it_still_reaches_recall(
+    weave_factory: Any,
+) -> None:
+    """Asked right after a burst of writes, before maintenance has read any of them: a
+    tool result older than the newest turns is offered all the same (read from the
+    store between what maintenance read and the tail)."""
+    weave = weave_factory()
+    scan = {"totals": {"files_found": 73918, "bytes": 5120443}, "dirs": [
+        {"path": f"/data/d{i}", "ok": i % 4 != 0} for i in range(40)]}  # fmt: skip
+    turns: list[dict[str, Any]] = [
+        {"role": "user", "content": "Scan the shared drive, please."},
+        {"role": "assistant", "content": "", "tool_calls": [call("s1", "scan", {"root": "/data"})]},
+        {"role": "tool", "tool_call_id": "s1", "name": "scan", "content": json.dumps(scan)},
+        {"role": "assistant", "content": "The scan finished."},
+    ]  # fmt: skip
+    for i in range(80):
+        turns += _refrain(i)
+    with weave.context.maintenance.step_lock:  # maintenance reads nothing meanwhile
+        say(weave, "drive", turns, maintain=False)
+        weave.flush(30, wait_index=True)
+        ctx = weave.assemble(
+            "drive", "一共找到了多少个？", budget_tokens=600,
+            counter=TokenCounter(encoding="cl100k_base"),
+        )  # fmt: skip
+    assert "73918" in ctx.text()
+    assert ctx.total_tokens <= 600

@@ -37,7 +37,7 @@ from beeweave_core.context.editing import EditPolicy, tool_digest
 from beeweave_core.context.maintenance import Maintenance
 from beeweave_core.context.messages import Unit, UnitsMemo
 from beeweave_core.context.request import AssembleRequest
-from beeweave_core.context.session_view import Views
+from beeweave_core.context.session_view import RESULTS_KEPT, Views
 from beeweave_core.context.snapshot import Snapshot, index_terms
 from beeweave_core.context.summarizers import ExtractiveSummarizer, LLMSummarizer, Summarizer
 from beeweave_core.context.tail import EarlySystems, Tail, event_tokens, read_tail
@@ -359,7 +359,9 @@ class ContextEngine:
             whole_history=whole,
             policy=self.edit_policy,
             resolve=self.store.get_artifact,
-            recall=self._recall(req, snap, units, uid, asleep | hidden, whole),
+            recall=self._recall(
+                req, snap, units, uid, asleep | hidden, whole, self._results(snap, tail)
+            ),
         )
         filled = assemble(plan)
         messages = filled.messages
@@ -487,6 +489,7 @@ class ContextEngine:
         uid: str | None,
         skip: frozenset[str],
         whole: bool = False,
+        results: Sequence[str] = (),
     ) -> Callable[[set[str]], RecallInputs]:
         """The recalled layer's candidates, given the ids the newest turns show
         (``whole``: they show every turn of the session)."""
@@ -510,7 +513,7 @@ class ContextEngine:
                 lambda e: self._recallable(e, req, shown, skip),
                 query,
             )
-            keep += self._results_unranked(snap, keep, req, shown, skip)
+            keep += self._results_unranked(results, keep, req, shown, skip)
             related = self._related(keep, snap)
             shows = [
                 (evs, score) for ev, score in keep if (evs := _evidence(ev, related, req, shown))
@@ -522,9 +525,28 @@ class ContextEngine:
 
         return recall
 
+    def _results(self, snap: Snapshot, tail: Tail) -> Sequence[str]:
+        """The session's newest tool results by id, newest last: the snapshot's, and those
+        stored after what maintenance has read (a call made before it caught up, such as
+        the first after a burst of writes: read from the store when the tail does not
+        reach back to them)."""
+        if snap.cursor >= tail.last_seq:
+            return snap.results
+        gap: list[Event] = []
+        if not tail.complete and snap.cursor < tail.first_seq - 1:
+            gap = self.store.timeline(
+                snap.session_id,
+                seq_from=snap.cursor + 1,
+                seq_to=tail.first_seq - 1,
+                types=(EventType.TOOL_RESULT,),
+                last=RESULTS_KEPT,
+            )
+        newer = [e.id for e in (*gap, *tail.since(snap.cursor)) if e.type == EventType.TOOL_RESULT]
+        return (*snap.results, *newer)[-RESULTS_KEPT:]
+
     def _results_unranked(
         self,
-        snap: Snapshot,
+        results: Sequence[str],
         keep: Sequence[tuple[Event, float]],
         req: AssembleRequest,
         shown: set[str],
@@ -535,7 +557,7 @@ class ContextEngine:
         question can miss it by wording alone (asked in another language than the tool
         answered in).  They take only the room the ranked evidence leaves."""
         have = {ev.id for ev, _s in keep}
-        want = [i for i in reversed(snap.results) if i not in have and i not in shown]
+        want = [i for i in reversed(results) if i not in have and i not in shown]
         if not want:
             return []
         found = {e.id: e for e in self.store.get(want)}
