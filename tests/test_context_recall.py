@@ -34,6 +34,29 @@ def _refrain(i: int) -> list[dict[str, Any]]:
     ]
 
 
+def _tool_then_chatter(ask: str, tool: str, output: object, done: str) -> list[dict[str, Any]]:
+    """A request answered by one tool call, then 80 exchanges of small talk after it."""
+    turns: list[dict[str, Any]] = [
+        {"role": "user", "content": ask},
+        {"role": "assistant", "content": "", "tool_calls": [call("t1", tool, {"root": "/"})]},
+        {"role": "tool", "tool_call_id": "t1", "name": tool, "content": json.dumps(output)},
+        {"role": "assistant", "content": done},
+    ]
+    for i in range(80):
+        turns += _refrain(i)
+    return turns
+
+
+def _asked_in_600(weave: Any, session_id: str, question: str) -> str:
+    """The text of a 600-token context for ``question`` (checked to fit)."""
+    weave.flush(30, wait_index=True)
+    ctx = weave.assemble(
+        session_id, question, budget_tokens=600, counter=TokenCounter(encoding="cl100k_base")
+    )
+    assert ctx.total_tokens <= 600
+    return str(ctx.text())
+
+
 def _recalled(ctx: Any) -> list[Any]:
     return [p for p in ctx.provenance if p.layer == "recalled"]
 
@@ -94,22 +117,10 @@ def test_a_tool_result_the_question_does_not_word_still_reaches_recall(
     weave = weave_factory()
     report = {"summary": {"objects_counted": 48213, "elapsed_ms": 912}, "rows": [
         {"bucket": f"b{i}", "state": "ok" if i % 3 else "cold"} for i in range(40)]}  # fmt: skip
-    turns: list[dict[str, Any]] = [
-        {"role": "user", "content": "Please take an inventory of the archive."},
-        {"role": "assistant", "content": "", "tool_calls": [call("c1", "inventory", {"root": "/srv"})]},
-        {"role": "tool", "tool_call_id": "c1", "name": "inventory", "content": json.dumps(report)},
-        {"role": "assistant", "content": "The inventory is done."},
-    ]  # fmt: skip
-    for i in range(80):
-        turns += _refrain(i)
+    turns = _tool_then_chatter("Please take an inventory of the archive.", "inventory",
+                               report, "The inventory is done.")  # fmt: skip
     say(weave, "stocktake", turns)
-    weave.flush(30, wait_index=True)
-    ctx = weave.assemble(
-        "stocktake", "Wie viele Dinge lagen dort insgesamt?", budget_tokens=600,
-        counter=TokenCounter(encoding="cl100k_base"),
-    )  # fmt: skip
-    assert "48213" in ctx.text()
-    assert ctx.total_tokens <= 600
+    assert "48213" in _asked_in_600(weave, "stocktake", "Wie viele Dinge lagen dort insgesamt?")
 
 
 def test_a_question_about_the_past_gets_the_room_the_newest_turns_keep_it_otherwise(
@@ -291,20 +302,7 @@ def test_a_tool_result_asked_about_before_maintenance_read_it_still_reaches_reca
     weave = weave_factory()
     scan = {"totals": {"files_found": 73918, "bytes": 5120443}, "dirs": [
         {"path": f"/data/d{i}", "ok": i % 4 != 0} for i in range(40)]}  # fmt: skip
-    turns: list[dict[str, Any]] = [
-        {"role": "user", "content": "Scan the shared drive, please."},
-        {"role": "assistant", "content": "", "tool_calls": [call("s1", "scan", {"root": "/data"})]},
-        {"role": "tool", "tool_call_id": "s1", "name": "scan", "content": json.dumps(scan)},
-        {"role": "assistant", "content": "The scan finished."},
-    ]  # fmt: skip
-    for i in range(80):
-        turns += _refrain(i)
+    turns = _tool_then_chatter("Scan the shared drive, please.", "scan", scan, "The scan finished.")
     with weave.context.maintenance.step_lock:  # maintenance reads nothing meanwhile
         say(weave, "drive", turns, maintain=False)
-        weave.flush(30, wait_index=True)
-        ctx = weave.assemble(
-            "drive", "一共找到了多少个？", budget_tokens=600,
-            counter=TokenCounter(encoding="cl100k_base"),
-        )  # fmt: skip
-    assert "73918" in ctx.text()
-    assert ctx.total_tokens <= 600
+        assert "73918" in _asked_in_600(weave, "drive", "一共找到了多少个？")
