@@ -699,8 +699,8 @@ def _recall_cost(c: TokenCounter, f: _Fill) -> int:
     """Tokens of the recalled layer's message, summed over its rows, each counted with
     the line break that follows it: packing asks this after every change, and counting
     the whole ~8 KB text anew each time was a fifth of an assembly.  The tokenizers
-    split at a line break, so the sum is the exact count or a few tokens above it (a
-    break merged into what follows); :func:`_within_budget` counts the final prompt."""
+    split at a line break, so the sum is the exact count or, rarely, a few tokens above
+    it (measured on LoCoMo recalls); :func:`_within_budget` counts the final prompt."""
     rows = _recall_rows(f.lines, f.session_id, f.today)
     if not rows:
         return 0
