@@ -353,6 +353,11 @@ def _fuse(
     return fusion
 
 
+def _seeds(fused: Mapping[str, float], cfg: RetrievalConfig) -> list[str]:
+    """The best fused hits, where the graph path starts."""
+    return sorted(fused, key=lambda e: -fused[e])[: cfg.graph_seeds]
+
+
 def _decay(ev: Event, c: _Call) -> float:
     """Recency weight: the event's own half-life (a memory's by its kind, see
     :func:`beeweave_core.ranking.half_life`), else ``half_life``, towards ``decay_floor``."""
@@ -759,15 +764,11 @@ class Retriever:
         far fuse best (most of the seeds the graph path will start from), so the wait
         for the query's embedding does the graph path's reads.  Stops when the search
         is done: what it did not read, the graph path reads."""
-        cfg = c.cfg
         found = {e: ev for e, ev in c.seen.items() if ev.status == Status.ACTIVE}
-        fused = _fuse(c, ranked, found).score
-        for seed in sorted(fused, key=lambda e: -fused[e])[: cfg.graph_seeds]:
-            key = (seed, cfg.graph_depth, cfg.neighbours)
+        for seed in _seeds(_fuse(c, ranked, found).score, c.cfg):
             if running.done():
                 return
-            if key not in near:
-                near[key] = self._around(found[seed], cfg.graph_depth, cfg.neighbours)
+            self._near(found[seed], c.cfg, near)
 
     def _add_graph(self, c: _Call, fusion: _Fusion, events: dict[str, Event], near: Near) -> None:
         """The graph path: neighbours of the best fused hits, ranked by what they inherit."""
@@ -814,13 +815,9 @@ class Retriever:
     ) -> dict[str, tuple[float, list[str]]]:
         """Events linked to the best seeds, each scored by the seed's score × hop decay."""
         cfg = c.cfg
-        seeds = sorted(fused, key=lambda e: -fused[e])[: cfg.graph_seeds]
         reached: dict[str, tuple[float, list[str]]] = {}
-        for seed in seeds:
-            key = (seed, cfg.graph_depth, cfg.neighbours)
-            if key not in near:
-                near[key] = self._around(events[seed], cfg.graph_depth, cfg.neighbours)
-            for ev, dist, beside in near[key]:
+        for seed in _seeds(fused, cfg):
+            for ev, dist, beside in self._near(events[seed], cfg, near):
                 if ev.id == seed or ev.status != Status.ACTIVE:
                     continue
                 if not c.sc.accepts(ev) or not c.flt.accepts(ev):
@@ -834,6 +831,13 @@ class Retriever:
                 elif seed not in old[1]:
                     old[1].append(seed)
         return reached
+
+    def _near(self, seed: Event, cfg: RetrievalConfig, near: Near) -> list[tuple[Event, int, bool]]:
+        """What the graph path reaches from ``seed``, read once per call (``near``)."""
+        key = (seed.id, cfg.graph_depth, cfg.neighbours)
+        if key not in near:
+            near[key] = self._around(seed, cfg.graph_depth, cfg.neighbours)
+        return near[key]
 
     def _around(self, ev: Event, depth: int, neighbours: int) -> list[tuple[Event, int, bool]]:
         """Causes and effects of ``ev`` up to ``depth`` hops, and its session neighbours."""
