@@ -32,9 +32,10 @@ EPOCHS = 300
 
 
 def embed(texts: Sequence[str]) -> np.ndarray:
-    from beeweave_core.embeddings import embeddings_named
+    """The vectors the memory writer gives the classifier (the same model, run alike)."""
+    from beeweave_core.memory import vectors
 
-    return np.asarray(embeddings_named("minilm").embed_array(list(texts)), dtype=np.float32)  # type: ignore[attr-defined]
+    return vectors.embed(texts)
 
 
 def fit(

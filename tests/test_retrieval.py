@@ -119,7 +119,12 @@ def test_semantic_path_finds_other_words(scenario):
     w, ids = scenario
     hits = w.retrieve("which plane did we pick for the Portugal trip?", user_id="alice",
                       now=NOW, paths=["semantic"], k=3)  # fmt: skip
-    assert ids["flight"]["answer"] in top_ids(hits) or ids["flight"]["result"] in top_ids(hits)
+    # the flight exchange leads, though it shares no word with the question (which of its
+    # turns follow the request is a matter of a few hundredths of cosine: the hotel's
+    # answer sits between them and the flight's answer under either build of the model)
+    flight = set(ids["flight"].values())
+    assert hits[0].event.id == ids["flight"]["user"]
+    assert sum(h.event.id in flight for h in hits) >= 2
     assert all(set(h.paths) == {"semantic"} for h in hits)
 
 

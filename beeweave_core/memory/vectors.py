@@ -22,12 +22,14 @@ _model: list[object] = []
 
 def _minilm() -> object:
     """The writer's own MiniLM: one thread, so maintenance in the background never takes
-    more than one core from the agent (the index and queries keep theirs)."""
+    more than one core from the agent (the index and queries keep theirs).  It runs the
+    packaged file as it is: the act classifier and the supersession scorer were fitted on
+    that file's vectors, and the quantized copy the index runs moves them a little."""
     with _lock:
         if not _model:
             from beeweave_core.embeddings import MiniLMEmbeddings
 
-            _model.append(MiniLMEmbeddings(workers=1, intra_op_threads=1))
+            _model.append(MiniLMEmbeddings(workers=1, intra_op_threads=1, quantize=False))
         return _model[0]
 
 
