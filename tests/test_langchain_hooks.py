@@ -66,10 +66,16 @@ def test_hook_alone_records_the_conversation_and_bounds_the_prompt(weave_factory
 
 def test_hook_compacts_long_sessions(weave_factory):
     weave = weave_factory()
-    agent, _model, hook = make_agent(weave, 12, budget=400)
+    agent, _model, hook = make_agent(weave, 13, budget=400)
     cfg = {"configurable": {"thread_id": "t-compact"}}
     for i in range(12):
         agent.invoke({"messages": [("user", user_turn(i))]}, cfg)
+    # maintenance compacts when the agent's loop pauses (or a second after work is due):
+    # a loop of fast fake turns may end first, so the test lets it read the session, then
+    # the next turn's assembly carries what it wrote
+    weave.flush()
+    weave.context.settle(["t-compact"])
+    agent.invoke({"messages": [("user", user_turn(12))]}, cfg)
     summaries = weave.store.timeline("t-compact", types=[EventType.SUMMARY])
     assert summaries, "compaction never ran"
     assert any(e.type == EdgeType.SUMMARIZES for e in weave.store.edges(event_id=summaries[0].id))
