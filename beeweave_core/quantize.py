@@ -51,7 +51,7 @@ def quantized(source: Path, source_sha256: str) -> Path | None:
     if _intact(target):
         return target
     try:
-        _derive(source, target)
+        _derive(source, source_sha256, target)
     except Exception as exc:  # the packaged file still works: run it as it is
         log.warning("beeweave: embedding model not quantized (%s); running it as packaged", exc)
         return None
@@ -69,10 +69,12 @@ def _intact(target: Path) -> bool:
         return False
 
 
-def _derive(source: Path, target: Path) -> None:
+def _derive(source: Path, source_sha256: str, target: Path) -> None:
     import onnxruntime as ort
     from onnxruntime.quantization import QuantType, quantize_dynamic
 
+    if sha256_of(source) != source_sha256:  # the copy is named by the file's digest
+        raise ValueError(f"{source} does not match its sha256 {source_sha256}")
     target.parent.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(dir=target.parent, prefix=".derive-") as tmp:
         folded = Path(tmp) / "folded.onnx"

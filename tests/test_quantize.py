@@ -75,3 +75,14 @@ def test_when_the_copy_cannot_be_made_the_packaged_file_runs(tmp_path, monkeypat
     assert not emb.model_version.endswith(".dyn8pc")
     assert len(vec) == 384
     assert "not quantized" in caplog.text
+
+
+def test_a_source_that_does_not_match_its_digest_is_not_quantized(cache, tmp_path):
+    from beeweave_core.embeddings import MODEL_SHA256, _default_model_path
+
+    forged = tmp_path / "model.onnx"
+    data = bytearray(_default_model_path().read_bytes())
+    data[len(data) // 2] ^= 0xFF
+    forged.write_bytes(bytes(data))
+    assert quantize.quantized(forged, MODEL_SHA256) is None
+    assert not list(cache.glob("*.onnx"))
