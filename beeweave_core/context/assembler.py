@@ -167,6 +167,9 @@ class AssembledContext:
     model: str | None
     encoding: str
     phase: str
+    #: what the whole history costs as a plain buffer sends it; while ``catching_up``
+    #: a lower bound (turns maintenance has not counted yet, older than the newest
+    #: turns this call read, are not in it: counting them would read the session)
     full_history_tokens: int
     working_state: WorkingState
     overhead_tokens: int = 0
@@ -695,13 +698,13 @@ def _sentences_of(text: str) -> frozenset[str]:
     return frozenset(L.fold(s) for s in L.sentences(text))
 
 
-def _recall_cost(c: TokenCounter, f: _Fill) -> int:
+def _recall_cost(c: TokenCounter, f: _Fill, settled: Sequence[Item] = ()) -> int:
     """Tokens of the recalled layer's message, summed over its rows, each counted with
     the line break that follows it: packing asks this after every change, and counting
     the whole ~8 KB text anew each time was a fifth of an assembly.  The tokenizers
     split at a line break, so the sum is the exact count or, rarely, a few tokens above
     it (measured on LoCoMo recalls); :func:`_within_budget` counts the final prompt."""
-    rows = _recall_rows(f.lines, f.session_id, f.today)
+    rows = _recall_rows([*f.lines, *_notes(f, settled)], f.session_id, f.today)
     if not rows:
         return 0
     last = rows.pop()
@@ -711,15 +714,20 @@ def _recall_cost(c: TokenCounter, f: _Fill) -> int:
 
 def _recall_message(f: _Fill, settled: Sequence[Item] = ()) -> dict[str, Any] | None:
     """The recalled layer's message, with the working state's ``settled`` items among
-    its lines by turn (an item whose turn is recalled is that line already)."""
+    its lines by turn."""
+    text = render_recall([*f.lines, *_notes(f, settled)], f.session_id, f.today)
+    return {"role": "system", "content": text} if text else None
+
+
+def _notes(f: _Fill, settled: Sequence[Item]) -> list[Line]:
+    """The ``settled`` items as recalled lines, but for those whose turn is recalled (an
+    item whose turn is shown is that line already)."""
     said = {ln.seq for ln in f.lines if ln.session_id == f.session_id}
-    notes = [
+    return [
         Line(it.event_ids[0], f.session_id, it.seq, it.ts, "memory", it.render_note())
         for it in settled
         if it.seq not in said
     ]
-    text = render_recall([*f.lines, *notes], f.session_id, f.today)
-    return {"role": "system", "content": text} if text else None
 
 
 _TEXT_TOKENS: dict[tuple[str, str], int] = {}
@@ -794,8 +802,7 @@ def _head(plan: Plan, f: _Fill) -> tuple[dict[str, Any] | None, dict[str, Any] |
     in a block of its own: a value a later turn changed is followed by the change,
     whichever of the two is a memory and which a recalled turn."""
     settled = _settled(f)
-    wmsg = _working_message(plan.working, [it for it in f.w_in if it not in settled])
-    return wmsg, _recall_message(f, settled)
+    return _unsettled_message(plan, f, settled), _recall_message(f, settled)
 
 
 def _settled(f: _Fill) -> list[Item]:
@@ -804,7 +811,17 @@ def _settled(f: _Fill) -> list[Item]:
 
 
 def _head_cost(plan: Plan, f: _Fill) -> int:
-    return sum(plan.counter.count_message(m) for m in _head(plan, f) if m)
+    """Tokens of the working and recalled messages (the recalled one by its rows, as
+    packing counts it)."""
+    settled = _settled(f)
+    wmsg = _unsettled_message(plan, f, settled)
+    c = plan.counter
+    return (c.count_message(wmsg) if wmsg else 0) + _recall_cost(c, f, settled)
+
+
+def _unsettled_message(plan: Plan, f: _Fill, settled: Sequence[Item]) -> dict[str, Any] | None:
+    """The working message without the items read among the recalled lines."""
+    return _working_message(plan.working, [it for it in f.w_in if it not in settled])
 
 
 def _compose(plan: Plan, sys_msg: dict[str, Any] | None, f: _Fill) -> list[dict[str, Any]]:
