@@ -17,13 +17,13 @@ from .context_helpers import call, chatter, say
 def _long_session(weave, sid="s"):
     say(weave, sid, [
         {"role": "system", "content": "You are a crawler assistant."},
-        {"role": "user", "content": "Use the user agent string BeeBot/3.2."},
+        {"role": "user", "content": "Crawl as HarvestBot/7.4 in the user agent header."},
         {"role": "assistant", "content": "Noted."},
         {"role": "user", "content": "The HTML of category pages differs from product pages."},
         {"role": "assistant", "content": "", "tool_calls": [call("c1", "fetch_sitemap", {"url": "https://shop.example/sitemap.xml"})]},
         {"role": "tool", "tool_call_id": "c1", "content": json.dumps({"summary": {"urls_found": 8821},
                                                                       "rows": [{"id": i} for i in range(300)]})},
-        {"role": "assistant", "content": "fetch_sitemap finished; the result is above."},
+        {"role": "assistant", "content": "The sitemap listing came back, see above."},
         *chatter(12),
         {"role": "user", "content": "How many URLs did the sitemap have?"},
     ])  # fmt: skip
@@ -33,7 +33,7 @@ def test_layers_provenance_and_audit_event(weave_factory):
     weave = weave_factory(index=False)
     _long_session(weave)
     ctx = weave.assemble(
-        "s", "How many URLs did the sitemap fetch return?", budget_tokens=300, model="gpt-4"
+        "s", "What URL count did the sitemap listing give?", budget_tokens=300, model="gpt-4"
     )
     msgs = ctx.messages
     assert msgs[0] == {"role": "system", "content": "You are a crawler assistant."}
@@ -41,7 +41,7 @@ def test_layers_provenance_and_audit_event(weave_factory):
     at = 2 if msgs[1]["content"].startswith("Working state") else 1
     assert msgs[at]["content"].startswith("Recalled by BeeWeave")
     assert msgs[-1] == {"role": "user", "content": "How many URLs did the sitemap have?"}
-    assert "8821" in ctx.text() and "BeeBot/3.2" in ctx.text()
+    assert "8821" in ctx.text() and "HarvestBot/7.4" in ctx.text()
     assert ctx.total_tokens <= 300 < ctx.full_history_tokens
     # every piece says where it came from
     stored = {e.id: e for e in weave.store.timeline("s", include_inactive=True)}

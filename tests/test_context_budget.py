@@ -19,8 +19,8 @@ from beeweave_core.tokens import TokenCounter
 
 from .context_helpers import call, say
 
-WORDS = ["timeout", "batch", "must", "never", "JOB-7731", "42", "5,000", "region_code", "ok", "超时",
-         "必须", "中位数", "数据", "the", "rows", "请", "BeeBot/3.2", "https://x.example/a", "好的"]  # fmt: skip
+WORDS = ["timeout", "batch", "must", "never", "JOB-7731", "42", "5,000", "zone_label", "ok", "超时",
+         "必须", "中位数", "数据", "the", "rows", "请", "HarvestBot/7.4", "https://x.example/a", "好的"]  # fmt: skip
 _ids = itertools.count()
 
 text = st.lists(st.sampled_from(WORDS), min_size=1, max_size=60).map(" ".join)

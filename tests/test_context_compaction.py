@@ -234,14 +234,16 @@ def test_extractive_summarizer_keeps_values_and_cues_in_both_languages():
         SourceLine(
             "b", 2, "assistant", "Let me think about this carefully. What else should I check?"
         ),
-        SourceLine("c", 3, "user", "好的。去重时以 customer_ref_alpha 作为主键列。今天天气不错。"),
+        SourceLine(
+            "c", 3, "user", "好的。合并重复行时按 order_key_beta 这一列判断。今天天气不错。"
+        ),
         SourceLine("d", 4, "user", "方案调整：空值改用中位数填充，因为数据偏态。"),
         SourceLine("e", 5, "tool", "profile_csv(path=x.csv) → rows_scanned=377120"),
     ]
     out = ExtractiveSummarizer().summarize(lines)
     assert out.splitlines() == [
         "- #1 user: The export job must time out after 17 seconds.",
-        "- #3 user: 去重时以 customer_ref_alpha 作为主键列。",
+        "- #3 user: 合并重复行时按 order_key_beta 这一列判断。",
         "- #4 user: 方案调整：空值改用中位数填充，因为数据偏态。",
         "- #5 tool: profile_csv(path=x.csv) → rows_scanned=377120",
     ]

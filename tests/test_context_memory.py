@@ -157,12 +157,14 @@ def test_lifespan_by_kind_decays_and_expires(weave_factory):
 def test_memories_follow_capture_through_the_bus_and_survive_restart(weave_factory):
     weave = weave_factory(index=False)
     engine = weave.context  # subscribes maintenance to the bus
-    weave.emit("user_message", "Deduplicate on the key column customer_ref_alpha.", session_id="s",
+    weave.emit("user_message", "Use order_key_beta as the key column when removing duplicates.", session_id="s",
                role="user", meta={"user_id": "u1"})  # fmt: skip
     weave.flush()
     engine.update("s")
     mems = memories(weave, "s")
-    assert [m.content for m in mems] == ["Deduplicate on the key column customer_ref_alpha."]
+    assert [m.content for m in mems] == [
+        "Use order_key_beta as the key column when removing duplicates."
+    ]
     assert mems[0].payload["kind"] in ("constraint", "decision")
     # a second engine over the same store (a restart) does not extract it again
     again = weave_factory(index=False, tenant=weave.tenant)

@@ -80,14 +80,14 @@ def test_chinese_working_state(weave_factory):
     weave = weave_factory(index=False)
     say(weave, "s", [
         {"role": "user", "content": "帮我搭建一个 CSV 清洗流程。"},
-        {"role": "user", "content": "导出任务的超时时间必须是 37 秒，不能更长。清洗后的结果一律写成 Parquet。"},
+        {"role": "user", "content": "同步任务最多只能跑 43 秒，超过就算失败。清洗后的结果一律写成 Parquet。"},
         {"role": "user", "content": "我更喜欢用中文写日志。"},
         {"role": "user", "content": "决定用 IQR 方法检测异常值，因为数据有长尾。接下来还需要补充单元测试。"},
         {"role": "assistant", "content": "已完成：生成了 report_2024.parquet，共 377120 行。要不要现在上传？"},
     ])  # fmt: skip
     ws = weave.context.working_state("s")
     said = _check_sections(weave, "s", ws)
-    for sentence in ("导出任务的超时时间必须是 37 秒，不能更长。", "清洗后的结果一律写成 Parquet。",
+    for sentence in ("同步任务最多只能跑 43 秒，超过就算失败。", "清洗后的结果一律写成 Parquet。",
                      "我更喜欢用中文写日志。"):  # fmt: skip
         assert sentence in said
     assert ws.goal and ws.goal.text == "帮我搭建一个 CSV 清洗流程。"
@@ -104,7 +104,7 @@ def test_acknowledgements_in_both_languages():
         "OK!",
         "sounds good",
         "great, continue",
-        "perfect, thank you",
+        "perfect, thanks",
         "好的",
         "继续",
         "行，继续吧",
@@ -150,7 +150,7 @@ def test_edits_drop_acks_merge_repeats_and_cut_tool_dumps(weave_factory):
 
 def test_overturned_wording_is_removed_from_verbatim_text():
     ev = Event(id="e", session_id="s", type=EventType.USER_MESSAGE,
-               content="Thanks.  Store results in   SQLite. Also log to stdout.")  # fmt: skip
-    editor = Editor(overturned={"e": ["Store results in SQLite."]})
+               content="Thanks.  Keep the output in   DuckDB. Also log to stdout.")  # fmt: skip
+    editor = Editor(overturned={"e": ["Keep the output in DuckDB."]})
     assert editor.text_of(ev) == f"Thanks.  {OVERTURNED_MARK} Also log to stdout."
     assert remove_overturned("nothing here", ["absent"]) == "nothing here"

@@ -104,7 +104,7 @@ def values(text: str) -> list[Value]:
     names (capitalised words inside a sentence), Latin runs inside Chinese."""
     out: dict[str, Value] = {}
     for ident in [*L.identifiers(text), *_SHORT_CODE.findall(text)]:
-        if _QUANTITY.fullmatch(ident):  # "$135k-$155k", "5k": an amount, not a code
+        if _QUANTITY.fullmatch(ident):  # "$90k-$110k", "5k": an amount, not a code
             unit = "".join(c for c in ident if not (c.isdigit() or c in ".,-–~"))
             out.setdefault(ident.casefold(), Value(ident, "num:" + unit.casefold()))
         elif any(c.isdigit() for c in ident):

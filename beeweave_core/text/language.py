@@ -49,8 +49,8 @@ _WORDISH = re.compile(r"[A-Za-z_$][\w$]*(?:[./:\-][\w$]+)+|[A-Za-z_$][\w$]*")
 
 
 def _strong_identifier(tok: str) -> bool:
-    """Codes a user would be annoyed to see changed: ``customer_ref_alpha``,
-    ``BeeBot/3.2``, ``data-price-eur``, ``robots.txt``, ``SQLite``, ``JOB-7731``."""
+    """Codes a user would be annoyed to see changed: ``order_key_beta``,
+    ``HarvestBot/7.4``, ``rates-usd-q3``, ``robots.txt``, ``SQLite``, ``JOB-7731``."""
     if len(tok) < 3:
         return False
     if "_" in tok.strip("_") or any(c in tok for c in "/:"):
@@ -63,7 +63,7 @@ def _strong_identifier(tok: str) -> bool:
     has_alpha = any(c.isalpha() for c in tok)
     if has_digit and has_alpha:
         return True
-    # internal capital after a lower-case letter (SQLite, BeeBot, camelCase)
+    # internal capital after a lower-case letter (SQLite, HarvestBot, camelCase)
     return bool(re.search(r"[a-z][A-Z]|[A-Z]{2,}[a-z]", tok))
 
 
