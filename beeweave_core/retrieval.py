@@ -816,7 +816,9 @@ class Retriever:
         """Events linked to the best seeds, each scored by the seed's score × hop decay."""
         cfg = c.cfg
         reached: dict[str, tuple[float, list[str]]] = {}
-        for seed in _seeds(fused, cfg):
+        seeds = _seeds(fused, cfg)
+        self._read_near([events[s] for s in seeds], cfg, near)
+        for seed in seeds:
             for ev, dist, beside in self._near(events[seed], cfg, near):
                 if ev.id == seed or ev.status != Status.ACTIVE:
                     continue
@@ -834,23 +836,19 @@ class Retriever:
 
     def _near(self, seed: Event, cfg: RetrievalConfig, near: Near) -> list[tuple[Event, int, bool]]:
         """What the graph path reaches from ``seed``, read once per call (``near``)."""
-        key = (seed.id, cfg.graph_depth, cfg.neighbours)
-        if key not in near:
-            near[key] = self._around(seed, cfg.graph_depth, cfg.neighbours)
-        return near[key]
+        self._read_near([seed], cfg, near)
+        return near[(seed.id, cfg.graph_depth, cfg.neighbours)]
 
-    def _around(self, ev: Event, depth: int, neighbours: int) -> list[tuple[Event, int, bool]]:
-        """Causes and effects of ``ev`` up to ``depth`` hops, and its session neighbours."""
-        out: list[tuple[Event, int, bool]] = []
-        if depth > 0:
-            for walk in (self.store.ancestors, self.store.descendants):
-                out += [(o, d, False) for o, d in walk(ev.id, depth=depth, edge_types=GRAPH_EDGES)]
-        if neighbours > 0 and ev.seq >= 0:
-            near = self.store.timeline(
-                ev.session_id, seq_from=max(0, ev.seq - neighbours), seq_to=ev.seq + neighbours
-            )
-            out += [(o, abs(o.seq - ev.seq), True) for o in near]
-        return out
+    def _read_near(self, seeds: Sequence[Event], cfg: RetrievalConfig, near: Near) -> None:
+        """Read around the ``seeds`` not read yet this call, all in one store read."""
+        todo = [s for s in seeds if (s.id, cfg.graph_depth, cfg.neighbours) not in near]
+        if not todo:
+            return
+        found = self.store.around(
+            todo, depth=cfg.graph_depth, neighbours=cfg.neighbours, edge_types=GRAPH_EDGES
+        )
+        for s in todo:
+            near[(s.id, cfg.graph_depth, cfg.neighbours)] = found.get(s.id, [])
 
 
 __all__ = [

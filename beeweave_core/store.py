@@ -250,6 +250,30 @@ class EventReader(TenantView, Protocol):
             ScopeError: ``event_id`` belongs to a scope outside this view.
         """
 
+    def around(
+        self,
+        events: Sequence[Event],
+        *,
+        depth: int,
+        neighbours: int,
+        edge_types: Sequence[EdgeType] = CAUSAL_EDGES,
+    ) -> dict[str, list[tuple[Event, int, bool]]]:
+        """Read what lies around each of ``events`` at once: a recall reads it for its
+        best hits, and a networked store answers them all in one round trip.
+
+        Args:
+            events: Where the reads start (events of this view).
+            depth: Most causal hops, both ways (0: none).
+            neighbours: Session neighbours on each side, by sequence number (0: none).
+            edge_types: The edge types followed (never NEXT).
+
+        Returns:
+            Per event id, ``(event, distance, beside)``: its active ancestors, then
+            descendants (as :meth:`ancestors` and :meth:`descendants` give them), then
+            its session's active events within ``neighbours`` (``beside`` True, the
+            event itself included, oldest first).
+        """
+
     def edges(
         self,
         *,
@@ -681,7 +705,7 @@ class EventStore(SessionReader, EventGraph, Erasure, Portability, Connection, Pr
     :mod:`beeweave_core.scopes`).  A part takes the narrowest of them it uses."""
 
 
-def _walk_types(depth: int, edge_types: Sequence[EdgeType]) -> list[str]:
+def walk_types(depth: int, edge_types: Sequence[EdgeType]) -> list[str]:
     """Check a walk's arguments; the edge type names to follow (empty: nothing to walk)."""
     if isinstance(depth, bool) or not isinstance(depth, int):
         raise ValueError(f"depth must be an int, got {depth!r}")
@@ -885,7 +909,7 @@ class BaseEventStore:
         Nearest first.  Hidden (deleted/invalidated) events are left out of the
         answer but still walked through, so a cause behind them is still found.
         """
-        types = _walk_types(depth, edge_types)
+        types = walk_types(depth, edge_types)
         self._refuse_foreign([event_id])
         return self._walk(event_id, depth, types, include_inactive, forward=True) if types else []
 
@@ -898,9 +922,36 @@ class BaseEventStore:
         include_inactive: bool = False,
     ) -> list[tuple[Event, int]]:
         """What ``event_id`` led to: events whose causal edges point at it."""
-        types = _walk_types(depth, edge_types)
+        types = walk_types(depth, edge_types)
         self._refuse_foreign([event_id])
         return self._walk(event_id, depth, types, include_inactive, forward=False) if types else []
+
+    def around(
+        self,
+        events: Sequence[Event],
+        *,
+        depth: int,
+        neighbours: int,
+        edge_types: Sequence[EdgeType] = CAUSAL_EDGES,
+    ) -> dict[str, list[tuple[Event, int, bool]]]:
+        """What lies around each of ``events`` (see :class:`EventReader`); one read per
+        walk here, a backend with round trips to save answers in one."""
+        walk_types(depth, edge_types)  # the arguments are checked even with no walk to do
+        return {ev.id: self._around(ev, depth, neighbours, edge_types) for ev in events}
+
+    def _around(
+        self, ev: Event, depth: int, neighbours: int, edge_types: Sequence[EdgeType]
+    ) -> list[tuple[Event, int, bool]]:
+        out: list[tuple[Event, int, bool]] = []
+        if depth > 0:
+            for walk in (self.ancestors, self.descendants):
+                out += [(o, d, False) for o, d in walk(ev.id, depth=depth, edge_types=edge_types)]
+        if neighbours > 0 and ev.seq >= 0:
+            near = self.timeline(  # type: ignore[attr-defined]
+                ev.session_id, seq_from=max(0, ev.seq - neighbours), seq_to=ev.seq + neighbours
+            )
+            out += [(o, abs(o.seq - ev.seq), True) for o in near]
+        return out
 
     def _walk(
         self, event_id: str, depth: int, types: list[str], include_inactive: bool, forward: bool

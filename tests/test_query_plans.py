@@ -81,6 +81,7 @@ def _scoped_reads(store: EventStore) -> None:
     store.search_text("kettle ember marble", k=5, types=[EventType.USER_MESSAGE])
     store.ancestors("p1-2-8", depth=4)
     store.descendants("p1-2-3", depth=4)
+    store.around(store.get(["p1-2-8", "p3-2-4"]), depth=3, neighbours=2)  # recall's graph
     store.edges(session_id="u1-s2")
     store.edges(event_id="p1-2-3", direction="both")
     store.get(["p0-0-1", "p3-2-4"])

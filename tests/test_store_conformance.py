@@ -121,6 +121,32 @@ def test_ancestors_and_descendants_with_depth_cap(store):
         store.ancestors("s1-tr", edge_types=[EdgeType.NEXT])
 
 
+def _one_by_one(store, e: Event, depth: int, neighbours: int) -> list[tuple[str, int, bool]]:
+    out = [(a.id, d, False) for a, d in store.ancestors(e.id, depth=depth)] if depth else []
+    out += [(a.id, d, False) for a, d in store.descendants(e.id, depth=depth)] if depth else []
+    if neighbours:
+        near = store.timeline(e.session_id, seq_from=max(0, e.seq - neighbours),
+                              seq_to=e.seq + neighbours)  # fmt: skip
+        out += [(a.id, abs(a.seq - e.seq), True) for a in near]
+    return out
+
+
+def test_around_reads_several_events_as_their_walks_and_neighbours_do(store):
+    store.append(chain("s1") + chain("s2"))
+    store.soft_delete(["s1-a"], "forgotten")  # walked through, never returned
+    seeds = store.get(["s1-ti", "s1-u", "s2-ans", "s2-c"])
+    for depth, neighbours in ((2, 1), (0, 2), (3, 0), (0, 0)):
+        got = store.around(seeds, depth=depth, neighbours=neighbours)
+        assert set(got) == {e.id for e in seeds}
+        for e in seeds:
+            want = _one_by_one(store, e, depth, neighbours)
+            assert [(a.id, d, b) for a, d, b in got[e.id]] == want, (e.id, depth, neighbours)
+    # hidden events are walked through: the tool call's ancestors skip the deleted answer
+    walked = [a.id for a, _d, b in store.around(seeds[:1], depth=3, neighbours=0)["s1-ti"]]
+    assert "s1-a" not in walked and "s1-c" in walked
+    assert store.around([], depth=2, neighbours=2) == {}
+
+
 def test_every_edge_type(store):
     store.append(chain())
     store.append([

@@ -54,11 +54,13 @@ from beeweave_core.fallback import cause
 from beeweave_core.payloads import dumps
 from beeweave_core.scopes import Readable, narrow, refuse_artifact
 from beeweave_core.store import (
+    CAUSAL_EDGES,
     BaseEventStore,
     Prepared,
     StoreError,
     TokenCount,
     default_token_count,
+    walk_types,
 )
 from beeweave_core.text import lucene
 from beeweave_core.text.lexical import CONTEXT_CHARS
@@ -707,6 +709,43 @@ class Neo4jEventStore(BaseEventStore):
         else:
             rows = self._read(q.CYPHER_GET_TIMELINE, **params)
         return [_to_event(self.tenant, r["event"]) for r in rows]
+
+    def around(
+        self,
+        events: Sequence[Event],
+        *,
+        depth: int,
+        neighbours: int,
+        edge_types: Sequence[EdgeType] = CAUSAL_EDGES,
+    ) -> dict[str, list[tuple[Event, int, bool]]]:
+        """What lies around each of ``events``, in one round trip (a recall's graph
+        path read its seeds one walk at a time: ~4 ms each, most of a call here)."""
+        types = walk_types(depth, edge_types)
+        self._refuse_foreign([ev.id for ev in events])
+        out: dict[str, list[tuple[Event, int, bool]]] = {ev.id: [] for ev in events}
+        near = neighbours > 0
+        if not events or not (types or near):
+            return out
+        seeds = [
+            {"id": ev.id, "lo": max(0, ev.seq - neighbours), "hi": ev.seq + neighbours}
+            if near and ev.seq >= 0
+            else {"id": ev.id, "lo": 1, "hi": 0}
+            for ev in events
+        ]
+        query = q.bounded(q.around_query(bool(types), near), max(depth, 1))
+        rows = self._read(query, seeds=seeds, types=types, all=False)
+        ways: dict[tuple[str, int], list[tuple[Event, int]]] = {}
+        for r in rows:
+            ways.setdefault((r["seed"], r["way"]), []).append(
+                (_to_event(self.tenant, r["event"]), r["dist"])
+            )
+        for sid, found in out.items():
+            for way in (0, 1):
+                walked = sorted(ways.get((sid, way), []), key=lambda p: (p[1], p[0].seq))
+                found += [(e, d, False) for e, d in walked]
+            beside = sorted(ways.get((sid, 2), []), key=lambda p: p[0].seq)
+            found += [(e, d, True) for e, d in beside]
+        return out
 
     def _walk(
         self, event_id: str, depth: int, types: list[str], include_inactive: bool, forward: bool

@@ -482,6 +482,36 @@ WHERE {_VISIBLE}
 RETURN {EVENT_MAP} AS event, depth
 """
 
+#: The branches of ``around``: per seed (``$seeds``: id, lo, hi), its causes and
+#: effects (as the two walks above) and its session's events from ``lo`` to ``hi``;
+#: :func:`around_query` joins the branches a call needs.
+_AROUND_UP = """
+  MATCH p = ANY SHORTEST (s)-[:$any($types)]->{1,{MAX_HOPS}}(e)
+  RETURN e, length(p) AS dist, 0 AS way"""
+_AROUND_DOWN = """
+  MATCH p = ANY SHORTEST (s)<-[:$any($types)]-{1,{MAX_HOPS}}(e)
+  RETURN e, length(p) AS dist, 1 AS way"""
+_AROUND_NEAR = """
+  MATCH (e:Event {tenant: $tenant, session_id: s.session_id})
+  WHERE e.seq >= seed.lo AND e.seq <= seed.hi
+  RETURN e, abs(e.seq - s.seq) AS dist, 2 AS way"""
+
+
+def around_query(walk: bool, near: bool) -> str:
+    """One statement for every seed's walks (``walk``) and neighbours (``near``)."""
+    branches = ([_AROUND_UP, _AROUND_DOWN] if walk else []) + ([_AROUND_NEAR] if near else [])
+    body = "\n  UNION ALL".join(branches)
+    return f"""
+UNWIND $seeds AS seed
+MATCH (s:Event {{tenant: $tenant, id: seed.id}})
+CALL (s, seed) {{{body}
+}}
+WITH seed, e, dist, way
+WHERE {_VISIBLE}
+RETURN seed.id AS seed, {EVENT_MAP} AS event, dist, way
+"""
+
+
 #: ``USING INDEX SEEK``: on a fresh database (no statistics yet), or one that held
 #: many events and lost them, the planner serves the ORDER BY from a scan of a whole
 #: index instead of seeking the one id (or session).
