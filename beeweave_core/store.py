@@ -934,23 +934,29 @@ class BaseEventStore:
         neighbours: int,
         edge_types: Sequence[EdgeType] = CAUSAL_EDGES,
     ) -> dict[str, list[tuple[Event, int, bool]]]:
-        """What lies around each of ``events`` (see :class:`EventReader`); one read per
-        walk here, a backend with round trips to save answers in one."""
-        walk_types(depth, edge_types)  # the arguments are checked even with no walk to do
-        return {ev.id: self._around(ev, depth, neighbours, edge_types) for ev in events}
+        """What lies around each of ``events`` (see :class:`EventReader`)."""
+        types = walk_types(depth, edge_types)
+        self._refuse_foreign([ev.id for ev in events])
+        return self._around(events, types, depth, neighbours)
 
     def _around(
-        self, ev: Event, depth: int, neighbours: int, edge_types: Sequence[EdgeType]
-    ) -> list[tuple[Event, int, bool]]:
-        out: list[tuple[Event, int, bool]] = []
-        if depth > 0:
-            for walk in (self.ancestors, self.descendants):
-                out += [(o, d, False) for o, d in walk(ev.id, depth=depth, edge_types=edge_types)]
-        if neighbours > 0 and ev.seq >= 0:
-            near = self.timeline(  # type: ignore[attr-defined]
-                ev.session_id, seq_from=max(0, ev.seq - neighbours), seq_to=ev.seq + neighbours
-            )
-            out += [(o, abs(o.seq - ev.seq), True) for o in near]
+        self, events: Sequence[Event], types: list[str], depth: int, neighbours: int
+    ) -> dict[str, list[tuple[Event, int, bool]]]:
+        """:meth:`around` for checked arguments: one read per walk here, a backend with
+        round trips to save answers in one."""
+        out: dict[str, list[tuple[Event, int, bool]]] = {}
+        for ev in events:
+            found = [
+                (o, d, False)
+                for forward in ((True, False) if types else ())
+                for o, d in self._walk(ev.id, depth, types, False, forward=forward)
+            ]
+            if neighbours > 0 and ev.seq >= 0:
+                near = self.timeline(  # type: ignore[attr-defined]
+                    ev.session_id, seq_from=max(0, ev.seq - neighbours), seq_to=ev.seq + neighbours
+                )
+                found += [(o, abs(o.seq - ev.seq), True) for o in near]
+            out[ev.id] = found
         return out
 
     def _walk(

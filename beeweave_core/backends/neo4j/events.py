@@ -54,13 +54,11 @@ from beeweave_core.fallback import cause
 from beeweave_core.payloads import dumps
 from beeweave_core.scopes import Readable, narrow, refuse_artifact
 from beeweave_core.store import (
-    CAUSAL_EDGES,
     BaseEventStore,
     Prepared,
     StoreError,
     TokenCount,
     default_token_count,
-    walk_types,
 )
 from beeweave_core.text import lucene
 from beeweave_core.text.lexical import CONTEXT_CHARS
@@ -710,18 +708,11 @@ class Neo4jEventStore(BaseEventStore):
             rows = self._read(q.CYPHER_GET_TIMELINE, **params)
         return [_to_event(self.tenant, r["event"]) for r in rows]
 
-    def around(
-        self,
-        events: Sequence[Event],
-        *,
-        depth: int,
-        neighbours: int,
-        edge_types: Sequence[EdgeType] = CAUSAL_EDGES,
+    def _around(
+        self, events: Sequence[Event], types: list[str], depth: int, neighbours: int
     ) -> dict[str, list[tuple[Event, int, bool]]]:
-        """What lies around each of ``events``, in one round trip (a recall's graph
-        path read its seeds one walk at a time: ~4 ms each, most of a call here)."""
-        types = walk_types(depth, edge_types)
-        self._refuse_foreign([ev.id for ev in events])
+        """:meth:`around` in one round trip (a recall's graph path read its seeds one
+        walk at a time: ~4 ms each, most of a call here)."""
         out: dict[str, list[tuple[Event, int, bool]]] = {ev.id: [] for ev in events}
         near = neighbours > 0
         if not events or not (types or near):
