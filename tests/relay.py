@@ -12,9 +12,10 @@ class Relay:
     """Forwards 127.0.0.1:<port> to ``target``; :meth:`cut` closes every connection and
     the listener, so new connections are refused as by a stopped server."""
 
-    def __init__(self, host: str, port: int) -> None:
+    def __init__(self, host: str, port: int, *, listen_on: int = 0) -> None:
+        """``listen_on``: a port a cut relay listened on, to bring the same address back."""
         self.target = (host, port)
-        self._listener = socket.create_server(("127.0.0.1", 0))
+        self._listener = socket.create_server(("127.0.0.1", listen_on))
         self.port = self._listener.getsockname()[1]
         self._open: list[socket.socket] = []
         self._lock = threading.Lock()

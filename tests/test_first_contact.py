@@ -145,8 +145,39 @@ def test_a_graph_run_while_neo4j_is_down_fails_fast_in_one_line(weave_factory, n
         assert answer["messages"][-1].content == "noted"  # no checkpointer: the agent went on
     finally:
         relay.cut()
-        weave.bus.close(1.0)  # the store is gone: keep the rest spooled, do not wait 30 s
         weave.close()
+
+
+@pytest.mark.neo4j
+def test_closing_while_neo4j_is_down_returns_soon_and_the_next_weave_stores_the_rest(
+    weave_factory, neo4j_uri, tmp_path
+):
+    tenant = weave_factory("neo4j").tenant  # direct: purges the tenant after the test
+    host, port = neo4j_uri.rsplit("//", 1)[1].split(":")
+    relay = Relay(host, int(port))
+    spool = tmp_path / "relay-spool"
+
+    def open_weave() -> Weave:
+        return Weave.open(f"bolt://127.0.0.1:{relay.port}", tenant=tenant, auth=neo4j_auth(),
+                          index=False, spool_dir=spool)  # fmt: skip
+
+    weave = open_weave()
+    weave.emit("user_message", "the harbour crane is booked for Tuesday", session_id="s-exit")
+    assert weave.flush(10)
+    relay.cut()
+    weave.emit("user_message", "move the crane to Thursday instead", session_id="s-exit")
+    started = time.monotonic()
+    weave.close()  # the store is gone: what it has not taken stays spooled
+    assert time.monotonic() - started < 8.0  # one store call in flight at most, not 30 s
+    relay = Relay(host, int(port), listen_on=relay.port)  # the server is back, same address
+    try:
+        with open_weave() as again:
+            assert again.flush(30)
+            texts = [e.content for e in again.store.timeline("s-exit")]
+        assert texts == ["the harbour crane is booked for Tuesday",
+                         "move the crane to Thursday instead"]  # fmt: skip
+    finally:
+        relay.cut()
 
 
 def _free_port() -> int:

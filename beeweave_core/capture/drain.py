@@ -56,10 +56,16 @@ class Drain(Replay):
                     self._store_step()
             except Exception:  # the writer must survive anything
                 log.exception("beeweave: store step failed")
-            if time.monotonic() > self._stop_at:
+            if time.monotonic() > self._stop_at or self._given_up():
                 return
             if not self._jthread.is_alive() and self._caught_up():
                 return
+
+    def _given_up(self) -> bool:
+        """Closing while the store is down: what it has not taken is in the spool already
+        (``close`` flushed to disk first) and the next bus replays it, so retrying until
+        the close timeout would only hold the host's exit (30 s by default)."""
+        return self._closing and not self._store_up
 
     def _caught_up(self) -> bool:
         with self._spool_lock:
