@@ -74,6 +74,24 @@ HIGH_PRIORITY_TYPES = frozenset(
     }
 )
 
+#: What a search looks through (and what gets a vector) unless its caller names types:
+#: what was said and done.  Bookkeeping is left out: an assembly's audit record (its
+#: text is the query it answered: a search would find its own earlier questions), a
+#: checkpoint, a model call's marker, a warning.  Named explicitly, they are searched too.
+SEARCHED_TYPES = frozenset(
+    {
+        EventType.USER_MESSAGE,
+        EventType.ASSISTANT_MESSAGE,
+        EventType.TOOL_INVOCATION,
+        EventType.TOOL_RESULT,
+        EventType.INTERNAL_THOUGHT,
+        EventType.SUMMARY,
+        EventType.MEMORY,
+        EventType.SYSTEM_PROMPT,
+        EventType.ERROR,
+    }
+)
+
 #: Label used for each type in graph stores (``:Event:ToolResult``).
 TYPE_LABELS = {t: "".join(p.title() for p in t.value.split("_")) for t in EventType}
 

@@ -40,7 +40,7 @@ from typing import TYPE_CHECKING, Any, TypedDict
 
 from beeweave_core.config import DAY, DEFAULT_TYPE_WEIGHTS, PATHS, RetrievalConfig
 from beeweave_core.errors import shown
-from beeweave_core.events import EdgeType, Event, EventType, Status
+from beeweave_core.events import SEARCHED_TYPES, EdgeType, Event, EventType, Status
 from beeweave_core.index.base import IndexFilter
 from beeweave_core.ranking import age_weight, minmax_shares, rrf_shares
 from beeweave_core.store import SessionReader
@@ -80,7 +80,9 @@ class Filters:
     """Metadata conditions every returned event must meet.
 
     ``tags``: the event must carry all of them.  ``since``/``until``: epoch
-    seconds or ``datetime``.  ``types``: event types (or their names).
+    seconds or ``datetime``.  ``types``: event types (or their names); none named, the
+    types of what was said and done (``SEARCHED_TYPES``: not audit records, checkpoints,
+    model-call markers or warnings).
     """
 
     types: Sequence[EventType | str] | None = None
@@ -106,8 +108,11 @@ class Filters:
         return cls(**data)
 
     @functools.cached_property  # (asked of every candidate a path returns: built once)
-    def type_set(self) -> frozenset[EventType] | None:
-        return None if self.types is None else frozenset(EventType(t) for t in self.types)
+    def type_set(self) -> frozenset[EventType]:
+        """The types asked for; none named: what was said and done (``SEARCHED_TYPES``)."""
+        if self.types is None:
+            return SEARCHED_TYPES
+        return frozenset(EventType(t) for t in self.types)
 
     @staticmethod
     def _ts(v: float | datetime | None) -> float | None:
@@ -133,8 +138,7 @@ class Filters:
         )
 
     def accepts(self, ev: Event) -> bool:
-        ts = self.type_set
-        if ts is not None and ev.type not in ts:
+        if ev.type not in self.type_set:
             return False
         if self.since_ts is not None and ev.ts < self.since_ts:
             return False
@@ -615,7 +619,7 @@ class Retriever:
             session_ids=sorted(c.sc.sessions) if c.sc.sessions is not None else None,
             agent_id=flt.agent_id,
             user_id=flt.user_id,
-            types=sorted(flt.type_set, key=lambda t: t.value) if flt.type_set else None,
+            types=sorted(flt.type_set, key=lambda t: t.value),
             since=since,
             until=until,
             scopes=self.store.scopes,

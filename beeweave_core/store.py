@@ -951,13 +951,18 @@ class BaseEventStore:
                 for forward in ((True, False) if types else ())
                 for o, d in self._walk(ev.id, depth, types, False, forward=forward)
             ]
-            if neighbours > 0 and ev.seq >= 0:
-                near = self.timeline(  # type: ignore[attr-defined]
-                    ev.session_id, seq_from=max(0, ev.seq - neighbours), seq_to=ev.seq + neighbours
-                )
-                found += [(o, abs(o.seq - ev.seq), True) for o in near]
-            out[ev.id] = found
+            out[ev.id] = found + self._near(ev, neighbours)
         return out
+
+    def _near(self, ev: Event, neighbours: int) -> list[tuple[Event, int, bool]]:
+        """``ev``'s session neighbours within ``neighbours`` places, as :meth:`around`
+        lists them (with their distance, marked as neighbours)."""
+        if neighbours <= 0 or ev.seq < 0:
+            return []
+        near = self.timeline(  # type: ignore[attr-defined]
+            ev.session_id, seq_from=max(0, ev.seq - neighbours), seq_to=ev.seq + neighbours
+        )
+        return [(o, abs(o.seq - ev.seq), True) for o in near]
 
     def _walk(
         self, event_id: str, depth: int, types: list[str], include_inactive: bool, forward: bool

@@ -33,8 +33,8 @@ DOCS = [
 
 
 def ev(eid: str, sid: str, text: str, **kw: object) -> Event:
-    return Event(id=eid, session_id=sid, type=EventType.USER_MESSAGE, content=text,
-                 ts=kw.pop("ts", T0), **kw)  # type: ignore[arg-type]  # fmt: skip
+    return Event(id=eid, session_id=sid, type=kw.pop("type", EventType.USER_MESSAGE),
+                 content=text, ts=kw.pop("ts", T0), **kw)  # type: ignore[arg-type]  # fmt: skip
 
 
 def ids(hits: list[tuple[Event, float]]) -> list[str]:
@@ -211,6 +211,23 @@ def test_index_follows_writes_and_purges(sqlite_store):
     sqlite_store.append([ev("three", "s1", "alpha delta")])  # reuses the purged rowids
     assert ids(sqlite_store.search_text("alpha")) == ["three"]
     assert sqlite_store.sync_text_index() == 0
+
+
+def test_a_search_leaves_rows_it_cannot_return_to_the_next_sync(sqlite_store):
+    """A read after a read finds only the first one's audit record new: indexing it would
+    be a write transaction on the read path, for a row that search cannot return."""
+    sqlite_store.append([ev("turn", "s1", "the kiln reaches cone six overnight")])
+    turns = [EventType.USER_MESSAGE]
+    assert ids(sqlite_store.search_text("kiln", types=turns)) == ["turn"]
+    audit = ev("audit", "s1", "when does the kiln reach cone six?", type=EventType.RETRIEVAL)
+    sqlite_store.append([audit])
+    assert ids(sqlite_store.search_text("kiln", types=turns)) == ["turn"]
+    assert sqlite_store.sync_text_index() == 1  # the audit row waited for this sync
+    sqlite_store.append([ev("later", "s1", "kiln unloaded", seq=5)])
+    sqlite_store.append([ev("audit2", "s1", "is the kiln unloaded?", type=EventType.RETRIEVAL)])
+    assert ids(sqlite_store.search_text("kiln", types=turns)) == ["later", "turn"]
+    assert sqlite_store.sync_text_index() == 0  # a turn was new: that search indexed both
+    assert set(ids(sqlite_store.search_text("kiln"))) == {"turn", "audit", "later", "audit2"}
 
 
 def test_old_database_is_migrated_and_indexed(tmp_path: Path):

@@ -197,6 +197,22 @@ def test_metadata_filters(scenario):
     assert recent[0].event.id == ids["hotel"]["answer"]
 
 
+def test_an_assemblys_audit_record_is_not_found_unless_its_type_is_asked_for(open_weave):
+    """The audit record's text is the question it answered: a search that found it would
+    hand the caller its own earlier questions as memories."""
+    w = open_weave()
+    w.emit("user_message", "the glazier comes on Friday to fit the skylight", session_id="s-aud",
+           role="user", ts=NOW)  # fmt: skip
+    settle(w)
+    ctx = w.assemble("s-aud", "which day is the skylight being fitted?", budget_tokens=400)
+    settle(w)
+    hits = w.retrieve("skylight fitted day", session_id="s-aud", k=10, now=NOW)
+    assert [h.event.type for h in hits] == [EventType.USER_MESSAGE]
+    audits = w.retrieve("skylight fitted day", session_id="s-aud", k=10, now=NOW,
+                        filters={"types": ["retrieval"]}, paths=["lexical"])  # fmt: skip
+    assert [h.event.id for h in audits] == [ctx.retrieval_event_id]
+
+
 def test_inactive_events_never_come_back(scenario):
     w, ids = scenario
     hotel = ids["hotel"]

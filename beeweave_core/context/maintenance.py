@@ -31,7 +31,7 @@ from beeweave_core.context.session_view import SessionView, Views
 from beeweave_core.context.snapshot import Snapshot, empty
 from beeweave_core.context.working_state import build_working_state
 from beeweave_core.errors import StoreClosed
-from beeweave_core.events import Event, EventType
+from beeweave_core.events import SEARCHED_TYPES, Event, EventType
 from beeweave_core.fallback import Fallback, unavailable
 from beeweave_core.memory.views import working_candidates
 from beeweave_core.memory.writer import MemoryWriter
@@ -161,7 +161,9 @@ class Maintenance:
     def notify(self, events: Iterable[Event]) -> None:
         """A stored batch (the bus's listener, on its writer thread): quick, no reads."""
         batch = list(events)
-        self._text_due = self._text_due or bool(batch)
+        # words a search can find (an audit record's wait for the next such batch: see
+        # ``search_text``)
+        self._text_due = self._text_due or any(e.type in SEARCHED_TYPES for e in batch)
         sids = {e.session_id for e in batch if e.type in _DUE_TYPES}
         if sids:
             with self._cond:

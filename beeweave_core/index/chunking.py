@@ -19,25 +19,12 @@ from typing import Any
 
 import numpy as np
 
-from beeweave_core.events import Event, EventType
+from beeweave_core.events import SEARCHED_TYPES, Event, EventType
 from beeweave_core.index.base import Chunk
 from beeweave_core.text.segment import WORDLIKE_CHAR
 
-#: Types worth a vector by default (model_call markers, checkpoints and recalled
-#: context echoes are left out).
-DEFAULT_TYPES = frozenset(
-    {
-        EventType.USER_MESSAGE,
-        EventType.ASSISTANT_MESSAGE,
-        EventType.TOOL_INVOCATION,
-        EventType.TOOL_RESULT,
-        EventType.INTERNAL_THOUGHT,
-        EventType.SUMMARY,
-        EventType.MEMORY,
-        EventType.SYSTEM_PROMPT,
-        EventType.ERROR,
-    }
-)
+#: Types worth a vector by default: what a search looks through.
+DEFAULT_TYPES = SEARCHED_TYPES
 
 _WORD = re.compile(r"[^\W_]+")
 #: Ids, codes and numbers worth keeping from a long output.

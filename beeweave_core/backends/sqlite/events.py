@@ -382,6 +382,42 @@ class SQLiteEventStore(SideTables, BaseEventStore):
         events = self._fetch(list(dist), include_inactive).values()
         return sorted(((e, dist[e.id]) for e in events), key=lambda p: (p[1], p[0].seq))
 
+    def _around(
+        self, events: Sequence[Event], types: list[str], depth: int, neighbours: int
+    ) -> dict[str, list[tuple[Event, int, bool]]]:
+        """:meth:`around` in one walk per direction and one read of what they reach for
+        all of ``events`` (a read per walk cost a recall ~1 ms on a settled session)."""
+        walked = self._walk_many([ev.id for ev in events], types, depth) if types else {}
+        fetched = self._fetch(sorted({i for reached in walked.values() for i in reached}), False)
+        out: dict[str, list[tuple[Event, int, bool]]] = {}
+        for ev in events:
+            found: list[tuple[Event, int, bool]] = []
+            for forward in (True, False):
+                reached = walked.get((ev.id, forward), {})
+                hops = sorted(
+                    ((fetched[i], d) for i, d in reached.items() if i in fetched),
+                    key=lambda p: (p[1], p[0].seq),
+                )
+                found += [(o, d, False) for o, d in hops]
+            out[ev.id] = found + self._near(ev, neighbours)
+        return out
+
+    def _walk_many(
+        self, seeds: list[str], types: list[str], depth: int
+    ) -> dict[tuple[str, bool], dict[str, int]]:
+        """Per (seed, forward): the events within ``depth`` hops and their distance."""
+        walked: dict[tuple[str, bool], dict[str, int]] = {}
+        ids = json.dumps(list(dict.fromkeys(seeds)))
+        for forward in (True, False):
+            sql = q.WALK_MANY.format(
+                dir_to="dst" if forward else "src",
+                dir_from="src" if forward else "dst",
+                types=marks(len(types)),
+            )
+            for seed, eid, dist in self._read(sql, (ids, self.tenant, depth, *types)):
+                walked.setdefault((seed, forward), {})[eid] = dist
+        return walked
+
     def edges(
         self,
         *,
@@ -570,6 +606,18 @@ class SQLiteEventStore(SideTables, BaseEventStore):
                 break
         return done
 
+    def _text_pending(self, types: Iterable[EventType] | None) -> bool:
+        """Whether events of ``types`` wait for the text index: a search need not index
+        the rows it cannot return (an assembly's audit records, stored after each read,
+        would otherwise cost the next read a write transaction); they are indexed with
+        the next rows it can, or in the background."""
+        if types is None:
+            return bool(self._read(q.FTS_PENDING, ())[0][0])
+        tv = sorted({EventType(t).value for t in types})
+        return bool(tv) and bool(
+            self._read(q.FTS_PENDING_OF.format(types=marks(len(tv))), tv)[0][0]
+        )
+
     def search_text(
         self,
         query: str,
@@ -594,7 +642,8 @@ class SQLiteEventStore(SideTables, BaseEventStore):
         match = fts_query(query)
         if match is None or k <= 0:
             return []
-        self.sync_text_index()  # only what was stored since the last sync (see there)
+        if self._text_pending(types):
+            self.sync_text_index()  # only what was stored since the last sync (see there)
         where, params = _scope_where(self.tenant, session_id, user_id, types, since, until)
         if where is None:
             return []

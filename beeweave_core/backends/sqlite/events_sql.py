@@ -138,6 +138,11 @@ FTS_PENDING = (
     "SELECT (SELECT COALESCE(MAX(rowid), 0) FROM events) "
     "> (SELECT COALESCE(MAX(rowid), 0) FROM events_fts)"
 )
+#: Whether rows of some types (``{types}``: their placeholders) wait to be indexed.
+FTS_PENDING_OF = (
+    "SELECT EXISTS (SELECT 1 FROM events "
+    "WHERE rowid > (SELECT COALESCE(MAX(rowid), 0) FROM events_fts) AND type IN ({types}))"
+)
 #: Index the next ``?`` pending rows, with the text of the active event before each
 #: one (a hidden event's words must not make the next one findable).
 #: Merge all FTS segments, dropping the terms of deleted rows (after a purge).
@@ -226,6 +231,19 @@ WITH RECURSIVE walk(id, depth) AS (
     WHERE walk.depth < ? AND e.type IN ({types})
 )
 SELECT id, MIN(depth) FROM walk WHERE depth > 0 GROUP BY id ORDER BY MIN(depth)
+"""
+
+#: :data:`WALK` from several events at once (``?1``: their ids as a JSON array), each
+#: reached event with the seed it was reached from.
+WALK_MANY = """
+WITH RECURSIVE walk(seed, id, depth) AS (
+    SELECT value, value, 0 FROM json_each(?)
+    UNION
+    SELECT walk.seed, e.{dir_to}, walk.depth + 1
+    FROM walk JOIN edges e ON e.tenant = ? AND e.{dir_from} = walk.id
+    WHERE walk.depth < ? AND e.type IN ({types})
+)
+SELECT seed, id, MIN(depth) FROM walk WHERE depth > 0 GROUP BY seed, id
 """
 
 EDGES_OF_EVENT_OUT = "SELECT src, type, dst, meta FROM edges WHERE tenant = ? AND src = ?"
