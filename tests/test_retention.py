@@ -117,6 +117,34 @@ def test_archive_remove_reimport_identical(backend: str, weave_factory, home: Pa
         assert without_notes(after[sid]) == before[sid], sid
 
 
+@pytest.mark.parametrize("backend", ["sqlite", "neo4j"], indirect=True)
+def test_a_session_archived_whole_comes_back_whole(backend: str, weave_factory, home: Path):
+    """Every event of a session expires, and so does the newest of another: the archive
+    note left behind must not take a place (seq) the import gives back to them."""
+    now = time.time()
+    w = weave_factory(backend, index=False)
+    old = now - 40 * DAY
+    say(w, "kiln-log", [{"role": "user", "content": "Glaze batch G7 fired at cone 6."},
+                        {"role": "assistant", "content": "Noted, G7 at cone 6."}],
+        prefix="k", ts=old)  # fmt: skip
+    w.emit(
+        "user_message", "Shelf plan for the spring sale.", session_id="stall", ts=now, role="user"
+    )
+    w.emit("retrieval", "which shelf has the mugs?", session_id="stall", ts=old, role="system")
+    w.flush()
+    before = exports(w)
+    rules = [R.parse_rule("raw=30"), R.parse_rule("retrieval=30")]
+    report = R.apply_retention(w, home / "cold", rules, now=now)
+    assert report.expired == {"kiln-log": 2, "stall": 1} and report.archive is not None
+    R.import_archive(w.writer, R.read_archive(report.archive))
+    after = exports(w)
+    for sid in ("kiln-log", "stall"):  # (maintenance may have added a memory since)
+        back = {e["id"]: e for e in after[sid]["events"]}
+        assert [back.get(e["id"]) for e in before[sid]["events"]] == before[sid]["events"]
+        note = next(e for e in after[sid]["events"] if e["payload"].get("kind") == R.NOTE_KIND)
+        assert note["seq"] > max(e["seq"] for e in before[sid]["events"])  # after what it names
+
+
 def test_tampered_archive_is_refused_and_nothing_written(home: Path):
     url = f"sqlite:///{home}/beeweave.db"
     now = time.time()

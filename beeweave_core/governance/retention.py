@@ -214,8 +214,11 @@ def apply_retention(
     lines = [session_archive(store, s, {e.id for e in v}) for s, v in expired.items()]
     report.archive = write_archive(path, weave.tenant, lines, now)
     for line, (sid, events) in zip(lines, expired.items(), strict=True):
-        report.purged += weave.purge(ids=[e.id for e in events], tombstone=False)
+        # the note first: it takes the place after the session's newest event, so an
+        # import gives the archived events their places back below it (written after
+        # the purge, it took the place of an archived one: of all of them, 0)
         _note(weave.writer, sid, path.name, [e.id for e in events], line["incoming"], now)
+        report.purged += weave.purge(ids=[e.id for e in events], tombstone=False)
     return report
 
 
