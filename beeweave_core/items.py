@@ -348,7 +348,7 @@ class ItemStore:
                 links={EdgeType.SUPERSEDES: (prev.event_id,)} if prev else {},
                 source=SOURCE, meta={META_KEY: scope} if scope else {},
             )  # fmt: skip
-            self.events.append([event])
+            self._append_version(event, namespace, key)
             if prev is not None:
                 self.events.invalidate([prev.event_id], "superseded by a newer version (put)")
             row = ItemRow(
@@ -365,6 +365,16 @@ class ItemStore:
             self.index.upsert(row)
         self._reindex([event], gone=[prev.event_id] if prev else [])
         return row
+
+    def _append_version(self, event: Event, namespace: tuple[str, ...], key: str) -> None:
+        """Store a version; one the store refuses as a copy of purged data (dated at or
+        before the item's purge: a ``clock`` behind the wall clock) is an error, not a
+        put that returns as if it were kept."""
+        if event.id in self.events.append([event]).purged:
+            raise ValueError(
+                f"put {key!r} in {list(namespace)} is dated at or before this item's purge "
+                f"(clock {event.ts:.3f}): the store refuses it as a copy of erased data"
+            )
 
     def delete(self, namespace: Sequence[str], key: str) -> bool:
         """Invalidate the current version; False if absent.  Not an erasure: the

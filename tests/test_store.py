@@ -288,6 +288,25 @@ def test_purging_a_key_removes_every_version_and_its_vectors(stores: Callable[..
     assert store.purge(U1, "pet") == 1 and _versions(store, U1, "pet") == []
 
 
+def test_a_put_dated_before_the_items_purge_raises_instead_of_vanishing(
+    stores: Callable[..., Any],
+) -> None:
+    """A clock behind the purge's dates the new version as a copy of erased data: the
+    store refuses it, and ``put`` says so instead of returning as if it were kept."""
+    clock = Clock()
+    clock.advance(-3600)  # an hour behind the wall clock the purge is dated by
+    store = stores(clock=clock)
+    store.put(U1, "bike", {"text": "the blue bike waits in bay 3"})
+    store.purge(U1, "bike")
+    with pytest.raises(ValueError, match="purge") as err:
+        store.put(U1, "bike", {"text": "the red bike waits in bay 5"})
+    assert "\n" not in str(err.value)
+    assert store.get(U1, "bike") is None and _versions(store, U1, "bike") == []
+    clock.advance(7200)  # after the purge: a new item, kept
+    store.put(U1, "bike", {"text": "the red bike waits in bay 5"})
+    assert store.get(U1, "bike").value == {"text": "the red bike waits in bay 5"}
+
+
 # ------------------------------------------- langchain-tests key/value suites
 @pytest.fixture
 def kv_weave(backend: str, weave_factory: Callable[..., Weave]) -> Iterator[BeeWeaveStore]:
