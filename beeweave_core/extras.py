@@ -13,7 +13,7 @@ from collections.abc import Iterable
 #: extra -> the modules it makes importable (as pyproject.toml's optional-dependencies)
 EXTRA_MODULES: dict[str, tuple[str, ...]] = {
     "neo4j": ("neo4j",),
-    "chroma": ("chromadb", "langchain_chroma"),
+    "chroma": ("chromadb",),
     "langchain": ("langchain_core", "langchain_classic", "langchain"),
     "langgraph": ("langgraph", "langgraph.checkpoint"),
     "llamaindex": ("llama_index.core",),
