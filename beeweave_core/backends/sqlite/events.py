@@ -372,11 +372,7 @@ class SQLiteEventStore(SideTables, BaseEventStore):
     def _walk(
         self, event_id: str, depth: int, types: list[str], include_inactive: bool, forward: bool
     ) -> list[tuple[Event, int]]:
-        sql = q.WALK.format(
-            dir_to="dst" if forward else "src",
-            dir_from="src" if forward else "dst",
-            types=marks(len(types)),
-        )
+        sql = _walk_sql(q.WALK, forward, len(types))
         rows = self._read(sql, (event_id, self.tenant, depth, *types))
         dist = dict(rows)
         events = self._fetch(list(dist), include_inactive).values()
@@ -409,11 +405,7 @@ class SQLiteEventStore(SideTables, BaseEventStore):
         walked: dict[tuple[str, bool], dict[str, int]] = {}
         ids = json.dumps(list(dict.fromkeys(seeds)))
         for forward in (True, False):
-            sql = q.WALK_MANY.format(
-                dir_to="dst" if forward else "src",
-                dir_from="src" if forward else "dst",
-                types=marks(len(types)),
-            )
+            sql = _walk_sql(q.WALK_MANY, forward, len(types))
             for seed, eid, dist in self._read(sql, (ids, self.tenant, depth, *types)):
                 walked.setdefault((seed, forward), {})[eid] = dist
         return walked
@@ -606,13 +598,11 @@ class SQLiteEventStore(SideTables, BaseEventStore):
                 break
         return done
 
-    def _text_pending(self, types: Iterable[EventType] | None) -> bool:
+    def _text_pending(self, types: Iterable[EventType]) -> bool:
         """Whether events of ``types`` wait for the text index: a search need not index
         the rows it cannot return (an assembly's audit records, stored after each read,
         would otherwise cost the next read a write transaction); they are indexed with
         the next rows it can, or in the background."""
-        if types is None:
-            return bool(self._read(q.FTS_PENDING, ())[0][0])
         tv = sorted({EventType(t).value for t in types})
         return bool(tv) and bool(
             self._read(q.FTS_PENDING_OF.format(types=marks(len(tv))), tv)[0][0]
@@ -642,7 +632,7 @@ class SQLiteEventStore(SideTables, BaseEventStore):
         match = fts_query(query)
         if match is None or k <= 0:
             return []
-        if self._text_pending(types):
+        if types is None or self._text_pending(types):  # (the sync checks for any row)
             self.sync_text_index()  # only what was stored since the last sync (see there)
         where, params = _scope_where(self.tenant, session_id, user_id, types, since, until)
         if where is None:
@@ -779,6 +769,16 @@ ScopeHeld = tuple[tuple[str, tuple[Any, ...]], int, int, int, int]
 
 def _held(held: object, key: tuple[str, tuple[Any, ...]]) -> bool:
     return isinstance(held, tuple) and held[0] == key
+
+
+def _walk_sql(template: str, forward: bool, n_types: int) -> str:
+    """A walk statement (``WALK``, ``WALK_MANY``) along edges out of (``forward``) or
+    into each event, over ``n_types`` edge types."""
+    return template.format(
+        dir_to="dst" if forward else "src",
+        dir_from="src" if forward else "dst",
+        types=marks(n_types),
+    )
 
 
 def _scope_where(
